@@ -1,0 +1,162 @@
+//! Validated identifiers that cross boundaries: workspaces, event keys and the
+//! inbox partition key built from them.
+//!
+//! Each is built only through `parse`, so a value that exists is a value that
+//! is safe to put in a DynamoDB key, a URL segment or a log line.
+
+use std::fmt;
+
+use crate::provider::Provider;
+
+/// Why an identifier was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IdError {
+    #[error("workspace id must be 1-64 characters of a-z, 0-9, '-' or '_'")]
+    Workspace,
+    #[error("event key must be 1-512 bytes without control characters")]
+    EventKey,
+    #[error("inbox key must look like workspace#provider#event-key")]
+    InboxPk,
+}
+
+/// A tenant of hookgate: the `{workspace}` URL segment and config table name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct WorkspaceId(String);
+
+impl WorkspaceId {
+    pub fn parse(s: &str) -> Result<Self, IdError> {
+        let ok = (1..=64).contains(&s.len())
+            && s.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
+        if ok {
+            Ok(Self(s.to_owned()))
+        } else {
+            Err(IdError::Workspace)
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for WorkspaceId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Recognises another delivery of the same event, within one provider and
+/// workspace. Each provider module documents what it is built from.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct EventKey(String);
+
+impl EventKey {
+    pub const MAX_BYTES: usize = 512;
+
+    pub fn parse(s: &str) -> Result<Self, IdError> {
+        if (1..=Self::MAX_BYTES).contains(&s.len()) && !s.chars().any(char::is_control) {
+            Ok(Self(s.to_owned()))
+        } else {
+            Err(IdError::EventKey)
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for EventKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The inbox partition key, `{workspace}#{provider}#{event_key}`.
+///
+/// Workspace ids and provider names contain no `#`, so the first two `#`
+/// split it unambiguously even when the event key holds one.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct InboxPk {
+    workspace: WorkspaceId,
+    provider: Provider,
+    event_key: EventKey,
+}
+
+impl InboxPk {
+    pub fn new(workspace: WorkspaceId, provider: Provider, event_key: EventKey) -> Self {
+        Self {
+            workspace,
+            provider,
+            event_key,
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Self, IdError> {
+        let mut parts = s.splitn(3, '#');
+        let (Some(ws), Some(provider), Some(key)) = (parts.next(), parts.next(), parts.next())
+        else {
+            return Err(IdError::InboxPk);
+        };
+        Ok(Self {
+            workspace: WorkspaceId::parse(ws)?,
+            provider: provider.parse().map_err(|_| IdError::InboxPk)?,
+            event_key: EventKey::parse(key)?,
+        })
+    }
+
+    pub fn workspace(&self) -> &WorkspaceId {
+        &self.workspace
+    }
+
+    pub fn provider(&self) -> Provider {
+        self.provider
+    }
+
+    pub fn event_key(&self) -> &EventKey {
+        &self.event_key
+    }
+}
+
+impl fmt::Display for InboxPk {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}#{}#{}", self.workspace, self.provider, self.event_key)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workspace_accepts_slugs_and_refuses_separators() {
+        assert!(WorkspaceId::parse("ws-42").is_ok());
+        assert!(WorkspaceId::parse("acme_eu").is_ok());
+        for bad in ["", "WS", "a#b", "a/b", "a b", &"x".repeat(65)] {
+            assert_eq!(WorkspaceId::parse(bad), Err(IdError::Workspace), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn event_key_refuses_empty_control_and_oversize() {
+        assert!(EventKey::parse("call_ended:abc").is_ok());
+        assert!(EventKey::parse("").is_err());
+        assert!(EventKey::parse("a\nb").is_err());
+        assert!(EventKey::parse(&"k".repeat(513)).is_err());
+    }
+
+    #[test]
+    fn inbox_pk_round_trips_even_with_hash_in_the_event_key() {
+        let pk = InboxPk::new(
+            WorkspaceId::parse("ws-42").unwrap(),
+            Provider::Github,
+            EventKey::parse("123#abc").unwrap(),
+        );
+        let text = pk.to_string();
+        assert_eq!(text, "ws-42#github#123#abc");
+        assert_eq!(InboxPk::parse(&text).unwrap(), pk);
+        assert_eq!(InboxPk::parse("ws-42#nope#k"), Err(IdError::InboxPk));
+        assert_eq!(InboxPk::parse("ws-42#github"), Err(IdError::InboxPk));
+    }
+}

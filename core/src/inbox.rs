@@ -1,0 +1,345 @@
+//! The inbox record: proof that a delivery was received, and the pure rules
+//! that decide what a repeated delivery means.
+//!
+//! One record per event key. The first delivery creates it with a conditional
+//! put; every later delivery only counts itself (`delivery_count`,
+//! `last_delivery_at`) and, when its payload differs, the collision. Nothing a
+//! repeated delivery does touches the processing state.
+
+use std::{fmt, str::FromStr, time::Duration};
+
+use crate::{InboxPk, Timestamp, crypto, provider::Identity};
+
+/// How many partitions the sparse "pending" index is spread over; the sweep
+/// queries each.
+pub const PENDING_BUCKETS: u64 = 8;
+
+/// Processing state of an inbox record (see the contracts in DESIGN.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InboxStatus {
+    Received,
+    Processed,
+    Ignored,
+    Unmatched,
+}
+
+impl InboxStatus {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            InboxStatus::Received => "RECEIVED",
+            InboxStatus::Processed => "PROCESSED",
+            InboxStatus::Ignored => "IGNORED",
+            InboxStatus::Unmatched => "UNMATCHED",
+        }
+    }
+}
+
+impl FromStr for InboxStatus {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        [
+            InboxStatus::Received,
+            InboxStatus::Processed,
+            InboxStatus::Ignored,
+            InboxStatus::Unmatched,
+        ]
+        .into_iter()
+        .find(|v| v.as_str() == s)
+        .ok_or_else(|| format!("unknown inbox status {s:?}"))
+    }
+}
+
+/// How the event reached hookgate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Origin {
+    Http,
+    Eventbridge,
+}
+
+impl Origin {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Origin::Http => "http",
+            Origin::Eventbridge => "eventbridge",
+        }
+    }
+}
+
+impl FromStr for Origin {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "http" => Ok(Origin::Http),
+            "eventbridge" => Ok(Origin::Eventbridge),
+            _ => Err(format!("unknown origin {s:?}")),
+        }
+    }
+}
+
+/// Why an authentic event will not be processed.
+pub const REASON_UNHANDLED_TYPE: &str = "unhandled type";
+
+/// A payload that arrived under an event key already holding another payload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Collision {
+    /// Hash of the first differing payload seen (the stored one is kept).
+    pub first_hash: String,
+    /// How many deliveries carried a different payload.
+    pub count: u32,
+}
+
+/// Membership of the sparse index the sweep reads for stranded records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pending {
+    pub bucket: String,
+    pub since: Timestamp,
+}
+
+/// One event, as stored in the Inbox table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InboxRecord {
+    pub pk: InboxPk,
+    pub event_type: String,
+    pub origin: Origin,
+    pub received_at: Timestamp,
+    pub last_delivery_at: Timestamp,
+    pub delivery_count: u32,
+    pub payload: String,
+    pub payload_sha256: String,
+    pub status: InboxStatus,
+    pub status_reason: Option<String>,
+    pub collision: Option<Collision>,
+    pub dispatch_failed: bool,
+    pub pending: Option<Pending>,
+    /// The TTL attribute (DynamoDB deletes the item some time after it).
+    pub expires_at: Timestamp,
+}
+
+impl InboxRecord {
+    /// The record a first delivery creates. An event of a type the workspace
+    /// does not handle is stored IGNORED (and never queued) so its repeats are
+    /// still recognised.
+    pub fn first_delivery(
+        pk: InboxPk,
+        identity: &Identity,
+        origin: Origin,
+        body: &[u8],
+        handled: bool,
+        now: Timestamp,
+        ttl: Duration,
+    ) -> Self {
+        let (status, status_reason, pending) = if handled {
+            let pending = Pending {
+                bucket: pending_bucket(&pk),
+                since: now,
+            };
+            (InboxStatus::Received, None, Some(pending))
+        } else {
+            (
+                InboxStatus::Ignored,
+                Some(REASON_UNHANDLED_TYPE.to_owned()),
+                None,
+            )
+        };
+        Self {
+            pk,
+            event_type: identity.event_type.clone(),
+            origin,
+            received_at: now,
+            last_delivery_at: now,
+            delivery_count: 1,
+            payload: String::from_utf8_lossy(body).into_owned(),
+            payload_sha256: crypto::sha256_hex(body),
+            status,
+            status_reason,
+            collision: None,
+            dispatch_failed: false,
+            pending,
+            expires_at: now.plus(ttl),
+        }
+    }
+}
+
+/// The answer's verdict for one delivery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    New,
+    Duplicate,
+    Collision,
+}
+
+impl Verdict {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Verdict::New => "new",
+            Verdict::Duplicate => "duplicate",
+            Verdict::Collision => "collision",
+        }
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a repeated delivery must do, decided from the stored record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Repeat {
+    pub verdict: Verdict,
+    /// Queue the stored record again: it is still RECEIVED and either its
+    /// send failed or it has waited longer than the grace period (a crash
+    /// between put and send). The worker is idempotent, so a spare message
+    /// costs nothing but a read.
+    pub redispatch: bool,
+}
+
+/// Decides a repeated delivery with payload hash `sha256` at `now`.
+pub fn on_repeat(stored: &InboxRecord, sha256: &str, now: Timestamp, grace: Duration) -> Repeat {
+    let verdict = if stored.payload_sha256 == sha256 {
+        Verdict::Duplicate
+    } else {
+        Verdict::Collision
+    };
+    let redispatch = stored.status == InboxStatus::Received
+        && (stored.dispatch_failed || now.since(stored.received_at) > grace);
+    Repeat {
+        verdict,
+        redispatch,
+    }
+}
+
+/// The pending-index partition of `pk`: a stable hash spread over
+/// [`PENDING_BUCKETS`] so no single index partition takes every insert.
+pub fn pending_bucket(pk: &InboxPk) -> String {
+    let digest = crypto::sha256_hex(pk.to_string().as_bytes());
+    let n = u64::from_str_radix(&digest[..8], 16).unwrap_or(0) % PENDING_BUCKETS;
+    format!("pending-{n}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{EventKey, Provider, WorkspaceId};
+
+    fn pk(key: &str) -> InboxPk {
+        InboxPk::new(
+            WorkspaceId::parse("ws-1").unwrap(),
+            Provider::Stripe,
+            EventKey::parse(key).unwrap(),
+        )
+    }
+
+    fn identity() -> Identity {
+        Identity {
+            event_type: "charge.refunded".into(),
+            event_key: EventKey::parse("evt_1").unwrap(),
+            occurred_at: None,
+        }
+    }
+
+    const TTL: Duration = Duration::from_secs(8 * 86_400);
+    const GRACE: Duration = Duration::from_secs(60);
+
+    fn stored(handled: bool) -> InboxRecord {
+        let t0 = Timestamp::from_secs(1_000);
+        InboxRecord::first_delivery(
+            pk("evt_1"),
+            &identity(),
+            Origin::Http,
+            b"{}",
+            handled,
+            t0,
+            TTL,
+        )
+    }
+
+    #[test]
+    fn a_handled_first_delivery_is_received_pending_and_expires_after_the_ttl() {
+        let r = stored(true);
+        assert_eq!(r.status, InboxStatus::Received);
+        assert_eq!(r.delivery_count, 1);
+        assert_eq!(r.expires_at.as_secs(), 1_000 + 8 * 86_400);
+        assert_eq!(r.pending.as_ref().unwrap().since, r.received_at);
+        assert_eq!(r.payload_sha256, crypto::sha256_hex(b"{}"));
+    }
+
+    #[test]
+    fn an_unhandled_type_is_stored_ignored_and_not_pending() {
+        let r = stored(false);
+        assert_eq!(r.status, InboxStatus::Ignored);
+        assert_eq!(r.status_reason.as_deref(), Some(REASON_UNHANDLED_TYPE));
+        assert_eq!(r.pending, None);
+    }
+
+    #[test]
+    fn same_hash_is_a_duplicate_and_another_hash_a_collision() {
+        let r = stored(true);
+        let soon = r.received_at.plus(Duration::from_secs(1));
+        assert_eq!(
+            on_repeat(&r, &r.payload_sha256, soon, GRACE).verdict,
+            Verdict::Duplicate
+        );
+        assert_eq!(
+            on_repeat(&r, "other", soon, GRACE).verdict,
+            Verdict::Collision
+        );
+    }
+
+    #[test]
+    fn a_fresh_received_record_is_not_dispatched_again() {
+        let r = stored(true);
+        let at_grace = r.received_at.plus(GRACE);
+        assert!(!on_repeat(&r, &r.payload_sha256, at_grace, GRACE).redispatch);
+    }
+
+    #[test]
+    fn a_received_record_past_the_grace_period_is_dispatched_again() {
+        let r = stored(true);
+        let late = r.received_at.plus(GRACE + Duration::from_millis(1));
+        assert!(on_repeat(&r, &r.payload_sha256, late, GRACE).redispatch);
+    }
+
+    #[test]
+    fn a_failed_send_is_dispatched_again_at_once() {
+        let mut r = stored(true);
+        r.dispatch_failed = true;
+        assert!(on_repeat(&r, &r.payload_sha256, r.received_at, GRACE).redispatch);
+    }
+
+    #[test]
+    fn settled_or_ignored_records_are_never_dispatched_again() {
+        let late = Timestamp::from_secs(1_000_000);
+        let mut r = stored(true);
+        r.status = InboxStatus::Processed;
+        r.dispatch_failed = true;
+        assert!(!on_repeat(&r, &r.payload_sha256, late, GRACE).redispatch);
+        let ignored = stored(false);
+        assert!(!on_repeat(&ignored, &ignored.payload_sha256, late, GRACE).redispatch);
+    }
+
+    #[test]
+    fn pending_buckets_are_stable_and_bounded() {
+        let a = pending_bucket(&pk("evt_a"));
+        assert_eq!(a, pending_bucket(&pk("evt_a")));
+        let all: std::collections::BTreeSet<_> = (0..200)
+            .map(|i| pending_bucket(&pk(&format!("evt_{i}"))))
+            .collect();
+        assert_eq!(all.len(), PENDING_BUCKETS as usize);
+    }
+
+    #[test]
+    fn statuses_and_origins_round_trip() {
+        for s in ["RECEIVED", "PROCESSED", "IGNORED", "UNMATCHED"] {
+            assert_eq!(s.parse::<InboxStatus>().unwrap().as_str(), s);
+        }
+        for o in ["http", "eventbridge"] {
+            assert_eq!(o.parse::<Origin>().unwrap().as_str(), o);
+        }
+        assert!("DONE".parse::<InboxStatus>().is_err());
+    }
+}

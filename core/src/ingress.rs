@@ -1,0 +1,311 @@
+//! The ingress pipeline: resolve, verify, identify, persist, queue, answer.
+//!
+//! This is the whole short path of a webhook, independent of how it arrived
+//! (Lambda behind API Gateway, the local runner): the function crate turns its
+//! request into a [`WebhookRequest`] and the [`Reply`] back into a response.
+//! No business work happens here — the answer never waits on a CRM.
+
+use std::{sync::Arc, time::Instant};
+
+use http::HeaderMap;
+use serde_json::json;
+
+use crate::{
+    EventKey, InboxPk, Provider, Timestamp, WorkspaceId,
+    config::{Config, ProviderBinding},
+    inbox::{InboxRecord, Origin, Verdict, on_repeat},
+    message::{MessageKind, QueueMessage},
+    ports::{ActionQueue, InboxStore, PutOutcome},
+    provider::{Delivery, VerifyError},
+    secret::SecretSource,
+};
+
+/// Values of the `alarm` field on error lines, for log metric filters.
+pub mod alarm {
+    pub const STORAGE: &str = "INGRESS_STORAGE_FAILED";
+    pub const DISPATCH: &str = "INGRESS_DISPATCH_FAILED";
+    pub const SECRET: &str = "INGRESS_SECRET_UNAVAILABLE";
+    pub const COLLISION: &str = "INGRESS_KEY_COLLISION";
+}
+
+/// A webhook delivery as the ingress sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct WebhookRequest<'a> {
+    /// The `{provider}` URL segment.
+    pub provider: &'a str,
+    /// The `{workspace}` URL segment.
+    pub workspace: &'a str,
+    pub headers: &'a HeaderMap,
+    pub body: &'a [u8],
+}
+
+/// The HTTP answer: a status and a JSON body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    pub status: u16,
+    pub body: String,
+}
+
+/// What happened to one delivery: the answer and what the log line says.
+#[derive(Debug)]
+struct Outcome {
+    status: u16,
+    verdict: Option<Verdict>,
+    event_key: Option<EventKey>,
+    attempt: Option<u32>,
+    /// Said to the sender (never a secret, never a stored value).
+    public: String,
+    /// Said to the log only.
+    reason: Option<String>,
+}
+
+impl Outcome {
+    fn accepted(verdict: Verdict, key: EventKey, attempt: u32) -> Self {
+        Self {
+            status: 202,
+            verdict: Some(verdict),
+            event_key: Some(key),
+            attempt: Some(attempt),
+            public: String::new(),
+            reason: None,
+        }
+    }
+
+    fn refused(status: u16, public: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self {
+            status,
+            verdict: None,
+            event_key: None,
+            attempt: None,
+            public: public.into(),
+            reason: Some(reason.into()),
+        }
+    }
+
+    /// 503: our storage or queue failed; the provider's retry will heal it.
+    fn unavailable(key: Option<EventKey>, reason: impl Into<String>) -> Self {
+        Self {
+            event_key: key,
+            ..Self::refused(503, "temporarily unavailable, retry later", reason)
+        }
+    }
+
+    fn reply(&self) -> Reply {
+        let body = match (&self.verdict, &self.event_key) {
+            (Some(verdict), Some(key)) if self.status == 202 => {
+                json!({ "verdict": verdict.as_str(), "event_key": key.as_str() })
+            }
+            _ => json!({ "error": self.public }),
+        };
+        Reply {
+            status: self.status,
+            body: body.to_string(),
+        }
+    }
+}
+
+/// The ingress service over its three ports.
+#[derive(Debug)]
+pub struct Ingress<S, Q, K> {
+    config: Arc<Config>,
+    store: S,
+    queue: Q,
+    secrets: K,
+}
+
+impl<S: InboxStore, Q: ActionQueue, K: SecretSource> Ingress<S, Q, K> {
+    pub fn new(config: Arc<Config>, store: S, queue: Q, secrets: K) -> Self {
+        Self {
+            config,
+            store,
+            queue,
+            secrets,
+        }
+    }
+
+    /// Handles one delivery received at `now` and logs one line about it.
+    pub async fn handle(&self, req: WebhookRequest<'_>, now: Timestamp) -> Reply {
+        let started = Instant::now();
+        let outcome = self.process(&req, now).await;
+        log_delivery(&req, now, &outcome, started);
+        outcome.reply()
+    }
+
+    async fn process(&self, req: &WebhookRequest<'_>, now: Timestamp) -> Outcome {
+        const NOT_FOUND: &str = "no webhook endpoint at this path";
+        let (Ok(provider), Ok(workspace)) = (
+            req.provider.parse::<Provider>(),
+            WorkspaceId::parse(req.workspace),
+        ) else {
+            return Outcome::refused(404, NOT_FOUND, "unknown provider or malformed workspace");
+        };
+        let Some(binding) = self.config.binding(&workspace, provider) else {
+            return Outcome::refused(404, NOT_FOUND, "workspace has no such provider");
+        };
+        let limit = self.config.max_body_bytes;
+        if req.body.len() > limit {
+            return Outcome::refused(
+                413,
+                format!("body exceeds {limit} bytes"),
+                format!("body of {} bytes", req.body.len()),
+            );
+        }
+        let delivery = Delivery {
+            headers: req.headers,
+            body: req.body,
+        };
+        if let Err(outcome) = self.verify(provider, binding, &delivery, now).await {
+            return outcome;
+        }
+        let identity = match provider.identify(&delivery) {
+            Ok(identity) => identity,
+            Err(e) => return Outcome::refused(400, e.to_string(), e.to_string()),
+        };
+        let pk = InboxPk::new(workspace, provider, identity.event_key.clone());
+        let handled = binding.handles(&identity.event_type);
+        let record = InboxRecord::first_delivery(
+            pk,
+            &identity,
+            Origin::Http,
+            req.body,
+            handled,
+            now,
+            self.config.inbox_ttl,
+        );
+        self.persist(record, now).await
+    }
+
+    /// Verifies with every resolvable secret. A forgery is a 401; but when a
+    /// secret could not be resolved it may be the one that would have matched,
+    /// so the answer is a 503 and the provider retries once it is fixed.
+    async fn verify(
+        &self,
+        provider: Provider,
+        binding: &ProviderBinding,
+        delivery: &Delivery<'_>,
+        now: Timestamp,
+    ) -> Result<(), Outcome> {
+        let mut secrets = Vec::with_capacity(binding.secrets.len());
+        let mut unresolved = Vec::new();
+        for reference in &binding.secrets {
+            match self.secrets.resolve(reference).await {
+                Ok(secret) => secrets.push(secret),
+                Err(e) => unresolved.push(e.to_string()),
+            }
+        }
+        match provider.verify(delivery, &secrets, now) {
+            Ok(()) => Ok(()),
+            Err(e) if !unresolved.is_empty() || e == VerifyError::NoUsableSecret => {
+                tracing::error!(
+                    alarm = alarm::SECRET,
+                    provider = provider.as_str(),
+                    unresolved = unresolved.join("; "),
+                    verify_error = %e,
+                    "webhook secret unavailable"
+                );
+                Err(Outcome::unavailable(
+                    None,
+                    format!("secret unavailable: {e}"),
+                ))
+            }
+            Err(e) => Err(Outcome::refused(401, "invalid signature", e.to_string())),
+        }
+    }
+
+    async fn persist(&self, record: InboxRecord, now: Timestamp) -> Outcome {
+        let key = record.pk.event_key().clone();
+        let stored = match self.store.put_new(&record, now).await {
+            Ok(PutOutcome::Inserted) => {
+                if record.pending.is_some() {
+                    if let Err(reason) = self.dispatch(&record.pk, record.origin, false).await {
+                        return Outcome::unavailable(Some(key), reason);
+                    }
+                }
+                return Outcome::accepted(Verdict::New, key, 1);
+            }
+            Ok(PutOutcome::Exists(stored)) => stored,
+            Err(e) => return storage_failed(key, &e),
+        };
+        let repeat = on_repeat(
+            &stored,
+            &record.payload_sha256,
+            now,
+            self.config.redispatch_grace,
+        );
+        let collision_hash =
+            (repeat.verdict == Verdict::Collision).then_some(record.payload_sha256.as_str());
+        let attempt = match self
+            .store
+            .record_repeat(&record.pk, now, collision_hash)
+            .await
+        {
+            Ok(attempt) => attempt,
+            Err(e) => return storage_failed(key, &e),
+        };
+        if let Some(hash) = collision_hash {
+            tracing::warn!(
+                alarm = alarm::COLLISION,
+                inbox_pk = %record.pk,
+                stored_sha256 = stored.payload_sha256,
+                delivered_sha256 = hash,
+                "same event key, different payload: first payload kept"
+            );
+        }
+        if repeat.redispatch {
+            if let Err(reason) = self
+                .dispatch(&record.pk, stored.origin, stored.dispatch_failed)
+                .await
+            {
+                return Outcome::unavailable(Some(key), reason);
+            }
+        }
+        Outcome::accepted(repeat.verdict, key, attempt)
+    }
+
+    /// Sends the inbox key to the action queue. On failure marks the record so
+    /// the provider's retry dispatches it at once; on success after such a
+    /// failure clears the mark. Both marks are best effort: the sweep re-queues
+    /// anything left RECEIVED.
+    async fn dispatch(&self, pk: &InboxPk, origin: Origin, was_failed: bool) -> Result<(), String> {
+        let message = QueueMessage::for_event(pk, origin);
+        match self.queue.send(&message, MessageKind::Event).await {
+            Ok(()) => {
+                if was_failed {
+                    if let Err(e) = self.store.set_dispatch_failed(pk, false).await {
+                        tracing::warn!(inbox_pk = %pk, error = %e, "could not clear dispatch_failed");
+                    }
+                }
+                Ok(())
+            }
+            Err(e) => {
+                tracing::error!(alarm = alarm::DISPATCH, inbox_pk = %pk, error = %e, "action queue send failed");
+                if let Err(mark) = self.store.set_dispatch_failed(pk, true).await {
+                    tracing::error!(alarm = alarm::STORAGE, inbox_pk = %pk, error = %mark, "could not mark dispatch_failed");
+                }
+                Err(e.to_string())
+            }
+        }
+    }
+}
+
+fn storage_failed(key: EventKey, e: &crate::ports::StoreError) -> Outcome {
+    tracing::error!(alarm = alarm::STORAGE, event_key = %key, error = %e, "inbox storage failed");
+    Outcome::unavailable(Some(key), e.to_string())
+}
+
+/// The one structured line per delivery (never the body, never a secret).
+fn log_delivery(req: &WebhookRequest<'_>, now: Timestamp, outcome: &Outcome, started: Instant) {
+    tracing::info!(
+        target: "hookgate::delivery",
+        received_at = now.as_millis(),
+        provider = req.provider,
+        workspace = req.workspace,
+        status = outcome.status,
+        verdict = outcome.verdict.map(Verdict::as_str),
+        event_key = outcome.event_key.as_ref().map(EventKey::as_str),
+        attempt = outcome.attempt,
+        reason = outcome.reason.as_deref(),
+        latency_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
+        "delivery"
+    );
+}

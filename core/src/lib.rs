@@ -1,0 +1,20 @@
+//! hookgate's domain, free of AWS SDKs and Lambda runtimes.
+//!
+//! Everything here is pure or sits behind a small trait ([`ports`]) that the
+//! adapters crate implements, so the rules that make a webhook count once are
+//! tested without the network and with `now` passed in.
+
+pub mod config;
+pub mod crypto;
+pub mod ids;
+pub mod inbox;
+pub mod ingress;
+pub mod message;
+pub mod ports;
+pub mod provider;
+pub mod secret;
+pub mod time;
+
+pub use ids::{EventKey, InboxPk, WorkspaceId};
+pub use provider::Provider;
+pub use time::Timestamp;

@@ -1,0 +1,157 @@
+//! GitHub.
+//!
+//! `X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the body>` keyed by the
+//! webhook secret's UTF-8 bytes. GitHub signs no timestamp, so there is no
+//! replay window to check: replays are caught by the inbox's event key.
+//!
+//! Event key: `{X-GitHub-Hook-ID}:{X-GitHub-Delivery}` — the delivery GUID is
+//! shared by every hook that receives the same event, so alone it would merge
+//! two hooks' deliveries. Event type: `X-GitHub-Event`, followed by
+//! `.{action}` when the body has one (`issues.opened`).
+
+use serde::Deserialize;
+
+use super::{
+    Delivery, Identity, ParseError, SignRequest, VerifyError, header, parse_json, required,
+};
+use crate::{EventKey, crypto, secret::Secret};
+
+const SIGNATURE: &str = "x-hub-signature-256";
+const EVENT: &str = "x-github-event";
+const DELIVERY: &str = "x-github-delivery";
+const HOOK_ID: &str = "x-github-hook-id";
+
+pub fn verify(d: &Delivery<'_>, secrets: &[Secret]) -> Result<(), VerifyError> {
+    let value = header(d.headers, SIGNATURE)?;
+    let hex_sig = value
+        .strip_prefix("sha256=")
+        .ok_or(VerifyError::MalformedHeader(SIGNATURE))?;
+    let got = hex::decode(hex_sig).map_err(|_| VerifyError::MalformedHeader(SIGNATURE))?;
+    let matched = secrets
+        .iter()
+        .any(|s| crypto::ct_eq(&crypto::hmac_sha256(s.expose(), &[d.body]), &got));
+    if matched {
+        Ok(())
+    } else {
+        Err(VerifyError::NoMatch)
+    }
+}
+
+#[derive(Deserialize)]
+struct Body<'a> {
+    #[serde(borrow)]
+    action: Option<std::borrow::Cow<'a, str>>,
+}
+
+pub fn identify(d: &Delivery<'_>) -> Result<Identity, ParseError> {
+    let text =
+        |name: &'static str| required(d.headers.get(name).and_then(|v| v.to_str().ok()), name);
+    let event = text(EVENT)?;
+    let key = format!("{}:{}", text(HOOK_ID)?, text(DELIVERY)?);
+    let body: Body<'_> = parse_json(d.body)?;
+    let event_type = match body.action.as_deref() {
+        Some(action) if !action.is_empty() => format!("{event}.{action}"),
+        _ => event.to_owned(),
+    };
+    Ok(Identity {
+        event_type,
+        event_key: EventKey::parse(&key)?,
+        occurred_at: None,
+    })
+}
+
+pub fn sign(req: &SignRequest<'_>) -> Vec<(&'static str, String)> {
+    let mac = crypto::hmac_sha256(req.secret.expose(), &[req.body]);
+    vec![
+        (EVENT, req.github_event.to_owned()),
+        (DELIVERY, req.id_or_derived("")),
+        (HOOK_ID, req.github_hook_id.to_owned()),
+        (SIGNATURE, format!("sha256={}", hex::encode(mac))),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::*;
+    use super::*;
+
+    // The example in GitHub's "Validating webhook deliveries" documentation.
+    const SECRET: &str = "It's a Secret to Everybody";
+    const BODY: &[u8] = b"Hello, World!";
+    const SIG: &str = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17";
+
+    fn check(sig: &str, body: &[u8]) -> Result<(), VerifyError> {
+        let h = headers(&[(SIGNATURE, sig.to_owned())]);
+        verify(&Delivery { headers: &h, body }, &[Secret::new(SECRET)])
+    }
+
+    #[test]
+    fn published_vector_verifies() {
+        assert_eq!(check(SIG, BODY), Ok(()));
+        assert_eq!(check(SIG, b"Hello, World?"), Err(VerifyError::NoMatch));
+    }
+
+    #[test]
+    fn the_sha1_header_or_a_bare_hex_value_is_refused() {
+        assert_eq!(
+            check(&SIG.replace("sha256=", "sha1="), BODY),
+            Err(VerifyError::MalformedHeader(SIGNATURE))
+        );
+        assert_eq!(
+            check("sha256=zz", BODY),
+            Err(VerifyError::MalformedHeader(SIGNATURE))
+        );
+        let h = headers::<&str>(&[]);
+        assert_eq!(
+            verify(
+                &Delivery {
+                    headers: &h,
+                    body: BODY
+                },
+                &[Secret::new(SECRET)]
+            ),
+            Err(VerifyError::MissingHeader(SIGNATURE))
+        );
+    }
+
+    #[test]
+    fn two_hooks_receiving_one_delivery_get_two_keys() {
+        let body = br#"{"action":"opened","issue":{}}"#;
+        let mut keys = Vec::new();
+        for hook in ["111", "222"] {
+            let h = headers(&[
+                (EVENT, "issues".to_owned()),
+                (DELIVERY, "72d3162e-cc78-11e3-81ab-4c9367dc0958".to_owned()),
+                (HOOK_ID, hook.to_owned()),
+            ]);
+            let id = identify(&Delivery { headers: &h, body }).unwrap();
+            assert_eq!(id.event_type, "issues.opened");
+            keys.push(id.event_key);
+        }
+        assert_eq!(keys[0].as_str(), "111:72d3162e-cc78-11e3-81ab-4c9367dc0958");
+        assert_ne!(keys[0], keys[1]);
+    }
+
+    #[test]
+    fn an_event_without_action_keeps_the_header_name() {
+        let h = headers(&[
+            (EVENT, "push".to_owned()),
+            (DELIVERY, "d1".to_owned()),
+            (HOOK_ID, "1".to_owned()),
+        ]);
+        let id = identify(&Delivery {
+            headers: &h,
+            body: br#"{"ref":"main"}"#,
+        })
+        .unwrap();
+        assert_eq!(id.event_type, "push");
+        let h = headers(&[(EVENT, "push".to_owned())]);
+        assert_eq!(
+            identify(&Delivery {
+                headers: &h,
+                body: b"{}"
+            }),
+            Err(ParseError::MissingField(HOOK_ID))
+        );
+    }
+}

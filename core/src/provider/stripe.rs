@@ -1,0 +1,167 @@
+//! Stripe.
+//!
+//! `Stripe-Signature: t=<epoch s>,v1=<hex>[,v1=<hex>…]`, where each `v1` is the
+//! hex HMAC-SHA256 of `"{t}.{body}"` keyed by the endpoint secret's UTF-8
+//! bytes (the `whsec_…` string as is, not base64-decoded). Several `v1` appear
+//! while a secret is being rolled. Tolerance: 300 s either way.
+//!
+//! Event key: `event.id` (`evt_…`). Event type: `type`.
+
+use serde::Deserialize;
+
+use super::{
+    Delivery, Identity, ParseError, SignRequest, VerifyError, header, parse_json, required,
+    within_tolerance,
+};
+use crate::{EventKey, Timestamp, crypto, secret::Secret};
+
+pub const TOLERANCE_SECS: i64 = 300;
+const HEADER: &str = "stripe-signature";
+
+pub fn verify(d: &Delivery<'_>, secrets: &[Secret], now: Timestamp) -> Result<(), VerifyError> {
+    let value = header(d.headers, HEADER)?;
+    let mut t = None;
+    let mut v1 = Vec::new();
+    for pair in value.split(',') {
+        match pair.trim().split_once('=') {
+            Some(("t", ts)) => t = Some(ts),
+            Some(("v1", sig)) => v1.push(sig),
+            _ => {}
+        }
+    }
+    let t_text = t.ok_or(VerifyError::MalformedHeader(HEADER))?;
+    let t: i64 = t_text
+        .parse()
+        .map_err(|_| VerifyError::MalformedHeader(HEADER))?;
+    if v1.is_empty() {
+        return Err(VerifyError::MalformedHeader(HEADER));
+    }
+    within_tolerance(t, now.as_secs(), TOLERANCE_SECS, 1000)?;
+    let expected: Vec<[u8; 32]> = secrets
+        .iter()
+        .map(|s| crypto::hmac_sha256(s.expose(), &[t_text.as_bytes(), b".", d.body]))
+        .collect();
+    let matched = v1
+        .iter()
+        .filter_map(|sig| hex::decode(sig).ok())
+        .any(|got| expected.iter().any(|e| crypto::ct_eq(e, &got)));
+    if matched {
+        Ok(())
+    } else {
+        Err(VerifyError::NoMatch)
+    }
+}
+
+#[derive(Deserialize)]
+struct Event<'a> {
+    #[serde(borrow)]
+    id: Option<std::borrow::Cow<'a, str>>,
+    #[serde(rename = "type", borrow)]
+    event_type: Option<std::borrow::Cow<'a, str>>,
+    created: Option<i64>,
+}
+
+pub fn identify(d: &Delivery<'_>) -> Result<Identity, ParseError> {
+    let event: Event<'_> = parse_json(d.body)?;
+    Ok(Identity {
+        event_key: EventKey::parse(required(event.id.as_deref(), "id")?)?,
+        event_type: required(event.event_type.as_deref(), "type")?.to_owned(),
+        occurred_at: event.created.map(Timestamp::from_secs),
+    })
+}
+
+pub fn sign(req: &SignRequest<'_>) -> Vec<(&'static str, String)> {
+    let t = req.timestamp.as_secs().to_string();
+    let mac = crypto::hmac_sha256(req.secret.expose(), &[t.as_bytes(), b".", req.body]);
+    vec![(HEADER, format!("t={t},v1={}", hex::encode(mac)))]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::*;
+    use super::*;
+
+    const SECRET: &str = "whsec_test_secret";
+    const BODY: &[u8] = br#"{"id":"evt_1NG8Du2eZvKYlo2CUI79vXWy","object":"event","created":1686089970,"type":"payment_intent.succeeded"}"#;
+    // Computed independently with Python's hmac module:
+    // hmac.new(b"whsec_test_secret", b"1686089970." + BODY, "sha256").hexdigest()
+    const SIG: &str = "a22303b6e71906e8fa2ae6e6e79092fb0bacaf190ca162c3c9b55757be7fdba1";
+    const T: i64 = 1_686_089_970;
+
+    fn check(value: &str, now: i64) -> Result<(), VerifyError> {
+        let h = headers(&[(HEADER, value.to_owned())]);
+        verify(
+            &Delivery {
+                headers: &h,
+                body: BODY,
+            },
+            &[Secret::new(SECRET)],
+            Timestamp::from_secs(now),
+        )
+    }
+
+    #[test]
+    fn known_answer_with_the_secret_string_as_key() {
+        assert_eq!(check(&format!("t={T},v1={SIG}"), T), Ok(()));
+        let secret = Secret::new(SECRET);
+        let h = sign(&sign_req(BODY, &secret, Timestamp::from_secs(T)));
+        assert_eq!(h, vec![(HEADER, format!("t={T},v1={SIG}"))]);
+    }
+
+    #[test]
+    fn any_v1_entry_may_match_and_v0_is_ignored() {
+        let value = format!("t={T},v0={SIG},v1=00ff,v1={SIG}");
+        assert_eq!(check(&value, T), Ok(()));
+        assert_eq!(
+            check(&format!("t={T},v0={SIG}"), T),
+            Err(VerifyError::MalformedHeader(HEADER))
+        );
+    }
+
+    #[test]
+    fn tolerance_is_300_seconds_to_the_second() {
+        let value = format!("t={T},v1={SIG}");
+        assert_eq!(check(&value, T + 300), Ok(()));
+        assert_eq!(check(&value, T - 300), Ok(()));
+        assert!(matches!(
+            check(&value, T + 301),
+            Err(VerifyError::OutsideTolerance { .. })
+        ));
+        assert!(matches!(
+            check(&value, T - 301),
+            Err(VerifyError::OutsideTolerance { .. })
+        ));
+    }
+
+    #[test]
+    fn a_changed_timestamp_breaks_the_signature() {
+        assert_eq!(
+            check(&format!("t={},v1={SIG}", T + 1), T),
+            Err(VerifyError::NoMatch)
+        );
+        assert_eq!(
+            check(&format!("t=abc,v1={SIG}"), T),
+            Err(VerifyError::MalformedHeader(HEADER))
+        );
+    }
+
+    #[test]
+    fn identity_is_the_event_id_and_type() {
+        let h = headers::<&str>(&[]);
+        let id = identify(&Delivery {
+            headers: &h,
+            body: BODY,
+        })
+        .unwrap();
+        assert_eq!(id.event_key.as_str(), "evt_1NG8Du2eZvKYlo2CUI79vXWy");
+        assert_eq!(id.event_type, "payment_intent.succeeded");
+        assert_eq!(id.occurred_at, Some(Timestamp::from_secs(T)));
+        assert_eq!(
+            identify(&Delivery {
+                headers: &h,
+                body: br#"{"type":"x"}"#
+            }),
+            Err(ParseError::MissingField("id"))
+        );
+    }
+}

@@ -1,0 +1,61 @@
+//! Time as the domain sees it: a point in epoch milliseconds, always passed in.
+//!
+//! Nothing in the core reads the clock; callers (handlers, tests, benches)
+//! decide what "now" is.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// A point in time, in milliseconds since the Unix epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Timestamp(i64);
+
+impl Timestamp {
+    pub const fn from_millis(ms: i64) -> Self {
+        Self(ms)
+    }
+
+    pub const fn from_secs(s: i64) -> Self {
+        Self(s.saturating_mul(1000))
+    }
+
+    /// The wall clock. Only edges (handlers, CLI) call this.
+    pub fn now() -> Self {
+        let since = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or(Duration::ZERO);
+        Self(i64::try_from(since.as_millis()).unwrap_or(i64::MAX))
+    }
+
+    pub const fn as_millis(self) -> i64 {
+        self.0
+    }
+
+    /// Whole seconds, rounded down.
+    pub const fn as_secs(self) -> i64 {
+        self.0.div_euclid(1000)
+    }
+
+    pub fn plus(self, d: Duration) -> Self {
+        let ms = i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+        Self(self.0.saturating_add(ms))
+    }
+
+    /// How long after `earlier` this is (zero if it is not later).
+    pub fn since(self, earlier: Timestamp) -> Duration {
+        Duration::from_millis(u64::try_from(self.0 - earlier.0).unwrap_or(0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secs_round_down_and_plus_adds() {
+        let t = Timestamp::from_millis(1_999);
+        assert_eq!(t.as_secs(), 1);
+        assert_eq!(t.plus(Duration::from_secs(2)).as_millis(), 3_999);
+        assert_eq!(t.since(Timestamp::from_millis(2_500)), Duration::ZERO);
+        assert_eq!(t.since(Timestamp::from_millis(999)), Duration::from_secs(1));
+    }
+}
