@@ -1,1 +1,13 @@
-//! placeholder
+//! AWS implementations of hookgate-core's ports, and the client set-up they
+//! share. Everything AWS-specific about the inbox and the action queue lives
+//! here; the core sees only `InboxStore` and `ActionQueue`.
+
+pub mod attrs;
+pub mod clients;
+pub mod counter;
+pub mod dynamo_inbox;
+pub mod schema;
+pub mod sqs_queue;
+
+pub use dynamo_inbox::DynamoInbox;
+pub use sqs_queue::SqsActionQueue;

@@ -1,1 +1,87 @@
-//! placeholder
+//! The ingress Lambda's handler: API Gateway request in, 202/4xx/5xx out.
+//!
+//! This file only translates: the path's `{provider}`/`{workspace}`, the
+//! headers and the exact body bytes go to the core pipeline
+//! ([`hookgate_core::ingress::Ingress`]); its [`Reply`] comes back as the
+//! response. The Lambda runtime (`main.rs`) and the local runner call the same
+//! [`handle`].
+
+use std::sync::Arc;
+
+use hookgate_adapters::{DynamoInbox, SqsActionQueue, clients::SdkConfig};
+use hookgate_core::{
+    Timestamp,
+    config::Config,
+    ingress::{Ingress, Reply, WebhookRequest},
+    ports::{ActionQueue, InboxStore},
+    secret::{EnvSecrets, SecretSource},
+};
+use lambda_http::{Body, Request, RequestExt, Response, http::header::CONTENT_TYPE};
+
+/// The ingress service as deployed: DynamoDB inbox, SQS queue, env secrets.
+pub type Service = Ingress<DynamoInbox, SqsActionQueue, EnvSecrets>;
+
+/// Wires the service from a loaded config and the process's AWS config.
+pub fn service(config: Arc<Config>, aws: &SdkConfig) -> Service {
+    let inbox = DynamoInbox::new(aws_sdk_dynamodb::Client::new(aws), &config.inbox_table);
+    let queue = SqsActionQueue::new(aws_sdk_sqs::Client::new(aws), &config.action_queue_url);
+    Ingress::new(config, inbox, queue, EnvSecrets)
+}
+
+/// Handles one API Gateway (HTTP API v2 or REST v1 proxy) request.
+pub async fn handle<S, Q, K>(
+    service: &Ingress<S, Q, K>,
+    request: Request,
+) -> Result<Response<Body>, lambda_http::Error>
+where
+    S: InboxStore,
+    Q: ActionQueue,
+    K: SecretSource,
+{
+    let now = Timestamp::now();
+    let (provider, workspace) = route(&request);
+    let body: &[u8] = match request.body() {
+        Body::Empty => &[],
+        Body::Text(text) => text.as_bytes(),
+        Body::Binary(bytes) => bytes,
+        // Body is non-exhaustive upstream; nothing else carries a webhook.
+        _ => &[],
+    };
+    let reply = service
+        .handle(
+            WebhookRequest {
+                provider: &provider,
+                workspace: &workspace,
+                headers: request.headers(),
+                body,
+            },
+            now,
+        )
+        .await;
+    Ok(response(reply)?)
+}
+
+/// `{provider}` and `{workspace}` from the route's path parameters, or from
+/// the path itself (`…/webhooks/{provider}/{workspace}`) when the request did
+/// not come through a parameterised route (the local runner, a REST stage).
+fn route(request: &Request) -> (String, String) {
+    if let Some(params) = request.path_parameters_ref() {
+        if let (Some(p), Some(w)) = (params.first("provider"), params.first("workspace")) {
+            return (p.to_owned(), w.to_owned());
+        }
+    }
+    let segments: Vec<&str> = request.uri().path().split('/').collect();
+    match segments.iter().position(|s| *s == "webhooks") {
+        Some(i) if segments.len() == i + 3 => {
+            (segments[i + 1].to_owned(), segments[i + 2].to_owned())
+        }
+        _ => (String::new(), String::new()),
+    }
+}
+
+fn response(reply: Reply) -> Result<Response<Body>, lambda_http::http::Error> {
+    Response::builder()
+        .status(reply.status)
+        .header(CONTENT_TYPE, "application/json")
+        .body(Body::Text(reply.body))
+}

@@ -1,0 +1,29 @@
+//! Builds the shared AWS configuration once per process (cold start).
+//!
+//! `AWS_ENDPOINT_URL` (the local emulator) and the usual credential chain are
+//! honoured by `aws-config` itself. Timeouts are set here because the ingress
+//! answers a provider that is waiting: a hung DynamoDB or SQS call must become
+//! a quick 503 (and a provider retry), not a provider-side timeout.
+
+use std::time::Duration;
+
+pub use aws_config::SdkConfig;
+use aws_config::{BehaviorVersion, timeout::TimeoutConfig};
+
+/// Per attempt and per operation (retries included) budgets.
+pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(2);
+pub const OPERATION_TIMEOUT: Duration = Duration::from_secs(5);
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Loads region, credentials and endpoint from the environment.
+pub async fn sdk_config() -> SdkConfig {
+    let timeouts = TimeoutConfig::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .operation_attempt_timeout(ATTEMPT_TIMEOUT)
+        .operation_timeout(OPERATION_TIMEOUT)
+        .build();
+    aws_config::defaults(BehaviorVersion::latest())
+        .timeout_config(timeouts)
+        .load()
+        .await
+}

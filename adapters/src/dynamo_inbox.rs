@@ -1,0 +1,281 @@
+//! The Inbox table over DynamoDB: one conditional put per first delivery, one
+//! update per repeat.
+//!
+//! Item layout (DESIGN.md, "Inbox table"): the collision is kept as two flat
+//! attributes, `collision_first_sha256` and `collision_count`, because one
+//! UpdateExpression cannot both create a map and increment a path inside it.
+
+use aws_sdk_dynamodb::{
+    Client,
+    error::{DisplayErrorContext, SdkError},
+    operation::put_item::PutItemError,
+    types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure},
+};
+use hookgate_core::{
+    InboxPk, Timestamp,
+    inbox::{Collision, InboxRecord, Pending},
+    ports::{InboxStore, PutOutcome, StoreError},
+};
+
+use crate::attrs::{Item, get_bool, get_n, get_s, n, opt_n, opt_s, s};
+
+/// The inbox store of one table.
+#[derive(Debug, Clone)]
+pub struct DynamoInbox {
+    client: Client,
+    table: String,
+}
+
+impl DynamoInbox {
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        Self {
+            client,
+            table: table.into(),
+        }
+    }
+
+    /// Reads one record (operators and tests; the ingress never reads).
+    pub async fn get(&self, pk: &InboxPk) -> Result<Option<InboxRecord>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("pk", s(pk.to_string()))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        out.item().map(from_item).transpose()
+    }
+}
+
+fn unavailable<E, R>(e: SdkError<E, R>) -> StoreError
+where
+    E: std::error::Error + 'static,
+    R: std::fmt::Debug,
+{
+    StoreError::Unavailable(DisplayErrorContext(e).to_string())
+}
+
+impl InboxStore for DynamoInbox {
+    async fn put_new(
+        &self,
+        record: &InboxRecord,
+        now: Timestamp,
+    ) -> Result<PutOutcome, StoreError> {
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(to_item(record)))
+            // DynamoDB deletes expired items lazily (and the emulator never
+            // does): an expired record is overwritten as if absent.
+            .condition_expression("attribute_not_exists(pk) OR expires_at < :now")
+            .expression_attribute_values(":now", n(now.as_secs()))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(PutOutcome::Inserted),
+            Err(SdkError::ServiceError(ctx)) => match ctx.err() {
+                PutItemError::ConditionalCheckFailedException(e) => {
+                    let item = e.item().ok_or_else(|| {
+                        StoreError::Corrupt("condition failed without the stored item".into())
+                    })?;
+                    Ok(PutOutcome::Exists(Box::new(from_item(item)?)))
+                }
+                _ => Err(unavailable(SdkError::ServiceError(ctx))),
+            },
+            Err(e) => Err(unavailable(e)),
+        }
+    }
+
+    async fn record_repeat(
+        &self,
+        pk: &InboxPk,
+        now: Timestamp,
+        collision_hash: Option<&str>,
+    ) -> Result<u32, StoreError> {
+        let mut update =
+            "SET delivery_count = delivery_count + :one, last_delivery_at = :now".to_owned();
+        let mut request = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(pk.to_string()))
+            .condition_expression("attribute_exists(pk)")
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":now", n(now.as_millis()))
+            .return_values(ReturnValue::UpdatedNew);
+        if let Some(hash) = collision_hash {
+            update.push_str(
+                ", collision_first_sha256 = if_not_exists(collision_first_sha256, :hash), \
+                 collision_count = if_not_exists(collision_count, :zero) + :one",
+            );
+            request = request
+                .expression_attribute_values(":hash", s(hash))
+                .expression_attribute_values(":zero", n(0));
+        }
+        let out = request
+            .update_expression(update)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        let attrs = out
+            .attributes()
+            .ok_or_else(|| StoreError::Corrupt("update returned no attributes".into()))?;
+        get_n(attrs, "delivery_count").map_err(StoreError::Corrupt)
+    }
+
+    async fn set_dispatch_failed(&self, pk: &InboxPk, failed: bool) -> Result<(), StoreError> {
+        let request = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(pk.to_string()))
+            .condition_expression("attribute_exists(pk)");
+        let request = if failed {
+            request
+                .update_expression("SET dispatch_failed = :t")
+                .expression_attribute_values(":t", AttributeValue::Bool(true))
+        } else {
+            request.update_expression("REMOVE dispatch_failed")
+        };
+        request.send().await.map_err(unavailable)?;
+        Ok(())
+    }
+}
+
+/// The item for a record, attribute names as in the contract.
+pub fn to_item(r: &InboxRecord) -> Item {
+    let mut item = Item::from([
+        ("pk".to_owned(), s(r.pk.to_string())),
+        ("workspace".to_owned(), s(r.pk.workspace().as_str())),
+        ("provider".to_owned(), s(r.pk.provider().as_str())),
+        ("event_key".to_owned(), s(r.pk.event_key().as_str())),
+        ("event_type".to_owned(), s(&r.event_type)),
+        ("origin".to_owned(), s(r.origin.as_str())),
+        ("received_at".to_owned(), n(r.received_at.as_millis())),
+        (
+            "last_delivery_at".to_owned(),
+            n(r.last_delivery_at.as_millis()),
+        ),
+        ("delivery_count".to_owned(), n(r.delivery_count)),
+        ("payload".to_owned(), s(&r.payload)),
+        ("payload_sha256".to_owned(), s(&r.payload_sha256)),
+        ("status".to_owned(), s(r.status.as_str())),
+        ("expires_at".to_owned(), n(r.expires_at.as_secs())),
+    ]);
+    if let Some(reason) = &r.status_reason {
+        item.insert("status_reason".into(), s(reason));
+    }
+    if let Some(c) = &r.collision {
+        item.insert("collision_first_sha256".into(), s(&c.first_hash));
+        item.insert("collision_count".into(), n(c.count));
+    }
+    if r.dispatch_failed {
+        item.insert("dispatch_failed".into(), AttributeValue::Bool(true));
+    }
+    if let Some(p) = &r.pending {
+        item.insert("pending_bucket".into(), s(&p.bucket));
+        item.insert("pending_since".into(), n(p.since.as_millis()));
+    }
+    item
+}
+
+/// The record of an item; anything missing or malformed is `Corrupt`.
+pub fn from_item(item: &Item) -> Result<InboxRecord, StoreError> {
+    read(item).map_err(StoreError::Corrupt)
+}
+
+fn read(item: &Item) -> Result<InboxRecord, String> {
+    let pk = InboxPk::parse(get_s(item, "pk")?).map_err(|e| e.to_string())?;
+    let collision = match opt_s(item, "collision_first_sha256") {
+        Some(hash) => Some(Collision {
+            first_hash: hash.to_owned(),
+            count: opt_n(item, "collision_count")?.unwrap_or(1),
+        }),
+        None => None,
+    };
+    let pending = match opt_s(item, "pending_bucket") {
+        Some(bucket) => Some(Pending {
+            bucket: bucket.to_owned(),
+            since: Timestamp::from_millis(get_n(item, "pending_since")?),
+        }),
+        None => None,
+    };
+    Ok(InboxRecord {
+        pk,
+        event_type: get_s(item, "event_type")?.to_owned(),
+        origin: get_s(item, "origin")?.parse()?,
+        received_at: Timestamp::from_millis(get_n(item, "received_at")?),
+        last_delivery_at: Timestamp::from_millis(get_n(item, "last_delivery_at")?),
+        delivery_count: get_n(item, "delivery_count")?,
+        payload: get_s(item, "payload")?.to_owned(),
+        payload_sha256: get_s(item, "payload_sha256")?.to_owned(),
+        status: get_s(item, "status")?.parse()?,
+        status_reason: opt_s(item, "status_reason").map(str::to_owned),
+        collision,
+        dispatch_failed: get_bool(item, "dispatch_failed"),
+        pending,
+        expires_at: Timestamp::from_secs(get_n(item, "expires_at")?),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use hookgate_core::{
+        EventKey, Provider, WorkspaceId,
+        inbox::{InboxStatus, Origin},
+        provider::Identity,
+    };
+
+    use super::*;
+
+    #[test]
+    fn a_record_survives_the_item_round_trip_with_every_optional_attribute() {
+        let pk = InboxPk::new(
+            WorkspaceId::parse("ws-1").unwrap(),
+            Provider::Retell,
+            EventKey::parse("call_ended:c1").unwrap(),
+        );
+        let identity = Identity {
+            event_type: "call_ended".into(),
+            event_key: pk.event_key().clone(),
+            occurred_at: None,
+        };
+        let now = Timestamp::from_millis(1_700_000_000_123);
+        let mut r = InboxRecord::first_delivery(
+            pk,
+            &identity,
+            Origin::Http,
+            b"{\"a\":1}",
+            true,
+            now,
+            Duration::from_secs(3600),
+        );
+        assert_eq!(from_item(&to_item(&r)).unwrap(), r);
+        r.collision = Some(Collision {
+            first_hash: "ab".into(),
+            count: 2,
+        });
+        r.dispatch_failed = true;
+        r.status = InboxStatus::Ignored;
+        r.status_reason = Some("unhandled type".into());
+        r.pending = None;
+        assert_eq!(from_item(&to_item(&r)).unwrap(), r);
+    }
+
+    #[test]
+    fn a_malformed_item_is_reported_as_corrupt_with_the_attribute_name() {
+        let item = Item::from([("pk".to_owned(), s("ws-1#retell#k"))]);
+        assert_eq!(
+            from_item(&item),
+            Err(StoreError::Corrupt(
+                "attribute event_type is missing or not a string".into()
+            ))
+        );
+    }
+}

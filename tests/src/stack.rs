@@ -1,0 +1,280 @@
+//! One test's slice of the stack: its own inbox table and action queue in the
+//! shared emulator, and the ingress service wired to them exactly as in
+//! Lambda, with AWS request counters on the ingress's clients.
+
+use std::{
+    collections::HashMap,
+    sync::{
+        Arc,
+        atomic::{AtomicU32, Ordering},
+    },
+};
+
+use aws_sdk_dynamodb::types::Select;
+use hookgate_adapters::{
+    DynamoInbox, SqsActionQueue, counter::RequestCounter, schema::create_inbox_table,
+};
+use hookgate_core::{
+    InboxPk,
+    config::Config,
+    inbox::InboxRecord,
+    ingress::Ingress,
+    secret::{Secret, SecretError, SecretRef, SecretSource},
+};
+use lambda_http::{Body, Request};
+
+use crate::emulator::Emulator;
+
+/// The documented test secrets (README, "Test secrets"). Never real ones.
+pub const TEST_SECRETS: &[(&str, &str)] = &[
+    ("WS1_RETELL", "key_test_ws1_retell"),
+    ("WS1_RETELL_NEXT", "key_test_ws1_retell_next"),
+    ("WS1_STRIPE", "whsec_test_ws1_stripe"),
+    ("WS1_SVIX", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"),
+    (
+        "WS1_STANDARD",
+        "whsec_dGVzdCBzdGFuZGFyZCB3ZWJob29rcyBzZWNyZXQ=",
+    ),
+    ("WS1_GITHUB", "It's a Secret to Everybody"),
+    ("WS2_RETELL", "key_test_ws2_retell"),
+];
+
+/// The secret behind `env:NAME` in [`TEST_SECRETS`].
+pub fn test_secret(name: &str) -> Secret {
+    let (_, value) = TEST_SECRETS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .unwrap_or_else(|| panic!("no test secret {name}"));
+    Secret::new(*value)
+}
+
+/// Resolves `env:` references from [`TEST_SECRETS`] instead of the process
+/// environment (tests run in parallel in one process; mutating its
+/// environment is not safe).
+#[derive(Debug, Clone)]
+pub struct TestSecrets(HashMap<String, Secret>);
+
+impl Default for TestSecrets {
+    fn default() -> Self {
+        Self(
+            TEST_SECRETS
+                .iter()
+                .map(|(n, v)| ((*n).to_owned(), Secret::new(*v)))
+                .collect(),
+        )
+    }
+}
+
+impl SecretSource for TestSecrets {
+    async fn resolve(&self, reference: &SecretRef) -> Result<Secret, SecretError> {
+        let SecretRef::Env(name) = reference;
+        self.0
+            .get(name)
+            .cloned()
+            .ok_or_else(|| SecretError::Missing(reference.clone()))
+    }
+}
+
+/// The workspaces every test stack serves.
+pub const WORKSPACES: &str = r#"
+[workspaces.ws-1.retell]
+secrets = ["env:WS1_RETELL", "env:WS1_RETELL_NEXT"]
+event_types = ["call_started", "call_ended", "call_analyzed", "transcript_updated", "transfer_started"]
+
+[workspaces.ws-1.stripe]
+secrets = ["env:WS1_STRIPE"]
+
+[workspaces.ws-1.svix]
+secrets = ["env:WS1_SVIX"]
+
+[workspaces.ws-1.standard-webhooks]
+secrets = ["env:WS1_STANDARD"]
+
+[workspaces.ws-1.github]
+secrets = ["env:WS1_GITHUB"]
+
+[workspaces.ws-2.retell]
+secrets = ["env:WS2_RETELL"]
+"#;
+
+pub type TestIngress = Ingress<DynamoInbox, SqsActionQueue, TestSecrets>;
+
+/// A test's tables, queue and ingress.
+#[derive(Debug)]
+pub struct Stack {
+    pub inbox_table: String,
+    pub queue_name: String,
+    pub queue_url: String,
+    /// Requests the ingress sent to DynamoDB / SQS (inspection is not counted).
+    pub ddb_requests: RequestCounter,
+    pub sqs_requests: RequestCounter,
+    pub ingress: Arc<TestIngress>,
+    ddb: aws_sdk_dynamodb::Client,
+    sqs: aws_sdk_sqs::Client,
+    inbox: DynamoInbox,
+}
+
+/// Options that change how a stack is built.
+#[derive(Debug, Default, Clone)]
+pub struct StackOptions {
+    /// Extra `HOOKGATE_*` overrides, as the template would set them.
+    pub env: Vec<(&'static str, String)>,
+    /// Leave the queue uncreated (sends fail until [`Stack::create_queue`]).
+    pub without_queue: bool,
+}
+
+fn unique(name: &str) -> String {
+    static N: AtomicU32 = AtomicU32::new(0);
+    format!(
+        "hg-{}-{}-{name}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    )
+}
+
+impl Stack {
+    pub async fn new(name: &str) -> Stack {
+        Self::with(name, StackOptions::default()).await
+    }
+
+    pub async fn with(name: &str, options: StackOptions) -> Stack {
+        let emulator = Emulator::shared();
+        let aws = emulator.sdk_config().await;
+        let ddb = aws_sdk_dynamodb::Client::new(&aws);
+        let sqs = aws_sdk_sqs::Client::new(&aws);
+        let inbox_table = unique(name);
+        let queue_name = unique(name);
+        create_inbox_table(&ddb, &inbox_table)
+            .await
+            .expect("create inbox table");
+        // SQS queue URLs are predictable in the emulator (and in AWS): the
+        // ingress can be configured before the queue exists.
+        let queue_url = format!("{}/123456789012/{queue_name}", emulator.endpoint);
+
+        let env: HashMap<&str, String> = [
+            ("HOOKGATE_INBOX_TABLE", inbox_table.clone()),
+            ("HOOKGATE_ACTION_QUEUE_URL", queue_url.clone()),
+        ]
+        .into_iter()
+        .chain(options.env)
+        .collect();
+        let config = Config::from_toml(WORKSPACES, |k| env.get(k).cloned()).expect("test config");
+
+        let ddb_requests = RequestCounter::default();
+        let sqs_requests = RequestCounter::default();
+        let counted_ddb = aws_sdk_dynamodb::Client::from_conf(
+            aws_sdk_dynamodb::config::Builder::from(&aws)
+                .interceptor(ddb_requests.clone())
+                .build(),
+        );
+        let counted_sqs = aws_sdk_sqs::Client::from_conf(
+            aws_sdk_sqs::config::Builder::from(&aws)
+                .interceptor(sqs_requests.clone())
+                .build(),
+        );
+        let ingress = Ingress::new(
+            Arc::new(config),
+            DynamoInbox::new(counted_ddb, &inbox_table),
+            SqsActionQueue::new(counted_sqs, &queue_url),
+            TestSecrets::default(),
+        );
+        let stack = Stack {
+            inbox: DynamoInbox::new(ddb.clone(), &inbox_table),
+            inbox_table,
+            queue_name,
+            queue_url,
+            ddb_requests,
+            sqs_requests,
+            ingress: Arc::new(ingress),
+            ddb,
+            sqs,
+        };
+        if !options.without_queue {
+            stack.create_queue().await;
+        }
+        stack
+    }
+
+    pub async fn create_queue(&self) {
+        let out = self
+            .sqs
+            .create_queue()
+            .queue_name(&self.queue_name)
+            .send()
+            .await
+            .expect("create queue");
+        assert_eq!(
+            out.queue_url(),
+            Some(self.queue_url.as_str()),
+            "queue URL as predicted"
+        );
+    }
+
+    /// Sends `request` through the ingress Lambda handler; returns the status
+    /// and the JSON body.
+    pub async fn post(&self, request: Request) -> (u16, serde_json::Value) {
+        let response = hookgate_ingress::handle(&self.ingress, request)
+            .await
+            .expect("the handler answers every request");
+        let status = response.status().as_u16();
+        let body = match response.body() {
+            Body::Text(t) => serde_json::from_str(t).expect("JSON body"),
+            other => panic!("unexpected body {other:?}"),
+        };
+        (status, body)
+    }
+
+    /// The stored record of `pk`, read consistently.
+    pub async fn record(&self, pk: &str) -> Option<InboxRecord> {
+        self.inbox
+            .get(&InboxPk::parse(pk).expect("valid pk"))
+            .await
+            .expect("read inbox")
+    }
+
+    /// How many items the inbox table holds.
+    pub async fn inbox_count(&self) -> i32 {
+        self.ddb
+            .scan()
+            .table_name(&self.inbox_table)
+            .select(Select::Count)
+            .consistent_read(true)
+            .send()
+            .await
+            .expect("scan inbox")
+            .count()
+    }
+
+    /// Drains the action queue: every message body, parsed, with its `kind`.
+    pub async fn drain_queue(&self) -> Vec<(serde_json::Value, String)> {
+        let mut out = Vec::new();
+        loop {
+            let batch = self
+                .sqs
+                .receive_message()
+                .queue_url(&self.queue_url)
+                .max_number_of_messages(10)
+                .message_attribute_names("All")
+                .visibility_timeout(300)
+                .wait_time_seconds(0)
+                .send()
+                .await
+                .expect("receive");
+            let messages = batch.messages();
+            if messages.is_empty() {
+                return out;
+            }
+            for m in messages {
+                let body =
+                    serde_json::from_str(m.body().unwrap_or_default()).expect("JSON message");
+                let kind = m
+                    .message_attributes()
+                    .and_then(|a| a.get("kind"))
+                    .and_then(|v| v.string_value())
+                    .unwrap_or_default()
+                    .to_owned();
+                out.push((body, kind));
+            }
+        }
+    }
+}

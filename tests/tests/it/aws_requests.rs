@@ -1,0 +1,35 @@
+//! What one delivery costs in AWS requests, counted by an SDK interceptor on
+//! the ingress's own clients (retries would count too).
+
+use hookgate_tests::stack::Stack;
+
+use crate::retell;
+
+#[tokio::test]
+async fn a_new_event_costs_one_put_and_one_send_and_a_duplicate_two_dynamodb_requests() {
+    let stack = Stack::new("requests").await;
+    let delivery = retell("call_started", "call_counted", "");
+
+    stack.post(delivery.request()).await;
+    assert_eq!(
+        (stack.ddb_requests.take(), stack.sqs_requests.take()),
+        (1, 1),
+        "new event"
+    );
+
+    stack.post(delivery.request()).await;
+    assert_eq!(
+        (stack.ddb_requests.take(), stack.sqs_requests.take()),
+        (2, 0),
+        "duplicate"
+    );
+
+    let mut other = delivery.clone();
+    other.body = br#"{"event":"call_started","call":{"call_id":"call_counted","x":1}}"#.to_vec();
+    stack.post(other.request()).await;
+    assert_eq!(
+        (stack.ddb_requests.take(), stack.sqs_requests.take()),
+        (2, 0),
+        "collision"
+    );
+}

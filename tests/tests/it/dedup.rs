@@ -1,0 +1,140 @@
+//! Repeated deliveries of one event: one record, one message, every attempt
+//! counted; a different payload under the same key is a collision.
+
+use std::sync::Arc;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use hookgate_core::inbox::InboxStatus;
+use hookgate_tests::stack::Stack;
+use serde_json::json;
+
+use crate::{retell, stripe};
+
+#[tokio::test]
+async fn the_same_event_delivered_twice_is_one_record_with_two_deliveries_and_one_message() {
+    let stack = Stack::new("twice").await;
+    let delivery = retell("call_ended", "call_twice", "");
+    let first = stack.post(delivery.request()).await;
+    let second = stack.post(delivery.request()).await;
+
+    assert_eq!(
+        first,
+        (
+            202,
+            json!({"verdict": "new", "event_key": "call_ended:call_twice"})
+        )
+    );
+    assert_eq!(
+        second,
+        (
+            202,
+            json!({"verdict": "duplicate", "event_key": "call_ended:call_twice"})
+        )
+    );
+    let record = stack
+        .record("ws-1#retell#call_ended:call_twice")
+        .await
+        .unwrap();
+    assert_eq!(record.delivery_count, 2);
+    assert_eq!(record.status, InboxStatus::Received);
+    assert!(record.last_delivery_at >= record.received_at);
+    assert_eq!(stack.inbox_count().await, 1);
+    let messages = stack.drain_queue().await;
+    assert_eq!(
+        messages,
+        vec![(
+            json!({"v": 1, "inbox_pk": "ws-1#retell#call_ended:call_twice", "origin": "http"}),
+            "event".to_owned()
+        )]
+    );
+}
+
+/// Rounds of the concurrent burst: one round rarely shows a race, several
+/// make a lost conditional-write race (two `new` verdicts) visible.
+const ROUNDS: usize = 8;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sixteen_concurrent_deliveries_make_one_new_verdict_one_message_and_sixteen_counts() {
+    let stack = Arc::new(Stack::new("concurrent").await);
+    for round in 0..ROUNDS {
+        let call_id = format!("call_burst_{round}");
+        let delivery = retell("call_analyzed", &call_id, r#","summary":"callback""#);
+        let barrier = Arc::new(tokio::sync::Barrier::new(16));
+        let tasks: Vec<_> = (0..16)
+            .map(|_| {
+                let (stack, barrier, request) =
+                    (stack.clone(), barrier.clone(), delivery.request());
+                tokio::spawn(async move {
+                    barrier.wait().await;
+                    stack.post(request).await
+                })
+            })
+            .collect();
+        let mut verdicts = Vec::new();
+        for task in tasks {
+            let (status, body) = task.await.unwrap();
+            assert_eq!(status, 202, "{body}");
+            verdicts.push(body["verdict"].as_str().unwrap().to_owned());
+        }
+        let new = verdicts.iter().filter(|v| *v == "new").count();
+        assert_eq!(new, 1, "round {round}: {verdicts:?}");
+        let record = stack
+            .record(&format!("ws-1#retell#call_analyzed:{call_id}"))
+            .await
+            .unwrap();
+        assert_eq!(record.delivery_count, 16, "round {round}");
+    }
+    assert_eq!(stack.drain_queue().await.len(), ROUNDS);
+}
+
+#[tokio::test]
+async fn a_different_payload_under_the_same_key_is_a_collision_and_the_first_payload_is_kept() {
+    let stack = Stack::new("collision").await;
+    let first = stripe("evt_collide", "payment_intent.succeeded", 1000);
+    let other = stripe("evt_collide", "payment_intent.succeeded", 9999);
+    assert_eq!(stack.post(first.request()).await.1["verdict"], "new");
+    let (status, body) = stack.post(other.request()).await;
+    assert_eq!((status, body["verdict"].as_str()), (202, Some("collision")));
+    // The same payload again is an ordinary duplicate; the collision stays counted once.
+    assert_eq!(stack.post(first.request()).await.1["verdict"], "duplicate");
+
+    let record = stack.record("ws-1#stripe#evt_collide").await.unwrap();
+    assert_eq!(record.payload.as_bytes(), first.body.as_slice());
+    let collision = record.collision.expect("collision recorded");
+    assert_eq!(collision.count, 1);
+    assert_eq!(
+        collision.first_hash,
+        hookgate_core::crypto::sha256_hex(&other.body)
+    );
+    assert_eq!(record.delivery_count, 3);
+    assert_eq!(stack.drain_queue().await.len(), 1);
+}
+
+#[tokio::test]
+async fn an_expired_record_is_replaced_by_a_new_delivery() {
+    let stack = Stack::new("expired").await;
+    let delivery = stripe("evt_expired", "charge.refunded", 5);
+    stack.post(delivery.request()).await;
+    stack.post(delivery.request()).await;
+    // DynamoDB deletes expired items lazily and the emulator never does: age
+    // the stored record past its TTL by hand.
+    aws_sdk_dynamodb::Client::new(
+        &hookgate_tests::emulator::Emulator::shared()
+            .sdk_config()
+            .await,
+    )
+    .update_item()
+    .table_name(&stack.inbox_table)
+    .key("pk", AttributeValue::S("ws-1#stripe#evt_expired".into()))
+    .update_expression("SET expires_at = :past")
+    .expression_attribute_values(":past", AttributeValue::N("1000".into()))
+    .send()
+    .await
+    .unwrap();
+
+    assert_eq!(stack.post(delivery.request()).await.1["verdict"], "new");
+    let record = stack.record("ws-1#stripe#evt_expired").await.unwrap();
+    assert_eq!(record.delivery_count, 1);
+    assert!(record.expires_at.as_secs() > 1000);
+    assert_eq!(stack.drain_queue().await.len(), 2);
+}

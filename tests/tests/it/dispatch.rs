@@ -1,0 +1,68 @@
+//! Getting the inbox key onto the action queue: a failed send answers 503 and
+//! the provider's retry heals it; a record stranded past the grace period is
+//! dispatched again by the next repeat.
+
+use hookgate_core::inbox::InboxStatus;
+use hookgate_tests::stack::{Stack, StackOptions};
+use serde_json::json;
+
+use crate::{retell, stripe};
+
+#[tokio::test]
+async fn a_failed_send_answers_503_and_the_retry_dispatches_the_stored_record_once() {
+    let options = StackOptions {
+        without_queue: true,
+        ..StackOptions::default()
+    };
+    let stack = Stack::with("sendfail", options).await;
+    let delivery = stripe("evt_sendfail", "payment_intent.succeeded", 42);
+
+    // The queue does not exist yet: SendMessage fails after the put.
+    let (status, body) = stack.post(delivery.request()).await;
+    assert_eq!(
+        (status, body),
+        (
+            503,
+            json!({"error": "temporarily unavailable, retry later"})
+        )
+    );
+    let record = stack.record("ws-1#stripe#evt_sendfail").await.unwrap();
+    assert!(record.dispatch_failed);
+    assert_eq!(record.status, InboxStatus::Received);
+
+    // The queue recovers; the provider retries at once (well within the grace period).
+    stack.create_queue().await;
+    let (status, body) = stack.post(delivery.request()).await;
+    assert_eq!((status, body["verdict"].as_str()), (202, Some("duplicate")));
+    let record = stack.record("ws-1#stripe#evt_sendfail").await.unwrap();
+    assert!(
+        !record.dispatch_failed,
+        "mark cleared after the successful send"
+    );
+    assert_eq!(record.delivery_count, 2);
+
+    // A third delivery finds nothing to heal and sends nothing.
+    stack.post(delivery.request()).await;
+    let messages = stack.drain_queue().await;
+    assert_eq!(messages.len(), 1);
+    assert_eq!(messages[0].0["inbox_pk"], "ws-1#stripe#evt_sendfail");
+}
+
+#[tokio::test]
+async fn a_record_still_received_after_the_grace_period_is_dispatched_by_the_next_repeat() {
+    let options = StackOptions {
+        env: vec![("HOOKGATE_REDISPATCH_GRACE_SECS", "0".to_owned())],
+        ..StackOptions::default()
+    };
+    let stack = Stack::with("grace", options).await;
+    let delivery = retell("call_ended", "call_stranded", "");
+    stack.post(delivery.request()).await;
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    let (status, body) = stack.post(delivery.request()).await;
+    assert_eq!((status, body["verdict"].as_str()), (202, Some("duplicate")));
+    let messages = stack.drain_queue().await;
+    assert_eq!(messages.len(), 2, "the original send and the re-dispatch");
+    assert!(messages.iter().all(|(m, kind)| m["inbox_pk"]
+        == "ws-1#retell#call_ended:call_stranded"
+        && kind == "event"));
+}

@@ -1,0 +1,116 @@
+//! Bad input gets a clear 4xx and changes nothing: no inbox item, no message,
+//! not even a DynamoDB or SQS request.
+
+use hookgate_core::{Provider, Timestamp};
+use hookgate_tests::{
+    stack::{Stack, test_secret},
+    webhook::Delivery,
+};
+use serde_json::json;
+
+use crate::retell;
+
+/// Asserts the stack saw no AWS request and holds nothing.
+async fn assert_untouched(stack: &Stack) {
+    assert_eq!(stack.ddb_requests.get(), 0, "DynamoDB requests");
+    assert_eq!(stack.sqs_requests.get(), 0, "SQS requests");
+    assert_eq!(stack.inbox_count().await, 0);
+    assert!(stack.drain_queue().await.is_empty());
+}
+
+fn unauthorized() -> (u16, serde_json::Value) {
+    (401, json!({"error": "invalid signature"}))
+}
+
+#[tokio::test]
+async fn an_invalid_signature_is_401_and_writes_nothing() {
+    let stack = Stack::new("badsig").await;
+    let delivery = retell("call_ended", "call_forged", "");
+    let mut tampered = delivery.body.clone();
+    tampered[12] ^= 1;
+    assert_eq!(
+        stack
+            .post(delivery.request_with(delivery.headers(), tampered))
+            .await,
+        unauthorized()
+    );
+    let no_header = vec![("content-type", "application/json".to_owned())];
+    assert_eq!(
+        stack
+            .post(delivery.request_with(no_header, delivery.body.clone()))
+            .await,
+        unauthorized()
+    );
+    assert_untouched(&stack).await;
+}
+
+#[tokio::test]
+async fn a_stale_timestamp_is_401_and_writes_nothing() {
+    let stack = Stack::new("stale").await;
+    let six_minutes_ago = Timestamp::from_millis(Timestamp::now().as_millis() - 360_000);
+    let stale = retell("call_ended", "call_old", "").at(six_minutes_ago);
+    assert_eq!(stack.post(stale.request()).await, unauthorized());
+    let svix = Delivery::new(
+        Provider::Svix,
+        "ws-1",
+        r#"{"type":"a"}"#,
+        test_secret("WS1_SVIX"),
+    )
+    .at(six_minutes_ago);
+    assert_eq!(stack.post(svix.request()).await, unauthorized());
+    assert_untouched(&stack).await;
+}
+
+#[tokio::test]
+async fn another_workspaces_secret_is_401_and_writes_nothing() {
+    let stack = Stack::new("wrongws").await;
+    // Signed with ws-2's key, sent to ws-1's URL.
+    let mut delivery = retell("call_ended", "call_ws", "");
+    delivery.secret = test_secret("WS2_RETELL");
+    assert_eq!(stack.post(delivery.request()).await, unauthorized());
+    assert_untouched(&stack).await;
+}
+
+#[tokio::test]
+async fn an_unknown_workspace_or_provider_is_404_and_writes_nothing() {
+    let stack = Stack::new("unknown").await;
+    let not_found = (404, json!({"error": "no webhook endpoint at this path"}));
+    let mut delivery = retell("call_ended", "call_u", "");
+    delivery.workspace = "ws-404".into();
+    assert_eq!(stack.post(delivery.request()).await, not_found);
+    delivery.workspace = "NOT A WORKSPACE".replace(' ', "%20");
+    assert_eq!(stack.post(delivery.request()).await, not_found);
+    // ws-2 exists but has no Stripe endpoint.
+    let mut stripe = crate::stripe("evt_u", "charge.refunded", 1);
+    stripe.workspace = "ws-2".into();
+    assert_eq!(stack.post(stripe.request()).await, not_found);
+    assert_untouched(&stack).await;
+}
+
+#[tokio::test]
+async fn an_oversized_body_is_413_and_writes_nothing() {
+    let stack = Stack::new("oversize").await;
+    let padding = "x".repeat(256 * 1024);
+    let delivery = retell("call_ended", "call_big", &format!(r#","pad":"{padding}""#));
+    assert_eq!(
+        stack.post(delivery.request()).await,
+        (413, json!({"error": "body exceeds 262144 bytes"}))
+    );
+    assert_untouched(&stack).await;
+}
+
+#[tokio::test]
+async fn an_authentic_body_the_provider_cannot_parse_is_400_with_the_reason() {
+    let stack = Stack::new("unparseable").await;
+    let delivery = Delivery::new(
+        Provider::Retell,
+        "ws-1",
+        r#"{"event":"call_ended"}"#,
+        test_secret("WS1_RETELL"),
+    );
+    assert_eq!(
+        stack.post(delivery.request()).await,
+        (400, json!({"error": "missing or empty field call.call_id"}))
+    );
+    assert_untouched(&stack).await;
+}
