@@ -216,10 +216,10 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource> Ingress<S, Q, K> {
         let key = record.pk.event_key().clone();
         let stored = match self.store.put_new(&record, now).await {
             Ok(PutOutcome::Inserted) => {
-                if record.pending.is_some() {
-                    if let Err(reason) = self.dispatch(&record.pk, record.origin, false).await {
-                        return Outcome::unavailable(Some(key), reason);
-                    }
+                if record.pending.is_some()
+                    && let Err(reason) = self.dispatch(&record.pk, record.origin, false).await
+                {
+                    return Outcome::unavailable(Some(key), reason);
                 }
                 return Outcome::accepted(Verdict::New, key, 1);
             }
@@ -251,13 +251,12 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource> Ingress<S, Q, K> {
                 "same event key, different payload: first payload kept"
             );
         }
-        if repeat.redispatch {
-            if let Err(reason) = self
+        if repeat.redispatch
+            && let Err(reason) = self
                 .dispatch(&record.pk, stored.origin, stored.dispatch_failed)
                 .await
-            {
-                return Outcome::unavailable(Some(key), reason);
-            }
+        {
+            return Outcome::unavailable(Some(key), reason);
         }
         Outcome::accepted(repeat.verdict, key, attempt)
     }
@@ -270,10 +269,8 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource> Ingress<S, Q, K> {
         let message = QueueMessage::for_event(pk, origin);
         match self.queue.send(&message, MessageKind::Event).await {
             Ok(()) => {
-                if was_failed {
-                    if let Err(e) = self.store.set_dispatch_failed(pk, false).await {
-                        tracing::warn!(inbox_pk = %pk, error = %e, "could not clear dispatch_failed");
-                    }
+                if was_failed && let Err(e) = self.store.set_dispatch_failed(pk, false).await {
+                    tracing::warn!(inbox_pk = %pk, error = %e, "could not clear dispatch_failed");
                 }
                 Ok(())
             }

@@ -65,10 +65,10 @@ where
 /// the path itself (`…/webhooks/{provider}/{workspace}`) when the request did
 /// not come through a parameterised route (the local runner, a REST stage).
 fn route(request: &Request) -> (String, String) {
-    if let Some(params) = request.path_parameters_ref() {
-        if let (Some(p), Some(w)) = (params.first("provider"), params.first("workspace")) {
-            return (p.to_owned(), w.to_owned());
-        }
+    if let Some(params) = request.path_parameters_ref()
+        && let (Some(p), Some(w)) = (params.first("provider"), params.first("workspace"))
+    {
+        return (p.to_owned(), w.to_owned());
     }
     let segments: Vec<&str> = request.uri().path().split('/').collect();
     match segments.iter().position(|s| *s == "webhooks") {
