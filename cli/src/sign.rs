@@ -6,16 +6,25 @@ use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use hookgate_core::{
-    Provider, Timestamp,
-    provider::SignRequest,
+    Provider, Timestamp, WorkspaceId,
+    config::Config,
+    provider::{Scheme, SignRequest, twilio},
     secret::{Secret, SecretRef},
 };
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Provider scheme: standard-webhooks, svix, stripe, github, retell.
+    /// Provider: standard-webhooks, svix, stripe, github, twilio, retell,
+    /// elevenlabs, bland, hmac.
     #[arg(long)]
     provider: Provider,
+    /// Config file to take the workspace's scheme from (needed for `hmac`,
+    /// and for Twilio's public_url when --url is not given).
+    #[arg(long, requires = "workspace")]
+    config: Option<PathBuf>,
+    /// The workspace whose endpoint is signed for (with --config).
+    #[arg(long, requires = "config")]
+    workspace: Option<String>,
     /// The signing secret, or `env:NAME` to read it from a variable (keeps it
     /// out of shell history and `ps`).
     #[arg(long)]
@@ -24,6 +33,8 @@ pub struct Args {
     #[arg(long)]
     body: PathBuf,
     /// Endpoint for the curl line, e.g. http://127.0.0.1:8787/webhooks/retell/ws-42.
+    /// Twilio signs it: give the public URL it calls (a JSON body gets its
+    /// `bodySHA256` query parameter added here).
     #[arg(long)]
     url: Option<String>,
     /// Signing time in epoch seconds (default: now). Receivers refuse
@@ -61,24 +72,66 @@ fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
+/// The scheme to sign with and the URL to call (Twilio's is signed).
+fn scheme_and_url(args: &Args, body: &[u8]) -> anyhow::Result<(Scheme, Option<String>)> {
+    let (scheme, public_url) = match (&args.config, &args.workspace) {
+        (Some(path), Some(ws)) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read --config {}", path.display()))?;
+            let config = Config::from_toml(&text, |name| std::env::var(name).ok())?;
+            let workspace = WorkspaceId::parse(ws)?;
+            let binding = config.binding(&workspace, args.provider).with_context(|| {
+                format!(
+                    "workspace {ws} has no {} endpoint in the config",
+                    args.provider
+                )
+            })?;
+            (binding.scheme.clone(), binding.public_url.clone())
+        }
+        _ => match Scheme::fixed(args.provider) {
+            Some(scheme) => (scheme, None),
+            None if args.provider == Provider::Hmac => {
+                bail!("hmac is configured per workspace: pass --config FILE --workspace WS")
+            }
+            None => bail!(
+                "{} deliveries are not signed: they come from an EventBridge rule",
+                args.provider
+            ),
+        },
+    };
+    let url = args.url.clone().or(public_url);
+    let url = match (&scheme, url) {
+        (Scheme::Twilio, None) => bail!("twilio signs the URL it calls: pass --url"),
+        (Scheme::Twilio, Some(url))
+            if serde_json::from_slice::<serde_json::Value>(body).is_ok() =>
+        {
+            Some(twilio::json_url(&url, body))
+        }
+        (_, url) => url,
+    };
+    Ok((scheme, url))
+}
+
 /// The headers, one `Name: value` per line, then a curl line.
 pub fn run(args: &Args, now: Timestamp) -> anyhow::Result<String> {
     let body = std::fs::read(&args.body)
         .with_context(|| format!("cannot read --body {}", args.body.display()))?;
     let secret = secret(&args.secret)?;
     let timestamp = args.timestamp.map(Timestamp::from_secs).unwrap_or(now);
-    let headers = args.provider.sign(&SignRequest {
+    let (scheme, url) = scheme_and_url(args, &body)?;
+    let headers = scheme.sign(&SignRequest {
         body: &body,
         secret: &secret,
         timestamp,
         id: args.id.as_deref(),
         github_event: &args.github_event,
         github_hook_id: &args.github_hook_id,
+        url: url.as_deref(),
     })?;
     let mut out = String::new();
     let mut curl = format!(
         "curl -sS -X POST {}",
-        quote(args.url.as_deref().unwrap_or("<URL>"))
+        quote(url.as_deref().unwrap_or("<URL>"))
     );
     for (name, value) in &headers {
         out.push_str(&format!("{name}: {value}\n"));
@@ -101,6 +154,8 @@ mod tests {
     fn args(provider: Provider, body: &std::path::Path, secret: &str) -> Args {
         Args {
             provider,
+            config: None,
+            workspace: None,
             secret: secret.to_owned(),
             body: body.to_owned(),
             url: Some("http://127.0.0.1:8787/webhooks/x/ws-1".into()),
@@ -124,7 +179,7 @@ mod tests {
         let path = body_file("all", body);
         let now = Timestamp::from_secs(1_700_000_000);
         let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
-        for provider in Provider::ALL {
+        for provider in Scheme::FIXED {
             let out = run(&args(provider, &path, secret), now).unwrap();
             let mut headers = http::HeaderMap::new();
             let lines: Vec<&str> = out.lines().collect();
@@ -135,17 +190,24 @@ mod tests {
                     value.parse().unwrap(),
                 );
             }
+            let curl = lines.last().unwrap();
+            let url = curl.split('\'').nth(1).unwrap();
             let delivery = Delivery {
                 headers: &headers,
                 body,
+                url,
             };
+            let scheme = Scheme::fixed(provider).unwrap();
             assert_eq!(
-                provider.verify(&delivery, &[Secret::new(secret)], now),
+                scheme.verify(&delivery, &[Secret::new(secret)], now),
                 Ok(()),
                 "{provider}"
             );
-            let curl = lines.last().unwrap();
-            assert!(curl.starts_with("curl -sS -X POST 'http://127.0.0.1:8787/webhooks/x/ws-1' -H 'content-type: application/json'"), "{curl}");
+            assert!(
+                curl.starts_with("curl -sS -X POST 'http://127.0.0.1:8787/webhooks/x/ws-1"),
+                "{curl}"
+            );
+            assert!(curl.contains(" -H 'content-type: "), "{curl}");
             assert!(
                 curl.ends_with(&format!("--data-binary @'{}'", path.display())),
                 "{curl}"
@@ -189,6 +251,45 @@ mod tests {
                 .to_string()
                 .starts_with("cannot read --body /nonexistent/body.json")
         );
+    }
+
+    #[test]
+    fn twilio_json_gets_its_body_hash_in_the_url_and_hmac_reads_the_config() {
+        let path = body_file("twilio", br#"{"CallSid":"CA1","CallStatus":"ringing"}"#);
+        let out = run(
+            &args(Provider::Twilio, &path, "tok"),
+            Timestamp::from_secs(0),
+        )
+        .unwrap();
+        assert!(
+            out.contains("'http://127.0.0.1:8787/webhooks/x/ws-1?bodySHA256="),
+            "{out}"
+        );
+        let mut a = args(Provider::Twilio, &path, "tok");
+        a.url = None;
+        assert_eq!(
+            run(&a, Timestamp::from_secs(0)).unwrap_err().to_string(),
+            "twilio signs the URL it calls: pass --url"
+        );
+
+        let a = args(Provider::Hmac, &path, "s");
+        assert!(
+            run(&a, Timestamp::from_secs(0))
+                .unwrap_err()
+                .to_string()
+                .contains("--config FILE --workspace WS")
+        );
+        let mut a = args(Provider::Hmac, &path, "s");
+        a.config = Some(
+            concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../config/hookgate.example.toml"
+            )
+            .into(),
+        );
+        a.workspace = Some("ws-42".into());
+        let out = run(&a, Timestamp::from_secs(0)).unwrap();
+        assert!(out.contains("x-vapi-signature: "), "{out}");
     }
 
     #[test]

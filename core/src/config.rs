@@ -15,6 +15,7 @@ use serde::Deserialize;
 
 use crate::{
     Provider, WorkspaceId,
+    provider::{Scheme, hmac::HmacScheme},
     secret::{SecretError, SecretRef},
 };
 
@@ -58,6 +59,59 @@ pub struct Config {
     /// How long a RECEIVED record may wait before a repeat re-dispatches it.
     pub redispatch_grace: Duration,
     pub workspaces: HashMap<WorkspaceId, Workspace>,
+    pub eventbridge: EventBridge,
+}
+
+/// The EventBridge rule-target path: which events belong to which workspace,
+/// and the deployment's retry windows.
+#[derive(Debug, Clone)]
+pub struct EventBridge {
+    pub sources: Vec<EventSource>,
+    /// The rule target's RetryPolicy MaximumEventAgeInSeconds.
+    pub rule_max_event_age: Duration,
+    /// The ingress function's async EventInvokeConfig MaximumEventAgeInSeconds.
+    pub async_max_event_age: Duration,
+}
+
+impl EventBridge {
+    /// EventBridge's defaults: 24 h for the rule, 6 h for Lambda's async queue.
+    pub const DEFAULT_RULE_MAX_AGE: Duration = Duration::from_secs(86_400);
+    pub const DEFAULT_ASYNC_MAX_AGE: Duration = Duration::from_secs(21_600);
+
+    /// How long after it happened an event can still reach the ingress: the
+    /// rule retries delivery to Lambda, then Lambda retries the invocation.
+    pub fn redelivery_window(&self) -> Duration {
+        self.rule_max_event_age + self.async_max_event_age
+    }
+
+    /// The workspace an event belongs to, if a source maps it.
+    pub fn workspace_for(
+        &self,
+        account: &str,
+        source: &str,
+        detail_type: &str,
+    ) -> Option<&WorkspaceId> {
+        self.sources
+            .iter()
+            .find(|s| {
+                s.account == account
+                    && s.source == source
+                    && s.detail_types
+                        .as_ref()
+                        .is_none_or(|types| types.iter().any(|t| t == detail_type))
+            })
+            .map(|s| &s.workspace)
+    }
+}
+
+/// One mapping of EventBridge events to a workspace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventSource {
+    pub workspace: WorkspaceId,
+    pub account: String,
+    pub source: String,
+    /// Only these detail-types; `None` accepts every one of the source.
+    pub detail_types: Option<Vec<String>>,
 }
 
 /// One tenant: the providers it receives from.
@@ -69,8 +123,13 @@ pub struct Workspace {
 /// A workspace's endpoint for one provider.
 #[derive(Debug, Clone)]
 pub struct ProviderBinding {
+    /// How deliveries are verified and identified (with a generic HMAC
+    /// scheme's parameters).
+    pub scheme: Scheme,
     /// Active secrets, several during a rotation.
     pub secrets: Vec<SecretRef>,
+    /// The public URL the provider calls, for schemes that sign it (Twilio).
+    pub public_url: Option<String>,
     /// Event types this workspace handles; `None` handles every type.
     pub event_types: Option<Vec<String>>,
 }
@@ -147,22 +206,52 @@ impl Config {
                     .unwrap_or(Self::DEFAULT_GRACE.as_secs()),
             )?),
             workspaces: workspaces(file.workspaces)?,
+            eventbridge: EventBridge {
+                sources: event_sources(file.eventbridge.sources)?,
+                rule_max_event_age: Duration::from_secs(number(
+                    "HOOKGATE_EVENTBRIDGE_MAX_EVENT_AGE_SECS",
+                    file.eventbridge
+                        .rule_max_event_age_secs
+                        .unwrap_or(EventBridge::DEFAULT_RULE_MAX_AGE.as_secs()),
+                )?),
+                async_max_event_age: Duration::from_secs(number(
+                    "HOOKGATE_ASYNC_MAX_EVENT_AGE_SECS",
+                    file.eventbridge
+                        .async_max_event_age_secs
+                        .unwrap_or(EventBridge::DEFAULT_ASYNC_MAX_AGE.as_secs()),
+                )?),
+            },
         };
         config.check_ttl()?;
         Ok(config)
     }
 
-    /// The configured provider with the longest re-delivery window.
-    pub fn longest_redelivery(&self) -> Option<(Provider, Duration)> {
-        self.workspaces
+    /// The configured source with the longest re-delivery window, named as
+    /// the TTL error names it.
+    pub fn longest_redelivery(&self) -> Option<(String, Duration)> {
+        let providers = self
+            .workspaces
             .values()
             .flat_map(|w| w.providers.keys())
-            .map(|p| (*p, p.redelivery_window()))
-            .max_by_key(|(p, window)| (*window, *p))
+            .map(|p| (p.to_string(), p.redelivery_window()));
+        let eventbridge = (!self.eventbridge.sources.is_empty()).then(|| {
+            let eb = &self.eventbridge;
+            (
+                format!(
+                    "eventbridge (rule MaxEventAge {} s + async MaximumEventAge {} s)",
+                    eb.rule_max_event_age.as_secs(),
+                    eb.async_max_event_age.as_secs()
+                ),
+                eb.redelivery_window(),
+            )
+        });
+        providers
+            .chain(eventbridge)
+            .max_by(|(a_name, a), (b_name, b)| a.cmp(b).then_with(|| b_name.cmp(a_name)))
     }
 
     fn check_ttl(&self) -> Result<(), ConfigError> {
-        let Some((provider, window)) = self.longest_redelivery() else {
+        let Some((source_name, window)) = self.longest_redelivery() else {
             return Ok(());
         };
         let needed = window * 2;
@@ -173,7 +262,7 @@ impl Config {
             ttl_secs: self.inbox_ttl.as_secs(),
             window_secs: window.as_secs(),
             needed_secs: needed.as_secs(),
-            source_name: provider.to_string(),
+            source_name,
         })
     }
 
@@ -193,26 +282,35 @@ fn workspaces(
         let mut ws = Workspace::default();
         for (provider_name, binding) in providers {
             let provider: Provider = provider_name.parse().map_err(|e| bad(format!("{e}")))?;
-            if binding.secrets.is_empty() {
-                return Err(bad(format!("{provider} lists no secrets")));
-            }
-            let secrets = binding
-                .secrets
-                .iter()
-                .map(|s| SecretRef::parse(s))
-                .collect::<Result<Vec<_>, SecretError>>()
+            let binding = binding
+                .validate(provider)
                 .map_err(|e| bad(format!("{provider}: {e}")))?;
-            ws.providers.insert(
-                provider,
-                ProviderBinding {
-                    secrets,
-                    event_types: binding.event_types,
-                },
-            );
+            ws.providers.insert(provider, binding);
         }
         out.insert(id, ws);
     }
     Ok(out)
+}
+
+fn event_sources(raw: Vec<RawEventSource>) -> Result<Vec<EventSource>, ConfigError> {
+    raw.into_iter()
+        .map(|s| {
+            let workspace = WorkspaceId::parse(&s.workspace)
+                .map_err(|e| ConfigError::Workspace(s.workspace.clone(), e.to_string()))?;
+            if s.account.is_empty() || s.source.is_empty() {
+                return Err(ConfigError::Workspace(
+                    s.workspace,
+                    "an eventbridge source needs account and source".into(),
+                ));
+            }
+            Ok(EventSource {
+                workspace,
+                account: s.account,
+                source: s.source,
+                detail_types: s.detail_types,
+            })
+        })
+        .collect()
 }
 
 #[derive(Deserialize)]
@@ -226,6 +324,26 @@ struct File {
     queue: RawQueue,
     #[serde(default)]
     workspaces: BTreeMap<String, BTreeMap<String, RawBinding>>,
+    #[serde(default)]
+    eventbridge: RawEventBridge,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawEventBridge {
+    rule_max_event_age_secs: Option<u64>,
+    async_max_event_age_secs: Option<u64>,
+    #[serde(default)]
+    sources: Vec<RawEventSource>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEventSource {
+    workspace: String,
+    account: String,
+    source: String,
+    detail_types: Option<Vec<String>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -248,11 +366,68 @@ struct RawQueue {
     action_queue_url: Option<String>,
 }
 
+/// A provider table as written: the keys every provider has, and the rest
+/// (`public_url` for Twilio, the scheme parameters for `hmac`).
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 struct RawBinding {
     secrets: Vec<String>,
     event_types: Option<Vec<String>>,
+    public_url: Option<String>,
+    #[serde(flatten)]
+    rest: toml::Table,
+}
+
+impl RawBinding {
+    fn validate(self, provider: Provider) -> Result<ProviderBinding, String> {
+        if self.secrets.is_empty() {
+            return Err("lists no secrets".into());
+        }
+        let secrets = self
+            .secrets
+            .iter()
+            .map(|s| SecretRef::parse(s))
+            .collect::<Result<Vec<_>, SecretError>>()
+            .map_err(|e| e.to_string())?;
+        let scheme = match (provider, Scheme::fixed(provider)) {
+            (Provider::Hmac, _) => {
+                let params: HmacScheme = self
+                    .rest
+                    .try_into()
+                    .map_err(|e: toml::de::Error| e.message().to_owned())?;
+                Scheme::Hmac(Box::new(params.validated()?))
+            }
+            (_, Some(scheme)) => {
+                if let Some(key) = self.rest.keys().next() {
+                    return Err(format!("unknown key {key:?}"));
+                }
+                scheme
+            }
+            (_, None) => {
+                return Err(
+                    "is not a webhook provider (EventBridge sources go under [eventbridge])".into(),
+                );
+            }
+        };
+        match (&scheme, &self.public_url) {
+            (Scheme::Twilio, None) => {
+                return Err("needs public_url, the URL Twilio calls (Twilio signs it)".into());
+            }
+            (Scheme::Twilio, Some(url))
+                if !url.starts_with("https://") && !url.starts_with("http://") =>
+            {
+                return Err(format!("public_url {url:?} is not an http(s) URL"));
+            }
+            (Scheme::Twilio, _) => {}
+            (_, Some(_)) => return Err("public_url applies to twilio only".into()),
+            (_, None) => {}
+        }
+        Ok(ProviderBinding {
+            scheme,
+            secrets,
+            public_url: self.public_url,
+            event_types: self.event_types,
+        })
+    }
 }
 
 #[cfg(test)]
@@ -380,6 +555,96 @@ mod tests {
             .to_string();
         assert!(err.contains("of the form env:NAME"), "{err}");
         assert!(!err.contains("plaintext-secret"), "{err}");
+    }
+
+    const EVENTBRIDGE: &str = r#"
+        [[eventbridge.sources]]
+        workspace = "ws-1"
+        account = "123456789012"
+        source = "aws.connect"
+        detail_types = ["Amazon Connect Contact Event"]
+    "#;
+
+    #[test]
+    fn eventbridge_sources_map_account_source_and_detail_type_to_a_workspace() {
+        let c = Config::from_toml(&format!("{BASE}{EVENTBRIDGE}"), no_env).unwrap();
+        let eb = &c.eventbridge;
+        let ws = eb.workspace_for(
+            "123456789012",
+            "aws.connect",
+            "Amazon Connect Contact Event",
+        );
+        assert_eq!(ws.map(WorkspaceId::as_str), Some("ws-1"));
+        assert_eq!(
+            eb.workspace_for(
+                "999999999999",
+                "aws.connect",
+                "Amazon Connect Contact Event"
+            ),
+            None
+        );
+        assert_eq!(
+            eb.workspace_for("123456789012", "aws.connect", "Other"),
+            None
+        );
+        assert_eq!(eb.redelivery_window().as_secs(), 86_400 + 21_600);
+    }
+
+    #[test]
+    fn the_ttl_check_counts_the_rule_and_async_windows_together() {
+        let text = format!("{BASE}{EVENTBRIDGE}");
+        // 24 h rule + 6 h async = 30 h: a TTL of 59 h is one hour short.
+        let env = |name: &str| (name == "HOOKGATE_INBOX_TTL_SECS").then(|| (59 * 3600).to_string());
+        let err = Config::from_toml(&text, env).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "inbox TTL of 212400 s is shorter than twice the longest re-delivery window: \
+             eventbridge (rule MaxEventAge 86400 s + async MaximumEventAge 21600 s) can re-deliver \
+             for 108000 s, so the TTL must be at least 216000 s"
+        );
+        let env = |name: &str| match name {
+            "HOOKGATE_INBOX_TTL_SECS" => Some((59 * 3600).to_string()),
+            "HOOKGATE_ASYNC_MAX_EVENT_AGE_SECS" => Some("60".to_owned()),
+            _ => None,
+        };
+        assert!(
+            Config::from_toml(&text, env).is_ok(),
+            "24 h + 60 s fits in 59 h / 2"
+        );
+    }
+
+    #[test]
+    fn twilio_needs_a_public_url_and_hmac_its_parameters() {
+        let twilio = format!("{BASE}\n[workspaces.ws-3.twilio]\nsecrets = [\"env:T\"]\n");
+        let err = Config::from_toml(&twilio, no_env).unwrap_err().to_string();
+        assert!(err.contains("needs public_url"), "{err}");
+        let ok =
+            twilio.clone() + "public_url = \"https://hooks.example.com/webhooks/twilio/ws-3\"\n";
+        let c = Config::from_toml(&ok, no_env).unwrap();
+        let b = c
+            .binding(&WorkspaceId::parse("ws-3").unwrap(), Provider::Twilio)
+            .unwrap();
+        assert_eq!(
+            b.public_url.as_deref(),
+            Some("https://hooks.example.com/webhooks/twilio/ws-3")
+        );
+        let stray = format!(
+            "{BASE}\n[workspaces.ws-3.bland]\nsecrets = [\"env:B\"]\nsignature_header = \"x\"\n"
+        );
+        assert!(
+            Config::from_toml(&stray, no_env)
+                .unwrap_err()
+                .to_string()
+                .contains("unknown key \"signature_header\"")
+        );
+        let hmac = format!(
+            "{BASE}\n[workspaces.ws-3.hmac]\nsecrets = [\"env:H\"]\nsignature_header = \"x-signature\"\n"
+        );
+        let err = Config::from_toml(&hmac, no_env).unwrap_err().to_string();
+        assert!(
+            err.contains("message_id_header or event_key_pointers"),
+            "{err}"
+        );
     }
 
     #[test]

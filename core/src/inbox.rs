@@ -158,7 +158,8 @@ impl InboxRecord {
             collision: None,
             dispatch_failed: false,
             pending,
-            expires_at: now.plus(ttl),
+            // The TTL attribute holds whole epoch seconds.
+            expires_at: Timestamp::from_secs(now.plus(ttl).as_secs()),
         }
     }
 }

@@ -16,7 +16,7 @@ use crate::{
     inbox::{InboxRecord, Origin, Verdict, on_repeat},
     message::{MessageKind, QueueMessage},
     ports::{ActionQueue, InboxStore, PutOutcome},
-    provider::{Delivery, VerifyError},
+    provider::{Delivery, Identity},
     secret::SecretSource,
 };
 
@@ -35,8 +35,46 @@ pub struct WebhookRequest<'a> {
     pub provider: &'a str,
     /// The `{workspace}` URL segment.
     pub workspace: &'a str,
+    /// The raw query string, without `?` (empty when none).
+    pub query: &'a str,
     pub headers: &'a HeaderMap,
     pub body: &'a [u8],
+}
+
+/// The public URL the provider called: the configured one plus the query.
+fn public_url(binding: &ProviderBinding, query: &str) -> String {
+    match (&binding.public_url, query) {
+        (None, _) => String::new(),
+        (Some(url), "") => url.clone(),
+        (Some(url), query) => format!("{url}?{query}"),
+    }
+}
+
+/// Why an EventBridge event was not accepted (the invocation fails).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EventError {
+    #[error("not an EventBridge event: {0}")]
+    Malformed(String),
+    #[error(
+        "no workspace maps account {account}, source {event_source}, detail-type {detail_type:?}"
+    )]
+    Unmapped {
+        account: String,
+        event_source: String,
+        detail_type: String,
+    },
+    #[error("inbox or queue unavailable: {0}")]
+    Unavailable(String),
+}
+
+/// The EventBridge envelope fields the ingress reads.
+#[derive(Debug, serde::Deserialize)]
+struct Envelope {
+    id: String,
+    source: String,
+    account: String,
+    #[serde(rename = "detail-type")]
+    detail_type: String,
 }
 
 /// The HTTP answer: a status and a JSON body.
@@ -127,8 +165,76 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource> Ingress<S, Q, K> {
     pub async fn handle(&self, req: WebhookRequest<'_>, now: Timestamp) -> Reply {
         let started = Instant::now();
         let outcome = self.process(&req, now).await;
-        log_delivery(&req, now, &outcome, started);
+        log_delivery(req.provider, req.workspace, now, &outcome, started);
         outcome.reply()
+    }
+
+    /// Handles one event of an EventBridge rule (Lambda's asynchronous
+    /// invocation: there is no HTTP answer). An error fails the invocation, so
+    /// Lambda retries it and finally sends it to the on-failure destination:
+    /// storage failures heal on retry, an unmapped or malformed event reaches
+    /// triage with nothing written.
+    pub async fn handle_event(&self, event: &[u8], now: Timestamp) -> Result<Verdict, EventError> {
+        let started = Instant::now();
+        let (workspace, outcome) = match self.process_event(event, now).await {
+            Ok((workspace, outcome)) => (workspace, outcome),
+            Err(e) => {
+                let outcome = Outcome::refused(400, "", e.to_string());
+                log_delivery(Provider::Eventbridge.as_str(), "", now, &outcome, started);
+                return Err(e);
+            }
+        };
+        log_delivery(
+            Provider::Eventbridge.as_str(),
+            workspace.as_str(),
+            now,
+            &outcome,
+            started,
+        );
+        match (outcome.status, outcome.verdict) {
+            (202, Some(verdict)) => Ok(verdict),
+            _ => Err(EventError::Unavailable(outcome.reason.unwrap_or_default())),
+        }
+    }
+
+    async fn process_event(
+        &self,
+        event: &[u8],
+        now: Timestamp,
+    ) -> Result<(WorkspaceId, Outcome), EventError> {
+        let envelope: Envelope =
+            serde_json::from_slice(event).map_err(|e| EventError::Malformed(e.to_string()))?;
+        let workspace = self
+            .config
+            .eventbridge
+            .workspace_for(&envelope.account, &envelope.source, &envelope.detail_type)
+            .ok_or_else(|| EventError::Unmapped {
+                account: envelope.account.clone(),
+                event_source: envelope.source.clone(),
+                detail_type: envelope.detail_type.clone(),
+            })?
+            .clone();
+        let identity = Identity {
+            event_key: EventKey::parse(&envelope.id)
+                .map_err(|e| EventError::Malformed(e.to_string()))?,
+            event_type: envelope.detail_type,
+            occurred_at: None,
+        };
+        let pk = InboxPk::new(
+            workspace.clone(),
+            Provider::Eventbridge,
+            identity.event_key.clone(),
+        );
+        let record = InboxRecord::first_delivery(
+            pk,
+            &identity,
+            Origin::Eventbridge,
+            event,
+            true,
+            now,
+            self.config.inbox_ttl,
+        );
+        Ok((workspace, self.persist(record, now).await))
     }
 
     async fn process(&self, req: &WebhookRequest<'_>, now: Timestamp) -> Outcome {
@@ -150,14 +256,16 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource> Ingress<S, Q, K> {
                 format!("body of {} bytes", req.body.len()),
             );
         }
+        let url = public_url(binding, req.query);
         let delivery = Delivery {
             headers: req.headers,
             body: req.body,
+            url: &url,
         };
         if let Err(outcome) = self.verify(provider, binding, &delivery, now).await {
             return outcome;
         }
-        let identity = match provider.identify(&delivery) {
+        let identity = match binding.scheme.identify(&delivery) {
             Ok(identity) => identity,
             Err(e) => return Outcome::refused(400, e.to_string(), e.to_string()),
         };
@@ -193,9 +301,9 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource> Ingress<S, Q, K> {
                 Err(e) => unresolved.push(e.to_string()),
             }
         }
-        match provider.verify(delivery, &secrets, now) {
+        match binding.scheme.verify(delivery, &secrets, now) {
             Ok(()) => Ok(()),
-            Err(e) if !unresolved.is_empty() || e == VerifyError::NoUsableSecret => {
+            Err(e) if !unresolved.is_empty() || e.is_ours() => {
                 tracing::error!(
                     alarm = alarm::SECRET,
                     provider = provider.as_str(),
@@ -291,12 +399,18 @@ fn storage_failed(key: EventKey, e: &crate::ports::StoreError) -> Outcome {
 }
 
 /// The one structured line per delivery (never the body, never a secret).
-fn log_delivery(req: &WebhookRequest<'_>, now: Timestamp, outcome: &Outcome, started: Instant) {
+fn log_delivery(
+    provider: &str,
+    workspace: &str,
+    now: Timestamp,
+    outcome: &Outcome,
+    started: Instant,
+) {
     tracing::info!(
         target: "hookgate::delivery",
         received_at = now.as_millis(),
-        provider = req.provider,
-        workspace = req.workspace,
+        provider,
+        workspace,
         status = outcome.status,
         verdict = outcome.verdict.map(Verdict::as_str),
         event_key = outcome.event_key.as_ref().map(EventKey::as_str),

@@ -36,6 +36,10 @@ pub const TEST_SECRETS: &[(&str, &str)] = &[
         "whsec_dGVzdCBzdGFuZGFyZCB3ZWJob29rcyBzZWNyZXQ=",
     ),
     ("WS1_GITHUB", "It's a Secret to Everybody"),
+    ("WS1_TWILIO", "twilio_test_ws1_auth_token"),
+    ("WS1_ELEVENLABS", "wsec_test_ws1_elevenlabs"),
+    ("WS1_BLAND", "bland_test_ws1"),
+    ("WS1_VAPI", "vapi_test_ws1"),
     ("WS2_RETELL", "key_test_ws2_retell"),
 ];
 
@@ -93,8 +97,32 @@ secrets = ["env:WS1_STANDARD"]
 [workspaces.ws-1.github]
 secrets = ["env:WS1_GITHUB"]
 
+[workspaces.ws-1.twilio]
+secrets = ["env:WS1_TWILIO"]
+public_url = "https://hooks.example.test/webhooks/twilio/ws-1"
+
+[workspaces.ws-1.elevenlabs]
+secrets = ["env:WS1_ELEVENLABS"]
+
+[workspaces.ws-1.bland]
+secrets = ["env:WS1_BLAND"]
+
+[workspaces.ws-1.hmac]
+secrets = ["env:WS1_VAPI"]
+signature_header = "x-signature"
+timestamp_header = "x-timestamp"
+signed_payload = "{timestamp}.{body}"
+event_key_pointers = ["/message/type", "/message/call/id"]
+event_type_pointer = "/message/type"
+
 [workspaces.ws-2.retell]
 secrets = ["env:WS2_RETELL"]
+
+[[eventbridge.sources]]
+workspace = "ws-1"
+account = "123456789012"
+source = "aws.connect"
+detail_types = ["Amazon Connect Contact Event"]
 "#;
 
 pub type TestIngress = Ingress<DynamoInbox, SqsActionQueue, TestSecrets>;
@@ -121,6 +149,8 @@ pub struct StackOptions {
     pub env: Vec<(&'static str, String)>,
     /// Leave the queue uncreated (sends fail until [`Stack::create_queue`]).
     pub without_queue: bool,
+    /// Leave the inbox table uncreated (every inbox write fails).
+    pub without_inbox: bool,
 }
 
 fn unique(name: &str) -> String {
@@ -144,9 +174,11 @@ impl Stack {
         let sqs = aws_sdk_sqs::Client::new(&aws);
         let inbox_table = unique(name);
         let queue_name = unique(name);
-        create_inbox_table(&ddb, &inbox_table)
-            .await
-            .expect("create inbox table");
+        if !options.without_inbox {
+            create_inbox_table(&ddb, &inbox_table)
+                .await
+                .expect("create inbox table");
+        }
         // SQS queue URLs are predictable in the emulator (and in AWS): the
         // ingress can be configured before the queue exists.
         let queue_url = format!("{}/123456789012/{queue_name}", emulator.endpoint);
@@ -222,6 +254,24 @@ impl Stack {
             other => panic!("unexpected body {other:?}"),
         };
         (status, body)
+    }
+
+    /// Hands an EventBridge event to the ingress Lambda handler exactly as the
+    /// runtime does (lambda_http's pass-through request); returns the
+    /// invocation's result.
+    pub async fn invoke_event(
+        &self,
+        event: &serde_json::Value,
+    ) -> Result<serde_json::Value, String> {
+        let request =
+            lambda_http::request::from_str(&event.to_string()).map_err(|e| e.to_string())?;
+        let response = hookgate_ingress::handle(&self.ingress, request)
+            .await
+            .map_err(|e| e.to_string())?;
+        match response.body() {
+            Body::Text(t) => Ok(serde_json::from_str(t).expect("JSON body")),
+            other => panic!("unexpected body {other:?}"),
+        }
     }
 
     /// The stored record of `pk`, read consistently.

@@ -1,18 +1,28 @@
 //! Builds deliveries as providers send them, signed with the same core code
 //! the verifier checks (and that `hookgate sign` prints).
 
-use hookgate_core::{Provider, Timestamp, provider::SignRequest, secret::Secret};
+use hookgate_core::{
+    Provider, Timestamp,
+    provider::{Scheme, SignRequest, twilio},
+    secret::Secret,
+};
 use lambda_http::{Body, Request};
+
+/// The host tests pretend API Gateway serves; Twilio endpoints are configured
+/// with it as their public URL.
+pub const PUBLIC_BASE: &str = "https://hooks.example.test";
 
 /// A delivery under construction.
 #[derive(Debug, Clone)]
 pub struct Delivery {
-    pub provider: Provider,
+    pub scheme: Scheme,
     pub workspace: String,
     pub body: Vec<u8>,
     pub secret: Secret,
     pub at: Timestamp,
     pub id: Option<String>,
+    /// The query string Twilio adds for a JSON body (`bodySHA256=…`).
+    pub query: Option<String>,
 }
 
 impl Delivery {
@@ -23,13 +33,25 @@ impl Delivery {
         body: impl Into<Vec<u8>>,
         secret: Secret,
     ) -> Self {
+        let scheme =
+            Scheme::fixed(provider).expect("use Delivery::with_scheme for configured schemes");
+        Self::with_scheme(scheme, workspace, body, secret)
+    }
+
+    pub fn with_scheme(
+        scheme: Scheme,
+        workspace: &str,
+        body: impl Into<Vec<u8>>,
+        secret: Secret,
+    ) -> Self {
         Self {
-            provider,
+            scheme,
             workspace: workspace.to_owned(),
             body: body.into(),
             secret,
             at: Timestamp::now(),
             id: None,
+            query: None,
         }
     }
 
@@ -43,9 +65,33 @@ impl Delivery {
         self
     }
 
+    /// A Twilio JSON body: the URL carries the body's hash.
+    pub fn twilio_json(mut self) -> Self {
+        let url = twilio::json_url(&self.path_url(), &self.body);
+        self.query = url.split_once('?').map(|(_, q)| q.to_owned());
+        self
+    }
+
+    fn path_url(&self) -> String {
+        format!(
+            "{PUBLIC_BASE}/webhooks/{}/{}",
+            self.scheme.provider(),
+            self.workspace
+        )
+    }
+
+    /// The URL the provider calls.
+    pub fn url(&self) -> String {
+        match &self.query {
+            Some(q) => format!("{}?{q}", self.path_url()),
+            None => self.path_url(),
+        }
+    }
+
     /// The signed headers.
-    pub fn headers(&self) -> Vec<(&'static str, String)> {
-        self.provider
+    pub fn headers(&self) -> Vec<(String, String)> {
+        let url = self.url();
+        self.scheme
             .sign(&SignRequest {
                 body: &self.body,
                 secret: &self.secret,
@@ -53,6 +99,7 @@ impl Delivery {
                 id: self.id.as_deref(),
                 github_event: "issues",
                 github_hook_id: "4242",
+                url: Some(&url),
             })
             .expect("test secrets are usable")
     }
@@ -62,14 +109,11 @@ impl Delivery {
         self.request_with(self.headers(), self.body.clone())
     }
 
-    /// The same path with other headers or body (tampering, replays).
-    pub fn request_with(&self, headers: Vec<(&'static str, String)>, body: Vec<u8>) -> Request {
+    /// The same URL with other headers or body (tampering, replays).
+    pub fn request_with(&self, headers: Vec<(String, String)>, body: Vec<u8>) -> Request {
         let mut builder = lambda_http::http::Request::builder()
             .method("POST")
-            .uri(format!(
-                "https://hooks.example.test/webhooks/{}/{}",
-                self.provider, self.workspace
-            ));
+            .uri(self.url());
         for (name, value) in headers {
             builder = builder.header(name, value);
         }

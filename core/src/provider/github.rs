@@ -82,7 +82,14 @@ mod tests {
 
     fn check(sig: &str, body: &[u8]) -> Result<(), VerifyError> {
         let h = headers(&[(SIGNATURE, sig.to_owned())]);
-        verify(&Delivery { headers: &h, body }, &[Secret::new(SECRET)])
+        verify(
+            &Delivery {
+                headers: &h,
+                body,
+                url: "",
+            },
+            &[Secret::new(SECRET)],
+        )
     }
 
     #[test]
@@ -106,7 +113,8 @@ mod tests {
             verify(
                 &Delivery {
                     headers: &h,
-                    body: BODY
+                    body: BODY,
+                    url: ""
                 },
                 &[Secret::new(SECRET)]
             ),
@@ -124,7 +132,12 @@ mod tests {
                 (DELIVERY, "72d3162e-cc78-11e3-81ab-4c9367dc0958".to_owned()),
                 (HOOK_ID, hook.to_owned()),
             ]);
-            let id = identify(&Delivery { headers: &h, body }).unwrap();
+            let id = identify(&Delivery {
+                headers: &h,
+                body,
+                url: "",
+            })
+            .unwrap();
             assert_eq!(id.event_type, "issues.opened");
             keys.push(id.event_key);
         }
@@ -142,6 +155,7 @@ mod tests {
         let id = identify(&Delivery {
             headers: &h,
             body: br#"{"ref":"main"}"#,
+            url: "",
         })
         .unwrap();
         assert_eq!(id.event_type, "push");
@@ -149,7 +163,8 @@ mod tests {
         assert_eq!(
             identify(&Delivery {
                 headers: &h,
-                body: b"{}"
+                body: b"{}",
+                url: ""
             }),
             Err(ParseError::MissingField(HOOK_ID))
         );

@@ -8,10 +8,14 @@
 //! parsed. Signing is here too, so `hookgate sign` and the tests use exactly
 //! what the verifier checks.
 
+mod bland;
+mod elevenlabs;
 mod github;
+pub mod hmac;
 mod retell;
 mod standard_webhooks;
 mod stripe;
+pub mod twilio;
 
 use std::{fmt, str::FromStr, time::Duration};
 
@@ -19,23 +23,36 @@ use http::HeaderMap;
 
 use crate::{EventKey, Timestamp, secret::Secret};
 
-/// A webhook source hookgate knows how to verify.
+/// A webhook source hookgate knows: the URL segment, config key and inbox
+/// key part.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Provider {
     StandardWebhooks,
     Svix,
     Stripe,
     Github,
+    Twilio,
     Retell,
+    Elevenlabs,
+    Bland,
+    /// Generic HMAC, configured per workspace (covers Vapi).
+    Hmac,
+    /// An EventBridge rule target: no URL, no signature (trust is IAM).
+    Eventbridge,
 }
 
 impl Provider {
-    pub const ALL: [Provider; 5] = [
+    pub const ALL: [Provider; 10] = [
         Provider::StandardWebhooks,
         Provider::Svix,
         Provider::Stripe,
         Provider::Github,
+        Provider::Twilio,
         Provider::Retell,
+        Provider::Elevenlabs,
+        Provider::Bland,
+        Provider::Hmac,
+        Provider::Eventbridge,
     ];
 
     /// The name used in URLs, config keys and `hookgate sign --provider`.
@@ -45,12 +62,19 @@ impl Provider {
             Provider::Svix => "svix",
             Provider::Stripe => "stripe",
             Provider::Github => "github",
+            Provider::Twilio => "twilio",
             Provider::Retell => "retell",
+            Provider::Elevenlabs => "elevenlabs",
+            Provider::Bland => "bland",
+            Provider::Hmac => "hmac",
+            Provider::Eventbridge => "eventbridge",
         }
     }
 
     /// The longest time after the first attempt in which the provider may
     /// deliver the same event again; the inbox TTL must be at least twice it.
+    /// EventBridge's window is the deployment's (rule MaxEventAge + the
+    /// function's async MaximumEventAge) and comes from the config.
     pub const fn redelivery_window(self) -> Duration {
         const HOUR: u64 = 3600;
         match self {
@@ -62,14 +86,79 @@ impl Provider {
             // GitHub never retries by itself, but a delivery of the past three
             // days can be redelivered by hand with the same delivery id.
             Provider::Github => Duration::from_secs(72 * HOUR),
-            // Retell retries a failed delivery a few times within minutes.
-            Provider::Retell => Duration::from_secs(HOUR),
+            // These retry a failed delivery a few times within minutes, if at
+            // all (Twilio only with connection overrides; Vapi not by default).
+            Provider::Twilio
+            | Provider::Retell
+            | Provider::Elevenlabs
+            | Provider::Bland
+            | Provider::Hmac => Duration::from_secs(HOUR),
+            Provider::Eventbridge => Duration::ZERO,
+        }
+    }
+}
+
+/// How one workspace's endpoint for a provider is verified and identified:
+/// the provider's fixed scheme, or the parameters of a configurable one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scheme {
+    StandardWebhooks,
+    Svix,
+    Stripe,
+    Github,
+    Twilio,
+    Retell,
+    Elevenlabs,
+    Bland,
+    Hmac(Box<hmac::HmacScheme>),
+}
+
+impl Scheme {
+    /// The providers whose scheme needs no parameters.
+    pub const FIXED: [Provider; 8] = [
+        Provider::StandardWebhooks,
+        Provider::Svix,
+        Provider::Stripe,
+        Provider::Github,
+        Provider::Twilio,
+        Provider::Retell,
+        Provider::Elevenlabs,
+        Provider::Bland,
+    ];
+
+    /// The scheme of a provider that needs no parameters (`None` for `hmac`,
+    /// which needs its table, and `eventbridge`, which has no signature).
+    pub fn fixed(provider: Provider) -> Option<Scheme> {
+        Some(match provider {
+            Provider::StandardWebhooks => Scheme::StandardWebhooks,
+            Provider::Svix => Scheme::Svix,
+            Provider::Stripe => Scheme::Stripe,
+            Provider::Github => Scheme::Github,
+            Provider::Twilio => Scheme::Twilio,
+            Provider::Retell => Scheme::Retell,
+            Provider::Elevenlabs => Scheme::Elevenlabs,
+            Provider::Bland => Scheme::Bland,
+            Provider::Hmac | Provider::Eventbridge => return None,
+        })
+    }
+
+    pub fn provider(&self) -> Provider {
+        match self {
+            Scheme::StandardWebhooks => Provider::StandardWebhooks,
+            Scheme::Svix => Provider::Svix,
+            Scheme::Stripe => Provider::Stripe,
+            Scheme::Github => Provider::Github,
+            Scheme::Twilio => Provider::Twilio,
+            Scheme::Retell => Provider::Retell,
+            Scheme::Elevenlabs => Provider::Elevenlabs,
+            Scheme::Bland => Provider::Bland,
+            Scheme::Hmac(_) => Provider::Hmac,
         }
     }
 
     /// Checks that `delivery` was signed by the holder of one of `secrets`.
     pub fn verify(
-        self,
+        &self,
         delivery: &Delivery<'_>,
         secrets: &[Secret],
         now: Timestamp,
@@ -78,43 +167,62 @@ impl Provider {
             return Err(VerifyError::NoUsableSecret);
         }
         match self {
-            Provider::StandardWebhooks => {
+            Scheme::StandardWebhooks => {
                 standard_webhooks::verify(standard_webhooks::STANDARD, delivery, secrets, now)
             }
-            Provider::Svix => {
+            Scheme::Svix => {
                 standard_webhooks::verify(standard_webhooks::SVIX, delivery, secrets, now)
             }
-            Provider::Stripe => stripe::verify(delivery, secrets, now),
-            Provider::Github => github::verify(delivery, secrets),
-            Provider::Retell => retell::verify(delivery, secrets, now),
+            Scheme::Stripe => stripe::verify(delivery, secrets, now),
+            Scheme::Github => github::verify(delivery, secrets),
+            Scheme::Twilio => twilio::verify(delivery, secrets),
+            Scheme::Retell => retell::verify(delivery, secrets, now),
+            Scheme::Elevenlabs => elevenlabs::verify(delivery, secrets, now),
+            Scheme::Bland => bland::verify(delivery, secrets),
+            Scheme::Hmac(scheme) => scheme.verify(delivery, secrets, now),
         }
     }
 
     /// Reads the event type and key of an already verified delivery.
-    pub fn identify(self, delivery: &Delivery<'_>) -> Result<Identity, ParseError> {
+    pub fn identify(&self, delivery: &Delivery<'_>) -> Result<Identity, ParseError> {
         match self {
-            Provider::StandardWebhooks => {
+            Scheme::StandardWebhooks => {
                 standard_webhooks::identify(standard_webhooks::STANDARD, delivery)
             }
-            Provider::Svix => standard_webhooks::identify(standard_webhooks::SVIX, delivery),
-            Provider::Stripe => stripe::identify(delivery),
-            Provider::Github => github::identify(delivery),
-            Provider::Retell => retell::identify(delivery),
+            Scheme::Svix => standard_webhooks::identify(standard_webhooks::SVIX, delivery),
+            Scheme::Stripe => stripe::identify(delivery),
+            Scheme::Github => github::identify(delivery),
+            Scheme::Twilio => twilio::identify(delivery),
+            Scheme::Retell => retell::identify(delivery),
+            Scheme::Elevenlabs => elevenlabs::identify(delivery),
+            Scheme::Bland => bland::identify(delivery),
+            Scheme::Hmac(scheme) => scheme.identify(delivery),
         }
     }
 
-    /// The headers this provider would send with `req.body`.
-    pub fn sign(self, req: &SignRequest<'_>) -> Result<Vec<(&'static str, String)>, SignError> {
-        let mut headers = match self {
-            Provider::StandardWebhooks => {
-                standard_webhooks::sign(standard_webhooks::STANDARD, req)?
+    /// The headers this provider would send with `req.body` (content type
+    /// first).
+    pub fn sign(&self, req: &SignRequest<'_>) -> Result<Vec<(String, String)>, SignError> {
+        let fixed = match self {
+            Scheme::StandardWebhooks => standard_webhooks::sign(standard_webhooks::STANDARD, req)?,
+            Scheme::Svix => standard_webhooks::sign(standard_webhooks::SVIX, req)?,
+            Scheme::Stripe => stripe::sign(req),
+            Scheme::Github => github::sign(req),
+            Scheme::Twilio => twilio::sign(req),
+            Scheme::Retell => retell::sign(req),
+            Scheme::Elevenlabs => elevenlabs::sign(req),
+            Scheme::Bland => bland::sign(req),
+            Scheme::Hmac(scheme) => {
+                let mut headers = scheme.sign(req);
+                headers.insert(0, ("content-type".into(), "application/json".into()));
+                return Ok(headers);
             }
-            Provider::Svix => standard_webhooks::sign(standard_webhooks::SVIX, req)?,
-            Provider::Stripe => stripe::sign(req),
-            Provider::Github => github::sign(req),
-            Provider::Retell => retell::sign(req),
         };
-        headers.insert(0, ("content-type", "application/json".to_owned()));
+        let mut headers: Vec<(String, String)> =
+            fixed.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+        if !headers.iter().any(|(k, _)| k == "content-type") {
+            headers.insert(0, ("content-type".into(), "application/json".into()));
+        }
         Ok(headers)
     }
 }
@@ -141,11 +249,15 @@ impl FromStr for Provider {
     }
 }
 
-/// One HTTP delivery as received: the exact body bytes and the headers.
+/// One HTTP delivery as received: the exact body bytes, the headers and the
+/// public URL the provider called (with its query string; only Twilio signs
+/// it, and Lambda cannot rebuild it behind API Gateway and custom domains, so
+/// it comes from the workspace config; empty where no scheme needs it).
 #[derive(Debug, Clone, Copy)]
 pub struct Delivery<'a> {
     pub headers: &'a HeaderMap,
     pub body: &'a [u8],
+    pub url: &'a str,
 }
 
 /// What identifies a verified event.
@@ -172,6 +284,21 @@ pub enum VerifyError {
     /// Our fault, not the sender's: no configured secret can be used as a key.
     #[error("no active secret is usable as a key for this provider")]
     NoUsableSecret,
+    /// Our fault, not the sender's: the workspace's configuration lacks what
+    /// the scheme needs.
+    #[error("misconfigured: {0}")]
+    Misconfigured(&'static str),
+}
+
+impl VerifyError {
+    /// A configuration problem on our side: answer 503 so the provider
+    /// retries once it is fixed, rather than 401 which it may give up on.
+    pub fn is_ours(&self) -> bool {
+        matches!(
+            self,
+            VerifyError::NoUsableSecret | VerifyError::Misconfigured(_)
+        )
+    }
 }
 
 /// Why an authentic body cannot be read as the provider's event (HTTP 400).
@@ -181,6 +308,8 @@ pub enum ParseError {
     NotJson(String),
     #[error("missing or empty field {0}")]
     MissingField(&'static str),
+    #[error("missing or empty value at JSON pointer {0}")]
+    MissingPointer(String),
     #[error("event key is not usable: {0}")]
     BadKey(#[from] crate::ids::IdError),
 }
@@ -197,6 +326,8 @@ pub struct SignRequest<'a> {
     /// GitHub only: the `X-GitHub-Event` name and the hook id.
     pub github_event: &'a str,
     pub github_hook_id: &'a str,
+    /// Twilio only: the URL Twilio calls (with `bodySHA256` for a JSON body).
+    pub url: Option<&'a str>,
 }
 
 impl SignRequest<'_> {
@@ -256,6 +387,9 @@ pub(crate) mod test_support {
     //! Builders shared by the scheme modules' tests.
     use super::*;
 
+    /// The public URL tests sign Twilio deliveries for.
+    pub const URL: &str = "https://hooks.example.test/webhooks/twilio/ws-1";
+
     pub fn headers<K: AsRef<str>>(pairs: &[(K, String)]) -> HeaderMap {
         let mut map = HeaderMap::new();
         for (k, v) in pairs {
@@ -273,12 +407,39 @@ pub(crate) mod test_support {
             id: None,
             github_event: "issues",
             github_hook_id: "42",
+            url: Some(URL),
         }
     }
 
-    /// Signs with `provider` and returns the headers as a map.
-    pub fn signed(provider: Provider, req: &SignRequest<'_>) -> HeaderMap {
-        headers(&provider.sign(req).unwrap())
+    /// A Vapi-style generic HMAC scheme.
+    pub fn vapi() -> hmac::HmacScheme {
+        toml::from_str::<hmac::HmacScheme>(
+            r#"
+            signature_header = "X-Vapi-Signature"
+            timestamp_header = "X-Vapi-Timestamp"
+            signed_payload = "{timestamp}.{body}"
+            event_key_pointers = ["/message/type", "/message/call/id"]
+            event_type_pointer = "/message/type"
+            "#,
+        )
+        .unwrap()
+        .validated()
+        .unwrap()
+    }
+
+    /// Every scheme: the fixed ones and a configured generic HMAC.
+    pub fn all_schemes() -> Vec<Scheme> {
+        let mut schemes: Vec<Scheme> = Scheme::FIXED
+            .into_iter()
+            .filter_map(Scheme::fixed)
+            .collect();
+        schemes.push(Scheme::Hmac(Box::new(vapi())));
+        schemes
+    }
+
+    /// Signs with `scheme` and returns the headers as a map.
+    pub fn signed(scheme: &Scheme, req: &SignRequest<'_>) -> HeaderMap {
+        headers(&scheme.sign(req).unwrap())
     }
 }
 
@@ -293,9 +454,14 @@ mod tests {
             assert_eq!(p.as_str().parse::<Provider>().unwrap(), p);
         }
         assert_eq!(
-            "twilio".parse::<Provider>(),
-            Err(UnknownProvider("twilio".into()))
+            "pager".parse::<Provider>(),
+            Err(UnknownProvider("pager".into()))
         );
+        for p in Scheme::FIXED {
+            assert_eq!(Scheme::fixed(p).unwrap().provider(), p);
+        }
+        assert_eq!(Scheme::fixed(Provider::Hmac), None);
+        assert_eq!(Scheme::fixed(Provider::Eventbridge), None);
     }
 
     #[test]
@@ -304,36 +470,52 @@ mod tests {
         let d = Delivery {
             headers: &h,
             body: b"{}",
+            url: URL,
         };
-        for p in Provider::ALL {
+        for scheme in all_schemes() {
             assert_eq!(
-                p.verify(&d, &[], Timestamp::from_secs(0)),
+                scheme.verify(&d, &[], Timestamp::from_secs(0)),
                 Err(VerifyError::NoUsableSecret)
             );
         }
     }
 
+    const BODY: &[u8] = br#"{"type":"x","id":"evt_1","event":"call_ended","call":{"call_id":"c1"},"call_id":"c1","CallSid":"CA1","data":{"conversation_id":"v1"},"message":{"type":"status-update","call":{"id":"c1"}}}"#;
+
     #[test]
-    fn every_provider_verifies_what_it_signs_and_rejects_one_changed_byte() {
+    fn every_scheme_verifies_and_identifies_what_it_signs_and_rejects_one_changed_byte() {
         let secret = Secret::new("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw");
         let now = Timestamp::from_secs(1_700_000_000);
-        let body = br#"{"type":"x","id":"evt_1","event":"call_ended","call":{"call_id":"c1"}}"#;
-        for p in Provider::ALL {
-            let h = signed(p, &sign_req(body, &secret, now));
-            let ok = Delivery { headers: &h, body };
+        for scheme in all_schemes() {
+            let p = scheme.provider();
+            let h = signed(&scheme, &sign_req(BODY, &secret, now));
+            let ok = Delivery {
+                headers: &h,
+                body: BODY,
+                url: URL,
+            };
             assert_eq!(
-                p.verify(&ok, std::slice::from_ref(&secret), now),
+                scheme.verify(&ok, std::slice::from_ref(&secret), now),
                 Ok(()),
                 "{p}"
             );
-            let mut tampered = body.to_vec();
+            if p != Provider::Twilio {
+                // Twilio's signed body is a form; this JSON is not one.
+                assert!(
+                    scheme.identify(&ok).is_ok(),
+                    "{p}: {:?}",
+                    scheme.identify(&ok)
+                );
+            }
+            let mut tampered = BODY.to_vec();
             tampered[10] ^= 1;
             let bad = Delivery {
                 headers: &h,
                 body: &tampered,
+                url: URL,
             };
             assert_eq!(
-                p.verify(&bad, std::slice::from_ref(&secret), now),
+                scheme.verify(&bad, std::slice::from_ref(&secret), now),
                 Err(VerifyError::NoMatch),
                 "{p}"
             );
@@ -346,18 +528,22 @@ mod tests {
         let new = Secret::new("whsec_dGhpcyBpcyB0aGUgbmV3IHNlY3JldCBrZXk=");
         let other = Secret::new("whsec_c29tZWJvZHkgZWxzZSdzIHNlY3JldA==");
         let now = Timestamp::from_secs(1_700_000_000);
-        let body = br#"{"type":"x","id":"evt_1","event":"call_ended","call":{"call_id":"c1"}}"#;
-        for p in Provider::ALL {
+        for scheme in all_schemes() {
+            let p = scheme.provider();
             for signer in [&old, &new] {
-                let h = signed(p, &sign_req(body, signer, now));
-                let d = Delivery { headers: &h, body };
+                let h = signed(&scheme, &sign_req(BODY, signer, now));
+                let d = Delivery {
+                    headers: &h,
+                    body: BODY,
+                    url: URL,
+                };
                 assert_eq!(
-                    p.verify(&d, &[old.clone(), new.clone()], now),
+                    scheme.verify(&d, &[old.clone(), new.clone()], now),
                     Ok(()),
                     "{p}"
                 );
                 assert_eq!(
-                    p.verify(&d, std::slice::from_ref(&other), now),
+                    scheme.verify(&d, std::slice::from_ref(&other), now),
                     Err(VerifyError::NoMatch),
                     "{p}"
                 );

@@ -112,7 +112,11 @@ mod tests {
     fn check(value: &str, body: &[u8], now_ms: i64) -> Result<(), VerifyError> {
         let h = headers(&[(HEADER, value.to_owned())]);
         verify(
-            &Delivery { headers: &h, body },
+            &Delivery {
+                headers: &h,
+                body,
+                url: "",
+            },
             &[Secret::new(KEY)],
             Timestamp::from_millis(now_ms),
         )
@@ -169,11 +173,15 @@ mod tests {
 
     fn key_of(body: &[u8]) -> String {
         let h = headers::<&str>(&[]);
-        identify(&Delivery { headers: &h, body })
-            .unwrap()
-            .event_key
-            .as_str()
-            .to_owned()
+        identify(&Delivery {
+            headers: &h,
+            body,
+            url: "",
+        })
+        .unwrap()
+        .event_key
+        .as_str()
+        .to_owned()
     }
 
     #[test]
@@ -202,7 +210,8 @@ mod tests {
         assert_eq!(
             identify(&Delivery {
                 headers: &h,
-                body: br#"{"event":"call_ended","call":{}}"#
+                body: br#"{"event":"call_ended","call":{}}"#,
+                url: ""
             }),
             Err(ParseError::MissingField("call.call_id"))
         );

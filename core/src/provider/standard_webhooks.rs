@@ -165,6 +165,7 @@ mod tests {
             &Delivery {
                 headers: h,
                 body: BODY,
+                url: "",
             },
             &[Secret::new(SECRET)],
             at,
@@ -240,6 +241,7 @@ mod tests {
         let d = Delivery {
             headers: &h,
             body: br#"{"test": 2432232315}"#,
+            url: "",
         };
         assert_eq!(
             verify(SVIX, &d, &[Secret::new(SECRET)], at),
@@ -269,6 +271,7 @@ mod tests {
         let d = Delivery {
             headers: &h,
             body: BODY,
+            url: "",
         };
         assert_eq!(
             verify(
@@ -285,7 +288,15 @@ mod tests {
     fn identity_is_the_message_id_and_the_body_type() {
         let h = published("webhook", SIG);
         let body = br#"{"type":"invoice.paid","data":{}}"#;
-        let id = identify(STANDARD, &Delivery { headers: &h, body }).unwrap();
+        let id = identify(
+            STANDARD,
+            &Delivery {
+                headers: &h,
+                body,
+                url: "",
+            },
+        )
+        .unwrap();
         assert_eq!(id.event_type, "invoice.paid");
         assert_eq!(id.event_key.as_str(), MSG_ID);
         assert_eq!(id.occurred_at, Some(Timestamp::from_secs(TS)));
@@ -294,7 +305,8 @@ mod tests {
                 STANDARD,
                 &Delivery {
                     headers: &h,
-                    body: BODY
+                    body: BODY,
+                    url: ""
                 }
             ),
             Err(ParseError::MissingField("type"))
@@ -304,7 +316,8 @@ mod tests {
                 STANDARD,
                 &Delivery {
                     headers: &h,
-                    body: b"not json"
+                    body: b"not json",
+                    url: ""
                 }
             ),
             Err(ParseError::NotJson(_))

@@ -94,6 +94,7 @@ mod tests {
             &Delivery {
                 headers: &h,
                 body: BODY,
+                url: "",
             },
             &[Secret::new(SECRET)],
             Timestamp::from_secs(now),
@@ -151,6 +152,7 @@ mod tests {
         let id = identify(&Delivery {
             headers: &h,
             body: BODY,
+            url: "",
         })
         .unwrap();
         assert_eq!(id.event_key.as_str(), "evt_1NG8Du2eZvKYlo2CUI79vXWy");
@@ -159,7 +161,8 @@ mod tests {
         assert_eq!(
             identify(&Delivery {
                 headers: &h,
-                body: br#"{"type":"x"}"#
+                body: br#"{"type":"x"}"#,
+                url: ""
             }),
             Err(ParseError::MissingField("id"))
         );

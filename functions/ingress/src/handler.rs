@@ -1,10 +1,13 @@
-//! The ingress Lambda's handler: API Gateway request in, 202/4xx/5xx out.
+//! The ingress Lambda's handler: one entry point, two input shapes.
 //!
-//! This file only translates: the path's `{provider}`/`{workspace}`, the
-//! headers and the exact body bytes go to the core pipeline
-//! ([`hookgate_core::ingress::Ingress`]); its [`Reply`] comes back as the
-//! response. The Lambda runtime (`main.rs`) and the local runner call the same
-//! [`handle`].
+//! An API Gateway request (HTTP API v2 or REST v1 proxy) becomes the core's
+//! `WebhookRequest` — the path's `{provider}`/`{workspace}`, the query, the
+//! headers and the exact body bytes — and its [`Reply`] the response. Any other
+//! event is an EventBridge rule's (lambda_http's `pass_through` feature hands
+//! it over as a request whose body is the raw event): it goes to
+//! `handle_event`, and a failure fails the invocation so Lambda's async
+//! retries and on-failure destination apply. The Lambda runtime (`main.rs`)
+//! and the local runner call the same [`handle`].
 
 use std::sync::Arc;
 
@@ -16,7 +19,9 @@ use hookgate_core::{
     ports::{ActionQueue, InboxStore},
     secret::{EnvSecrets, SecretSource},
 };
-use lambda_http::{Body, Request, RequestExt, Response, http::header::CONTENT_TYPE};
+use lambda_http::{
+    Body, Request, RequestExt, Response, http::header::CONTENT_TYPE, request::RequestContext,
+};
 
 /// The ingress service as deployed: DynamoDB inbox, SQS queue, env secrets.
 pub type Service = Ingress<DynamoInbox, SqsActionQueue, EnvSecrets>;
@@ -39,7 +44,6 @@ where
     K: SecretSource,
 {
     let now = Timestamp::now();
-    let (provider, workspace) = route(&request);
     let body: &[u8] = match request.body() {
         Body::Empty => &[],
         Body::Text(text) => text.as_bytes(),
@@ -47,11 +51,21 @@ where
         // Body is non-exhaustive upstream; nothing else carries a webhook.
         _ => &[],
     };
+    if matches!(
+        request.request_context_ref(),
+        Some(RequestContext::PassThrough)
+    ) {
+        let verdict = service.handle_event(body, now).await?;
+        let answer = serde_json::json!({ "verdict": verdict.as_str() }).to_string();
+        return Ok(Response::new(Body::Text(answer)));
+    }
+    let (provider, workspace) = route(&request);
     let reply = service
         .handle(
             WebhookRequest {
                 provider: &provider,
                 workspace: &workspace,
+                query: request.uri().query().unwrap_or_default(),
                 headers: request.headers(),
                 body,
             },

@@ -2,7 +2,10 @@
 //! v1, from the fixtures in `events/` (re-signed just before use, because a
 //! signature goes stale and deployed code has no clock override).
 
-use hookgate_core::{Provider, Timestamp, provider::SignRequest};
+use hookgate_core::{
+    Provider, Timestamp,
+    provider::{Scheme, SignRequest},
+};
 use hookgate_tests::stack::{Stack, test_secret};
 use serde_json::Value;
 
@@ -13,7 +16,8 @@ fn resigned(name: &str, provider: Provider, secret: &str) -> lambda_http::Reques
     let mut event: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let body = event["body"].as_str().unwrap().to_owned();
     let secret = test_secret(secret);
-    let signed = provider
+    let signed = Scheme::fixed(provider)
+        .expect("a fixed scheme")
         .sign(&SignRequest {
             body: body.as_bytes(),
             secret: &secret,
@@ -21,6 +25,7 @@ fn resigned(name: &str, provider: Provider, secret: &str) -> lambda_http::Reques
             id: None,
             github_event: "",
             github_hook_id: "",
+            url: None,
         })
         .unwrap();
     for (name, value) in signed.into_iter().filter(|(n, _)| *n != "content-type") {
@@ -30,9 +35,9 @@ fn resigned(name: &str, provider: Provider, secret: &str) -> lambda_http::Reques
             };
             let existing = headers
                 .keys()
-                .find(|k| k.eq_ignore_ascii_case(name))
+                .find(|k| k.eq_ignore_ascii_case(&name))
                 .cloned();
-            let key = existing.unwrap_or_else(|| name.to_owned());
+            let key = existing.unwrap_or_else(|| name.clone());
             let v = if map == "headers" {
                 Value::from(value.clone())
             } else {

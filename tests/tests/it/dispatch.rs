@@ -66,3 +66,37 @@ async fn a_record_still_received_after_the_grace_period_is_dispatched_by_the_nex
         == "ws-1#retell#call_ended:call_stranded"
         && kind == "event"));
 }
+
+#[tokio::test]
+async fn an_inbox_failure_answers_503_sends_nothing_and_logs_a_line_an_alarm_matches() {
+    let captured = hookgate_tests::logs::Captured::default();
+    let _guard = captured.install();
+    let options = StackOptions {
+        without_inbox: true,
+        ..StackOptions::default()
+    };
+    let stack = Stack::with("putfail", options).await;
+    let (status, body) = stack
+        .post(stripe("evt_putfail", "charge.refunded", 1).request())
+        .await;
+    assert_eq!(
+        (status, body),
+        (
+            503,
+            json!({"error": "temporarily unavailable, retry later"})
+        )
+    );
+    assert!(stack.drain_queue().await.is_empty());
+    assert_eq!(
+        stack.sqs_requests.get(),
+        0,
+        "nothing is queued without a stored record"
+    );
+    let alarms: Vec<_> = captured
+        .lines()
+        .into_iter()
+        .filter(|l| l["alarm"] == "INGRESS_STORAGE_FAILED")
+        .collect();
+    assert_eq!(alarms.len(), 1, "{:#?}", captured.lines());
+    assert_eq!(alarms[0]["level"], "ERROR");
+}

@@ -8,6 +8,7 @@ mod dispatch;
 mod identity;
 mod logs;
 mod rejects;
+mod sources;
 
 use hookgate_core::{Provider, Timestamp};
 use hookgate_tests::{stack::test_secret, webhook::Delivery};

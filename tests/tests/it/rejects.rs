@@ -34,7 +34,7 @@ async fn an_invalid_signature_is_401_and_writes_nothing() {
             .await,
         unauthorized()
     );
-    let no_header = vec![("content-type", "application/json".to_owned())];
+    let no_header = vec![("content-type".to_owned(), "application/json".to_owned())];
     assert_eq!(
         stack
             .post(delivery.request_with(no_header, delivery.body.clone()))

@@ -1,0 +1,176 @@
+//! ElevenLabs post-call webhooks.
+//!
+//! `ElevenLabs-Signature: t=<epoch s>,v0=<hex HMAC-SHA256("{t}.{body}")>`,
+//! keyed by the webhook's shared secret string. A signature older than 30
+//! minutes is refused (and, for symmetry with the other schemes, one more than
+//! 30 minutes in the future).
+//!
+//! Event key: `{type}:{data.conversation_id}` — `post_call_transcription` and
+//! `post_call_audio` of one conversation are distinct events. Event type:
+//! `type`.
+
+use serde::Deserialize;
+
+use super::{
+    Delivery, Identity, ParseError, SignRequest, VerifyError, header, parse_json, required,
+    within_tolerance,
+};
+use crate::{EventKey, Timestamp, crypto, secret::Secret};
+
+pub const TOLERANCE_SECS: i64 = 30 * 60;
+const HEADER: &str = "elevenlabs-signature";
+
+pub fn verify(d: &Delivery<'_>, secrets: &[Secret], now: Timestamp) -> Result<(), VerifyError> {
+    let value = header(d.headers, HEADER)?;
+    let mut t = None;
+    let mut v0 = Vec::new();
+    for pair in value.split(',') {
+        match pair.trim().split_once('=') {
+            Some(("t", ts)) => t = Some(ts),
+            Some(("v0", sig)) => v0.push(sig),
+            _ => {}
+        }
+    }
+    let t_text = t.ok_or(VerifyError::MalformedHeader(HEADER))?;
+    let ts: i64 = t_text
+        .parse()
+        .map_err(|_| VerifyError::MalformedHeader(HEADER))?;
+    if v0.is_empty() {
+        return Err(VerifyError::MalformedHeader(HEADER));
+    }
+    within_tolerance(ts, now.as_secs(), TOLERANCE_SECS, 1000)?;
+    let expected: Vec<[u8; 32]> = secrets
+        .iter()
+        .map(|s| crypto::hmac_sha256(s.expose(), &[t_text.as_bytes(), b".", d.body]))
+        .collect();
+    let matched = v0
+        .iter()
+        .filter_map(|sig| hex::decode(sig).ok())
+        .any(|got| expected.iter().any(|e| crypto::ct_eq(e, &got)));
+    if matched {
+        Ok(())
+    } else {
+        Err(VerifyError::NoMatch)
+    }
+}
+
+#[derive(Deserialize)]
+struct Body<'a> {
+    #[serde(rename = "type", borrow)]
+    event_type: Option<std::borrow::Cow<'a, str>>,
+    event_timestamp: Option<i64>,
+    #[serde(borrow)]
+    data: Option<Data<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Data<'a> {
+    #[serde(borrow)]
+    conversation_id: Option<std::borrow::Cow<'a, str>>,
+}
+
+pub fn identify(d: &Delivery<'_>) -> Result<Identity, ParseError> {
+    let body: Body<'_> = parse_json(d.body)?;
+    let event_type = required(body.event_type.as_deref(), "type")?;
+    let conversation = required(
+        body.data
+            .as_ref()
+            .and_then(|d| d.conversation_id.as_deref()),
+        "data.conversation_id",
+    )?;
+    Ok(Identity {
+        event_type: event_type.to_owned(),
+        event_key: EventKey::parse(&format!("{event_type}:{conversation}"))?,
+        occurred_at: body.event_timestamp.map(Timestamp::from_secs),
+    })
+}
+
+pub fn sign(req: &SignRequest<'_>) -> Vec<(&'static str, String)> {
+    let t = req.timestamp.as_secs().to_string();
+    let mac = crypto::hmac_sha256(req.secret.expose(), &[t.as_bytes(), b".", req.body]);
+    vec![(HEADER, format!("t={t},v0={}", hex::encode(mac)))]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::*;
+    use super::*;
+
+    const SECRET: &str = "wsec_test_elevenlabs";
+    const BODY: &[u8] = br#"{"type":"post_call_transcription","event_timestamp":1739537297,"data":{"agent_id":"a1","conversation_id":"conv_01"}}"#;
+    const T: i64 = 1_739_537_297;
+    // Computed independently with Python's hmac module:
+    // hmac.new(SECRET, b"1739537297." + BODY, "sha256").hexdigest()
+    const SIG: &str = "037698a61a551b8cb6a4d05761cd5904e65c6b5f83bfe88168af4a5d6266c592";
+
+    fn check(value: &str, body: &[u8], now: i64) -> Result<(), VerifyError> {
+        let h = headers(&[(HEADER, value.to_owned())]);
+        verify(
+            &Delivery {
+                headers: &h,
+                body,
+                url: "",
+            },
+            &[Secret::new(SECRET)],
+            Timestamp::from_secs(now),
+        )
+    }
+
+    #[test]
+    fn known_answer_and_tampering() {
+        let value = format!("t={T},v0={SIG}");
+        assert_eq!(check(&value, BODY, T), Ok(()));
+        let secret = Secret::new(SECRET);
+        assert_eq!(
+            sign(&sign_req(BODY, &secret, Timestamp::from_secs(T))),
+            vec![(HEADER, value.clone())]
+        );
+        assert_eq!(check(&value, &BODY[1..], T), Err(VerifyError::NoMatch));
+        assert_eq!(
+            check(&format!("t={},v0={SIG}", T + 1), BODY, T),
+            Err(VerifyError::NoMatch)
+        );
+    }
+
+    #[test]
+    fn signatures_older_than_thirty_minutes_are_refused_to_the_second() {
+        let value = format!("t={T},v0={SIG}");
+        assert_eq!(check(&value, BODY, T + 1800), Ok(()));
+        assert!(matches!(
+            check(&value, BODY, T + 1801),
+            Err(VerifyError::OutsideTolerance {
+                tolerance_secs: 1800,
+                ..
+            })
+        ));
+        assert!(matches!(
+            check(&value, BODY, T - 1801),
+            Err(VerifyError::OutsideTolerance { .. })
+        ));
+        assert_eq!(
+            check(&format!("v0={SIG}"), BODY, T),
+            Err(VerifyError::MalformedHeader(HEADER))
+        );
+    }
+
+    #[test]
+    fn transcription_and_audio_of_one_conversation_are_distinct() {
+        let h = headers::<&str>(&[]);
+        let audio = br#"{"type":"post_call_audio","data":{"conversation_id":"conv_01","full_audio":"..."}}"#;
+        let a = identify(&Delivery {
+            headers: &h,
+            body: BODY,
+            url: "",
+        })
+        .unwrap();
+        let b = identify(&Delivery {
+            headers: &h,
+            body: audio,
+            url: "",
+        })
+        .unwrap();
+        assert_eq!(a.event_key.as_str(), "post_call_transcription:conv_01");
+        assert_eq!(b.event_key.as_str(), "post_call_audio:conv_01");
+        assert_eq!(a.occurred_at, Some(Timestamp::from_secs(T)));
+    }
+}
