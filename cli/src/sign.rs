@@ -289,7 +289,8 @@ mod tests {
         );
         a.workspace = Some("ws-42".into());
         let out = run(&a, Timestamp::from_secs(0)).unwrap();
-        assert!(out.contains("x-vapi-signature: "), "{out}");
+        assert!(out.contains("\nx-signature: "), "{out}");
+        assert!(out.contains("\nx-timestamp: 0\n"), "{out}");
     }
 
     #[test]
