@@ -7,7 +7,9 @@ pub mod clients;
 pub mod counter;
 pub mod dynamo_inbox;
 pub mod schema;
+pub mod secrets;
 pub mod sqs_queue;
 
 pub use dynamo_inbox::DynamoInbox;
+pub use secrets::AwsSecrets;
 pub use sqs_queue::SqsActionQueue;

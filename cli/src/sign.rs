@@ -60,6 +60,7 @@ fn secret(arg: &str) -> anyhow::Result<Secret> {
             .filter(|v| !v.is_empty())
             .map(Secret::new)
             .with_context(|| format!("--secret env:{name}: the variable is not set or empty")),
+        Ok(_) => bail!("--secret: sign reads env:NAME references only; pass the value or env:NAME"),
         Err(_) if arg.starts_with("env:") => {
             bail!("--secret: a variable name is letters, digits and _")
         }

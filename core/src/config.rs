@@ -58,6 +58,8 @@ pub struct Config {
     pub max_body_bytes: usize,
     /// How long a RECEIVED record may wait before a repeat re-dispatches it.
     pub redispatch_grace: Duration,
+    /// How long a secret fetched from SSM or Secrets Manager is reused.
+    pub secret_refresh: Duration,
     pub workspaces: HashMap<WorkspaceId, Workspace>,
     pub eventbridge: EventBridge,
 }
@@ -146,6 +148,7 @@ impl Config {
     pub const DEFAULT_TTL: Duration = Duration::from_secs(8 * 86_400);
     pub const DEFAULT_MAX_BODY_BYTES: usize = 256 * 1024;
     pub const DEFAULT_GRACE: Duration = Duration::from_secs(60);
+    pub const DEFAULT_SECRET_REFRESH: Duration = Duration::from_secs(300);
 
     /// Loads the file named by `HOOKGATE_CONFIG` with the process
     /// environment's overrides.
@@ -204,6 +207,12 @@ impl Config {
                 file.ingress
                     .redispatch_grace_secs
                     .unwrap_or(Self::DEFAULT_GRACE.as_secs()),
+            )?),
+            secret_refresh: Duration::from_secs(number(
+                "HOOKGATE_SECRET_REFRESH_SECS",
+                file.secrets
+                    .refresh_secs
+                    .unwrap_or(Self::DEFAULT_SECRET_REFRESH.as_secs()),
             )?),
             workspaces: workspaces(file.workspaces)?,
             eventbridge: EventBridge {
@@ -326,6 +335,14 @@ struct File {
     workspaces: BTreeMap<String, BTreeMap<String, RawBinding>>,
     #[serde(default)]
     eventbridge: RawEventBridge,
+    #[serde(default)]
+    secrets: RawSecrets,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawSecrets {
+    refresh_secs: Option<u64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -553,7 +570,7 @@ mod tests {
         let err = Config::from_toml(&bad_secret, no_env)
             .unwrap_err()
             .to_string();
-        assert!(err.contains("of the form env:NAME"), "{err}");
+        assert!(err.contains("must be a reference"), "{err}");
         assert!(!err.contains("plaintext-secret"), "{err}");
     }
 

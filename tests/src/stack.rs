@@ -12,7 +12,7 @@ use std::{
 
 use aws_sdk_dynamodb::types::Select;
 use hookgate_adapters::{
-    DynamoInbox, SqsActionQueue, counter::RequestCounter, schema::create_inbox_table,
+    AwsSecrets, DynamoInbox, SqsActionQueue, counter::RequestCounter, schema::create_inbox_table,
 };
 use hookgate_core::{
     InboxPk,
@@ -54,28 +54,24 @@ pub fn test_secret(name: &str) -> Secret {
 
 /// Resolves `env:` references from [`TEST_SECRETS`] instead of the process
 /// environment (tests run in parallel in one process; mutating its
-/// environment is not safe).
-#[derive(Debug, Clone)]
-pub struct TestSecrets(HashMap<String, Secret>);
-
-impl Default for TestSecrets {
-    fn default() -> Self {
-        Self(
-            TEST_SECRETS
-                .iter()
-                .map(|(n, v)| ((*n).to_owned(), Secret::new(*v)))
-                .collect(),
-        )
-    }
+/// environment is not safe), and `ssm:` / `secretsmanager:` references with
+/// the real [`AwsSecrets`] against the emulator.
+#[derive(Debug)]
+pub struct TestSecrets {
+    env: HashMap<String, Secret>,
+    aws: AwsSecrets,
 }
 
 impl SecretSource for TestSecrets {
     async fn resolve(&self, reference: &SecretRef) -> Result<Secret, SecretError> {
-        let SecretRef::Env(name) = reference;
-        self.0
-            .get(name)
-            .cloned()
-            .ok_or_else(|| SecretError::Missing(reference.clone()))
+        match reference {
+            SecretRef::Env(name) => self
+                .env
+                .get(name)
+                .cloned()
+                .ok_or_else(|| SecretError::Missing(reference.clone())),
+            _ => self.aws.resolve(reference).await,
+        }
     }
 }
 
@@ -151,6 +147,8 @@ pub struct StackOptions {
     pub without_queue: bool,
     /// Leave the inbox table uncreated (every inbox write fails).
     pub without_inbox: bool,
+    /// More config (workspaces of this test only), appended to [`WORKSPACES`].
+    pub extra_config: String,
 }
 
 fn unique(name: &str) -> String {
@@ -190,7 +188,19 @@ impl Stack {
         .into_iter()
         .chain(options.env)
         .collect();
-        let config = Config::from_toml(WORKSPACES, |k| env.get(k).cloned()).expect("test config");
+        let text = format!("{WORKSPACES}\n{}", options.extra_config);
+        let config = Config::from_toml(&text, |k| env.get(k).cloned()).expect("test config");
+        let secrets = TestSecrets {
+            env: TEST_SECRETS
+                .iter()
+                .map(|(n, v)| ((*n).to_owned(), Secret::new(*v)))
+                .collect(),
+            aws: AwsSecrets::new(
+                aws_sdk_ssm::Client::new(&aws),
+                aws_sdk_secretsmanager::Client::new(&aws),
+                config.secret_refresh,
+            ),
+        };
 
         let ddb_requests = RequestCounter::default();
         let sqs_requests = RequestCounter::default();
@@ -208,7 +218,7 @@ impl Stack {
             Arc::new(config),
             DynamoInbox::new(counted_ddb, &inbox_table),
             SqsActionQueue::new(counted_sqs, &queue_url),
-            TestSecrets::default(),
+            secrets,
         );
         let stack = Stack {
             inbox: DynamoInbox::new(ddb.clone(), &inbox_table),

@@ -11,26 +11,32 @@
 
 use std::sync::Arc;
 
-use hookgate_adapters::{DynamoInbox, SqsActionQueue, clients::SdkConfig};
+use hookgate_adapters::{AwsSecrets, DynamoInbox, SqsActionQueue, clients::SdkConfig};
 use hookgate_core::{
     Timestamp,
     config::Config,
     ingress::{Ingress, Reply, WebhookRequest},
     ports::{ActionQueue, InboxStore},
-    secret::{EnvSecrets, SecretSource},
+    secret::SecretSource,
 };
 use lambda_http::{
     Body, Request, RequestExt, Response, http::header::CONTENT_TYPE, request::RequestContext,
 };
 
-/// The ingress service as deployed: DynamoDB inbox, SQS queue, env secrets.
-pub type Service = Ingress<DynamoInbox, SqsActionQueue, EnvSecrets>;
+/// The ingress service as deployed: DynamoDB inbox, SQS queue, secrets from
+/// the environment, SSM or Secrets Manager.
+pub type Service = Ingress<DynamoInbox, SqsActionQueue, AwsSecrets>;
 
 /// Wires the service from a loaded config and the process's AWS config.
 pub fn service(config: Arc<Config>, aws: &SdkConfig) -> Service {
     let inbox = DynamoInbox::new(aws_sdk_dynamodb::Client::new(aws), &config.inbox_table);
     let queue = SqsActionQueue::new(aws_sdk_sqs::Client::new(aws), &config.action_queue_url);
-    Ingress::new(config, inbox, queue, EnvSecrets)
+    let secrets = AwsSecrets::new(
+        aws_sdk_ssm::Client::new(aws),
+        aws_sdk_secretsmanager::Client::new(aws),
+        config.secret_refresh,
+    );
+    Ingress::new(config, inbox, queue, secrets)
 }
 
 /// Handles one API Gateway (HTTP API v2 or REST v1 proxy) request.

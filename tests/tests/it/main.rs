@@ -8,6 +8,7 @@ mod dispatch;
 mod identity;
 mod logs;
 mod rejects;
+mod secrets;
 mod sources;
 
 use hookgate_core::{Provider, Timestamp};

@@ -1,0 +1,112 @@
+//! Resolves secret references: `env:` from the process, `ssm:` from Parameter
+//! Store (decrypted) and `secretsmanager:` from Secrets Manager, each fetched
+//! on first use and cached for the container's life, refreshed after
+//! `refresh` so a rotated secret is picked up without a redeploy.
+//!
+//! A refresh that fails keeps serving the value it has (a store outage must
+//! not turn authentic webhooks into 401s); a reference never fetched fails,
+//! and the ingress answers 503 naming the reference, never the value.
+
+use std::{
+    collections::HashMap,
+    sync::Mutex,
+    time::{Duration, Instant},
+};
+
+use aws_sdk_secretsmanager::error::DisplayErrorContext;
+use hookgate_core::secret::{self, Secret, SecretError, SecretRef, SecretSource};
+
+#[derive(Debug)]
+pub struct AwsSecrets {
+    ssm: aws_sdk_ssm::Client,
+    secrets_manager: aws_sdk_secretsmanager::Client,
+    refresh: Duration,
+    cache: Mutex<HashMap<SecretRef, (Secret, Instant)>>,
+}
+
+impl AwsSecrets {
+    pub fn new(
+        ssm: aws_sdk_ssm::Client,
+        secrets_manager: aws_sdk_secretsmanager::Client,
+        refresh: Duration,
+    ) -> Self {
+        Self {
+            ssm,
+            secrets_manager,
+            refresh,
+            cache: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn cached(&self, reference: &SecretRef) -> Option<(Secret, bool)> {
+        let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        cache
+            .get(reference)
+            .map(|(secret, at)| (secret.clone(), at.elapsed() < self.refresh))
+    }
+
+    async fn fetch(&self, reference: &SecretRef) -> Result<Secret, SecretError> {
+        let unavailable = |reason: String| SecretError::Unavailable {
+            reference: reference.clone(),
+            reason,
+        };
+        match reference {
+            SecretRef::Env(_) => secret::from_env(reference),
+            SecretRef::Ssm(name) => {
+                let out = self
+                    .ssm
+                    .get_parameter()
+                    .name(name)
+                    .with_decryption(true)
+                    .send()
+                    .await
+                    .map_err(|e| unavailable(DisplayErrorContext(e).to_string()))?;
+                match out.parameter().and_then(|p| p.value()) {
+                    Some(v) if !v.is_empty() => Ok(Secret::new(v)),
+                    _ => Err(SecretError::Missing(reference.clone())),
+                }
+            }
+            SecretRef::SecretsManager { id, json_key } => {
+                let out = self
+                    .secrets_manager
+                    .get_secret_value()
+                    .secret_id(id)
+                    .send()
+                    .await
+                    .map_err(|e| unavailable(DisplayErrorContext(e).to_string()))?;
+                let text = out
+                    .secret_string()
+                    .filter(|s| !s.is_empty())
+                    .ok_or_else(|| SecretError::Missing(reference.clone()))?;
+                match json_key {
+                    Some(key) => secret::json_field(reference, text, key),
+                    None => Ok(Secret::new(text)),
+                }
+            }
+        }
+    }
+}
+
+impl SecretSource for AwsSecrets {
+    async fn resolve(&self, reference: &SecretRef) -> Result<Secret, SecretError> {
+        let stale = match self.cached(reference) {
+            Some((secret, true)) => return Ok(secret),
+            Some((secret, false)) => Some(secret),
+            None => None,
+        };
+        match self.fetch(reference).await {
+            Ok(secret) => {
+                let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+                cache.insert(reference.clone(), (secret.clone(), Instant::now()));
+                Ok(secret)
+            }
+            Err(e) => match stale {
+                Some(secret) => {
+                    tracing::warn!(reference = %reference, error = %e, "secret refresh failed; using the cached value");
+                    Ok(secret)
+                }
+                None => Err(e),
+            },
+        }
+    }
+}

@@ -1,0 +1,197 @@
+//! Secrets that live in SSM Parameter Store and Secrets Manager, resolved by
+//! the real SDK clients against the emulator: verified, rotated, refreshed,
+//! and a missing one answered 503 without ever logging a value.
+
+use aws_sdk_ssm::types::ParameterType;
+use hookgate_core::Provider;
+use hookgate_core::secret::Secret;
+use hookgate_tests::{
+    emulator::Emulator,
+    logs::Captured,
+    stack::{Stack, StackOptions},
+    webhook::Delivery,
+};
+
+/// A per-test prefix: the emulator's parameter and secret names are global.
+fn prefix(name: &str) -> String {
+    format!("/hookgate-test/{}/{name}", std::process::id())
+}
+
+async fn put_parameter(name: &str, value: &str) {
+    aws_sdk_ssm::Client::new(&Emulator::shared().sdk_config().await)
+        .put_parameter()
+        .name(name)
+        .value(value)
+        .r#type(ParameterType::SecureString)
+        .overwrite(true)
+        .send()
+        .await
+        .expect("put parameter");
+}
+
+async fn create_secret(name: &str, value: &str) {
+    aws_sdk_secretsmanager::Client::new(&Emulator::shared().sdk_config().await)
+        .create_secret()
+        .name(name)
+        .secret_string(value)
+        .send()
+        .await
+        .expect("create secret");
+}
+
+fn retell(workspace: &str, call: &str, key: &str) -> Delivery {
+    let body = format!(r#"{{"event":"call_ended","call":{{"call_id":"{call}"}}}}"#);
+    Delivery::new(Provider::Retell, workspace, body, Secret::new(key))
+}
+
+#[tokio::test]
+async fn secrets_in_ssm_and_secrets_manager_verify_deliveries() {
+    let ssm_name = prefix("ssm-retell");
+    let sm_name = prefix("sm-stripe").trim_start_matches('/').to_owned();
+    put_parameter(&ssm_name, "key_from_ssm").await;
+    create_secret(
+        &sm_name,
+        r#"{"signing":"whsec_from_secrets_manager","other":"x"}"#,
+    )
+    .await;
+    let options = StackOptions {
+        extra_config: format!(
+            "[workspaces.ws-ssm.retell]\nsecrets = [\"ssm:{ssm_name}\"]\n\
+             [workspaces.ws-ssm.stripe]\nsecrets = [\"secretsmanager:{sm_name}#signing\"]\n"
+        ),
+        ..StackOptions::default()
+    };
+    let stack = Stack::with("secretstores", options).await;
+
+    let (status, _) = stack
+        .post(retell("ws-ssm", "c-ssm", "key_from_ssm").request())
+        .await;
+    assert_eq!(status, 202);
+    let stripe = Delivery::new(
+        Provider::Stripe,
+        "ws-ssm",
+        r#"{"id":"evt_sm","type":"charge.refunded"}"#,
+        Secret::new("whsec_from_secrets_manager"),
+    );
+    assert_eq!(stack.post(stripe.request()).await.0, 202);
+    assert_eq!(
+        stack
+            .post(retell("ws-ssm", "c-bad", "key_wrong").request())
+            .await
+            .0,
+        401
+    );
+    assert!(
+        stack
+            .record("ws-ssm#retell#call_ended:c-ssm")
+            .await
+            .is_some()
+    );
+    assert!(stack.record("ws-ssm#stripe#evt_sm").await.is_some());
+    assert_eq!(stack.inbox_count().await, 2);
+}
+
+#[tokio::test]
+async fn during_a_rotation_both_listed_secrets_are_accepted_and_a_changed_value_is_picked_up() {
+    let old = prefix("rot-old");
+    let new = prefix("rot-new");
+    put_parameter(&old, "key_old").await;
+    put_parameter(&new, "key_new").await;
+    let options = StackOptions {
+        env: vec![("HOOKGATE_SECRET_REFRESH_SECS", "0".to_owned())],
+        extra_config: format!(
+            "[workspaces.ws-rot.retell]\nsecrets = [\"ssm:{old}\", \"ssm:{new}\"]\n"
+        ),
+        ..StackOptions::default()
+    };
+    let stack = Stack::with("rotation", options).await;
+    assert_eq!(
+        stack
+            .post(retell("ws-rot", "c-old", "key_old").request())
+            .await
+            .0,
+        202
+    );
+    assert_eq!(
+        stack
+            .post(retell("ws-rot", "c-new", "key_new").request())
+            .await
+            .0,
+        202
+    );
+
+    // The "new" parameter is rotated again; with a zero refresh the next
+    // delivery sees the new value and the replaced one stops working.
+    put_parameter(&new, "key_newer").await;
+    assert_eq!(
+        stack
+            .post(retell("ws-rot", "c-newer", "key_newer").request())
+            .await
+            .0,
+        202
+    );
+    assert_eq!(
+        stack
+            .post(retell("ws-rot", "c-stale", "key_new").request())
+            .await
+            .0,
+        401
+    );
+    assert_eq!(stack.inbox_count().await, 3);
+}
+
+#[tokio::test]
+async fn a_cached_secret_is_reused_until_the_refresh_interval() {
+    let name = prefix("cached");
+    put_parameter(&name, "key_cached").await;
+    let options = StackOptions {
+        extra_config: format!("[workspaces.ws-cache.retell]\nsecrets = [\"ssm:{name}\"]\n"),
+        ..StackOptions::default()
+    };
+    let stack = Stack::with("cache", options).await;
+    assert_eq!(
+        stack
+            .post(retell("ws-cache", "c1", "key_cached").request())
+            .await
+            .0,
+        202
+    );
+    put_parameter(&name, "key_rotated").await;
+    // Default refresh is five minutes: the cached value still verifies.
+    assert_eq!(
+        stack
+            .post(retell("ws-cache", "c2", "key_cached").request())
+            .await
+            .0,
+        202
+    );
+}
+
+#[tokio::test]
+async fn an_unresolvable_secret_is_503_with_the_reference_logged_and_nothing_written() {
+    let captured = Captured::default();
+    let _guard = captured.install();
+    let missing = prefix("never-created");
+    let options = StackOptions {
+        extra_config: format!("[workspaces.ws-miss.retell]\nsecrets = [\"ssm:{missing}\"]\n"),
+        ..StackOptions::default()
+    };
+    let stack = Stack::with("missingsecret", options).await;
+    let (status, _) = stack
+        .post(retell("ws-miss", "c1", "anything").request())
+        .await;
+    assert_eq!(status, 503);
+    assert_eq!(stack.inbox_count().await, 0);
+    let alarm = captured
+        .lines()
+        .into_iter()
+        .find(|l| l["alarm"] == "INGRESS_SECRET_UNAVAILABLE")
+        .expect("an alarm line");
+    assert!(
+        alarm["unresolved"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("ssm:{missing}")),
+        "{alarm}"
+    );
+}
