@@ -11,7 +11,7 @@ VENV_PY := $(CURDIR)/$(VENV)/bin/python
 export CARGO_PROFILE_DEV_DEBUG ?= 0
 export HOOKGATE_EMULATOR_PYTHON ?= $(VENV_PY)
 
-.PHONY: test venv lint build bench emulator demo clean
+.PHONY: test venv lint build bench coldstart emulator demo clean
 
 ## test: everything CI checks — format, lints, unit and emulator-backed integration tests.
 test: venv lint
@@ -36,6 +36,11 @@ build:
 ## bench: the ingress hot path (verify + parse + event key) per provider.
 bench:
 	cargo bench -p hookgate-core --bench hot_path
+
+## coldstart: cold start and peak RSS of the release ingress binary (scripts/coldstart.py).
+coldstart: venv
+	cargo build --release -p hookgate-ingress
+	$(VENV_PY) scripts/coldstart.py
 
 ## emulator: the local AWS on 127.0.0.1:$(PORT) in the foreground (Ctrl-C stops it).
 PORT ?= 5000

@@ -1,0 +1,188 @@
+"""Cold start and peak memory of the release ingress binary, measured locally.
+
+What it does, all on 127.0.0.1:
+  1. starts the AWS emulator (emulator/server.py) and creates an inbox table and
+     an action queue in it;
+  2. serves a minimal Lambda Runtime API (the two routes the runtime uses:
+     GET .../invocation/next and POST .../invocation/{id}/response|error);
+  3. starts target/release/ingress RUNS times and measures the time from spawn
+     to its first GET .../invocation/next: config load, client construction,
+     ready to serve (nothing is fetched over the network at init);
+  4. in the last run, feeds a burst of signed API Gateway v2 webhook requests
+     one after the other, as Lambda does, checks every answer is 202, and reads
+     the process's peak RSS (VmHWM) from /proc.
+
+Prints the median and range of the cold starts and the peak RSS. Run with
+`make coldstart` (which builds the release binary and uses the project venv).
+"""
+
+import argparse
+import hashlib
+import hmac
+import json
+import os
+import queue
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import boto3
+
+ROOT = Path(__file__).resolve().parent.parent
+SECRET = "key_coldstart_test"
+
+
+class RuntimeApi(ThreadingHTTPServer):
+    """The Lambda Runtime API, as far as lambda_runtime uses it."""
+
+    def __init__(self):
+        super().__init__(("127.0.0.1", 0), RuntimeHandler)
+        self.events = queue.Queue()
+        self.responses = queue.Queue()
+        self.first_poll = None
+
+
+class RuntimeHandler(BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        if not self.path.endswith("/invocation/next"):
+            self.send_error(404)
+            return
+        if self.server.first_poll is None:
+            self.server.first_poll = time.perf_counter()
+        request_id, event = self.server.events.get()
+        body = json.dumps(event).encode()
+        self.send_response(200)
+        self.send_header("Lambda-Runtime-Aws-Request-Id", request_id)
+        self.send_header("Lambda-Runtime-Deadline-Ms", str(int(time.time() * 1000) + 30_000))
+        self.send_header("Lambda-Runtime-Invoked-Function-Arn",
+                         "arn:aws:lambda:us-east-1:123456789012:function:ingress")
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length", 0))
+        payload = self.rfile.read(length)
+        kind = "error" if self.path.endswith("/error") else "response"
+        self.server.responses.put((kind, payload))
+        self.send_response(202)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+
+def start_emulator():
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "emulator/server.py"), "--port=0"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline().strip()
+    return proc, "http://" + line.removeprefix("listening ")
+
+
+def signed_event(n):
+    body = json.dumps({"event": "call_ended", "call": {"call_id": f"cold-{os.getpid()}-{n}"}})
+    ts = str(int(time.time() * 1000))
+    digest = hmac.new(SECRET.encode(), body.encode() + ts.encode(), hashlib.sha256).hexdigest()
+    return {
+        "version": "2.0",
+        "routeKey": "POST /webhooks/{provider}/{workspace}",
+        "rawPath": "/webhooks/retell/ws-cold",
+        "rawQueryString": "",
+        "headers": {"content-type": "application/json", "x-retell-signature": f"v={ts},d={digest}"},
+        "requestContext": {
+            "accountId": "123456789012", "apiId": "cold", "domainName": "cold.example",
+            "domainPrefix": "cold", "requestId": f"r{n}", "routeKey": "POST /webhooks/{provider}/{workspace}",
+            "stage": "$default", "time": "29/Nov/2026:00:00:00 +0000", "timeEpoch": 0,
+            "http": {"method": "POST", "path": "/webhooks/retell/ws-cold", "protocol": "HTTP/1.1",
+                     "sourceIp": "127.0.0.1", "userAgent": "coldstart"},
+        },
+        "pathParameters": {"provider": "retell", "workspace": "ws-cold"},
+        "body": body,
+        "isBase64Encoded": False,
+    }
+
+
+def peak_rss_kib(pid):
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    raise RuntimeError("no VmHWM")
+
+
+def main():
+    parser = argparse.ArgumentParser(description="ingress cold start and peak RSS")
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--burst", type=int, default=200)
+    parser.add_argument("--binary", default=str(ROOT / "target/release/ingress"))
+    args = parser.parse_args()
+
+    emulator, endpoint = start_emulator()
+    aws = dict(endpoint_url=endpoint, region_name="us-east-1",
+               aws_access_key_id="test", aws_secret_access_key="test")
+    boto3.client("dynamodb", **aws).create_table(
+        TableName="cold-inbox", BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}])
+    queue_url = boto3.client("sqs", **aws).create_queue(QueueName="cold-actions")["QueueUrl"]
+
+    config = tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False)
+    config.write(f"""
+[inbox]
+table = "cold-inbox"
+[queue]
+action_queue_url = "{queue_url}"
+[workspaces.ws-cold.retell]
+secrets = ["env:COLD_RETELL_KEY"]
+""")
+    config.close()
+
+    starts = []
+    rss = None
+    for run in range(args.runs):
+        api = RuntimeApi()
+        threading.Thread(target=api.serve_forever, daemon=True).start()
+        env = dict(os.environ,
+                   AWS_LAMBDA_RUNTIME_API=f"127.0.0.1:{api.server_port}",
+                   AWS_LAMBDA_FUNCTION_NAME="ingress", AWS_LAMBDA_FUNCTION_VERSION="$LATEST",
+                   AWS_LAMBDA_FUNCTION_MEMORY_SIZE="256", AWS_LAMBDA_LOG_STREAM_NAME="cold",
+                   AWS_LAMBDA_LOG_GROUP_NAME="/aws/lambda/ingress",
+                   AWS_ENDPOINT_URL=endpoint, AWS_REGION="us-east-1",
+                   AWS_ACCESS_KEY_ID="test", AWS_SECRET_ACCESS_KEY="test",
+                   HOOKGATE_CONFIG=config.name, COLD_RETELL_KEY=SECRET, RUST_LOG="warn")
+        spawned = time.perf_counter()
+        proc = subprocess.Popen([args.binary], env=env, stdout=subprocess.DEVNULL)
+        while api.first_poll is None:
+            if proc.poll() is not None:
+                sys.exit(f"ingress exited with {proc.returncode} before serving")
+            time.sleep(0.0005)
+        starts.append((api.first_poll - spawned) * 1000)
+        if run == args.runs - 1:
+            for n in range(args.burst):
+                api.events.put((f"req-{n}", signed_event(n)))
+                kind, payload = api.responses.get(timeout=30)
+                answer = json.loads(payload)
+                if kind != "response" or answer.get("statusCode") != 202:
+                    sys.exit(f"invocation {n} answered {kind}: {payload[:300]!r}")
+            rss = peak_rss_kib(proc.pid)
+        proc.kill()
+        proc.wait()
+        api.shutdown()
+
+    emulator.stdin.close()
+    emulator.wait()
+    os.unlink(config.name)
+    print(f"cold start to first poll over {args.runs} runs: median {statistics.median(starts):.1f} ms "
+          f"(min {min(starts):.1f}, max {max(starts):.1f})")
+    print(f"peak RSS after a burst of {args.burst} webhooks (all 202): {rss / 1024:.1f} MiB")
+
+
+if __name__ == "__main__":
+    main()
