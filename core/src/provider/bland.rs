@@ -9,7 +9,8 @@
 use serde::Deserialize;
 
 use super::{
-    Delivery, Identity, ParseError, SignRequest, VerifyError, header, parse_json, required,
+    Delivery, Identity, ParseError, SignRequest, VerifyError, any_match, header, parse_json,
+    required,
 };
 use crate::{EventKey, crypto, secret::Secret};
 
@@ -18,14 +19,12 @@ const HEADER: &str = "x-webhook-signature";
 pub fn verify(d: &Delivery<'_>, secrets: &[Secret]) -> Result<(), VerifyError> {
     let got = hex::decode(header(d.headers, HEADER)?.trim())
         .map_err(|_| VerifyError::MalformedHeader(HEADER))?;
-    let matched = secrets
-        .iter()
-        .any(|s| crypto::ct_eq(&crypto::hmac_sha256(s.expose(), &[d.body]), &got));
-    if matched {
-        Ok(())
-    } else {
-        Err(VerifyError::NoMatch)
-    }
+    any_match(
+        &[got],
+        secrets
+            .iter()
+            .map(|s| crypto::hmac_sha256(s.expose(), &[d.body])),
+    )
 }
 
 #[derive(Deserialize)]

@@ -11,47 +11,18 @@
 
 use serde::Deserialize;
 
-use super::{
-    Delivery, Identity, ParseError, SignRequest, VerifyError, header, parse_json, required,
-    within_tolerance,
+use super::timestamped::TimestampedHex;
+use super::{Delivery, Identity, ParseError, SignRequest, VerifyError, parse_json, required};
+use crate::{EventKey, Timestamp, secret::Secret};
+
+/// The header, tag and tolerance of ElevenLabs' scheme.
+pub const SCHEME: TimestampedHex = TimestampedHex {
+    header: "elevenlabs-signature",
+    tag: "v0",
+    tolerance_secs: 30 * 60,
 };
-use crate::{EventKey, Timestamp, crypto, secret::Secret};
-
-pub const TOLERANCE_SECS: i64 = 30 * 60;
-const HEADER: &str = "elevenlabs-signature";
-
 pub fn verify(d: &Delivery<'_>, secrets: &[Secret], now: Timestamp) -> Result<(), VerifyError> {
-    let value = header(d.headers, HEADER)?;
-    let mut t = None;
-    let mut v0 = Vec::new();
-    for pair in value.split(',') {
-        match pair.trim().split_once('=') {
-            Some(("t", ts)) => t = Some(ts),
-            Some(("v0", sig)) => v0.push(sig),
-            _ => {}
-        }
-    }
-    let t_text = t.ok_or(VerifyError::MalformedHeader(HEADER))?;
-    let ts: i64 = t_text
-        .parse()
-        .map_err(|_| VerifyError::MalformedHeader(HEADER))?;
-    if v0.is_empty() {
-        return Err(VerifyError::MalformedHeader(HEADER));
-    }
-    within_tolerance(ts, now.as_secs(), TOLERANCE_SECS, 1000)?;
-    let expected: Vec<[u8; 32]> = secrets
-        .iter()
-        .map(|s| crypto::hmac_sha256(s.expose(), &[t_text.as_bytes(), b".", d.body]))
-        .collect();
-    let matched = v0
-        .iter()
-        .filter_map(|sig| hex::decode(sig).ok())
-        .any(|got| expected.iter().any(|e| crypto::ct_eq(e, &got)));
-    if matched {
-        Ok(())
-    } else {
-        Err(VerifyError::NoMatch)
-    }
+    SCHEME.verify(d, secrets, now)
 }
 
 #[derive(Deserialize)]
@@ -86,15 +57,15 @@ pub fn identify(d: &Delivery<'_>) -> Result<Identity, ParseError> {
 }
 
 pub fn sign(req: &SignRequest<'_>) -> Vec<(&'static str, String)> {
-    let t = req.timestamp.as_secs().to_string();
-    let mac = crypto::hmac_sha256(req.secret.expose(), &[t.as_bytes(), b".", req.body]);
-    vec![(HEADER, format!("t={t},v0={}", hex::encode(mac)))]
+    SCHEME.sign(req)
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::test_support::*;
     use super::*;
+
+    const HEADER: &str = SCHEME.header;
 
     const SECRET: &str = "wsec_test_elevenlabs";
     const BODY: &[u8] = br#"{"type":"post_call_transcription","event_timestamp":1739537297,"data":{"agent_id":"a1","conversation_id":"conv_01"}}"#;

@@ -12,7 +12,8 @@
 use serde::Deserialize;
 
 use super::{
-    Delivery, Identity, ParseError, SignRequest, VerifyError, header, parse_json, required,
+    Delivery, Identity, ParseError, SignRequest, VerifyError, any_match, header, parse_json,
+    required,
 };
 use crate::{EventKey, crypto, secret::Secret};
 
@@ -27,14 +28,12 @@ pub fn verify(d: &Delivery<'_>, secrets: &[Secret]) -> Result<(), VerifyError> {
         .strip_prefix("sha256=")
         .ok_or(VerifyError::MalformedHeader(SIGNATURE))?;
     let got = hex::decode(hex_sig).map_err(|_| VerifyError::MalformedHeader(SIGNATURE))?;
-    let matched = secrets
-        .iter()
-        .any(|s| crypto::ct_eq(&crypto::hmac_sha256(s.expose(), &[d.body]), &got));
-    if matched {
-        Ok(())
-    } else {
-        Err(VerifyError::NoMatch)
-    }
+    any_match(
+        &[got],
+        secrets
+            .iter()
+            .map(|s| crypto::hmac_sha256(s.expose(), &[d.body])),
+    )
 }
 
 #[derive(Deserialize)]

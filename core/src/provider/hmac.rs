@@ -11,7 +11,9 @@
 use base64::{Engine, engine::general_purpose::STANDARD as B64};
 use serde::Deserialize;
 
-use super::{Delivery, Identity, ParseError, SignRequest, VerifyError, within_tolerance};
+use super::{
+    Delivery, Identity, ParseError, SignRequest, VerifyError, any_match, within_tolerance,
+};
 use crate::{
     EventKey,
     crypto::{self, Algorithm},
@@ -202,14 +204,12 @@ impl HmacScheme {
             }
             None => "",
         };
-        let matched = secrets
-            .iter()
-            .any(|s| crypto::ct_eq(&self.mac(s.expose(), timestamp, d.body), &got));
-        if matched {
-            Ok(())
-        } else {
-            Err(VerifyError::NoMatch)
-        }
+        any_match(
+            &[got],
+            secrets
+                .iter()
+                .map(|s| self.mac(s.expose(), timestamp, d.body)),
+        )
     }
 
     pub fn identify(&self, d: &Delivery<'_>) -> Result<Identity, ParseError> {

@@ -15,13 +15,14 @@ pub mod hmac;
 mod retell;
 mod standard_webhooks;
 mod stripe;
+mod timestamped;
 pub mod twilio;
 
 use std::{fmt, str::FromStr, time::Duration};
 
 use http::HeaderMap;
 
-use crate::{EventKey, Timestamp, secret::Secret};
+use crate::{EventKey, Timestamp, crypto, secret::Secret};
 
 /// A webhook source hookgate knows: the URL segment, config key and inbox
 /// key part.
@@ -355,6 +356,22 @@ fn header<'a>(headers: &'a HeaderMap, name: &'static str) -> Result<&'a str, Ver
         .ok_or(VerifyError::MissingHeader(name))?
         .to_str()
         .map_err(|_| VerifyError::MalformedHeader(name))
+}
+
+/// Ok when one of the received signatures equals one of the expected MACs
+/// (one per active secret); each comparison is constant-time.
+fn any_match<M: AsRef<[u8]>>(
+    got: &[Vec<u8>],
+    expected: impl IntoIterator<Item = M>,
+) -> Result<(), VerifyError> {
+    let matched = expected
+        .into_iter()
+        .any(|e| got.iter().any(|g| crypto::ct_eq(e.as_ref(), g)));
+    if matched {
+        Ok(())
+    } else {
+        Err(VerifyError::NoMatch)
+    }
 }
 
 /// `|now - at| <= tolerance`, all in the scheme's own unit.

@@ -14,8 +14,8 @@
 use serde::Deserialize;
 
 use super::{
-    Delivery, Identity, ParseError, SignRequest, VerifyError, header, parse_json, required,
-    within_tolerance,
+    Delivery, Identity, ParseError, SignRequest, VerifyError, any_match, header, parse_json,
+    required, within_tolerance,
 };
 use crate::{EventKey, Timestamp, crypto, secret::Secret};
 
@@ -38,17 +38,12 @@ pub fn verify(d: &Delivery<'_>, secrets: &[Secret], now: Timestamp) -> Result<()
         .map_err(|_| VerifyError::MalformedHeader(HEADER))?;
     let got = hex::decode(digest).map_err(|_| VerifyError::MalformedHeader(HEADER))?;
     within_tolerance(ts, now.as_millis(), TOLERANCE_MS, 1)?;
-    let matched = secrets.iter().any(|s| {
-        crypto::ct_eq(
-            &crypto::hmac_sha256(s.expose(), &[d.body, ts_text.as_bytes()]),
-            &got,
-        )
-    });
-    if matched {
-        Ok(())
-    } else {
-        Err(VerifyError::NoMatch)
-    }
+    any_match(
+        &[got],
+        secrets
+            .iter()
+            .map(|s| crypto::hmac_sha256(s.expose(), &[d.body, ts_text.as_bytes()])),
+    )
 }
 
 #[derive(Deserialize)]

@@ -14,8 +14,8 @@ use base64::{Engine, engine::general_purpose::STANDARD as B64};
 use serde::Deserialize;
 
 use super::{
-    Delivery, Identity, ParseError, SignError, SignRequest, VerifyError, header, parse_json,
-    required, within_tolerance,
+    Delivery, Identity, ParseError, SignError, SignRequest, VerifyError, any_match, header,
+    parse_json, required, within_tolerance,
 };
 use crate::{EventKey, Provider, Timestamp, crypto, secret::Secret};
 
@@ -84,16 +84,12 @@ pub fn verify(
         .collect();
     // Entries of other versions, or undecodable ones, are skipped as the
     // reference libraries do; only a matching v1 entry passes.
-    let matched = signatures
+    let got: Vec<Vec<u8>> = signatures
         .split(' ')
         .filter_map(|entry| entry.strip_prefix("v1,"))
         .filter_map(|b64| B64.decode(b64).ok())
-        .any(|got| expected.iter().any(|e| crypto::ct_eq(e, &got)));
-    if matched {
-        Ok(())
-    } else {
-        Err(VerifyError::NoMatch)
-    }
+        .collect();
+    any_match(&got, expected)
 }
 
 #[derive(Deserialize)]

@@ -24,7 +24,8 @@ use base64::{Engine, engine::general_purpose::STANDARD as B64};
 use serde::Deserialize;
 
 use super::{
-    Delivery, Identity, ParseError, SignRequest, VerifyError, header, parse_json, required,
+    Delivery, Identity, ParseError, SignRequest, VerifyError, any_match, header, parse_json,
+    required,
 };
 use crate::{
     EventKey,
@@ -108,20 +109,13 @@ pub fn verify(d: &Delivery<'_>, secrets: &[Secret]) -> Result<(), VerifyError> {
         return Err(VerifyError::NoMatch);
     }
     let algorithm = algorithm(d.headers);
-    let matched = url_variants(d.url).iter().any(|url| {
-        let signed = signed_string(url, d.body, body_hash.is_some());
-        secrets.iter().any(|s| {
-            crypto::ct_eq(
-                &crypto::hmac(algorithm, s.expose(), &[signed.as_bytes()]),
-                &got,
-            )
-        })
+    let expected = url_variants(d.url).into_iter().flat_map(|url| {
+        let signed = signed_string(&url, d.body, body_hash.is_some());
+        secrets
+            .iter()
+            .map(move |s| crypto::hmac(algorithm, s.expose(), &[signed.as_bytes()]))
     });
-    if matched {
-        Ok(())
-    } else {
-        Err(VerifyError::NoMatch)
-    }
+    any_match(&[got], expected)
 }
 
 #[derive(Deserialize, Default)]
