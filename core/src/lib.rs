@@ -4,14 +4,18 @@
 //! adapters crate implements, so the rules that make a webhook count once are
 //! tested without the network and with `now` passed in.
 
+pub mod action;
 pub mod config;
 pub mod crypto;
+pub mod destination;
 pub mod ids;
 pub mod inbox;
 pub mod ingress;
+pub mod ledger;
 pub mod message;
 pub mod ports;
 pub mod provider;
+pub mod rules;
 pub mod secret;
 pub mod time;
 

@@ -1,0 +1,215 @@
+//! Destinations (CRMs) and how an action survives a lost answer.
+//!
+//! Each adapter declares its strategy. A timeout or a dropped connection after
+//! the request was sent is *outcome unknown*, never a plain failure:
+//! - idempotency key / upsert: ask again with the same key — the destination
+//!   returns the effect it already made;
+//! - lookup: look the external reference up; found → that id;
+//!   not confirmable → UNCERTAIN for reconciliation, never a second create.
+
+use crate::action::{ActionKey, ActionRequest};
+
+/// How a destination makes a repeated request harmless.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Strategy {
+    /// The action key travels as an idempotency header on every attempt.
+    IdempotencyKey,
+    /// The action key is a unique external id and the write is an upsert.
+    Upsert,
+    /// Plain create; after a lost answer, look the external reference up.
+    Lookup,
+}
+
+/// A destination call that did not produce a confirmed result.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DestinationError {
+    /// The destination is down or throttling (5xx, 429, refused): retry later.
+    #[error("destination unavailable: {0}")]
+    Retryable(String),
+    /// The destination refused the request (4xx validation): do not retry.
+    #[error("destination refused the request: {0}")]
+    Permanent(String),
+    /// Sent, but no answer (timeout, connection lost): it may have happened.
+    #[error("destination outcome unknown: {0}")]
+    OutcomeUnknown(String),
+}
+
+pub trait Destination: Send + Sync {
+    fn strategy(&self) -> Strategy;
+
+    /// Performs the action; the destination's id of the effect on success.
+    fn create(
+        &self,
+        request: &ActionRequest,
+    ) -> impl Future<Output = Result<String, DestinationError>> + Send;
+
+    /// Finds the effect of `key`, if the destination has one.
+    fn lookup(
+        &self,
+        key: &ActionKey,
+    ) -> impl Future<Output = Result<Option<String>, DestinationError>> + Send;
+}
+
+/// The confirmed result of performing an action.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Performed {
+    /// Done, with the destination's id as evidence.
+    Completed(String),
+    /// Refused for good: FAILED.
+    Failed(String),
+    /// Could not be confirmed: UNCERTAIN.
+    Uncertain(String),
+    /// Not done, safe to try again later with the same key.
+    Retry(String),
+}
+
+/// Calls `destination` for `request`, resolving a lost answer by its strategy.
+pub async fn perform<D: Destination>(destination: &D, request: &ActionRequest) -> Performed {
+    let lost = match destination.create(request).await {
+        Ok(id) => return Performed::Completed(id),
+        Err(DestinationError::Retryable(e)) => return Performed::Retry(e),
+        Err(DestinationError::Permanent(e)) => return Performed::Failed(e),
+        Err(DestinationError::OutcomeUnknown(e)) => e,
+    };
+    match destination.strategy() {
+        // Asking again is safe: the same key returns the effect already made.
+        Strategy::IdempotencyKey | Strategy::Upsert => match destination.create(request).await {
+            Ok(id) => Performed::Completed(id),
+            Err(DestinationError::Permanent(e)) => Performed::Failed(e),
+            Err(DestinationError::Retryable(e) | DestinationError::OutcomeUnknown(e)) => {
+                Performed::Retry(format!(
+                    "answer lost ({lost}), retry with the same key: {e}"
+                ))
+            }
+        },
+        Strategy::Lookup => match destination.lookup(&request.key).await {
+            Ok(Some(id)) => Performed::Completed(id),
+            Ok(None) => Performed::Uncertain(format!(
+                "answer lost ({lost}) and no task found by external reference: needs verification"
+            )),
+            Err(e) => Performed::Uncertain(format!("answer lost ({lost}) and lookup failed: {e}")),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::WorkspaceId;
+
+    /// Answers from a script; counts creates. A unit-test double for the
+    /// strategy logic only — the HTTP adapters are tested against the
+    /// simulated CRM.
+    struct Scripted {
+        strategy: Strategy,
+        creates: Mutex<Vec<Result<String, DestinationError>>>,
+        lookup: Result<Option<String>, DestinationError>,
+        calls: Mutex<u32>,
+    }
+
+    impl Destination for Scripted {
+        fn strategy(&self) -> Strategy {
+            self.strategy
+        }
+
+        async fn create(&self, _: &ActionRequest) -> Result<String, DestinationError> {
+            *self.calls.lock().unwrap() += 1;
+            self.creates.lock().unwrap().remove(0)
+        }
+
+        async fn lookup(&self, _: &ActionKey) -> Result<Option<String>, DestinationError> {
+            self.lookup.clone()
+        }
+    }
+
+    fn request() -> ActionRequest {
+        let ws = WorkspaceId::parse("ws-1").unwrap();
+        ActionRequest::new(ActionKey::new(&ws, "a", "1").unwrap(), "crm", json!({}))
+    }
+
+    fn scripted(
+        strategy: Strategy,
+        creates: Vec<Result<String, DestinationError>>,
+        lookup: Result<Option<String>, DestinationError>,
+    ) -> Scripted {
+        Scripted {
+            strategy,
+            creates: Mutex::new(creates),
+            lookup,
+            calls: Mutex::new(0),
+        }
+    }
+
+    fn lost() -> Result<String, DestinationError> {
+        Err(DestinationError::OutcomeUnknown("timeout".into()))
+    }
+
+    #[tokio::test]
+    async fn a_lost_answer_with_an_idempotency_key_is_asked_again_with_the_same_key() {
+        for strategy in [Strategy::IdempotencyKey, Strategy::Upsert] {
+            let d = scripted(strategy, vec![lost(), Ok("task-1".into())], Ok(None));
+            assert_eq!(
+                perform(&d, &request()).await,
+                Performed::Completed("task-1".into())
+            );
+            assert_eq!(*d.calls.lock().unwrap(), 2);
+        }
+    }
+
+    #[tokio::test]
+    async fn two_lost_answers_leave_it_for_a_later_retry_with_the_same_key() {
+        let d = scripted(Strategy::IdempotencyKey, vec![lost(), lost()], Ok(None));
+        assert!(matches!(perform(&d, &request()).await, Performed::Retry(_)));
+    }
+
+    #[tokio::test]
+    async fn a_lost_answer_with_lookup_is_looked_up_never_created_again() {
+        let found = scripted(Strategy::Lookup, vec![lost()], Ok(Some("task-9".into())));
+        assert_eq!(
+            perform(&found, &request()).await,
+            Performed::Completed("task-9".into())
+        );
+        assert_eq!(*found.calls.lock().unwrap(), 1);
+        let missing = scripted(Strategy::Lookup, vec![lost()], Ok(None));
+        assert!(matches!(
+            perform(&missing, &request()).await,
+            Performed::Uncertain(_)
+        ));
+        let broken = scripted(
+            Strategy::Lookup,
+            vec![lost()],
+            Err(DestinationError::Retryable("503".into())),
+        );
+        assert!(matches!(
+            perform(&broken, &request()).await,
+            Performed::Uncertain(_)
+        ));
+        assert_eq!(*broken.calls.lock().unwrap(), 1, "never a second create");
+    }
+
+    #[tokio::test]
+    async fn outages_retry_and_refusals_fail() {
+        let down = scripted(
+            Strategy::Lookup,
+            vec![Err(DestinationError::Retryable("503".into()))],
+            Ok(None),
+        );
+        assert_eq!(
+            perform(&down, &request()).await,
+            Performed::Retry("503".into())
+        );
+        let refused = scripted(
+            Strategy::Upsert,
+            vec![Err(DestinationError::Permanent("400".into()))],
+            Ok(None),
+        );
+        assert_eq!(
+            perform(&refused, &request()).await,
+            Performed::Failed("400".into())
+        );
+    }
+}

@@ -1,0 +1,252 @@
+//! The Actions ledger: one record per business-action key, and the pure rules
+//! for what an attempt may do with it.
+//!
+//! `PENDING → IN_PROGRESS (lease) → COMPLETED | FAILED | UNCERTAIN`. A
+//! completed action is never reopened; FAILED changes only through an approved
+//! triage decision, UNCERTAIN only through reconciliation. A retryable error
+//! releases the lease (back to PENDING) so the next attempt takes it. Every
+//! transition is a conditional write on the owner's lease, so a late finisher
+//! whose lease was taken over cannot overwrite the new owner's outcome.
+
+use std::{fmt, str::FromStr, time::Duration};
+
+use crate::{Timestamp, action::ActionKey};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ActionStatus {
+    Pending,
+    InProgress,
+    Completed,
+    Failed,
+    Uncertain,
+}
+
+impl ActionStatus {
+    pub const ALL: [ActionStatus; 5] = [
+        ActionStatus::Pending,
+        ActionStatus::InProgress,
+        ActionStatus::Completed,
+        ActionStatus::Failed,
+        ActionStatus::Uncertain,
+    ];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ActionStatus::Pending => "PENDING",
+            ActionStatus::InProgress => "IN_PROGRESS",
+            ActionStatus::Completed => "COMPLETED",
+            ActionStatus::Failed => "FAILED",
+            ActionStatus::Uncertain => "UNCERTAIN",
+        }
+    }
+}
+
+impl FromStr for ActionStatus {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|v| v.as_str() == s)
+            .ok_or_else(|| format!("unknown action status {s:?}"))
+    }
+}
+
+impl fmt::Display for ActionStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The kind of the last error, as the ledger records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    Retryable,
+    Permanent,
+    OutcomeUnknown,
+    Collision,
+}
+
+impl ErrorKind {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Retryable => "retryable",
+            ErrorKind::Permanent => "permanent",
+            ErrorKind::OutcomeUnknown => "outcome-unknown",
+            ErrorKind::Collision => "collision",
+        }
+    }
+}
+
+impl FromStr for ErrorKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        [
+            ErrorKind::Retryable,
+            ErrorKind::Permanent,
+            ErrorKind::OutcomeUnknown,
+            ErrorKind::Collision,
+        ]
+        .into_iter()
+        .find(|v| v.as_str() == s)
+        .ok_or_else(|| format!("unknown error kind {s:?}"))
+    }
+}
+
+/// One business action as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActionRecord {
+    pub key: ActionKey,
+    pub status: ActionStatus,
+    pub request_sha256: String,
+    pub attempts: u32,
+    pub lease_owner: Option<String>,
+    pub lease_expires_at: Option<Timestamp>,
+    /// The inbox records that requested it.
+    pub inbox_pks: Vec<String>,
+    pub destination: String,
+    /// The destination's id for the effect, recorded only with evidence.
+    pub destination_ref: Option<String>,
+    pub last_error_kind: Option<ErrorKind>,
+    pub last_error: Option<String>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    pub expires_at: Timestamp,
+}
+
+/// What an attempt finds when the action already has a record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Claim {
+    /// Pending, or in progress under an expired lease: take it over.
+    TakeOver,
+    /// Done already: nothing to do, ever.
+    Completed,
+    /// Another worker holds a live lease: come back later.
+    Busy,
+    /// Same key, different request: not executed, needs a human.
+    Collision,
+    /// FAILED or UNCERTAIN: settled until a human decides.
+    Held(ActionStatus),
+}
+
+/// Decides what an attempt with `request_sha256` at `now` may do with `record`.
+pub fn claim(record: &ActionRecord, request_sha256: &str, now: Timestamp) -> Claim {
+    if record.request_sha256 != request_sha256 {
+        return Claim::Collision;
+    }
+    match record.status {
+        ActionStatus::Completed => Claim::Completed,
+        ActionStatus::Failed | ActionStatus::Uncertain => Claim::Held(record.status),
+        ActionStatus::Pending => Claim::TakeOver,
+        ActionStatus::InProgress => match record.lease_expires_at {
+            Some(until) if until > now => Claim::Busy,
+            _ => Claim::TakeOver,
+        },
+    }
+}
+
+/// How long ledger records live: at least the inbox TTL, so an action is
+/// recognised for as long as anything can re-deliver the event behind it.
+pub fn retention(configured: Duration, inbox_ttl: Duration) -> Duration {
+    configured.max(inbox_ttl)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(status: ActionStatus, lease_until: Option<i64>) -> ActionRecord {
+        let t = Timestamp::from_secs(1_000);
+        ActionRecord {
+            key: ActionKey::parse("ws-1#create_order#pi_1").unwrap(),
+            status,
+            request_sha256: "h1".into(),
+            attempts: 1,
+            lease_owner: lease_until.map(|_| "worker-a".into()),
+            lease_expires_at: lease_until.map(Timestamp::from_secs),
+            inbox_pks: vec!["ws-1#stripe#evt_1".into()],
+            destination: "crm".into(),
+            destination_ref: None,
+            last_error_kind: None,
+            last_error: None,
+            created_at: t,
+            updated_at: t,
+            expires_at: Timestamp::from_secs(9_000_000),
+        }
+    }
+
+    const NOW: Timestamp = Timestamp::from_secs(2_000);
+
+    #[test]
+    fn a_completed_action_is_never_reopened() {
+        assert_eq!(
+            claim(&record(ActionStatus::Completed, None), "h1", NOW),
+            Claim::Completed
+        );
+    }
+
+    #[test]
+    fn a_live_lease_is_left_alone_and_an_expired_one_is_taken_over() {
+        assert_eq!(
+            claim(&record(ActionStatus::InProgress, Some(2_001)), "h1", NOW),
+            Claim::Busy
+        );
+        assert_eq!(
+            claim(&record(ActionStatus::InProgress, Some(2_000)), "h1", NOW),
+            Claim::TakeOver
+        );
+        assert_eq!(
+            claim(&record(ActionStatus::InProgress, None), "h1", NOW),
+            Claim::TakeOver
+        );
+    }
+
+    #[test]
+    fn a_released_pending_action_is_taken_over() {
+        assert_eq!(
+            claim(&record(ActionStatus::Pending, None), "h1", NOW),
+            Claim::TakeOver
+        );
+    }
+
+    #[test]
+    fn failed_and_uncertain_actions_wait_for_a_human() {
+        assert_eq!(
+            claim(&record(ActionStatus::Failed, None), "h1", NOW),
+            Claim::Held(ActionStatus::Failed)
+        );
+        assert_eq!(
+            claim(&record(ActionStatus::Uncertain, None), "h1", NOW),
+            Claim::Held(ActionStatus::Uncertain)
+        );
+    }
+
+    #[test]
+    fn another_request_under_the_same_key_is_a_collision_whatever_the_status() {
+        for status in ActionStatus::ALL {
+            assert_eq!(
+                claim(&record(status, None), "h2", NOW),
+                Claim::Collision,
+                "{status}"
+            );
+        }
+    }
+
+    #[test]
+    fn retention_never_undercuts_the_inbox_ttl() {
+        let day = Duration::from_secs(86_400);
+        assert_eq!(retention(90 * day, 8 * day), 90 * day);
+        assert_eq!(retention(day, 8 * day), 8 * day);
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for s in ActionStatus::ALL {
+            assert_eq!(s.as_str().parse::<ActionStatus>().unwrap(), s);
+        }
+        for k in ["retryable", "permanent", "outcome-unknown", "collision"] {
+            assert_eq!(k.parse::<ErrorKind>().unwrap().as_str(), k);
+        }
+    }
+}
