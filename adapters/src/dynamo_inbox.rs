@@ -13,7 +13,7 @@ use aws_sdk_dynamodb::{
 };
 use hookgate_core::{
     InboxPk, Timestamp,
-    inbox::{Collision, InboxRecord, Pending},
+    inbox::{Collision, InboxRecord, InboxStatus, Pending},
     ports::{InboxStore, PutOutcome, StoreError},
 };
 
@@ -33,23 +33,10 @@ impl DynamoInbox {
             table: table.into(),
         }
     }
-
-    /// Reads one record (operators and tests; the ingress never reads).
-    pub async fn get(&self, pk: &InboxPk) -> Result<Option<InboxRecord>, StoreError> {
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .key("pk", s(pk.to_string()))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(unavailable)?;
-        out.item().map(from_item).transpose()
-    }
 }
 
-fn unavailable<E, R>(e: SdkError<E, R>) -> StoreError
+/// A storage error of any DynamoDB operation, with its context.
+pub(crate) fn unavailable<E, R>(e: SdkError<E, R>) -> StoreError
 where
     E: std::error::Error + 'static,
     R: std::fmt::Debug,
@@ -143,6 +130,53 @@ impl InboxStore for DynamoInbox {
         };
         request.send().await.map_err(unavailable)?;
         Ok(())
+    }
+
+    async fn get(&self, pk: &InboxPk) -> Result<Option<InboxRecord>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("pk", s(pk.to_string()))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        out.item().map(from_item).transpose()
+    }
+
+    async fn settle(
+        &self,
+        pk: &InboxPk,
+        status: InboxStatus,
+        reason: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let mut request = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(pk.to_string()))
+            .condition_expression("#status = :received")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":received", s(InboxStatus::Received.as_str()))
+            .expression_attribute_values(":status", s(status.as_str()));
+        let update = match reason {
+            Some(reason) => {
+                request = request.expression_attribute_values(":reason", s(reason));
+                "SET #status = :status, status_reason = :reason REMOVE pending_bucket, pending_since"
+            }
+            None => "SET #status = :status REMOVE pending_bucket, pending_since, status_reason",
+        };
+        match request.update_expression(update).send().await {
+            Ok(_) => Ok(()),
+            // Settled already (a redelivered message): nothing to change.
+            Err(SdkError::ServiceError(ctx))
+                if ctx.err().is_conditional_check_failed_exception() =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(unavailable(e)),
+        }
     }
 }
 

@@ -15,7 +15,10 @@ use serde::Deserialize;
 
 use crate::{
     Provider, WorkspaceId,
+    destination::Strategy,
+    ledger,
     provider::{Scheme, hmac::HmacScheme},
+    rules::Rule,
     secret::{SecretError, SecretRef},
 };
 
@@ -37,6 +40,10 @@ pub enum ConfigError {
     BadNumber { var: &'static str, value: String },
     #[error("workspace {0:?}: {1}")]
     Workspace(String, String),
+    #[error("destination {0:?}: {1}")]
+    Destination(String, String),
+    #[error("rule {0} ({1}): {2}")]
+    Rule(usize, String, String),
     #[error(
         "inbox TTL of {ttl_secs} s is shorter than twice the longest re-delivery window: \
          {source_name} can re-deliver for {window_secs} s, so the TTL must be at least {needed_secs} s"
@@ -62,6 +69,87 @@ pub struct Config {
     pub secret_refresh: Duration,
     pub workspaces: HashMap<WorkspaceId, Workspace>,
     pub eventbridge: EventBridge,
+    /// The Actions ledger table; only the action worker needs it.
+    pub actions_table: Option<String>,
+    /// How long a worker's claim on an action lasts before another may take over.
+    pub lease: Duration,
+    /// How long ledger records live (never shorter than the inbox TTL).
+    pub ledger_retention: Duration,
+    pub destinations: BTreeMap<String, DestinationConfig>,
+    pub rules: Vec<Rule>,
+}
+
+/// Which CRM API a destination speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DestinationKind {
+    /// Generic JSON `POST /tasks` with an idempotency header.
+    Http,
+    /// Salesforce upsert by External ID field.
+    Salesforce,
+    /// HubSpot batch upsert by `idProperty`, search by it.
+    Hubspot,
+}
+
+/// A configured destination (`[destinations.<name>]`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DestinationConfig {
+    pub kind: DestinationKind,
+    pub base_url: String,
+    /// `idempotency-key` (http), `upsert` (salesforce, hubspot) or `lookup`
+    /// (http, hubspot); default: the kind's first.
+    pub strategy: Option<String>,
+    /// A secret reference sent as `Authorization: Bearer …`.
+    pub auth: Option<String>,
+    #[serde(default = "default_timeout_ms")]
+    pub timeout_ms: u64,
+    #[serde(default = "default_idempotency_header")]
+    pub idempotency_header: String,
+}
+
+fn default_timeout_ms() -> u64 {
+    3000
+}
+
+fn default_idempotency_header() -> String {
+    "Idempotency-Key".to_owned()
+}
+
+impl DestinationConfig {
+    /// The strategy, checked against what the kind supports.
+    pub fn strategy(&self) -> Result<Strategy, String> {
+        let allowed: &[(&str, Strategy)] = match self.kind {
+            DestinationKind::Http => &[
+                ("idempotency-key", Strategy::IdempotencyKey),
+                ("lookup", Strategy::Lookup),
+            ],
+            DestinationKind::Salesforce => &[("upsert", Strategy::Upsert)],
+            DestinationKind::Hubspot => {
+                &[("upsert", Strategy::Upsert), ("lookup", Strategy::Lookup)]
+            }
+        };
+        match &self.strategy {
+            None => Ok(allowed[0].1),
+            Some(name) => allowed
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, s)| *s)
+                .ok_or_else(|| {
+                    let names: Vec<_> = allowed.iter().map(|(n, _)| *n).collect();
+                    format!("strategy {name:?} is not one of {names:?} for this kind")
+                }),
+        }
+    }
+
+    /// The auth secret reference, parsed.
+    pub fn auth_ref(&self) -> Result<Option<SecretRef>, String> {
+        self.auth
+            .as_deref()
+            .map(SecretRef::parse)
+            .transpose()
+            .map_err(|e| e.to_string())
+    }
 }
 
 /// The EventBridge rule-target path: which events belong to which workspace,
@@ -149,6 +237,8 @@ impl Config {
     pub const DEFAULT_MAX_BODY_BYTES: usize = 256 * 1024;
     pub const DEFAULT_GRACE: Duration = Duration::from_secs(60);
     pub const DEFAULT_SECRET_REFRESH: Duration = Duration::from_secs(300);
+    pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
+    pub const DEFAULT_RETENTION: Duration = Duration::from_secs(90 * 86_400);
 
     /// Loads the file named by `HOOKGATE_CONFIG` with the process
     /// environment's overrides.
@@ -184,7 +274,7 @@ impl Config {
                 .filter(|v| !v.is_empty())
                 .ok_or(ConfigError::Missing { key, var })
         };
-        let config = Self {
+        let mut config = Self {
             inbox_table: text_value("HOOKGATE_INBOX_TABLE", "inbox.table", file.inbox.table)?,
             action_queue_url: text_value(
                 "HOOKGATE_ACTION_QUEUE_URL",
@@ -230,9 +320,58 @@ impl Config {
                         .unwrap_or(EventBridge::DEFAULT_ASYNC_MAX_AGE.as_secs()),
                 )?),
             },
+            actions_table: env("HOOKGATE_ACTIONS_TABLE")
+                .or(file.actions.table)
+                .filter(|t| !t.is_empty()),
+            lease: Duration::from_secs(number(
+                "HOOKGATE_LEASE_SECS",
+                file.actions
+                    .lease_secs
+                    .unwrap_or(Self::DEFAULT_LEASE.as_secs()),
+            )?),
+            ledger_retention: Duration::ZERO,
+            destinations: file.destinations,
+            rules: file.rules,
         };
+        config.ledger_retention = ledger::retention(
+            Duration::from_secs(
+                file.actions
+                    .retention_secs
+                    .unwrap_or(Self::DEFAULT_RETENTION.as_secs()),
+            ),
+            config.inbox_ttl,
+        );
         config.check_ttl()?;
+        config.check_actions()?;
         Ok(config)
+    }
+
+    /// Destinations are usable and every rule names an existing one.
+    fn check_actions(&self) -> Result<(), ConfigError> {
+        for (name, d) in &self.destinations {
+            d.strategy()
+                .and_then(|_| d.auth_ref().map(|_| ()))
+                .map_err(|e| ConfigError::Destination(name.clone(), e))?;
+        }
+        for (i, rule) in self.rules.iter().enumerate() {
+            let bad = |msg: String| ConfigError::Rule(i + 1, rule.action.clone(), msg);
+            rule.validate().map_err(bad)?;
+            if !self.destinations.contains_key(&rule.destination) {
+                return Err(bad(format!(
+                    "destination {:?} is not configured",
+                    rule.destination
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The ledger table, required by the action worker.
+    pub fn require_actions_table(&self) -> Result<&str, ConfigError> {
+        self.actions_table.as_deref().ok_or(ConfigError::Missing {
+            key: "actions.table",
+            var: "HOOKGATE_ACTIONS_TABLE",
+        })
     }
 
     /// The configured source with the longest re-delivery window, named as
@@ -337,6 +476,20 @@ struct File {
     eventbridge: RawEventBridge,
     #[serde(default)]
     secrets: RawSecrets,
+    #[serde(default)]
+    actions: RawActions,
+    #[serde(default)]
+    destinations: BTreeMap<String, DestinationConfig>,
+    #[serde(default)]
+    rules: Vec<Rule>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawActions {
+    table: Option<String>,
+    lease_secs: Option<u64>,
+    retention_secs: Option<u64>,
 }
 
 #[derive(Deserialize, Default)]

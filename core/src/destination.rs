@@ -7,7 +7,10 @@
 //! - lookup: look the external reference up; found → that id;
 //!   not confirmable → UNCERTAIN for reconciliation, never a second create.
 
-use crate::action::{ActionKey, ActionRequest};
+use crate::{
+    action::{ActionKey, ActionRequest},
+    ledger::ErrorKind,
+};
 
 /// How a destination makes a repeated request harmless.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,15 +62,16 @@ pub enum Performed {
     Failed(String),
     /// Could not be confirmed: UNCERTAIN.
     Uncertain(String),
-    /// Not done, safe to try again later with the same key.
-    Retry(String),
+    /// Not done (or not confirmed, with a key that makes asking again safe):
+    /// try again later with the same key.
+    Retry(ErrorKind, String),
 }
 
 /// Calls `destination` for `request`, resolving a lost answer by its strategy.
 pub async fn perform<D: Destination>(destination: &D, request: &ActionRequest) -> Performed {
     let lost = match destination.create(request).await {
         Ok(id) => return Performed::Completed(id),
-        Err(DestinationError::Retryable(e)) => return Performed::Retry(e),
+        Err(DestinationError::Retryable(e)) => return Performed::Retry(ErrorKind::Retryable, e),
         Err(DestinationError::Permanent(e)) => return Performed::Failed(e),
         Err(DestinationError::OutcomeUnknown(e)) => e,
     };
@@ -163,7 +167,10 @@ mod tests {
     #[tokio::test]
     async fn two_lost_answers_leave_it_for_a_later_retry_with_the_same_key() {
         let d = scripted(Strategy::IdempotencyKey, vec![lost(), lost()], Ok(None));
-        assert!(matches!(perform(&d, &request()).await, Performed::Retry(_)));
+        assert!(matches!(
+            perform(&d, &request()).await,
+            Performed::Retry(ErrorKind::OutcomeUnknown, _)
+        ));
     }
 
     #[tokio::test]

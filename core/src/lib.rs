@@ -18,6 +18,7 @@ pub mod provider;
 pub mod rules;
 pub mod secret;
 pub mod time;
+pub mod worker;
 
 pub use ids::{EventKey, InboxPk, WorkspaceId};
 pub use provider::Provider;

@@ -1,9 +1,13 @@
 //! The small traits the ingress needs from the outside world. The adapters
 //! crate implements them over DynamoDB and SQS; unit tests use in-memory ones.
 
+use std::time::Duration;
+
 use crate::{
     InboxPk, Timestamp,
-    inbox::InboxRecord,
+    action::{ActionKey, ActionRequest},
+    inbox::{InboxRecord, InboxStatus},
+    ledger::{ActionRecord, Claim, ErrorKind},
     message::{MessageKind, QueueMessage},
 };
 
@@ -51,6 +55,21 @@ pub trait InboxStore: Send + Sync {
         pk: &InboxPk,
         failed: bool,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Reads one record, consistently.
+    fn get(
+        &self,
+        pk: &InboxPk,
+    ) -> impl Future<Output = Result<Option<InboxRecord>, StoreError>> + Send;
+
+    /// Moves a RECEIVED record to `status` (with `reason`) and takes it out of
+    /// the pending index; a record already settled is left as it is.
+    fn settle(
+        &self,
+        pk: &InboxPk,
+        status: InboxStatus,
+        reason: Option<&str>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
 }
 
 /// The action queue refused or did not answer.
@@ -64,4 +83,64 @@ pub trait ActionQueue: Send + Sync {
         message: &QueueMessage,
         kind: MessageKind,
     ) -> impl Future<Output = Result<(), QueueError>> + Send;
+}
+
+/// What a reservation found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reserve {
+    /// This attempt holds the lease (new record, or taken over).
+    Acquired,
+    /// Someone else's state decides (see [`Claim`]); the stored record.
+    Existing(Claim, Box<ActionRecord>),
+}
+
+/// How an attempt ends its lease.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settle<'a> {
+    /// Done; the destination's id is the evidence.
+    Completed { destination_ref: &'a str },
+    /// Permanent error: FAILED until an approved triage decision.
+    Failed(&'a str),
+    /// Outcome not confirmable: UNCERTAIN until reconciled.
+    Uncertain(&'a str),
+    /// Retryable: back to PENDING, attempts + 1, the message returns.
+    Release { kind: ErrorKind, message: &'a str },
+}
+
+pub trait Ledger: Send + Sync {
+    /// Creates the record IN_PROGRESS under `owner`'s lease, or takes over a
+    /// pending or expired one; otherwise reports what stands in the way.
+    fn reserve(
+        &self,
+        request: &ActionRequest,
+        inbox_pk: &str,
+        owner: &str,
+        now: Timestamp,
+        lease: Duration,
+        retention: Duration,
+    ) -> impl Future<Output = Result<Reserve, StoreError>> + Send;
+
+    /// Ends `owner`'s lease with `outcome`; `false` when the lease was no
+    /// longer `owner`'s (taken over), in which case nothing was written.
+    fn settle(
+        &self,
+        key: &ActionKey,
+        owner: &str,
+        outcome: Settle<'_>,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// Records that `inbox_pk` asked for `key` with another request.
+    fn record_collision(
+        &self,
+        key: &ActionKey,
+        request_sha256: &str,
+        inbox_pk: &str,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    fn get(
+        &self,
+        key: &ActionKey,
+    ) -> impl Future<Output = Result<Option<ActionRecord>, StoreError>> + Send;
 }

@@ -1,0 +1,244 @@
+//! The action worker: one queue message in, each requested action performed
+//! once, the inbox record settled.
+//!
+//! For a message it loads the inbox record, runs the workspace's rules, and
+//! for every action: reserves the key in the ledger, calls the destination
+//! (resolving lost answers by the destination's strategy) and records the
+//! confirmed result. Receipt (inbox), requested action (ledger) and confirmed
+//! result (`destination_ref`) stay three separate records. Only a retryable
+//! problem returns the message to the queue; everything else is settled and
+//! the message deleted.
+
+use std::{collections::HashMap, sync::Arc};
+
+use crate::{
+    InboxPk, Timestamp,
+    action::ActionRequest,
+    config::Config,
+    destination::{Destination, Performed, perform},
+    inbox::InboxStatus,
+    ledger::Claim,
+    message::QueueMessage,
+    ports::{InboxStore, Ledger, Reserve, Settle, StoreError},
+    rules::{Decision, evaluate},
+};
+
+/// Values of the `alarm` field on the worker's error lines.
+pub mod alarm {
+    pub const UNCERTAIN: &str = "ACTION_UNCERTAIN";
+    pub const FAILED: &str = "ACTION_FAILED";
+    pub const COLLISION: &str = "ACTION_KEY_COLLISION";
+    pub const POISON: &str = "ACTION_POISON_MESSAGE";
+}
+
+/// What became of one message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MessageOutcome {
+    /// Settled: delete the message.
+    Done(String),
+    /// Not settled: leave the message to return after the visibility timeout
+    /// (and to the DLQ after maxReceiveCount).
+    Retry(String),
+}
+
+/// What became of one action within a message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum ActionOutcome {
+    Settled,
+    Retry(String),
+}
+
+#[derive(Debug)]
+pub struct Worker<S, L, D> {
+    config: Arc<Config>,
+    inbox: S,
+    ledger: L,
+    destinations: HashMap<String, D>,
+}
+
+impl<S: InboxStore, L: Ledger, D: Destination> Worker<S, L, D> {
+    pub fn new(config: Arc<Config>, inbox: S, ledger: L, destinations: HashMap<String, D>) -> Self {
+        Self {
+            config,
+            inbox,
+            ledger,
+            destinations,
+        }
+    }
+
+    /// Processes one message body. `owner` names this attempt uniquely (the
+    /// message id and its receive count), so a lease is never mistaken for
+    /// another attempt's.
+    pub async fn process(&self, body: &str, owner: &str, now: Timestamp) -> MessageOutcome {
+        match self.try_process(body, owner, now).await {
+            Ok(outcome) => outcome,
+            Err(e) => MessageOutcome::Retry(e.to_string()),
+        }
+    }
+
+    async fn try_process(
+        &self,
+        body: &str,
+        owner: &str,
+        now: Timestamp,
+    ) -> Result<MessageOutcome, StoreError> {
+        let Some(pk) = serde_json::from_str::<QueueMessage>(body)
+            .ok()
+            .and_then(|m| InboxPk::parse(&m.inbox_pk).ok())
+        else {
+            // Not ours to fix: it returns until it reaches the DLQ, where
+            // triage classifies it as poison.
+            tracing::error!(alarm = alarm::POISON, "unreadable queue message");
+            return Ok(MessageOutcome::Retry("unreadable queue message".into()));
+        };
+        let Some(record) = self.inbox.get(&pk).await? else {
+            tracing::warn!(inbox_pk = %pk, "inbox record not found (expired?): nothing to do");
+            return Ok(MessageOutcome::Done("inbox record not found".into()));
+        };
+        if record.status != InboxStatus::Received {
+            return Ok(MessageOutcome::Done(format!(
+                "already {}",
+                record.status.as_str()
+            )));
+        }
+        let payload: serde_json::Value =
+            serde_json::from_str(&record.payload).unwrap_or(serde_json::Value::Null);
+        let decision = evaluate(
+            &self.config.rules,
+            pk.workspace(),
+            pk.provider(),
+            &record.event_type,
+            &payload,
+        );
+        let requests = match decision {
+            Decision::Ignored(reason) => {
+                self.inbox
+                    .settle(&pk, InboxStatus::Ignored, Some(&reason))
+                    .await?;
+                return Ok(MessageOutcome::Done(format!("ignored: {reason}")));
+            }
+            Decision::Unmatched(reason) => {
+                self.inbox
+                    .settle(&pk, InboxStatus::Unmatched, Some(&reason))
+                    .await?;
+                return Ok(MessageOutcome::Done(format!("unmatched: {reason}")));
+            }
+            Decision::Actions(requests) => requests,
+        };
+        let inbox_pk = pk.to_string();
+        let mut retries = Vec::new();
+        for request in &requests {
+            if let ActionOutcome::Retry(reason) =
+                self.run_action(request, &inbox_pk, owner, now).await?
+            {
+                retries.push(format!("{}: {reason}", request.key));
+            }
+        }
+        if !retries.is_empty() {
+            return Ok(MessageOutcome::Retry(retries.join("; ")));
+        }
+        self.inbox.settle(&pk, InboxStatus::Processed, None).await?;
+        Ok(MessageOutcome::Done(format!(
+            "{} action(s) settled",
+            requests.len()
+        )))
+    }
+
+    async fn run_action(
+        &self,
+        request: &ActionRequest,
+        inbox_pk: &str,
+        owner: &str,
+        now: Timestamp,
+    ) -> Result<ActionOutcome, StoreError> {
+        let key = &request.key;
+        let reserved = self
+            .ledger
+            .reserve(
+                request,
+                inbox_pk,
+                owner,
+                now,
+                self.config.lease,
+                self.config.ledger_retention,
+            )
+            .await?;
+        match reserved {
+            Reserve::Acquired => {}
+            Reserve::Existing(Claim::Completed | Claim::Held(_), _) => {
+                return Ok(ActionOutcome::Settled);
+            }
+            Reserve::Existing(Claim::Busy | Claim::TakeOver, _) => {
+                return Ok(ActionOutcome::Retry(
+                    "another attempt holds the lease".into(),
+                ));
+            }
+            Reserve::Existing(Claim::Collision, stored) => {
+                tracing::error!(
+                    alarm = alarm::COLLISION,
+                    action_key = %key,
+                    stored_sha256 = stored.request_sha256,
+                    requested_sha256 = request.request_sha256,
+                    inbox_pk,
+                    "same action key, different request: not executed"
+                );
+                self.ledger
+                    .record_collision(key, &request.request_sha256, inbox_pk, now)
+                    .await?;
+                return Ok(ActionOutcome::Settled);
+            }
+        }
+        let Some(destination) = self.destinations.get(&request.destination) else {
+            // Config validation makes this unreachable; fail loudly, not silently.
+            let message = format!("destination {:?} is not configured", request.destination);
+            self.ledger
+                .settle(key, owner, Settle::Failed(&message), now)
+                .await?;
+            return Ok(ActionOutcome::Settled);
+        };
+        let outcome = match perform(destination, request).await {
+            Performed::Completed(id) => {
+                self.ledger
+                    .settle(
+                        key,
+                        owner,
+                        Settle::Completed {
+                            destination_ref: &id,
+                        },
+                        now,
+                    )
+                    .await?;
+                ActionOutcome::Settled
+            }
+            Performed::Failed(message) => {
+                tracing::error!(alarm = alarm::FAILED, action_key = %key, error = message, "action failed permanently");
+                self.ledger
+                    .settle(key, owner, Settle::Failed(&message), now)
+                    .await?;
+                ActionOutcome::Settled
+            }
+            Performed::Uncertain(message) => {
+                tracing::error!(alarm = alarm::UNCERTAIN, action_key = %key, error = message, "action outcome needs verification");
+                self.ledger
+                    .settle(key, owner, Settle::Uncertain(&message), now)
+                    .await?;
+                ActionOutcome::Settled
+            }
+            Performed::Retry(kind, message) => {
+                self.ledger
+                    .settle(
+                        key,
+                        owner,
+                        Settle::Release {
+                            kind,
+                            message: &message,
+                        },
+                        now,
+                    )
+                    .await?;
+                ActionOutcome::Retry(message)
+            }
+        };
+        Ok(outcome)
+    }
+}
