@@ -81,9 +81,10 @@ pub async fn perform<D: Destination>(destination: &D, request: &ActionRequest) -
             Ok(id) => Performed::Completed(id),
             Err(DestinationError::Permanent(e)) => Performed::Failed(e),
             Err(DestinationError::Retryable(e) | DestinationError::OutcomeUnknown(e)) => {
-                Performed::Retry(format!(
-                    "answer lost ({lost}), retry with the same key: {e}"
-                ))
+                Performed::Retry(
+                    ErrorKind::OutcomeUnknown,
+                    format!("answer lost ({lost}), retry with the same key: {e}"),
+                )
             }
         },
         Strategy::Lookup => match destination.lookup(&request.key).await {
@@ -207,7 +208,7 @@ mod tests {
         );
         assert_eq!(
             perform(&down, &request()).await,
-            Performed::Retry("503".into())
+            Performed::Retry(ErrorKind::Retryable, "503".into())
         );
         let refused = scripted(
             Strategy::Upsert,
