@@ -1,9 +1,11 @@
-//! Creates the Inbox table as the stack defines it, for the local emulator and
-//! the integration tests (in AWS the SAM template creates it).
+//! Creates the Inbox and Actions tables as the stack defines them, for the
+//! local emulator and the integration tests (in AWS the SAM template creates
+//! them).
 //!
-//! Key schema: `pk` (S). Sparse GSI `pending` on `pending_bucket` (S) +
-//! `pending_since` (N), keys only: the sweep queries it, never scans. TTL on
-//! `expires_at`.
+//! Both: key `pk` (S), TTL on `expires_at`, one sparse keys-only index. Inbox:
+//! `pending` on `pending_bucket` (S) + `pending_since` (N), which the sweep
+//! queries, never scans. Actions: `open` on `open_status` (S) + `created_at`
+//! (N), the actions not COMPLETED.
 
 use aws_sdk_dynamodb::{
     Client,
@@ -15,6 +17,7 @@ use aws_sdk_dynamodb::{
 };
 
 pub const PENDING_INDEX: &str = "pending";
+pub const OPEN_INDEX: &str = "open";
 
 fn attr(name: &str, t: ScalarAttributeType) -> Result<AttributeDefinition, String> {
     AttributeDefinition::builder()
@@ -34,10 +37,31 @@ fn key(name: &str, t: KeyType) -> Result<KeySchemaElement, String> {
 
 /// Creates the inbox table `name` with its index and TTL.
 pub async fn create_inbox_table(client: &Client, name: &str) -> Result<(), String> {
-    let pending = GlobalSecondaryIndex::builder()
-        .index_name(PENDING_INDEX)
-        .key_schema(key("pending_bucket", KeyType::Hash)?)
-        .key_schema(key("pending_since", KeyType::Range)?)
+    create_table(
+        client,
+        name,
+        (PENDING_INDEX, "pending_bucket", "pending_since"),
+    )
+    .await
+}
+
+/// Creates the Actions ledger table `name`: sparse `open` index on
+/// `open_status` + `created_at`, TTL on `expires_at`.
+pub async fn create_actions_table(client: &Client, name: &str) -> Result<(), String> {
+    create_table(client, name, (OPEN_INDEX, "open_status", "created_at")).await
+}
+
+/// A table keyed by `pk` with one sparse keys-only index (string hash,
+/// number range) and TTL on `expires_at`.
+async fn create_table(
+    client: &Client,
+    name: &str,
+    (index, hash, range): (&str, &str, &str),
+) -> Result<(), String> {
+    let gsi = GlobalSecondaryIndex::builder()
+        .index_name(index)
+        .key_schema(key(hash, KeyType::Hash)?)
+        .key_schema(key(range, KeyType::Range)?)
         .projection(
             Projection::builder()
                 .projection_type(ProjectionType::KeysOnly)
@@ -50,10 +74,10 @@ pub async fn create_inbox_table(client: &Client, name: &str) -> Result<(), Strin
         .table_name(name)
         .billing_mode(BillingMode::PayPerRequest)
         .attribute_definitions(attr("pk", ScalarAttributeType::S)?)
-        .attribute_definitions(attr("pending_bucket", ScalarAttributeType::S)?)
-        .attribute_definitions(attr("pending_since", ScalarAttributeType::N)?)
+        .attribute_definitions(attr(hash, ScalarAttributeType::S)?)
+        .attribute_definitions(attr(range, ScalarAttributeType::N)?)
         .key_schema(key("pk", KeyType::Hash)?)
-        .global_secondary_indexes(pending)
+        .global_secondary_indexes(gsi)
         .send()
         .await
         .map_err(|e| DisplayErrorContext(e).to_string())?;

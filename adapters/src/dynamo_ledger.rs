@@ -1,0 +1,274 @@
+//! The Actions ledger over DynamoDB: every transition one conditional write.
+//!
+//! Item layout (DESIGN.md, "Actions table"), plus `open_status` — the status
+//! while the action is not COMPLETED, removed on completion — which keys the
+//! sparse `open` index (with `created_at`) that operators and alarms query for
+//! pending, failed and uncertain work. Lease expiry is epoch ms.
+
+use std::time::Duration;
+
+use aws_sdk_dynamodb::{
+    Client,
+    error::SdkError,
+    operation::put_item::PutItemError,
+    types::{AttributeValue, ReturnValuesOnConditionCheckFailure},
+};
+use hookgate_core::{
+    Timestamp,
+    action::{ActionKey, ActionRequest},
+    ledger::{ActionRecord, ActionStatus, Claim, ErrorKind, claim},
+    ports::{Ledger, Reserve, Settle, StoreError},
+};
+
+use crate::{
+    attrs::{Item, get_n, get_s, n, opt_n, opt_s, s},
+    dynamo_inbox::unavailable,
+};
+
+#[derive(Debug, Clone)]
+pub struct DynamoLedger {
+    client: Client,
+    table: String,
+}
+
+impl DynamoLedger {
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        Self {
+            client,
+            table: table.into(),
+        }
+    }
+
+    async fn take_over(
+        &self,
+        request: &ActionRequest,
+        inbox_pk: &str,
+        owner: &str,
+        now: Timestamp,
+        lease: Duration,
+    ) -> Result<bool, StoreError> {
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(request.key.as_str()))
+            .update_expression(
+                "SET #status = :ip, open_status = :ip, lease_owner = :owner, lease_expires_at = :until, \
+                 updated_at = :now, attempts = attempts + :one ADD inbox_pks :pks",
+            )
+            .condition_expression(
+                "request_sha256 = :sha AND (#status = :pending OR (#status = :ip AND lease_expires_at <= :now))",
+            )
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":ip", s(ActionStatus::InProgress.as_str()))
+            .expression_attribute_values(":pending", s(ActionStatus::Pending.as_str()))
+            .expression_attribute_values(":owner", s(owner))
+            .expression_attribute_values(":until", n(now.plus(lease).as_millis()))
+            .expression_attribute_values(":now", n(now.as_millis()))
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":pks", AttributeValue::Ss(vec![inbox_pk.to_owned()]))
+            .expression_attribute_values(":sha", s(&request.request_sha256))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(SdkError::ServiceError(ctx))
+                if ctx.err().is_conditional_check_failed_exception() =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(unavailable(e)),
+        }
+    }
+}
+
+impl Ledger for DynamoLedger {
+    async fn reserve(
+        &self,
+        request: &ActionRequest,
+        inbox_pk: &str,
+        owner: &str,
+        now: Timestamp,
+        lease: Duration,
+        retention: Duration,
+    ) -> Result<Reserve, StoreError> {
+        let in_progress = s(ActionStatus::InProgress.as_str());
+        let item = Item::from([
+            ("pk".to_owned(), s(request.key.as_str())),
+            ("status".to_owned(), in_progress.clone()),
+            ("open_status".to_owned(), in_progress),
+            ("request_sha256".to_owned(), s(&request.request_sha256)),
+            ("attempts".to_owned(), n(1)),
+            ("lease_owner".to_owned(), s(owner)),
+            (
+                "lease_expires_at".to_owned(),
+                n(now.plus(lease).as_millis()),
+            ),
+            (
+                "inbox_pks".to_owned(),
+                AttributeValue::Ss(vec![inbox_pk.to_owned()]),
+            ),
+            ("destination".to_owned(), s(&request.destination)),
+            ("created_at".to_owned(), n(now.as_millis())),
+            ("updated_at".to_owned(), n(now.as_millis())),
+            ("expires_at".to_owned(), n(now.plus(retention).as_secs())),
+        ]);
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(pk)")
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        let stored = match result {
+            Ok(_) => return Ok(Reserve::Acquired),
+            Err(SdkError::ServiceError(ctx)) => match ctx.err() {
+                PutItemError::ConditionalCheckFailedException(e) => {
+                    let item = e.item().ok_or_else(|| {
+                        StoreError::Corrupt("condition failed without the stored item".into())
+                    })?;
+                    from_item(item)?
+                }
+                _ => return Err(unavailable(SdkError::ServiceError(ctx))),
+            },
+            Err(e) => return Err(unavailable(e)),
+        };
+        match claim(&stored, &request.request_sha256, now) {
+            Claim::TakeOver if self.take_over(request, inbox_pk, owner, now, lease).await? => {
+                Ok(Reserve::Acquired)
+            }
+            // Another attempt took it between our read and our write.
+            Claim::TakeOver => Ok(Reserve::Existing(Claim::Busy, Box::new(stored))),
+            other => Ok(Reserve::Existing(other, Box::new(stored))),
+        }
+    }
+
+    async fn settle(
+        &self,
+        key: &ActionKey,
+        owner: &str,
+        outcome: Settle<'_>,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        let mut request = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(key.as_str()))
+            .condition_expression("#status = :ip AND lease_owner = :owner")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":ip", s(ActionStatus::InProgress.as_str()))
+            .expression_attribute_values(":owner", s(owner))
+            .expression_attribute_values(":now", n(now.as_millis()));
+        let (status, error) = match outcome {
+            Settle::Completed { destination_ref } => {
+                request = request.expression_attribute_values(":ref", s(destination_ref));
+                (ActionStatus::Completed, None)
+            }
+            Settle::Failed(message) => {
+                (ActionStatus::Failed, Some((ErrorKind::Permanent, message)))
+            }
+            Settle::Uncertain(message) => (
+                ActionStatus::Uncertain,
+                Some((ErrorKind::OutcomeUnknown, message)),
+            ),
+            Settle::Release { kind, message } => (ActionStatus::Pending, Some((kind, message))),
+        };
+        request = request.expression_attribute_values(":status", s(status.as_str()));
+        let update = match (status, error) {
+            (ActionStatus::Completed, _) => {
+                "SET #status = :status, destination_ref = :ref, updated_at = :now \
+                 REMOVE open_status, lease_owner, lease_expires_at"
+            }
+            (_, Some((kind, message))) => {
+                request = request
+                    .expression_attribute_values(":kind", s(kind.as_str()))
+                    .expression_attribute_values(":error", s(message));
+                "SET #status = :status, open_status = :status, last_error_kind = :kind, last_error = :error, \
+                 updated_at = :now REMOVE lease_owner, lease_expires_at"
+            }
+            (_, None) => unreachable!("only completion carries no error"),
+        };
+        match request.update_expression(update).send().await {
+            Ok(_) => Ok(true),
+            Err(SdkError::ServiceError(ctx))
+                if ctx.err().is_conditional_check_failed_exception() =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(unavailable(e)),
+        }
+    }
+
+    async fn record_collision(
+        &self,
+        key: &ActionKey,
+        request_sha256: &str,
+        inbox_pk: &str,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(key.as_str()))
+            .condition_expression("attribute_exists(pk)")
+            .update_expression(
+                "SET last_error_kind = :kind, last_error = :error, collision_sha256 = :sha, updated_at = :now",
+            )
+            .expression_attribute_values(":kind", s(ErrorKind::Collision.as_str()))
+            .expression_attribute_values(
+                ":error",
+                s(format!("{inbox_pk} requested this key with another request ({request_sha256})")),
+            )
+            .expression_attribute_values(":sha", s(request_sha256))
+            .expression_attribute_values(":now", n(now.as_millis()))
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(())
+    }
+
+    async fn get(&self, key: &ActionKey) -> Result<Option<ActionRecord>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("pk", s(key.as_str()))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        out.item().map(from_item).transpose()
+    }
+}
+
+/// The record of an item; anything missing or malformed is `Corrupt`.
+pub fn from_item(item: &Item) -> Result<ActionRecord, StoreError> {
+    read(item).map_err(StoreError::Corrupt)
+}
+
+fn read(item: &Item) -> Result<ActionRecord, String> {
+    let mut inbox_pks = match item.get("inbox_pks") {
+        Some(AttributeValue::Ss(v)) => v.clone(),
+        _ => Vec::new(),
+    };
+    inbox_pks.sort();
+    Ok(ActionRecord {
+        key: ActionKey::parse(get_s(item, "pk")?)?,
+        status: get_s(item, "status")?.parse()?,
+        request_sha256: get_s(item, "request_sha256")?.to_owned(),
+        attempts: get_n(item, "attempts")?,
+        lease_owner: opt_s(item, "lease_owner").map(str::to_owned),
+        lease_expires_at: opt_n(item, "lease_expires_at")?.map(Timestamp::from_millis),
+        inbox_pks,
+        destination: get_s(item, "destination")?.to_owned(),
+        destination_ref: opt_s(item, "destination_ref").map(str::to_owned),
+        last_error_kind: opt_s(item, "last_error_kind").map(str::parse).transpose()?,
+        last_error: opt_s(item, "last_error").map(str::to_owned),
+        created_at: Timestamp::from_millis(get_n(item, "created_at")?),
+        updated_at: Timestamp::from_millis(get_n(item, "updated_at")?),
+        expires_at: Timestamp::from_secs(get_n(item, "expires_at")?),
+    })
+}
