@@ -5,12 +5,14 @@
 pub mod attrs;
 pub mod clients;
 pub mod counter;
+pub mod crm;
 pub mod dynamo_inbox;
 pub mod dynamo_ledger;
 pub mod schema;
 pub mod secrets;
 pub mod sqs_queue;
 
+pub use crm::CrmDestination;
 pub use dynamo_inbox::DynamoInbox;
 pub use dynamo_ledger::DynamoLedger;
 pub use secrets::AwsSecrets;

@@ -6,5 +6,6 @@
 
 pub mod emulator;
 pub mod logs;
+pub mod pipeline;
 pub mod stack;
 pub mod webhook;

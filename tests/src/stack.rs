@@ -19,6 +19,7 @@ use hookgate_core::{
     config::Config,
     inbox::InboxRecord,
     ingress::Ingress,
+    ports::InboxStore,
     secret::{Secret, SecretError, SecretRef, SecretSource},
 };
 use lambda_http::{Body, Request};
@@ -133,8 +134,10 @@ pub struct Stack {
     pub ddb_requests: RequestCounter,
     pub sqs_requests: RequestCounter,
     pub ingress: Arc<TestIngress>,
-    ddb: aws_sdk_dynamodb::Client,
-    sqs: aws_sdk_sqs::Client,
+    /// The configuration the ingress runs with.
+    pub config: Arc<Config>,
+    pub ddb: aws_sdk_dynamodb::Client,
+    pub sqs: aws_sdk_sqs::Client,
     inbox: DynamoInbox,
 }
 
@@ -214,8 +217,9 @@ impl Stack {
                 .interceptor(sqs_requests.clone())
                 .build(),
         );
+        let config = Arc::new(config);
         let ingress = Ingress::new(
-            Arc::new(config),
+            config.clone(),
             DynamoInbox::new(counted_ddb, &inbox_table),
             SqsActionQueue::new(counted_sqs, &queue_url),
             secrets,
@@ -228,6 +232,7 @@ impl Stack {
             ddb_requests,
             sqs_requests,
             ingress: Arc::new(ingress),
+            config,
             ddb,
             sqs,
         };

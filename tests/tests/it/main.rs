@@ -10,6 +10,7 @@ mod logs;
 mod rejects;
 mod secrets;
 mod sources;
+mod worker;
 
 use hookgate_core::{Provider, Timestamp};
 use hookgate_tests::{stack::test_secret, webhook::Delivery};

@@ -1,0 +1,218 @@
+//! CRM destinations over HTTP: a generic task API with an idempotency header,
+//! Salesforce-style upsert by External ID, HubSpot-style batch upsert by
+//! `idProperty` (or create + search, for the lookup strategy).
+//!
+//! Every adapter sends the action key as the thing that makes a repeat
+//! harmless (header, external id, id property) and classifies failures the
+//! same way: connection refused, 5xx, 408, 429 → retryable (the destination
+//! is down); other 4xx → permanent; a timeout or a connection lost after the
+//! request went out → outcome unknown.
+
+use std::time::Duration;
+
+use hookgate_core::{
+    action::{ActionKey, ActionRequest},
+    config::{DestinationConfig, DestinationKind},
+    destination::{Destination, DestinationError, Strategy},
+    secret::Secret,
+};
+use reqwest::{Client, RequestBuilder, Response, StatusCode, Url};
+use serde_json::{Value, json};
+
+/// The HubSpot property tasks are upserted and searched by.
+pub const HUBSPOT_ID_PROPERTY: &str = "hookgate_action_key";
+const SALESFORCE_UPSERT: &str = "services/data/v60.0/sobjects/Task/External_Id__c";
+
+/// One configured CRM.
+#[derive(Debug, Clone)]
+pub struct CrmDestination {
+    kind: DestinationKind,
+    strategy: Strategy,
+    base: Url,
+    client: Client,
+    auth: Option<Secret>,
+    idempotency_header: String,
+}
+
+impl CrmDestination {
+    /// Builds the destination from its config and resolved auth secret.
+    pub fn new(config: &DestinationConfig, auth: Option<Secret>) -> Result<Self, String> {
+        let mut base = Url::parse(&config.base_url).map_err(|e| format!("base_url: {e}"))?;
+        if !base.path().ends_with('/') {
+            base.set_path(&format!("{}/", base.path()));
+        }
+        let client = Client::builder()
+            .timeout(Duration::from_millis(config.timeout_ms))
+            .connect_timeout(Duration::from_millis(config.timeout_ms.min(2000)))
+            .build()
+            .map_err(|e| e.to_string())?;
+        Ok(Self {
+            kind: config.kind,
+            strategy: config.strategy()?,
+            base,
+            client,
+            auth,
+            idempotency_header: config.idempotency_header.clone(),
+        })
+    }
+
+    fn url(&self, path: &str) -> Url {
+        // `path` is one of ours, relative and valid.
+        self.base.join(path).expect("a valid relative path")
+    }
+
+    fn authorized(&self, request: RequestBuilder) -> RequestBuilder {
+        match &self.auth {
+            Some(secret) => request.bearer_auth(String::from_utf8_lossy(secret.expose())),
+            None => request,
+        }
+    }
+
+    async fn send(&self, request: RequestBuilder) -> Result<Value, DestinationError> {
+        let response = self
+            .authorized(request)
+            .send()
+            .await
+            .map_err(classify_send)?;
+        json_of(response).await
+    }
+
+    /// The task fields as the CRM styles name them.
+    fn subject(request: &ActionRequest) -> String {
+        format!("{} ({})", request.key.action(), request.key)
+    }
+}
+
+/// A failure before any answer: refused connections never reached the CRM;
+/// anything after the request was written may have happened.
+fn classify_send(e: reqwest::Error) -> DestinationError {
+    if e.is_connect() {
+        DestinationError::Retryable(format!("connection failed: {e}"))
+    } else {
+        DestinationError::OutcomeUnknown(format!("no answer: {e}"))
+    }
+}
+
+async fn json_of(response: Response) -> Result<Value, DestinationError> {
+    let status = response.status();
+    let body = response
+        .text()
+        .await
+        .map_err(|e| DestinationError::OutcomeUnknown(format!("answer lost while reading: {e}")))?;
+    if status.is_success() {
+        return serde_json::from_str(&body).map_err(|e| {
+            DestinationError::OutcomeUnknown(format!("unreadable answer ({status}): {e}"))
+        });
+    }
+    let summary = format!("{status}: {}", body.chars().take(200).collect::<String>());
+    if status.is_server_error()
+        || status == StatusCode::TOO_MANY_REQUESTS
+        || status == StatusCode::REQUEST_TIMEOUT
+    {
+        Err(DestinationError::Retryable(summary))
+    } else {
+        Err(DestinationError::Permanent(summary))
+    }
+}
+
+/// `answer[pointer]` as an id, or an error saying the answer lacked it.
+fn id_at(answer: &Value, pointer: &str) -> Result<String, DestinationError> {
+    answer
+        .pointer(pointer)
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| DestinationError::OutcomeUnknown(format!("answer has no {pointer}")))
+}
+
+impl Destination for CrmDestination {
+    fn strategy(&self) -> Strategy {
+        self.strategy
+    }
+
+    async fn create(&self, request: &ActionRequest) -> Result<String, DestinationError> {
+        let key = request.key.as_str();
+        match (self.kind, self.strategy) {
+            (DestinationKind::Http, strategy) => {
+                let mut post = self.client.post(self.url("tasks")).json(&request.body);
+                if strategy == Strategy::IdempotencyKey {
+                    post = post.header(&self.idempotency_header, key);
+                }
+                id_at(&self.send(post).await?, "/id")
+            }
+            (DestinationKind::Salesforce, _) => {
+                let mut url = self.url(SALESFORCE_UPSERT);
+                url.path_segments_mut().expect("an http(s) base").push(key);
+                let body = json!({
+                    "Subject": Self::subject(request),
+                    "Description": request.body["fields"].to_string(),
+                });
+                id_at(&self.send(self.client.patch(url).json(&body)).await?, "/id")
+            }
+            (DestinationKind::Hubspot, Strategy::Lookup) => {
+                let body = json!({ "properties": hubspot_properties(request) });
+                id_at(
+                    &self
+                        .send(
+                            self.client
+                                .post(self.url("crm/v3/objects/tasks"))
+                                .json(&body),
+                        )
+                        .await?,
+                    "/id",
+                )
+            }
+            (DestinationKind::Hubspot, _) => {
+                let body = json!({ "inputs": [{
+                    "idProperty": HUBSPOT_ID_PROPERTY,
+                    "id": key,
+                    "properties": hubspot_properties(request),
+                }]});
+                let answer = self
+                    .send(
+                        self.client
+                            .post(self.url("crm/v3/objects/tasks/batch/upsert"))
+                            .json(&body),
+                    )
+                    .await?;
+                id_at(&answer, "/results/0/id")
+            }
+        }
+    }
+
+    async fn lookup(&self, key: &ActionKey) -> Result<Option<String>, DestinationError> {
+        let answer = match self.kind {
+            DestinationKind::Http => {
+                let get = self
+                    .client
+                    .get(self.url("tasks"))
+                    .query(&[("external_ref", key.as_str())]);
+                self.send(get).await?
+            }
+            DestinationKind::Hubspot => {
+                let body = json!({ "filterGroups": [{ "filters": [{
+                    "propertyName": HUBSPOT_ID_PROPERTY, "operator": "EQ", "value": key.as_str(),
+                }]}]});
+                self.send(
+                    self.client
+                        .post(self.url("crm/v3/objects/tasks/search"))
+                        .json(&body),
+                )
+                .await?
+            }
+            // Upserts need no lookup: asking again is the lookup.
+            DestinationKind::Salesforce => return Ok(None),
+        };
+        Ok(answer
+            .pointer("/results/0/id")
+            .and_then(Value::as_str)
+            .map(str::to_owned))
+    }
+}
+
+fn hubspot_properties(request: &ActionRequest) -> Value {
+    json!({
+        "hs_task_subject": CrmDestination::subject(request),
+        "hs_task_body": request.body["fields"].to_string(),
+        HUBSPOT_ID_PROPERTY: request.key.as_str(),
+    })
+}

@@ -1,0 +1,4 @@
+//! The `hookgate` CLI's library: the commands that tests start in-process
+//! (the simulated CRM) live here; `main.rs` only parses and wires.
+
+pub mod sim_crm;

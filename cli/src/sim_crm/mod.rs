@@ -1,0 +1,112 @@
+//! A simulated CRM on loopback that honours the three destination strategies
+//! and injects faults — the downstream of tests and `make demo`.
+//!
+//! Endpoints (DESIGN.md, "Simulated CRM"):
+//! - `POST /tasks` honouring `Idempotency-Key` (replays the first answer for a
+//!   key; the same key with another body is 422), and `GET /tasks?external_ref=`
+//!   to look a task up by its external reference (`action_key` of the body);
+//! - Salesforce-style upsert `PATCH /services/data/v60.0/sobjects/Task/External_Id__c/{id}`;
+//! - HubSpot-style `POST /crm/v3/objects/tasks` (create),
+//!   `POST /crm/v3/objects/tasks/batch/upsert` (`idProperty`) and
+//!   `POST /crm/v3/objects/tasks/search` (by that property).
+//!
+//! Control: `POST /_sim/faults`, `DELETE /_sim/faults`, `GET /_sim/tasks`
+//! (tasks, external refs, creation counts), `DELETE /_sim/tasks`.
+
+mod api;
+mod faults;
+mod state;
+
+use std::{net::SocketAddr, sync::Arc};
+
+use hyper_util::{
+    rt::TokioExecutor, rt::TokioIo, server::conn::auto, service::TowerToHyperService,
+};
+use tokio::{net::TcpListener, sync::Notify, task::JoinHandle};
+
+pub use faults::{Fault, FaultKind};
+pub use state::{Task, TasksReport};
+
+use state::Shared;
+
+/// A running simulator.
+#[derive(Debug)]
+pub struct SimCrm {
+    pub addr: SocketAddr,
+    shared: Arc<Shared>,
+    task: JoinHandle<()>,
+}
+
+impl SimCrm {
+    /// Starts on `addr` (port 0 picks a free one) in the current runtime.
+    pub async fn start(addr: SocketAddr) -> std::io::Result<SimCrm> {
+        let listener = TcpListener::bind(addr).await?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared::default());
+        let task = tokio::spawn(accept_loop(listener, addr, shared.clone()));
+        Ok(SimCrm { addr, shared, task })
+    }
+
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Tasks and creation counts, as `GET /_sim/tasks` reports them.
+    pub fn tasks(&self) -> TasksReport {
+        self.shared.report()
+    }
+
+    pub fn add_fault(&self, fault: Fault) {
+        self.shared.add_fault(fault);
+    }
+
+    pub fn clear_faults(&self) {
+        self.shared.clear_faults();
+    }
+
+    /// Serves until the process ends (the `hookgate sim-crm` command).
+    pub async fn wait(mut self) {
+        let _ = (&mut self.task).await;
+    }
+}
+
+impl Drop for SimCrm {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Accepts connections; while a `refuse` fault is active the listener is
+/// closed, so connections are refused by the operating system exactly as
+/// when a CRM is down.
+async fn accept_loop(mut listener: TcpListener, addr: SocketAddr, shared: Arc<Shared>) {
+    let app = api::router(shared.clone());
+    loop {
+        if let Some(until) = shared.refusing_until() {
+            drop(listener);
+            tokio::time::sleep_until(until.into()).await;
+            listener = match TcpListener::bind(addr).await {
+                Ok(l) => l,
+                Err(e) => {
+                    tracing::error!(error = %e, "sim-crm cannot rebind after a refuse window");
+                    return;
+                }
+            };
+            continue;
+        }
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = shared.changed.notified() => continue,
+        };
+        let Ok((stream, _)) = accepted else { continue };
+        let service = TowerToHyperService::new(app.clone());
+        tokio::spawn(async move {
+            let _ = auto::Builder::new(TokioExecutor::new())
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
+/// Used by `Shared` to wake the accept loop when faults change.
+pub(crate) type Changed = Notify;

@@ -1,0 +1,170 @@
+//! The simulator's memory: tasks, remembered idempotency keys, faults.
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::Mutex,
+    time::Instant,
+};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{
+    Changed,
+    faults::{Active, Fault, FaultKind},
+};
+
+/// One task as the simulator stores it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Task {
+    pub id: String,
+    /// The external reference it can be found by (the action key).
+    pub external_ref: Option<String>,
+    /// Which API created it: `tasks`, `salesforce` or `hubspot`.
+    pub api: &'static str,
+    pub body: Value,
+    /// Upserts that updated it after creation.
+    pub updates: u32,
+}
+
+/// `GET /_sim/tasks`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TasksReport {
+    pub total: usize,
+    pub tasks: Vec<Task>,
+    /// How many tasks were created per external reference: "exactly one" is
+    /// the invariant tests assert.
+    pub creations_by_external_ref: BTreeMap<String, u32>,
+    /// How many requests met an injected fault (proof a fault path ran).
+    pub faults_applied: u32,
+}
+
+/// A remembered idempotent answer.
+#[derive(Debug, Clone)]
+pub(crate) struct Remembered {
+    pub body_hash: u64,
+    pub status: u16,
+    pub answer: Value,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Inner {
+    pub tasks: Vec<Task>,
+    pub idempotency: HashMap<String, Remembered>,
+    faults: Vec<Active>,
+    faults_applied: u32,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Shared {
+    pub inner: Mutex<Inner>,
+    pub changed: Changed,
+}
+
+impl Inner {
+    /// Creates a task and returns its id.
+    pub fn create(
+        &mut self,
+        api: &'static str,
+        external_ref: Option<String>,
+        body: Value,
+    ) -> String {
+        let id = format!("task-{}", self.tasks.len() + 1);
+        self.tasks.push(Task {
+            id: id.clone(),
+            external_ref,
+            api,
+            body,
+            updates: 0,
+        });
+        id
+    }
+
+    /// Updates the task with `external_ref`, or creates it; `(id, created)`.
+    pub fn upsert(&mut self, api: &'static str, external_ref: &str, body: Value) -> (String, bool) {
+        if let Some(task) = self.find_mut(external_ref) {
+            task.body = body;
+            task.updates += 1;
+            return (task.id.clone(), false);
+        }
+        (self.create(api, Some(external_ref.to_owned()), body), true)
+    }
+
+    pub fn find(&self, external_ref: &str) -> Vec<&Task> {
+        self.tasks
+            .iter()
+            .filter(|t| t.external_ref.as_deref() == Some(external_ref))
+            .collect()
+    }
+
+    fn find_mut(&mut self, external_ref: &str) -> Option<&mut Task> {
+        self.tasks
+            .iter_mut()
+            .find(|t| t.external_ref.as_deref() == Some(external_ref))
+    }
+}
+
+impl Shared {
+    pub fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn report(&self) -> TasksReport {
+        let inner = self.lock();
+        let mut creations = BTreeMap::new();
+        for task in &inner.tasks {
+            if let Some(r) = &task.external_ref {
+                *creations.entry(r.clone()).or_insert(0) += 1;
+            }
+        }
+        TasksReport {
+            total: inner.tasks.len(),
+            tasks: inner.tasks.clone(),
+            creations_by_external_ref: creations,
+            faults_applied: inner.faults_applied,
+        }
+    }
+
+    pub fn clear_tasks(&self) {
+        let mut inner = self.lock();
+        inner.tasks.clear();
+        inner.idempotency.clear();
+    }
+
+    pub fn add_fault(&self, fault: Fault) {
+        self.lock().faults.push(Active::new(fault));
+        self.changed.notify_waiters();
+    }
+
+    pub fn clear_faults(&self) {
+        self.lock().faults.clear();
+        self.changed.notify_waiters();
+    }
+
+    /// The first live fault matching `path`, its budget spent by one.
+    pub fn take_fault(&self, path: &str) -> Option<Fault> {
+        let now = Instant::now();
+        let mut inner = self.lock();
+        inner.faults.retain(|f| f.live(now));
+        let active = inner
+            .faults
+            .iter_mut()
+            .find(|f| path.starts_with(&f.fault.path))?;
+        if let Some(n) = active.remaining.as_mut() {
+            *n -= 1;
+        }
+        let fault = active.fault.clone();
+        inner.faults_applied += 1;
+        Some(fault)
+    }
+
+    /// The end of the current refuse window, if one is active.
+    pub fn refusing_until(&self) -> Option<Instant> {
+        let now = Instant::now();
+        self.lock()
+            .faults
+            .iter()
+            .filter(|f| f.fault.kind == FaultKind::Refuse && f.live(now))
+            .find_map(|f| f.until)
+    }
+}

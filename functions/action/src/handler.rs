@@ -1,0 +1,97 @@
+//! The action Lambda's handler: an SQS batch in, `SqsBatchResponse` out with
+//! only the messages that must come back (ReportBatchItemFailures).
+//!
+//! Each message is processed in its own span by the core worker; the owner of
+//! its ledger leases is `{message id}:{receive count}`, unique per receipt, so
+//! two workers that received the same message never mistake each other's
+//! lease. The Lambda runtime (`main.rs`) and the local poller call [`handle`].
+
+use std::{collections::HashMap, sync::Arc};
+
+use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
+use hookgate_adapters::{
+    AwsSecrets, CrmDestination, DynamoInbox, DynamoLedger, clients::SdkConfig,
+};
+use hookgate_core::{
+    Timestamp,
+    config::Config,
+    destination::Destination,
+    ports::{InboxStore, Ledger},
+    secret::SecretSource,
+    worker::{MessageOutcome, Worker},
+};
+use tracing::Instrument;
+
+/// The worker as deployed.
+pub type Service = Worker<DynamoInbox, DynamoLedger, CrmDestination>;
+
+/// Wires the worker; resolves the destinations' auth secrets once.
+pub async fn service(config: Arc<Config>, aws: &SdkConfig) -> anyhow::Result<Service> {
+    let secrets = AwsSecrets::new(
+        aws_sdk_ssm::Client::new(aws),
+        aws_sdk_secretsmanager::Client::new(aws),
+        config.secret_refresh,
+    );
+    let destinations = destinations(&config, &secrets).await?;
+    let ddb = aws_sdk_dynamodb::Client::new(aws);
+    let inbox = DynamoInbox::new(ddb.clone(), &config.inbox_table);
+    let ledger = DynamoLedger::new(ddb, config.require_actions_table()?);
+    Ok(Worker::new(config, inbox, ledger, destinations))
+}
+
+/// Every configured destination, its auth secret resolved through `secrets`.
+pub async fn destinations(
+    config: &Config,
+    secrets: &impl SecretSource,
+) -> anyhow::Result<HashMap<String, CrmDestination>> {
+    let mut out = HashMap::new();
+    for (name, d) in &config.destinations {
+        let auth = match d.auth_ref().map_err(anyhow::Error::msg)? {
+            Some(reference) => Some(secrets.resolve(&reference).await?),
+            None => None,
+        };
+        let destination =
+            CrmDestination::new(d, auth).map_err(|e| anyhow::anyhow!("destination {name}: {e}"))?;
+        out.insert(name.clone(), destination);
+    }
+    Ok(out)
+}
+
+/// Handles one SQS batch.
+pub async fn handle<S, L, D>(worker: &Worker<S, L, D>, event: SqsEvent) -> SqsBatchResponse
+where
+    S: InboxStore,
+    L: Ledger,
+    D: Destination,
+{
+    let mut failures = Vec::new();
+    for message in event.records {
+        let id = message.message_id.clone().unwrap_or_default();
+        let receives = message
+            .attributes
+            .get("ApproximateReceiveCount")
+            .cloned()
+            .unwrap_or_else(|| "1".to_owned());
+        let owner = format!("{id}:{receives}");
+        let body = message.body.as_deref().unwrap_or_default();
+        let span = tracing::info_span!("message", message_id = %id, receives = %receives);
+        let outcome = worker
+            .process(body, &owner, Timestamp::now())
+            .instrument(span.clone())
+            .await;
+        let _entered = span.enter();
+        match outcome {
+            MessageOutcome::Done(summary) => tracing::info!(summary, "message settled"),
+            MessageOutcome::Retry(reason) => {
+                tracing::warn!(reason, "message returns to the queue");
+                let mut failure = BatchItemFailure::default();
+                failure.item_identifier = id;
+                failures.push(failure);
+            }
+        }
+    }
+    // Both event types are non-exhaustive upstream: build by field.
+    let mut response = SqsBatchResponse::default();
+    response.batch_item_failures = failures;
+    response
+}

@@ -1,0 +1,293 @@
+//! The whole path of a test: ingress → action queue → action worker →
+//! simulated CRM, with a ledger table, a DLQ behind the queue, and a poller
+//! that hands SQS messages to the action Lambda's handler as the SQS event
+//! source does (deleting only what the batch response did not report failed).
+
+use std::{sync::Arc, time::Duration};
+
+use aws_sdk_sqs::types::QueueAttributeName;
+use hookgate_action::handle;
+use hookgate_adapters::{CrmDestination, DynamoInbox, DynamoLedger, schema::create_actions_table};
+use hookgate_cli::sim_crm::SimCrm;
+use hookgate_core::{action::ActionKey, ledger::ActionRecord, ports::Ledger, worker::Worker};
+use serde_json::json;
+
+use crate::stack::{Stack, StackOptions};
+
+/// How many receives before SQS moves a message to the DLQ.
+pub const MAX_RECEIVES: u32 = 3;
+
+/// Destinations (all on the simulator) and rules of the pipeline tests.
+const WORKER_CONFIG: &str = r#"
+[actions]
+lease_secs = 30
+
+[destinations.crm]
+kind = "http"
+base_url = "{sim}"
+timeout_ms = 400
+
+[destinations.crm-lookup]
+kind = "http"
+strategy = "lookup"
+base_url = "{sim}"
+timeout_ms = 400
+
+[destinations.salesforce]
+kind = "salesforce"
+base_url = "{sim}"
+timeout_ms = 400
+
+[destinations.hubspot]
+kind = "hubspot"
+base_url = "{sim}"
+timeout_ms = 400
+
+[[rules]]
+workspace = "ws-1"
+provider = "retell"
+event_types = ["call_analyzed"]
+action = "create_followup_task"
+destination = "crm"
+business_id = ["/call/call_analysis/custom_analysis_data/callback_request_id"]
+correlate = "/call/metadata/workspace"
+require = [{ pointer = "/call/call_analysis/custom_analysis_data/callback_requested", equals = true }]
+fields = { summary = "/call/call_analysis/call_summary" }
+
+[[rules]]
+workspace = "ws-1"
+provider = "stripe"
+event_types = ["payment_intent.succeeded"]
+action = "create_order"
+destination = "salesforce"
+business_id = ["/data/object/id"]
+fields = { amount = "/data/object/amount" }
+
+[[rules]]
+workspace = "ws-1"
+provider = "stripe"
+event_types = ["payment_intent.succeeded"]
+action = "add_note"
+destination = "crm"
+business_id = ["/data/object/id"]
+fields = { amount = "/data/object/amount" }
+
+[[rules]]
+workspace = "ws-1"
+provider = "stripe"
+event_types = ["charge.refunded"]
+action = "record_refund"
+destination = "hubspot"
+business_id = ["/data/object/payment_intent"]
+
+[[rules]]
+workspace = "ws-1"
+provider = "bland"
+event_types = ["completed"]
+action = "create_followup_task"
+destination = "crm-lookup"
+business_id = ["/call_id"]
+"#;
+
+pub type TestWorker = Worker<DynamoInbox, DynamoLedger, CrmDestination>;
+
+#[derive(Debug)]
+pub struct Pipeline {
+    pub stack: Stack,
+    pub sim: SimCrm,
+    pub worker: Arc<TestWorker>,
+    pub ledger: DynamoLedger,
+    pub dlq_url: String,
+}
+
+impl Pipeline {
+    pub async fn new(name: &str) -> Pipeline {
+        let sim = SimCrm::start(([127, 0, 0, 1], 0).into())
+            .await
+            .expect("start sim-crm");
+        let actions_table = format!("{name}-actions-{}", std::process::id());
+        let options = StackOptions {
+            env: vec![("HOOKGATE_ACTIONS_TABLE", actions_table.clone())],
+            extra_config: WORKER_CONFIG.replace("{sim}", &sim.base_url()),
+            ..StackOptions::default()
+        };
+        let stack = Stack::with(name, options).await;
+        create_actions_table(&stack.ddb, &actions_table)
+            .await
+            .expect("create actions table");
+
+        // A DLQ behind the action queue, and a visibility timeout of one
+        // second so a failed message returns quickly.
+        let dlq_url = stack
+            .sqs
+            .create_queue()
+            .queue_name(format!("{}-dlq", stack.queue_name))
+            .send()
+            .await
+            .expect("create dlq")
+            .queue_url()
+            .expect("dlq url")
+            .to_owned();
+        let dlq_arn = stack
+            .sqs
+            .get_queue_attributes()
+            .queue_url(&dlq_url)
+            .attribute_names(QueueAttributeName::QueueArn)
+            .send()
+            .await
+            .expect("dlq arn")
+            .attributes()
+            .and_then(|a| a.get(&QueueAttributeName::QueueArn).cloned())
+            .expect("dlq arn attribute");
+        let redrive =
+            json!({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": MAX_RECEIVES.to_string()});
+        stack
+            .sqs
+            .set_queue_attributes()
+            .queue_url(&stack.queue_url)
+            .attributes(QueueAttributeName::VisibilityTimeout, "1")
+            .attributes(QueueAttributeName::RedrivePolicy, redrive.to_string())
+            .send()
+            .await
+            .expect("set queue attributes");
+        let destinations = hookgate_action::destinations(&stack.config, &NoSecrets)
+            .await
+            .expect("destinations");
+        let ledger = DynamoLedger::new(stack.ddb.clone(), &actions_table);
+        let worker = Worker::new(
+            stack.config.clone(),
+            DynamoInbox::new(stack.ddb.clone(), &stack.inbox_table),
+            ledger.clone(),
+            destinations,
+        );
+        Pipeline {
+            stack,
+            sim,
+            worker: Arc::new(worker),
+            ledger,
+            dlq_url,
+        }
+    }
+
+    /// Receives one batch (up to 10) and runs it through the action handler;
+    /// returns how many messages it received.
+    pub async fn poll_once(&self) -> usize {
+        let batch = self
+            .stack
+            .sqs
+            .receive_message()
+            .queue_url(&self.stack.queue_url)
+            .max_number_of_messages(10)
+            .message_system_attribute_names(aws_sdk_sqs::types::MessageSystemAttributeName::All)
+            .wait_time_seconds(0)
+            .send()
+            .await
+            .expect("receive");
+        let messages = batch.messages();
+        if messages.is_empty() {
+            return 0;
+        }
+        let records: Vec<serde_json::Value> = messages
+            .iter()
+            .map(|m| {
+                let attributes: serde_json::Map<String, serde_json::Value> = m
+                    .attributes()
+                    .map(|a| {
+                        a.iter()
+                            .map(|(k, v)| (k.as_str().to_owned(), json!(v)))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                json!({
+                    "messageId": m.message_id(),
+                    "receiptHandle": m.receipt_handle(),
+                    "body": m.body(),
+                    "attributes": attributes,
+                    "messageAttributes": {},
+                    "eventSource": "aws:sqs",
+                })
+            })
+            .collect();
+        let event = serde_json::from_value(json!({ "Records": records })).expect("an SqsEvent");
+        let response = handle(&self.worker, event).await;
+        let failed: Vec<&str> = response
+            .batch_item_failures
+            .iter()
+            .map(|f| f.item_identifier.as_str())
+            .collect();
+        for m in messages {
+            if !failed.contains(&m.message_id().unwrap_or_default()) {
+                self.stack
+                    .sqs
+                    .delete_message()
+                    .queue_url(&self.stack.queue_url)
+                    .receipt_handle(m.receipt_handle().unwrap_or_default())
+                    .send()
+                    .await
+                    .expect("delete");
+            }
+        }
+        messages.len()
+    }
+
+    /// Polls until the queue is empty and nothing is in flight (failed
+    /// messages come back after the one-second visibility timeout), at most
+    /// `limit`.
+    pub async fn run_until_idle(&self, limit: Duration) {
+        let deadline = tokio::time::Instant::now() + limit;
+        while tokio::time::Instant::now() < deadline {
+            if self.poll_once().await > 0 {
+                continue;
+            }
+            if self.queue_depth(&self.stack.queue_url).await == 0 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        panic!("queue not idle after {limit:?}");
+    }
+
+    /// Visible + in-flight messages of a queue.
+    pub async fn queue_depth(&self, url: &str) -> u64 {
+        let attrs = self
+            .stack
+            .sqs
+            .get_queue_attributes()
+            .queue_url(url)
+            .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
+            .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesNotVisible)
+            .send()
+            .await
+            .expect("queue attributes");
+        let get = |name: QueueAttributeName| -> u64 {
+            attrs
+                .attributes()
+                .and_then(|a| a.get(&name))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0)
+        };
+        get(QueueAttributeName::ApproximateNumberOfMessages)
+            + get(QueueAttributeName::ApproximateNumberOfMessagesNotVisible)
+    }
+
+    pub async fn action(&self, key: &str) -> Option<ActionRecord> {
+        self.ledger
+            .get(&ActionKey::parse(key).expect("valid key"))
+            .await
+            .expect("read ledger")
+    }
+}
+
+/// The pipeline's destinations need no auth secret.
+struct NoSecrets;
+
+impl hookgate_core::secret::SecretSource for NoSecrets {
+    async fn resolve(
+        &self,
+        reference: &hookgate_core::secret::SecretRef,
+    ) -> Result<hookgate_core::secret::Secret, hookgate_core::secret::SecretError> {
+        Err(hookgate_core::secret::SecretError::Missing(
+            reference.clone(),
+        ))
+    }
+}

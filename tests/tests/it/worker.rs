@@ -1,0 +1,325 @@
+//! The action worker end to end: deliveries through the ingress, messages
+//! through the action Lambda's handler, effects at the simulated CRM — one
+//! task per business action however the deliveries and answers go.
+
+use std::{sync::Arc, time::Duration};
+
+use hookgate_cli::sim_crm::{Fault, FaultKind};
+use hookgate_core::{
+    Provider, Timestamp,
+    inbox::InboxStatus,
+    ledger::{ActionStatus, ErrorKind},
+    worker::MessageOutcome,
+};
+use hookgate_tests::{pipeline::Pipeline, stack::test_secret, webhook::Delivery};
+
+use crate::retell;
+
+const IDLE: Duration = Duration::from_secs(20);
+
+fn analyzed(call: &str, request_id: &str) -> Delivery {
+    retell(
+        "call_analyzed",
+        call,
+        &format!(
+            r#","metadata":{{"workspace":"ws-1"}},"call_analysis":{{"call_summary":"call back tomorrow","custom_analysis_data":{{"callback_requested":true,"callback_request_id":"{request_id}"}}}}"#
+        ),
+    )
+}
+
+fn payment(pi: &str, evt: &str) -> Delivery {
+    let body = format!(
+        r#"{{"id":"{evt}","type":"payment_intent.succeeded","data":{{"object":{{"id":"{pi}","amount":4200}}}}}}"#
+    );
+    Delivery::new(Provider::Stripe, "ws-1", body, test_secret("WS1_STRIPE"))
+}
+
+fn refund(pi: &str, evt: &str) -> Delivery {
+    let body = format!(
+        r#"{{"id":"{evt}","type":"charge.refunded","data":{{"object":{{"id":"ch_1","payment_intent":"{pi}"}}}}}}"#
+    );
+    Delivery::new(Provider::Stripe, "ws-1", body, test_secret("WS1_STRIPE"))
+}
+
+/// Creations at the simulator for one external reference.
+fn creations(p: &Pipeline, key: &str) -> u32 {
+    p.sim
+        .tasks()
+        .creations_by_external_ref
+        .get(key)
+        .copied()
+        .unwrap_or(0)
+}
+
+#[tokio::test]
+async fn the_same_event_delivered_twice_makes_one_task_and_a_completed_action_with_its_id() {
+    let p = Pipeline::new("w-twice").await;
+    let delivery = analyzed("call_w1", "cb-1");
+    p.stack.post(delivery.request()).await;
+    p.stack.post(delivery.request()).await;
+    p.run_until_idle(IDLE).await;
+
+    let key = "ws-1#create_followup_task#cb-1";
+    assert_eq!(creations(&p, key), 1);
+    let action = p.action(key).await.unwrap();
+    assert_eq!(action.status, ActionStatus::Completed);
+    let task_id = &p.sim.tasks().tasks[0].id;
+    assert_eq!(action.destination_ref.as_ref(), Some(task_id));
+    assert_eq!(action.inbox_pks, ["ws-1#retell#call_analyzed:call_w1"]);
+    let inbox = p
+        .stack
+        .record("ws-1#retell#call_analyzed:call_w1")
+        .await
+        .unwrap();
+    assert_eq!(
+        (inbox.status, inbox.pending),
+        (InboxStatus::Processed, None)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sixteen_concurrent_deliveries_make_one_task() {
+    let p = Arc::new(Pipeline::new("w-burst").await);
+    let delivery = analyzed("call_w2", "cb-2");
+    let mut posts = tokio::task::JoinSet::new();
+    for _ in 0..16 {
+        let (p, request) = (p.clone(), delivery.request());
+        posts.spawn(async move { p.stack.post(request).await.0 });
+    }
+    while let Some(status) = posts.join_next().await {
+        assert_eq!(status.unwrap(), 202);
+    }
+    p.run_until_idle(IDLE).await;
+    assert_eq!(creations(&p, "ws-1#create_followup_task#cb-2"), 1);
+    assert_eq!(p.sim.tasks().total, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_workers_taking_the_same_message_concurrently_make_one_task() {
+    let p = Pipeline::new("w-twoworkers").await;
+    p.stack.post(analyzed("call_w3", "cb-3").request()).await;
+    let (body, _) = p.stack.drain_queue().await.remove(0);
+    let body = body.to_string();
+    let (a, b) = tokio::join!(
+        p.worker.process(&body, "msg-1:1", Timestamp::now()),
+        p.worker.process(&body, "msg-1:2", Timestamp::now()),
+    );
+    assert_eq!(creations(&p, "ws-1#create_followup_task#cb-3"), 1);
+    // One settles it; the other either found it completed or saw the live
+    // lease and returns the message, which then finds it completed.
+    let outcomes = [a, b];
+    assert!(
+        outcomes
+            .iter()
+            .any(|o| matches!(o, MessageOutcome::Done(_))),
+        "{outcomes:?}"
+    );
+    assert_eq!(
+        p.worker.process(&body, "msg-1:3", Timestamp::now()).await,
+        MessageOutcome::Done("already PROCESSED".into())
+    );
+    assert_eq!(p.sim.tasks().total, 1);
+}
+
+#[tokio::test]
+async fn a_lost_answer_with_an_idempotency_key_completes_once_with_the_tasks_id() {
+    let p = Pipeline::new("w-lost-idem").await;
+    p.sim
+        .add_fault(Fault::new("/tasks", FaultKind::CommitThenDrop).count(1));
+    p.stack.post(analyzed("call_w4", "cb-4").request()).await;
+    p.run_until_idle(IDLE).await;
+    let key = "ws-1#create_followup_task#cb-4";
+    assert_eq!(
+        p.sim.tasks().faults_applied,
+        1,
+        "the answer was really dropped"
+    );
+    assert_eq!(creations(&p, key), 1);
+    let action = p.action(key).await.unwrap();
+    assert_eq!(action.status, ActionStatus::Completed);
+    assert_eq!(
+        action.destination_ref.as_deref(),
+        Some(p.sim.tasks().tasks[0].id.as_str())
+    );
+}
+
+#[tokio::test]
+async fn a_lost_answer_with_upsert_completes_once() {
+    let p = Pipeline::new("w-lost-upsert").await;
+    p.sim
+        .add_fault(Fault::new("/services/data", FaultKind::CommitThenDrop).count(1));
+    p.stack.post(payment("pi_lost", "evt_lost").request()).await;
+    p.run_until_idle(IDLE).await;
+    assert_eq!(
+        p.sim.tasks().faults_applied,
+        1,
+        "the answer was really dropped"
+    );
+    assert_eq!(creations(&p, "ws-1#create_order#pi_lost"), 1);
+    let order = p.action("ws-1#create_order#pi_lost").await.unwrap();
+    assert_eq!(order.status, ActionStatus::Completed);
+    assert!(order.destination_ref.is_some());
+}
+
+fn bland(call_id: &str) -> Delivery {
+    let body = format!(r#"{{"call_id":"{call_id}","status":"completed"}}"#);
+    Delivery::new(Provider::Bland, "ws-1", body, test_secret("WS1_BLAND"))
+}
+
+#[tokio::test]
+async fn a_lost_answer_with_lookup_is_found_and_completed() {
+    let p = Pipeline::new("w-lookup").await;
+    p.sim
+        .add_fault(Fault::new("/tasks", FaultKind::CommitThenDrop).count(1));
+    p.stack.post(bland("bl-found").request()).await;
+    p.run_until_idle(IDLE).await;
+    let key = "ws-1#create_followup_task#bl-found";
+    assert_eq!(
+        p.sim.tasks().faults_applied,
+        1,
+        "the answer was really dropped"
+    );
+    assert_eq!(creations(&p, key), 1);
+    let action = p.action(key).await.unwrap();
+    assert_eq!(action.status, ActionStatus::Completed);
+    assert_eq!(
+        action.destination_ref.as_deref(),
+        Some(p.sim.tasks().tasks[0].id.as_str())
+    );
+}
+
+#[tokio::test]
+async fn a_lost_answer_that_cannot_be_looked_up_is_uncertain_and_still_one_task() {
+    let p = Pipeline::new("w-uncertain").await;
+    // The create commits and its answer is lost; the lookup (GET) then fails.
+    p.sim
+        .add_fault(Fault::new("/tasks", FaultKind::CommitThenDrop).count(1));
+    p.sim
+        .add_fault(Fault::new("/tasks", FaultKind::Status).status(503));
+    p.stack.post(bland("bl-unknown").request()).await;
+    p.run_until_idle(IDLE).await;
+    let key = "ws-1#create_followup_task#bl-unknown";
+    let action = p.action(key).await.unwrap();
+    assert_eq!(action.status, ActionStatus::Uncertain);
+    assert_eq!(action.last_error_kind, Some(ErrorKind::OutcomeUnknown));
+    assert_eq!(action.destination_ref, None, "no id without evidence");
+    assert_eq!(creations(&p, key), 1);
+    // A redelivery of the message changes nothing: UNCERTAIN waits for reconciliation.
+    p.sim.clear_faults();
+    let inbox = p.stack.record("ws-1#bland#bl-unknown").await.unwrap();
+    assert_eq!(inbox.status, InboxStatus::Processed);
+    assert_eq!(creations(&p, key), 1);
+}
+
+#[tokio::test]
+async fn the_follow_up_waits_for_call_analyzed_and_is_created_once() {
+    let p = Pipeline::new("w-analysis").await;
+    p.stack
+        .post(retell("call_ended", "call_w5", "").request())
+        .await;
+    p.run_until_idle(IDLE).await;
+    assert_eq!(p.sim.tasks().total, 0);
+    let ended = p
+        .stack
+        .record("ws-1#retell#call_ended:call_w5")
+        .await
+        .unwrap();
+    assert_eq!(
+        (ended.status, ended.status_reason.as_deref()),
+        (InboxStatus::Ignored, Some("no rule"))
+    );
+
+    p.stack.post(analyzed("call_w5", "cb-5").request()).await;
+    p.run_until_idle(IDLE).await;
+    assert_eq!(creations(&p, "ws-1#create_followup_task#cb-5"), 1);
+
+    // A late call_ended (and a repeat of the analysis) after completion reopen nothing.
+    p.stack
+        .post(retell("call_ended", "call_w5", "").request())
+        .await;
+    p.stack.post(analyzed("call_w5", "cb-5").request()).await;
+    p.run_until_idle(IDLE).await;
+    assert_eq!(p.sim.tasks().total, 1);
+    let action = p.action("ws-1#create_followup_task#cb-5").await.unwrap();
+    assert_eq!(
+        (action.status, action.attempts),
+        (ActionStatus::Completed, 1)
+    );
+}
+
+#[tokio::test]
+async fn a_refund_before_the_payment_success_is_each_its_own_action() {
+    let p = Pipeline::new("w-order").await;
+    p.stack.post(refund("pi_oo", "evt_refund").request()).await;
+    p.run_until_idle(IDLE).await;
+    p.stack.post(payment("pi_oo", "evt_paid").request()).await;
+    p.run_until_idle(IDLE).await;
+    for key in [
+        "ws-1#record_refund#pi_oo",
+        "ws-1#create_order#pi_oo",
+        "ws-1#add_note#pi_oo",
+    ] {
+        assert_eq!(creations(&p, key), 1, "{key}");
+        assert_eq!(
+            p.action(key).await.unwrap().status,
+            ActionStatus::Completed,
+            "{key}"
+        );
+    }
+    assert_eq!(p.sim.tasks().total, 3);
+}
+
+#[tokio::test]
+async fn resuming_a_failed_event_performs_only_the_missing_effect() {
+    let p = Pipeline::new("w-resume").await;
+    // The order (Salesforce) succeeds; the note (generic tasks API) meets an outage once.
+    p.sim
+        .add_fault(Fault::new("/tasks", FaultKind::Status).status(503).count(1));
+    p.stack
+        .post(payment("pi_resume", "evt_resume").request())
+        .await;
+    p.run_until_idle(IDLE).await;
+
+    let order = p.action("ws-1#create_order#pi_resume").await.unwrap();
+    let note = p.action("ws-1#add_note#pi_resume").await.unwrap();
+    assert_eq!((order.status, order.attempts), (ActionStatus::Completed, 1));
+    assert_eq!((note.status, note.attempts), (ActionStatus::Completed, 2));
+    let tasks = p.sim.tasks();
+    assert_eq!(tasks.total, 2);
+    let order_task = tasks.tasks.iter().find(|t| t.api == "salesforce").unwrap();
+    assert_eq!(order_task.updates, 0, "the order was not written again");
+}
+
+#[tokio::test]
+async fn a_crm_outage_for_the_whole_window_sends_the_message_to_the_dlq_with_the_error_on_the_ledger()
+ {
+    let p = Pipeline::new("w-outage").await;
+    p.sim
+        .add_fault(Fault::new("/", FaultKind::Status).status(503));
+    p.stack.post(analyzed("call_w6", "cb-6").request()).await;
+    let deadline = tokio::time::Instant::now() + IDLE;
+    while p.queue_depth(&p.dlq_url).await == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never reached the DLQ"
+        );
+        if p.poll_once().await == 0 {
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+    let action = p.action("ws-1#create_followup_task#cb-6").await.unwrap();
+    assert_eq!(action.status, ActionStatus::Pending);
+    assert_eq!(action.last_error_kind, Some(ErrorKind::Retryable));
+    assert_eq!(action.attempts, hookgate_tests::pipeline::MAX_RECEIVES);
+    assert_eq!(p.sim.tasks().total, 0);
+    let inbox = p
+        .stack
+        .record("ws-1#retell#call_analyzed:call_w6")
+        .await
+        .unwrap();
+    assert_eq!(
+        inbox.status,
+        InboxStatus::Received,
+        "still owed: the DLQ and triage hold it"
+    );
+}
