@@ -13,11 +13,12 @@ use aws_sdk_dynamodb::{
 };
 use hookgate_core::{
     InboxPk, Timestamp,
-    inbox::{Collision, InboxRecord, InboxStatus, Pending},
+    inbox::{Collision, InboxRecord, InboxStatus, Origin, PENDING_BUCKETS, Pending},
     ports::{InboxStore, PutOutcome, StoreError},
 };
 
 use crate::attrs::{Item, get_bool, get_n, get_s, n, opt_n, opt_s, s};
+use crate::schema::PENDING_INDEX;
 
 /// The inbox store of one table.
 #[derive(Debug, Clone)]
@@ -143,6 +144,41 @@ impl InboxStore for DynamoInbox {
             .await
             .map_err(unavailable)?;
         out.item().map(from_item).transpose()
+    }
+
+    async fn stranded(
+        &self,
+        before: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<(InboxPk, Origin)>, StoreError> {
+        let mut found = Vec::new();
+        for bucket in 0..PENDING_BUCKETS {
+            if found.len() >= limit {
+                break;
+            }
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(PENDING_INDEX)
+                .key_condition_expression("pending_bucket = :bucket AND pending_since < :before")
+                .expression_attribute_values(":bucket", s(format!("pending-{bucket}")))
+                .expression_attribute_values(":before", n(before.as_millis()))
+                .limit(i32::try_from(limit - found.len()).unwrap_or(i32::MAX))
+                .send()
+                .await
+                .map_err(unavailable)?;
+            for item in out.items() {
+                let pk = InboxPk::parse(get_s(item, "pk").map_err(StoreError::Corrupt)?)
+                    .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+                let origin = get_s(item, "origin")
+                    .map_err(StoreError::Corrupt)?
+                    .parse()
+                    .map_err(StoreError::Corrupt)?;
+                found.push((pk, origin));
+            }
+        }
+        Ok(found)
     }
 
     async fn settle(

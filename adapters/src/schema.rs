@@ -41,6 +41,7 @@ pub async fn create_inbox_table(client: &Client, name: &str) -> Result<(), Strin
         client,
         name,
         (PENDING_INDEX, "pending_bucket", "pending_since"),
+        &["origin"],
     )
     .await
 }
@@ -48,25 +49,32 @@ pub async fn create_inbox_table(client: &Client, name: &str) -> Result<(), Strin
 /// Creates the Actions ledger table `name`: sparse `open` index on
 /// `open_status` + `created_at`, TTL on `expires_at`.
 pub async fn create_actions_table(client: &Client, name: &str) -> Result<(), String> {
-    create_table(client, name, (OPEN_INDEX, "open_status", "created_at")).await
+    create_table(client, name, (OPEN_INDEX, "open_status", "created_at"), &[]).await
 }
 
-/// A table keyed by `pk` with one sparse keys-only index (string hash,
-/// number range) and TTL on `expires_at`.
+/// A table keyed by `pk` with one sparse index (string hash, number range,
+/// keys plus `include`) and TTL on `expires_at`.
 async fn create_table(
     client: &Client,
     name: &str,
     (index, hash, range): (&str, &str, &str),
+    include: &[&str],
 ) -> Result<(), String> {
+    let projection = if include.is_empty() {
+        Projection::builder()
+            .projection_type(ProjectionType::KeysOnly)
+            .build()
+    } else {
+        Projection::builder()
+            .projection_type(ProjectionType::Include)
+            .set_non_key_attributes(Some(include.iter().map(|a| (*a).to_owned()).collect()))
+            .build()
+    };
     let gsi = GlobalSecondaryIndex::builder()
         .index_name(index)
         .key_schema(key(hash, KeyType::Hash)?)
         .key_schema(key(range, KeyType::Range)?)
-        .projection(
-            Projection::builder()
-                .projection_type(ProjectionType::KeysOnly)
-                .build(),
-        )
+        .projection(projection)
         .build()
         .map_err(|e| e.to_string())?;
     client

@@ -73,6 +73,8 @@ pub struct Config {
     pub actions_table: Option<String>,
     /// How long a worker's claim on an action lasts before another may take over.
     pub lease: Duration,
+    /// The sweep re-queues inbox records left RECEIVED longer than this.
+    pub sweep_age: Duration,
     /// How long ledger records live (never shorter than the inbox TTL).
     pub ledger_retention: Duration,
     pub destinations: BTreeMap<String, DestinationConfig>,
@@ -238,6 +240,7 @@ impl Config {
     pub const DEFAULT_GRACE: Duration = Duration::from_secs(60);
     pub const DEFAULT_SECRET_REFRESH: Duration = Duration::from_secs(300);
     pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
+    pub const DEFAULT_SWEEP_AGE: Duration = Duration::from_secs(300);
     pub const DEFAULT_RETENTION: Duration = Duration::from_secs(90 * 86_400);
 
     /// Loads the file named by `HOOKGATE_CONFIG` with the process
@@ -328,6 +331,12 @@ impl Config {
                 file.actions
                     .lease_secs
                     .unwrap_or(Self::DEFAULT_LEASE.as_secs()),
+            )?),
+            sweep_age: Duration::from_secs(number(
+                "HOOKGATE_SWEEP_AGE_SECS",
+                file.actions
+                    .sweep_age_secs
+                    .unwrap_or(Self::DEFAULT_SWEEP_AGE.as_secs()),
             )?),
             ledger_retention: Duration::ZERO,
             destinations: file.destinations,
@@ -490,6 +499,7 @@ struct RawActions {
     table: Option<String>,
     lease_secs: Option<u64>,
     retention_secs: Option<u64>,
+    sweep_age_secs: Option<u64>,
 }
 
 #[derive(Deserialize, Default)]

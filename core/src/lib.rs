@@ -17,6 +17,7 @@ pub mod ports;
 pub mod provider;
 pub mod rules;
 pub mod secret;
+pub mod sweep;
 pub mod time;
 pub mod worker;
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 use crate::{
     InboxPk, Timestamp,
     action::{ActionKey, ActionRequest},
-    inbox::{InboxRecord, InboxStatus},
+    inbox::{InboxRecord, InboxStatus, Origin},
     ledger::{ActionRecord, Claim, ErrorKind},
     message::{MessageKind, QueueMessage},
 };
@@ -61,6 +61,14 @@ pub trait InboxStore: Send + Sync {
         &self,
         pk: &InboxPk,
     ) -> impl Future<Output = Result<Option<InboxRecord>, StoreError>> + Send;
+
+    /// Records still pending (RECEIVED, never settled) that arrived before
+    /// `before`, oldest first per index partition, at most `limit`.
+    fn stranded(
+        &self,
+        before: Timestamp,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<(InboxPk, Origin)>, StoreError>> + Send;
 
     /// Moves a RECEIVED record to `status` (with `reason`) and takes it out of
     /// the pending index; a record already settled is left as it is.

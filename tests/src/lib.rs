@@ -4,6 +4,7 @@
 //! Tests talk to DynamoDB and SQS through the real SDK clients; only the
 //! endpoint is local. See `emulator/server.py` for why the emulator is wrapped.
 
+pub mod crash;
 pub mod emulator;
 pub mod logs;
 pub mod pipeline;

@@ -12,7 +12,15 @@ use hookgate_cli::sim_crm::SimCrm;
 use hookgate_core::{action::ActionKey, ledger::ActionRecord, ports::Ledger, worker::Worker};
 use serde_json::json;
 
-use crate::stack::{Stack, StackOptions};
+use std::sync::atomic::AtomicBool;
+
+use hookgate_adapters::counter::RequestCounter;
+
+use crate::{
+    crash::{Crash, Step},
+    emulator::Emulator,
+    stack::{Stack, StackOptions},
+};
 
 /// How many receives before SQS moves a message to the DLQ.
 pub const MAX_RECEIVES: u32 = 3;
@@ -90,24 +98,33 @@ business_id = ["/call_id"]
 "#;
 
 pub type TestWorker = Worker<DynamoInbox, DynamoLedger, CrmDestination>;
+pub type CrashWorker = Worker<DynamoInbox, Crash<DynamoLedger>, Crash<CrmDestination>>;
 
 #[derive(Debug)]
 pub struct Pipeline {
     pub stack: Stack,
     pub sim: SimCrm,
     pub worker: Arc<TestWorker>,
+    /// DynamoDB requests the worker sent (inspection is not counted).
+    pub worker_ddb_requests: RequestCounter,
     pub ledger: DynamoLedger,
     pub dlq_url: String,
 }
 
 impl Pipeline {
     pub async fn new(name: &str) -> Pipeline {
+        Self::with_env(name, Vec::new()).await
+    }
+
+    /// With extra `HOOKGATE_*` overrides (e.g. a one-second lease).
+    pub async fn with_env(name: &str, mut env: Vec<(&'static str, String)>) -> Pipeline {
         let sim = SimCrm::start(([127, 0, 0, 1], 0).into())
             .await
             .expect("start sim-crm");
         let actions_table = format!("{name}-actions-{}", std::process::id());
+        env.push(("HOOKGATE_ACTIONS_TABLE", actions_table.clone()));
         let options = StackOptions {
-            env: vec![("HOOKGATE_ACTIONS_TABLE", actions_table.clone())],
+            env,
             extra_config: WORKER_CONFIG.replace("{sim}", &sim.base_url()),
             ..StackOptions::default()
         };
@@ -154,16 +171,24 @@ impl Pipeline {
             .await
             .expect("destinations");
         let ledger = DynamoLedger::new(stack.ddb.clone(), &actions_table);
+        let worker_ddb_requests = RequestCounter::default();
+        let aws = Emulator::shared().sdk_config().await;
+        let counted = aws_sdk_dynamodb::Client::from_conf(
+            aws_sdk_dynamodb::config::Builder::from(&aws)
+                .interceptor(worker_ddb_requests.clone())
+                .build(),
+        );
         let worker = Worker::new(
             stack.config.clone(),
-            DynamoInbox::new(stack.ddb.clone(), &stack.inbox_table),
-            ledger.clone(),
+            DynamoInbox::new(counted.clone(), &stack.inbox_table),
+            DynamoLedger::new(counted, &actions_table),
             destinations,
         );
         Pipeline {
             stack,
             sim,
             worker: Arc::new(worker),
+            worker_ddb_requests,
             ledger,
             dlq_url,
         }
@@ -247,6 +272,26 @@ impl Pipeline {
         panic!("queue not idle after {limit:?}");
     }
 
+    /// Receives one message without deleting it (it returns after the
+    /// one-second visibility timeout): its body.
+    pub async fn receive_one(&self) -> String {
+        let out = self
+            .stack
+            .sqs
+            .receive_message()
+            .queue_url(&self.stack.queue_url)
+            .max_number_of_messages(1)
+            .wait_time_seconds(1)
+            .send()
+            .await
+            .expect("receive");
+        out.messages()
+            .first()
+            .and_then(|m| m.body())
+            .expect("a message")
+            .to_owned()
+    }
+
     /// Visible + in-flight messages of a queue.
     pub async fn queue_depth(&self, url: &str) -> u64 {
         let attrs = self
@@ -268,6 +313,23 @@ impl Pipeline {
         };
         get(QueueAttributeName::ApproximateNumberOfMessages)
             + get(QueueAttributeName::ApproximateNumberOfMessagesNotVisible)
+    }
+
+    /// A worker whose ledger and destinations crash once at `step`.
+    pub async fn crashing_worker(&self, step: Step) -> Arc<CrashWorker> {
+        let armed = Arc::new(AtomicBool::new(true));
+        let destinations = hookgate_action::destinations(&self.stack.config, &NoSecrets)
+            .await
+            .expect("destinations")
+            .into_iter()
+            .map(|(name, d)| (name, Crash::new(d, step, armed.clone())))
+            .collect();
+        Arc::new(Worker::new(
+            self.stack.config.clone(),
+            DynamoInbox::new(self.stack.ddb.clone(), &self.stack.inbox_table),
+            Crash::new(self.ledger.clone(), step, armed),
+            destinations,
+        ))
     }
 
     pub async fn action(&self, key: &str) -> Option<ActionRecord> {

@@ -323,3 +323,137 @@ async fn a_crm_outage_for_the_whole_window_sends_the_message_to_the_dlq_with_the
         "still owed: the DLQ and triage hold it"
     );
 }
+
+#[tokio::test]
+async fn a_late_finisher_whose_lease_was_taken_over_cannot_overwrite_the_outcome() {
+    use hookgate_core::{
+        action::{ActionKey, ActionRequest},
+        ports::{Ledger, Reserve, Settle},
+    };
+    let p = Pipeline::new("w-lease").await;
+    let ws = hookgate_core::WorkspaceId::parse("ws-1").unwrap();
+    let request = ActionRequest::new(
+        ActionKey::new(&ws, "create_order", "pi_lease").unwrap(),
+        "salesforce",
+        serde_json::json!({}),
+    );
+    let t0 = Timestamp::now();
+    let lease = Duration::from_secs(1);
+    let keep = Duration::from_secs(3600);
+    let first = p
+        .ledger
+        .reserve(&request, "ws-1#stripe#evt_a", "worker-a", t0, lease, keep)
+        .await
+        .unwrap();
+    assert_eq!(first, Reserve::Acquired);
+    // Within the lease another attempt must wait.
+    let busy = p
+        .ledger
+        .reserve(&request, "ws-1#stripe#evt_a", "worker-b", t0, lease, keep)
+        .await
+        .unwrap();
+    assert!(
+        matches!(
+            busy,
+            Reserve::Existing(hookgate_core::ledger::Claim::Busy, _)
+        ),
+        "{busy:?}"
+    );
+    // After it, the lease is taken over.
+    let later = Timestamp::from_millis(t0.as_millis() + 2_000);
+    let second = p
+        .ledger
+        .reserve(
+            &request,
+            "ws-1#stripe#evt_b",
+            "worker-b",
+            later,
+            lease,
+            keep,
+        )
+        .await
+        .unwrap();
+    assert_eq!(second, Reserve::Acquired);
+    let late = p
+        .ledger
+        .settle(
+            &request.key,
+            "worker-a",
+            Settle::Completed {
+                destination_ref: "task-late",
+            },
+            later,
+        )
+        .await
+        .unwrap();
+    assert!(!late, "the first worker no longer owns the lease");
+    let on_time = p
+        .ledger
+        .settle(
+            &request.key,
+            "worker-b",
+            Settle::Completed {
+                destination_ref: "task-b",
+            },
+            later,
+        )
+        .await
+        .unwrap();
+    assert!(on_time);
+    let record = p.action(request.key.as_str()).await.unwrap();
+    assert_eq!(
+        (record.status, record.destination_ref.as_deref()),
+        (ActionStatus::Completed, Some("task-b"))
+    );
+    assert_eq!(record.attempts, 2);
+    assert_eq!(record.inbox_pks, ["ws-1#stripe#evt_a", "ws-1#stripe#evt_b"]);
+}
+
+#[tokio::test]
+async fn the_same_action_key_with_another_request_is_a_collision_and_is_not_executed() {
+    let p = Pipeline::new("w-collision").await;
+    p.stack.post(payment("pi_col", "evt_col_1").request()).await;
+    p.run_until_idle(IDLE).await;
+    // Another event names the same payment intent with a different amount.
+    let body = r#"{"id":"evt_col_2","type":"payment_intent.succeeded","data":{"object":{"id":"pi_col","amount":9999}}}"#;
+    p.stack
+        .post(Delivery::new(Provider::Stripe, "ws-1", body, test_secret("WS1_STRIPE")).request())
+        .await;
+    p.run_until_idle(IDLE).await;
+    assert_eq!(
+        p.sim.tasks().total,
+        2,
+        "order and note of the first event only"
+    );
+    for key in ["ws-1#create_order#pi_col", "ws-1#add_note#pi_col"] {
+        let action = p.action(key).await.unwrap();
+        assert_eq!(action.status, ActionStatus::Completed, "{key}");
+        assert_eq!(action.last_error_kind, Some(ErrorKind::Collision), "{key}");
+        assert!(
+            action
+                .last_error
+                .unwrap()
+                .starts_with("ws-1#stripe#evt_col_2 requested this key")
+        );
+    }
+    let second = p.stack.record("ws-1#stripe#evt_col_2").await.unwrap();
+    assert_eq!(second.status, InboxStatus::Processed);
+}
+
+#[tokio::test]
+async fn a_processed_event_costs_four_dynamodb_requests_per_action_message() {
+    let p = Pipeline::new("w-requests").await;
+    p.stack.post(analyzed("call_req", "cb-req").request()).await;
+    p.worker_ddb_requests.take();
+    p.run_until_idle(IDLE).await;
+    // Inbox GetItem, ledger PutItem (reserve), ledger UpdateItem (complete),
+    // inbox UpdateItem (settle).
+    assert_eq!(p.worker_ddb_requests.take(), 4);
+    // A redelivered message for a settled record costs one read.
+    p.stack.post(analyzed("call_req", "cb-req").request()).await;
+    let body = serde_json::json!({"v": 1, "inbox_pk": "ws-1#retell#call_analyzed:call_req", "origin": "http"});
+    p.worker
+        .process(&body.to_string(), "again:1", Timestamp::now())
+        .await;
+    assert_eq!(p.worker_ddb_requests.take(), 1);
+}

@@ -1,0 +1,188 @@
+//! Every crash point, in the worker and in ingress: the attempt dies at a step
+//! boundary (an injected panic in the worker's ports, or a put without its
+//! send), the system recovers by its ordinary means — visibility timeout,
+//! lease expiry, provider retry, sweep — and the CRM shows exactly one task.
+
+use std::time::Duration;
+
+use hookgate_adapters::{DynamoInbox, SqsActionQueue};
+use hookgate_cli::sim_crm::{Fault, FaultKind};
+use hookgate_core::{
+    InboxPk, Timestamp,
+    inbox::{InboxRecord, InboxStatus, Origin},
+    ledger::ActionStatus,
+    ports::InboxStore,
+    provider::Scheme,
+    sweep::sweep,
+};
+use hookgate_tests::{crash::Step, pipeline::Pipeline};
+
+use crate::retell;
+
+const IDLE: Duration = Duration::from_secs(20);
+const KEY_PREFIX: &str = "ws-1#create_followup_task#";
+
+fn analyzed(call: &str, request_id: &str) -> hookgate_tests::webhook::Delivery {
+    retell(
+        "call_analyzed",
+        call,
+        &format!(
+            r#","metadata":{{"workspace":"ws-1"}},"call_analysis":{{"custom_analysis_data":{{"callback_requested":true,"callback_request_id":"{request_id}"}}}}"#
+        ),
+    )
+}
+
+/// One lease second, so a crashed attempt's claim expires quickly.
+async fn pipeline(name: &str) -> Pipeline {
+    Pipeline::with_env(name, vec![("HOOKGATE_LEASE_SECS", "1".to_owned())]).await
+}
+
+/// Asserts the end state every crash must reach: one task, a completed
+/// action holding that task's id, a processed inbox record.
+async fn assert_once(p: &Pipeline, call: &str, request_id: &str) {
+    let key = format!("{KEY_PREFIX}{request_id}");
+    let report = p.sim.tasks();
+    assert_eq!(report.total, 1, "{report:#?}");
+    assert_eq!(report.creations_by_external_ref.get(&key), Some(&1));
+    let action = p.action(&key).await.expect("ledger record");
+    assert_eq!(action.status, ActionStatus::Completed);
+    assert_eq!(
+        action.destination_ref.as_deref(),
+        Some(report.tasks[0].id.as_str())
+    );
+    let inbox = p
+        .stack
+        .record(&format!("ws-1#retell#call_analyzed:{call}"))
+        .await
+        .unwrap();
+    assert_eq!(inbox.status, InboxStatus::Processed);
+}
+
+/// Delivers, lets a crashing worker die at `step`, then lets the healthy
+/// worker recover from the returned message.
+async fn crash_and_recover(name: &str, step: Step, fault: Option<Fault>) -> Pipeline {
+    let p = pipeline(name).await;
+    if let Some(fault) = fault {
+        p.sim.add_fault(fault);
+    }
+    let call = format!("call_{name}");
+    p.stack.post(analyzed(&call, name).request()).await;
+    let body = p.receive_one().await;
+    let crashing = p.crashing_worker(step).await;
+    let attempt =
+        tokio::spawn(async move { crashing.process(&body, "crashed:1", Timestamp::now()).await })
+            .await;
+    assert!(
+        attempt.expect_err("the attempt crashed").is_panic(),
+        "{step:?}"
+    );
+    p.run_until_idle(IDLE).await;
+    assert_once(&p, &call, name).await;
+    p
+}
+
+#[tokio::test]
+async fn worker_crash_after_reserve_resumes_after_the_lease_and_completes_once() {
+    let p = crash_and_recover("cp-reserve", Step::AfterReserve, None).await;
+    let action = p.action(&format!("{KEY_PREFIX}cp-reserve")).await.unwrap();
+    assert_eq!(
+        action.attempts, 2,
+        "the crashed attempt and the one that took over"
+    );
+}
+
+#[tokio::test]
+async fn worker_crash_after_the_crm_request_was_sent_completes_once() {
+    let drop_answer = Fault::new("/tasks", FaultKind::CommitThenDrop).count(1);
+    let p = crash_and_recover("cp-sent", Step::AfterCrmSent, Some(drop_answer)).await;
+    assert_eq!(p.sim.tasks().faults_applied, 1);
+}
+
+#[tokio::test]
+async fn worker_crash_after_the_crm_answered_completes_once_with_the_same_task() {
+    crash_and_recover("cp-answered", Step::AfterCrmAnswered, None).await;
+}
+
+#[tokio::test]
+async fn worker_crash_after_the_ledger_write_settles_the_inbox_without_a_second_call() {
+    let p = crash_and_recover("cp-ledger", Step::AfterLedgerWrite, None).await;
+    let action = p.action(&format!("{KEY_PREFIX}cp-ledger")).await.unwrap();
+    assert_eq!(
+        action.attempts, 1,
+        "the completed action was never taken again"
+    );
+}
+
+#[tokio::test]
+async fn worker_crash_before_the_sqs_delete_finds_the_work_done() {
+    let p = pipeline("cp-delete").await;
+    p.stack
+        .post(analyzed("call_cp-delete", "cp-delete").request())
+        .await;
+    let body = p.receive_one().await;
+    // The whole attempt succeeds, but the message is never deleted.
+    let outcome = p
+        .worker
+        .process(&body, "undeleted:1", Timestamp::now())
+        .await;
+    assert!(
+        matches!(outcome, hookgate_core::worker::MessageOutcome::Done(_)),
+        "{outcome:?}"
+    );
+    p.run_until_idle(IDLE).await;
+    assert_once(&p, "call_cp-delete", "cp-delete").await;
+}
+
+#[tokio::test]
+async fn ingress_crash_after_the_put_is_healed_by_the_sweep_when_the_provider_never_retries() {
+    let p = pipeline("cp-put").await;
+    let delivery = analyzed("call_cp-put", "cp-put");
+    // What ingress wrote before dying: the record, no message.
+    let inbox = DynamoInbox::new(p.stack.ddb.clone(), &p.stack.inbox_table);
+    let identity = Scheme::Retell
+        .identify(&hookgate_core::provider::Delivery {
+            headers: &Default::default(),
+            body: &delivery.body,
+            url: "",
+        })
+        .unwrap();
+    let pk = InboxPk::parse("ws-1#retell#call_analyzed:call_cp-put").unwrap();
+    let received = Timestamp::now();
+    let record = InboxRecord::first_delivery(
+        pk,
+        &identity,
+        Origin::Http,
+        &delivery.body,
+        true,
+        received,
+        p.stack.config.inbox_ttl,
+    );
+    inbox.put_new(&record, received).await.unwrap();
+    assert_eq!(p.queue_depth(&p.stack.queue_url).await, 0);
+
+    let queue = SqsActionQueue::new(p.stack.sqs.clone(), &p.stack.queue_url);
+    let later = Timestamp::from_millis(received.as_millis() + 1000);
+    let report = sweep(&inbox, &queue, Duration::from_millis(500), 100, later)
+        .await
+        .unwrap();
+    assert_eq!((report.found, report.dispatched), (1, 1));
+    p.run_until_idle(IDLE).await;
+    assert_once(&p, "call_cp-put", "cp-put").await;
+    // Settled records leave the pending index: the next sweep finds nothing.
+    let again = sweep(&inbox, &queue, Duration::ZERO, 100, Timestamp::now())
+        .await
+        .unwrap();
+    assert_eq!(again.found, 0);
+}
+
+#[tokio::test]
+async fn ingress_crash_after_the_send_is_a_duplicate_on_the_providers_retry() {
+    let p = pipeline("cp-send").await;
+    let delivery = analyzed("call_cp-send", "cp-send");
+    p.stack.post(delivery.request()).await;
+    // The provider never saw the 202 and retries.
+    let (status, body) = p.stack.post(delivery.request()).await;
+    assert_eq!((status, body["verdict"].as_str()), (202, Some("duplicate")));
+    p.run_until_idle(IDLE).await;
+    assert_once(&p, "call_cp-send", "cp-send").await;
+}
