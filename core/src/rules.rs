@@ -222,44 +222,12 @@ mod tests {
 
     use super::*;
 
+    /// The rules shipped in the example config.
     fn rules() -> Vec<Rule> {
-        let text = r#"
-            [[rules]]
-            workspace = "ws-42"
-            provider = "retell"
-            event_types = ["call_analyzed"]
-            action = "create_followup_task"
-            destination = "crm"
-            business_id = ["/call/call_analysis/custom_analysis_data/callback_request_id"]
-            correlate = "/call/metadata/workspace"
-            require = [{ pointer = "/call/call_analysis/custom_analysis_data/callback_requested", equals = true }]
-            fields = { summary = "/call/call_analysis/call_summary", phone = "/call/from_number" }
-
-            [[rules]]
-            workspace = "ws-42"
-            provider = "stripe"
-            event_types = ["payment_intent.succeeded"]
-            action = "create_order"
-            destination = "crm"
-            business_id = ["/data/object/id"]
-
-            [[rules]]
-            workspace = "ws-42"
-            provider = "stripe"
-            event_types = ["charge.refunded"]
-            action = "record_refund"
-            destination = "crm"
-            business_id = ["/data/object/payment_intent"]
-        "#;
-        #[derive(Deserialize)]
-        struct F {
-            rules: Vec<Rule>,
-        }
-        let rules = toml::from_str::<F>(text).unwrap().rules;
-        for r in &rules {
-            r.validate().unwrap();
-        }
-        rules
+        let text = include_str!("../../config/hookgate.example.toml");
+        crate::config::Config::from_toml(text, |_| None)
+            .unwrap()
+            .rules
     }
 
     fn ws() -> WorkspaceId {
@@ -418,6 +386,7 @@ mod tests {
     #[test]
     fn validation_names_the_problem() {
         let mut r = rules().remove(0);
+        assert_eq!(r.validate(), Ok(()));
         r.business_id.clear();
         assert_eq!(r.validate(), Err("business_id lists no pointer".into()));
         let mut r = rules().remove(0);

@@ -23,7 +23,7 @@ use crate::{
 };
 
 /// How many receives before SQS moves a message to the DLQ.
-pub const MAX_RECEIVES: u32 = 3;
+pub const MAX_RECEIVES: u32 = 4;
 
 /// Destinations (all on the simulator) and rules of the pipeline tests.
 const WORKER_CONFIG: &str = r#"

@@ -457,3 +457,23 @@ async fn a_processed_event_costs_four_dynamodb_requests_per_action_message() {
         .await;
     assert_eq!(p.worker_ddb_requests.take(), 1);
 }
+
+#[tokio::test]
+async fn refused_connections_and_throttling_are_retried_until_the_crm_is_back() {
+    let p = Pipeline::new("w-refuse").await;
+    // The CRM is down (its port refuses connections) for a second, then throttles once.
+    p.sim
+        .add_fault(Fault::new("/", FaultKind::Refuse).seconds(2));
+    p.sim
+        .add_fault(Fault::new("/tasks", FaultKind::Status).status(429).count(1));
+    p.stack.post(analyzed("call_w7", "cb-7").request()).await;
+    p.run_until_idle(IDLE).await;
+    let action = p.action("ws-1#create_followup_task#cb-7").await.unwrap();
+    assert_eq!(action.status, ActionStatus::Completed);
+    assert!(
+        action.attempts >= 2,
+        "at least one refused or throttled attempt: {}",
+        action.attempts
+    );
+    assert_eq!(creations(&p, "ws-1#create_followup_task#cb-7"), 1);
+}
