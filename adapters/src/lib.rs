@@ -11,6 +11,7 @@ pub mod dynamo_ledger;
 pub mod schema;
 pub mod secrets;
 pub mod sqs_queue;
+pub mod telemetry;
 
 pub use crm::CrmDestination;
 pub use dynamo_inbox::DynamoInbox;

@@ -7,20 +7,13 @@ use hookgate_adapters::{DynamoInbox, SqsActionQueue};
 use hookgate_core::{Timestamp, config::Config, sweep::sweep};
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
 use serde_json::{Value, json};
-use tracing_subscriber::EnvFilter;
 
 /// Records re-queued per invocation at most; the next run takes the rest.
 const LIMIT: usize = 500;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    tracing_subscriber::fmt()
-        .json()
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
-        )
-        .without_time()
-        .init();
+    hookgate_adapters::telemetry::init();
     let config = Arc::new(Config::load()?);
     let aws = hookgate_adapters::clients::sdk_config().await;
     let inbox = DynamoInbox::new(aws_sdk_dynamodb::Client::new(&aws), &config.inbox_table);

@@ -4,18 +4,10 @@ use std::sync::Arc;
 
 use hookgate_core::config::Config;
 use lambda_http::{Error, run, service_fn};
-use tracing_subscriber::EnvFilter;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    tracing_subscriber::fmt()
-        .json()
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
-        )
-        .with_current_span(false)
-        .without_time()
-        .init();
+    hookgate_adapters::telemetry::init();
     let config = Arc::new(Config::load()?);
     let aws = hookgate_adapters::clients::sdk_config().await;
     let service = hookgate_ingress::service(config, &aws);
