@@ -230,6 +230,31 @@ impl Ledger for DynamoLedger {
         Ok(())
     }
 
+    async fn reopen(&self, key: &ActionKey, now: Timestamp) -> Result<bool, StoreError> {
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(key.as_str()))
+            .condition_expression("#status = :failed")
+            .update_expression("SET #status = :pending, open_status = :pending, updated_at = :now")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":failed", s(ActionStatus::Failed.as_str()))
+            .expression_attribute_values(":pending", s(ActionStatus::Pending.as_str()))
+            .expression_attribute_values(":now", n(now.as_millis()))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(SdkError::ServiceError(ctx))
+                if ctx.err().is_conditional_check_failed_exception() =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(unavailable(e)),
+        }
+    }
+
     async fn get(&self, key: &ActionKey) -> Result<Option<ActionRecord>, StoreError> {
         let out = self
             .client

@@ -50,6 +50,14 @@ fn public_url(binding: &ProviderBinding, query: &str) -> String {
     }
 }
 
+impl<S: InboxStore, Q: ActionQueue, K: SecretSource> crate::approval::EventIngress
+    for Ingress<S, Q, K>
+{
+    async fn ingest_event(&self, event: &[u8], now: Timestamp) -> Result<Verdict, EventError> {
+        self.handle_event(event, now).await
+    }
+}
+
 /// Why an EventBridge event was not accepted (the invocation fails).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EventError {

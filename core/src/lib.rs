@@ -5,9 +5,11 @@
 //! tested without the network and with `now` passed in.
 
 pub mod action;
+pub mod approval;
 pub mod config;
 pub mod crypto;
 pub mod destination;
+pub mod dlq;
 pub mod ids;
 pub mod inbox;
 pub mod ingress;
@@ -19,6 +21,7 @@ pub mod rules;
 pub mod secret;
 pub mod sweep;
 pub mod time;
+pub mod triage;
 pub mod worker;
 
 pub use ids::{EventKey, InboxPk, WorkspaceId};

@@ -9,6 +9,7 @@ use crate::{
     inbox::{InboxRecord, InboxStatus, Origin},
     ledger::{ActionRecord, Claim, ErrorKind},
     message::{MessageKind, QueueMessage},
+    triage::{TriageItem, TriageStatus},
 };
 
 /// The inbox could not be read or written. The ingress answers 503 so the
@@ -151,4 +152,62 @@ pub trait Ledger: Send + Sync {
         &self,
         key: &ActionKey,
     ) -> impl Future<Output = Result<Option<ActionRecord>, StoreError>> + Send;
+
+    /// FAILED → PENDING, by an approved triage decision; `false` when the
+    /// action was not FAILED (nothing written).
+    fn reopen(
+        &self,
+        key: &ActionKey,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+}
+
+/// Result of filing a triage item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Filed {
+    /// A new item is held.
+    New,
+    /// The item existed (a redelivered DLQ message): its `last_seen` moved.
+    Repeat,
+}
+
+pub trait TriageStore: Send + Sync {
+    /// Stores `item` unless its id exists; then only `last_seen` moves.
+    fn file(&self, item: &TriageItem) -> impl Future<Output = Result<Filed, StoreError>> + Send;
+
+    fn get(&self, id: &str) -> impl Future<Output = Result<Option<TriageItem>, StoreError>> + Send;
+
+    /// Items with `status`, oldest first.
+    fn list(
+        &self,
+        status: TriageStatus,
+    ) -> impl Future<Output = Result<Vec<TriageItem>, StoreError>> + Send;
+
+    /// Moves `id` from `from` to `to` recording who, when and why; `false`
+    /// when it was not in `from` (decided already: nothing written).
+    fn transition(
+        &self,
+        id: &str,
+        from: TriageStatus,
+        to: TriageStatus,
+        who: &str,
+        why: &str,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// Claims the one alert of an outage: `true` for the first claim of
+    /// `marker` (e.g. class, destination and time window), `false` after.
+    fn claim_alert(
+        &self,
+        marker: &str,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+}
+
+/// Publishes operator alerts (EventBridge `hookgate.triage.held`).
+pub trait Alerts: Send + Sync {
+    fn publish(
+        &self,
+        alert: &serde_json::Value,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
 }

@@ -92,6 +92,10 @@ impl<L: Ledger> Ledger for Crash<L> {
         self.inner.record_collision(key, sha, inbox_pk, now).await
     }
 
+    async fn reopen(&self, key: &ActionKey, now: Timestamp) -> Result<bool, StoreError> {
+        self.inner.reopen(key, now).await
+    }
+
     async fn get(&self, key: &ActionKey) -> Result<Option<ActionRecord>, StoreError> {
         self.inner.get(key).await
     }

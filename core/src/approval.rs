@@ -1,0 +1,231 @@
+//! The approval path: nothing held is re-injected without a recorded human
+//! decision (who, when, why), and approving twice re-injects once.
+//!
+//! Re-injection keeps the original keys, so the ledger still guarantees one
+//! effect: an item whose event reached the inbox sends the inbox key back to
+//! the action queue (`kind = reinjected`), re-opening its FAILED actions to
+//! PENDING; an EventBridge event that never reached the inbox is run through
+//! the ingress code from the stored original (same envelope id, same
+//! conditional put) — never `PutEvents`, which refuses `aws.*` sources and
+//! assigns a new id.
+
+use std::sync::Arc;
+
+use crate::{
+    InboxPk, Timestamp,
+    config::Config,
+    inbox::{Origin, Verdict},
+    ingress::EventError,
+    message::{MessageKind, QueueMessage},
+    ports::{ActionQueue, InboxStore, Ledger, StoreError, TriageStore},
+    rules::{Decision, evaluate},
+    triage::{TriageItem, TriageStatus},
+};
+
+/// Runs a stored EventBridge event through the ingress (implemented by
+/// `Ingress`).
+pub trait EventIngress: Send + Sync {
+    fn ingest_event(
+        &self,
+        event: &[u8],
+        now: Timestamp,
+    ) -> impl Future<Output = Result<Verdict, EventError>> + Send;
+}
+
+/// Why a decision was not carried out.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApprovalError {
+    #[error("no triage item {0}")]
+    NotFound(String),
+    #[error("triage item {id} is {status}, not HELD: decided already")]
+    AlreadyDecided { id: String, status: TriageStatus },
+    #[error("re-injection failed (the item stays APPROVED; approve again to retry): {0}")]
+    Reinjection(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What an approval did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reinjected {
+    /// The inbox key went back to the action queue; these actions were re-opened.
+    Queued {
+        inbox_pk: String,
+        reopened: Vec<String>,
+    },
+    /// The stored event went through the ingress with its original id.
+    Ingested(Verdict),
+}
+
+#[derive(Debug)]
+pub struct Approvals<T, S, L, Q, E> {
+    config: Arc<Config>,
+    triage: T,
+    inbox: S,
+    ledger: L,
+    queue: Q,
+    ingress: E,
+}
+
+impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
+    Approvals<T, S, L, Q, E>
+{
+    pub fn new(config: Arc<Config>, triage: T, inbox: S, ledger: L, queue: Q, ingress: E) -> Self {
+        Self {
+            config,
+            triage,
+            inbox,
+            ledger,
+            queue,
+            ingress,
+        }
+    }
+
+    async fn item(&self, id: &str) -> Result<TriageItem, ApprovalError> {
+        self.triage
+            .get(id)
+            .await?
+            .ok_or_else(|| ApprovalError::NotFound(id.to_owned()))
+    }
+
+    /// HELD → APPROVED (recorded), re-inject, → REINJECTED. An item left
+    /// APPROVED by a failed re-injection is re-injected again.
+    pub async fn approve(
+        &self,
+        id: &str,
+        who: &str,
+        why: &str,
+        now: Timestamp,
+    ) -> Result<Reinjected, ApprovalError> {
+        let item = self.item(id).await?;
+        match item.status {
+            TriageStatus::Held => {
+                if !self
+                    .triage
+                    .transition(
+                        id,
+                        TriageStatus::Held,
+                        TriageStatus::Approved,
+                        who,
+                        why,
+                        now,
+                    )
+                    .await?
+                {
+                    let status = self.item(id).await?.status;
+                    return Err(ApprovalError::AlreadyDecided {
+                        id: id.to_owned(),
+                        status,
+                    });
+                }
+            }
+            TriageStatus::Approved => {}
+            status => {
+                return Err(ApprovalError::AlreadyDecided {
+                    id: id.to_owned(),
+                    status,
+                });
+            }
+        }
+        let done = self.reinject(&item, now).await?;
+        self.triage
+            .transition(
+                id,
+                TriageStatus::Approved,
+                TriageStatus::Reinjected,
+                who,
+                why,
+                now,
+            )
+            .await?;
+        tracing::info!(
+            triage_id = id,
+            decided_by = who,
+            reason = why,
+            ?done,
+            "triage item re-injected"
+        );
+        Ok(done)
+    }
+
+    /// HELD → DISCARDED with who and why; the item stays for audit.
+    pub async fn reject(
+        &self,
+        id: &str,
+        who: &str,
+        why: &str,
+        now: Timestamp,
+    ) -> Result<(), ApprovalError> {
+        let item = self.item(id).await?;
+        if !self
+            .triage
+            .transition(
+                id,
+                TriageStatus::Held,
+                TriageStatus::Discarded,
+                who,
+                why,
+                now,
+            )
+            .await?
+        {
+            return Err(ApprovalError::AlreadyDecided {
+                id: id.to_owned(),
+                status: item.status,
+            });
+        }
+        Ok(())
+    }
+
+    async fn reinject(
+        &self,
+        item: &TriageItem,
+        now: Timestamp,
+    ) -> Result<Reinjected, ApprovalError> {
+        let Some(pk) = item
+            .inbox_pk
+            .as_deref()
+            .and_then(|pk| InboxPk::parse(pk).ok())
+        else {
+            let verdict = self
+                .ingress
+                .ingest_event(item.original_body.as_bytes(), now)
+                .await
+                .map_err(|e| ApprovalError::Reinjection(e.to_string()))?;
+            return Ok(Reinjected::Ingested(verdict));
+        };
+        let mut reopened = Vec::new();
+        if let Some(record) = self.inbox.get(&pk).await? {
+            let payload = serde_json::from_str(&record.payload).unwrap_or(serde_json::Value::Null);
+            if let Decision::Actions(requests) = evaluate(
+                &self.config.rules,
+                pk.workspace(),
+                pk.provider(),
+                &record.event_type,
+                &payload,
+            ) {
+                for request in requests {
+                    if self.ledger.reopen(&request.key, now).await? {
+                        reopened.push(request.key.to_string());
+                    }
+                }
+            }
+        }
+        let origin = if item.source == crate::triage::TriageSource::IngressAsyncFailure {
+            Origin::Eventbridge
+        } else {
+            Origin::Http
+        };
+        self.queue
+            .send(
+                &QueueMessage::for_event(&pk, origin),
+                MessageKind::Reinjected,
+            )
+            .await
+            .map_err(|e| ApprovalError::Reinjection(e.to_string()))?;
+        Ok(Reinjected::Queued {
+            inbox_pk: pk.to_string(),
+            reopened,
+        })
+    }
+}

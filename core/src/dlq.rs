@@ -1,0 +1,240 @@
+//! Triage of dead-lettered messages: gather the evidence, classify, hold,
+//! alert once.
+//!
+//! Three queues feed it: the action queue's DLQ (messages that exhausted their
+//! receives; the body is our queue message), the EventBridge rule's DLQ (the
+//! body is the event) and the ingress's async on-failure queue (the body is
+//! Lambda's invocation record, the event under `requestPayload`). Nothing is
+//! re-injected here: only an approval does that (`approval`).
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::{
+    InboxPk, Timestamp,
+    config::Config,
+    ledger::ErrorKind,
+    message::QueueMessage,
+    ports::{Alerts, Filed, InboxStore, Ledger, StoreError, TriageStore},
+    rules::{Decision, evaluate},
+    triage::{Evidence, TriageClass, TriageItem, TriageSource, TriageStatus, classify, item_id},
+};
+
+/// An outage's alerts are grouped per destination in windows of this length.
+pub const ALERT_WINDOW_MS: i64 = 15 * 60 * 1000;
+
+/// One dead-lettered message.
+#[derive(Debug, Clone)]
+pub struct DeadLetter<'a> {
+    pub source: TriageSource,
+    pub message_id: &'a str,
+    pub body: &'a str,
+    /// Message and system attributes as received (kept as evidence).
+    pub attributes: Value,
+}
+
+#[derive(Debug)]
+pub struct Triager<S, L, T, A> {
+    config: Arc<Config>,
+    inbox: S,
+    ledger: L,
+    store: T,
+    alerts: A,
+}
+
+impl<S: InboxStore, L: Ledger, T: TriageStore, A: Alerts> Triager<S, L, T, A> {
+    pub fn new(config: Arc<Config>, inbox: S, ledger: L, store: T, alerts: A) -> Self {
+        Self {
+            config,
+            inbox,
+            ledger,
+            store,
+            alerts,
+        }
+    }
+
+    /// Classifies and holds one dead letter; a redelivered one only moves
+    /// `last_seen`.
+    pub async fn triage(
+        &self,
+        letter: &DeadLetter<'_>,
+        now: Timestamp,
+    ) -> Result<(TriageClass, Filed), StoreError> {
+        let mut item = TriageItem {
+            id: item_id(letter.source, letter.message_id),
+            class: TriageClass::Unknown,
+            status: TriageStatus::Held,
+            source: letter.source,
+            workspace: None,
+            destination: None,
+            inbox_pk: None,
+            evidence: Evidence::default(),
+            original_body: letter.body.to_owned(),
+            original_attributes: letter.attributes.to_string(),
+            first_seen: now,
+            last_seen: now,
+            decided_by: None,
+            decided_at: None,
+            reason: None,
+        };
+        match letter.source {
+            TriageSource::ActionDlq => self.action_evidence(letter.body, &mut item).await?,
+            TriageSource::EventbridgeDlq => {
+                self.event_evidence(letter.body, &letter.attributes, &mut item)
+            }
+            TriageSource::IngressAsyncFailure => {
+                self.async_failure_evidence(letter.body, &mut item)
+            }
+            TriageSource::Worker | TriageSource::Ingress => {}
+        }
+        item.class = classify(&item.evidence);
+        item.destination = item.evidence.destination.clone();
+        let filed = self.store.file(&item).await?;
+        if filed == Filed::New {
+            self.alert(&item, now).await?;
+        }
+        tracing::warn!(
+            triage_id = item.id,
+            class = item.class.as_str(),
+            source = item.source.as_str(),
+            new = filed == Filed::New,
+            "dead letter held for a decision"
+        );
+        Ok((item.class, filed))
+    }
+
+    /// Action DLQ: the inbox record, the rules' actions and their ledger records.
+    async fn action_evidence(&self, body: &str, item: &mut TriageItem) -> Result<(), StoreError> {
+        let e = &mut item.evidence;
+        let Some(pk) = serde_json::from_str::<QueueMessage>(body)
+            .ok()
+            .and_then(|m| InboxPk::parse(&m.inbox_pk).ok())
+        else {
+            e.unparseable = true;
+            return Ok(());
+        };
+        item.inbox_pk = Some(pk.to_string());
+        item.workspace = Some(pk.workspace().to_string());
+        let Some(record) = self.inbox.get(&pk).await? else {
+            e.unknown_workspace = true;
+            e.details
+                .push("inbox record not found (expired or never stored)".into());
+            return Ok(());
+        };
+        let payload: Value = serde_json::from_str(&record.payload).unwrap_or(Value::Null);
+        match evaluate(
+            &self.config.rules,
+            pk.workspace(),
+            pk.provider(),
+            &record.event_type,
+            &payload,
+        ) {
+            Decision::Actions(requests) => {
+                for request in requests {
+                    match self.ledger.get(&request.key).await? {
+                        Some(action) => {
+                            if let Some(kind) = action.last_error_kind {
+                                e.error_kinds.push(kind.as_str().to_owned());
+                            }
+                            if let Some(error) = &action.last_error {
+                                e.details.push(format!(
+                                    "{}: {} ({} attempts)",
+                                    action.key, error, action.attempts
+                                ));
+                            }
+                            e.destination.get_or_insert(action.destination);
+                        }
+                        None => e.details.push(format!("{}: never reserved", request.key)),
+                    }
+                }
+            }
+            Decision::Ignored(reason) | Decision::Unmatched(reason) => {
+                e.details.push(format!("rules: {reason}"))
+            }
+        }
+        Ok(())
+    }
+
+    /// The rule's DLQ: the event itself; EventBridge's error attributes.
+    fn event_evidence(&self, body: &str, attributes: &Value, item: &mut TriageItem) {
+        self.locate_event(body, item);
+        item.evidence
+            .details
+            .push(format!("eventbridge: {attributes}"));
+        // The rule could not hand the event to the function: Lambda was the
+        // unavailable downstream.
+        if !item.evidence.unparseable && !item.evidence.unknown_workspace {
+            item.evidence
+                .error_kinds
+                .push(ErrorKind::Retryable.as_str().to_owned());
+        }
+    }
+
+    /// The ingress's on-failure destination: Lambda's invocation record.
+    fn async_failure_evidence(&self, body: &str, item: &mut TriageItem) {
+        let record: Value = serde_json::from_str(body).unwrap_or(Value::Null);
+        let event = &record["requestPayload"];
+        if event.is_null() {
+            item.evidence.unparseable = true;
+            return;
+        }
+        item.original_body = event.to_string();
+        self.locate_event(&item.original_body.clone(), item);
+        let message = record["responsePayload"]["errorMessage"]
+            .as_str()
+            .unwrap_or_default();
+        item.evidence
+            .details
+            .push(format!("invocation failed: {message}"));
+        if message.starts_with("inbox or queue unavailable") {
+            item.evidence
+                .error_kinds
+                .push(ErrorKind::Retryable.as_str().to_owned());
+        } else if message.starts_with("not an EventBridge event") {
+            item.evidence.unparseable = true;
+        }
+    }
+
+    /// Maps an EventBridge event to its workspace, as the ingress would.
+    fn locate_event(&self, event: &str, item: &mut TriageItem) {
+        let value: Value = serde_json::from_str(event).unwrap_or(Value::Null);
+        let text = |k: &str| value[k].as_str().unwrap_or_default().to_owned();
+        if value["id"].as_str().is_none() {
+            item.evidence.unparseable = true;
+            return;
+        }
+        match self.config.eventbridge.workspace_for(
+            &text("account"),
+            &text("source"),
+            &text("detail-type"),
+        ) {
+            Some(ws) => item.workspace = Some(ws.to_string()),
+            None => item.evidence.unknown_workspace = true,
+        }
+    }
+
+    /// One alert per item — except an outage: one per destination and window.
+    async fn alert(&self, item: &TriageItem, now: Timestamp) -> Result<(), StoreError> {
+        let marker = match item.class {
+            TriageClass::DownstreamOutage => format!(
+                "{}#{}#{}",
+                item.class,
+                item.destination.as_deref().unwrap_or("-"),
+                now.as_millis() / ALERT_WINDOW_MS
+            ),
+            _ => item.id.clone(),
+        };
+        if !self.store.claim_alert(&marker, now).await? {
+            return Ok(());
+        }
+        let alert = json!({
+            "class": item.class.as_str(),
+            "workspace": item.workspace,
+            "destination": item.destination,
+            "source": item.source.as_str(),
+            "first_item": item.id,
+        });
+        self.alerts.publish(&alert).await
+    }
+}

@@ -1,0 +1,290 @@
+//! Triage: what failed, why, and the human decision that alone may re-inject
+//! it.
+//!
+//! Items come from the DLQs (action queue, EventBridge rule, the ingress's
+//! async on-failure queue) and from the code that settles work needing a human
+//! (the worker for action-key collisions, permanent errors and uncertain
+//! outcomes; ingress for event-key collisions). One pure [`classify`] decides
+//! the class from the evidence, so an outage and a collision — which need
+//! different fixes — are never confused. `HELD → APPROVED → REINJECTED`, or
+//! `HELD → DISCARDED`; approving twice re-injects once.
+
+use std::{fmt, str::FromStr};
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Timestamp, crypto, ledger::ErrorKind};
+
+/// Why an item is held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TriageClass {
+    /// The destination failed with retryable errors: fix the destination, then
+    /// approve in bulk.
+    DownstreamOutage,
+    /// The same event or action key arrived with another payload: one by one.
+    KeyCollision,
+    /// Permanent or validation errors, unparseable messages, unknown workspace.
+    Poison,
+    /// The destination's outcome could not be confirmed.
+    Uncertain,
+    /// Anything else; the raw evidence is kept.
+    Unknown,
+}
+
+/// Where an item came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TriageSource {
+    ActionDlq,
+    EventbridgeDlq,
+    IngressAsyncFailure,
+    Worker,
+    Ingress,
+}
+
+/// Where an item is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum TriageStatus {
+    Held,
+    Approved,
+    Reinjected,
+    Discarded,
+}
+
+macro_rules! names {
+    ($ty:ty { $($variant:ident => $name:literal),+ $(,)? }) => {
+        impl $ty {
+            pub const ALL: &'static [$ty] = &[$(<$ty>::$variant),+];
+
+            pub const fn as_str(self) -> &'static str {
+                match self { $(<$ty>::$variant => $name),+ }
+            }
+        }
+
+        impl FromStr for $ty {
+            type Err = String;
+
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                Self::ALL
+                    .iter()
+                    .copied()
+                    .find(|v| v.as_str() == s)
+                    .ok_or_else(|| format!("unknown {} {s:?}", stringify!($ty)))
+            }
+        }
+
+        impl fmt::Display for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+names!(TriageClass {
+    DownstreamOutage => "downstream-outage",
+    KeyCollision => "key-collision",
+    Poison => "poison",
+    Uncertain => "uncertain",
+    Unknown => "unknown",
+});
+
+names!(TriageSource {
+    ActionDlq => "action-dlq",
+    EventbridgeDlq => "eventbridge-dlq",
+    IngressAsyncFailure => "ingress-async-failure",
+    Worker => "worker",
+    Ingress => "ingress",
+});
+
+names!(TriageStatus {
+    Held => "HELD",
+    Approved => "APPROVED",
+    Reinjected => "REINJECTED",
+    Discarded => "DISCARDED",
+});
+
+/// What is known about a failure when it is triaged.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// The message body could not be read as hookgate's message or event.
+    pub unparseable: bool,
+    /// No workspace (or inbox record) could be found for it.
+    pub unknown_workspace: bool,
+    /// A payload hash differed under the same event or action key.
+    pub collision: bool,
+    /// The last error kinds the ledger recorded for the event's actions.
+    pub error_kinds: Vec<ErrorKindName>,
+    /// The destination involved, when known.
+    pub destination: Option<String>,
+    /// Free text: the last error, the DLQ's error attributes, the receive count.
+    pub details: Vec<String>,
+}
+
+/// An [`ErrorKind`] by name (serializable evidence).
+pub type ErrorKindName = String;
+
+impl Evidence {
+    pub fn with_kind(mut self, kind: ErrorKind) -> Self {
+        self.error_kinds.push(kind.as_str().to_owned());
+        self
+    }
+
+    fn has(&self, kind: ErrorKind) -> bool {
+        self.error_kinds.iter().any(|k| k == kind.as_str())
+    }
+}
+
+/// The class of a failure, from its evidence. Collisions first (they must
+/// never be re-injected in bulk), then what cannot be processed at all, then
+/// the destination's answers.
+pub fn classify(evidence: &Evidence) -> TriageClass {
+    if evidence.collision || evidence.has(ErrorKind::Collision) {
+        TriageClass::KeyCollision
+    } else if evidence.unparseable
+        || evidence.unknown_workspace
+        || evidence.has(ErrorKind::Permanent)
+    {
+        TriageClass::Poison
+    } else if evidence.has(ErrorKind::OutcomeUnknown) {
+        TriageClass::Uncertain
+    } else if evidence.has(ErrorKind::Retryable) {
+        TriageClass::DownstreamOutage
+    } else {
+        TriageClass::Unknown
+    }
+}
+
+/// A deterministic item id: the same source and original (message id, or
+/// the key for items filed by code) is always the same item, so a redelivered
+/// DLQ message does not make a second one.
+pub fn item_id(source: TriageSource, original: &str) -> String {
+    format!(
+        "{}-{}",
+        source.as_str(),
+        &crypto::sha256_hex(original.as_bytes())[..32]
+    )
+}
+
+/// One held failure, as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TriageItem {
+    pub id: String,
+    pub class: TriageClass,
+    pub status: TriageStatus,
+    pub source: TriageSource,
+    pub workspace: Option<String>,
+    pub destination: Option<String>,
+    /// The inbox key to re-inject, when the event reached the inbox.
+    pub inbox_pk: Option<String>,
+    pub evidence: Evidence,
+    /// The original message body (for an EventBridge event: the event).
+    pub original_body: String,
+    /// The original message attributes, as JSON.
+    pub original_attributes: String,
+    pub first_seen: Timestamp,
+    pub last_seen: Timestamp,
+    pub decided_by: Option<String>,
+    pub decided_at: Option<Timestamp>,
+    pub reason: Option<String>,
+}
+
+/// May this class be approved in bulk? Collisions and poison are looked at
+/// one by one.
+pub fn bulk_approvable(class: TriageClass) -> bool {
+    matches!(
+        class,
+        TriageClass::DownstreamOutage | TriageClass::Uncertain | TriageClass::Unknown
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn evidence(kinds: &[ErrorKind]) -> Evidence {
+        kinds
+            .iter()
+            .fold(Evidence::default(), |e, k| e.with_kind(*k))
+    }
+
+    #[test]
+    fn retryable_destination_errors_are_an_outage() {
+        assert_eq!(
+            classify(&evidence(&[ErrorKind::Retryable])),
+            TriageClass::DownstreamOutage
+        );
+    }
+
+    #[test]
+    fn a_collision_wins_over_everything() {
+        let mut e = evidence(&[ErrorKind::Retryable, ErrorKind::OutcomeUnknown]);
+        e.collision = true;
+        assert_eq!(classify(&e), TriageClass::KeyCollision);
+        assert_eq!(
+            classify(&evidence(&[ErrorKind::Collision])),
+            TriageClass::KeyCollision
+        );
+    }
+
+    #[test]
+    fn unreadable_unknown_workspace_and_permanent_errors_are_poison() {
+        let unreadable = Evidence {
+            unparseable: true,
+            ..Evidence::default()
+        };
+        let orphan = Evidence {
+            unknown_workspace: true,
+            ..Evidence::default()
+        };
+        assert_eq!(classify(&unreadable), TriageClass::Poison);
+        assert_eq!(classify(&orphan), TriageClass::Poison);
+        assert_eq!(
+            classify(&evidence(&[ErrorKind::Permanent, ErrorKind::Retryable])),
+            TriageClass::Poison
+        );
+    }
+
+    #[test]
+    fn an_unconfirmed_outcome_is_uncertain_and_nothing_known_is_unknown() {
+        assert_eq!(
+            classify(&evidence(&[
+                ErrorKind::OutcomeUnknown,
+                ErrorKind::Retryable
+            ])),
+            TriageClass::Uncertain
+        );
+        assert_eq!(classify(&Evidence::default()), TriageClass::Unknown);
+    }
+
+    #[test]
+    fn ids_are_deterministic_per_source_and_original() {
+        let a = item_id(TriageSource::ActionDlq, "msg-1");
+        assert_eq!(a, item_id(TriageSource::ActionDlq, "msg-1"));
+        assert_ne!(a, item_id(TriageSource::ActionDlq, "msg-2"));
+        assert_ne!(a, item_id(TriageSource::EventbridgeDlq, "msg-1"));
+        assert!(a.starts_with("action-dlq-"));
+    }
+
+    #[test]
+    fn only_outages_uncertain_and_unknown_go_in_bulk() {
+        assert!(bulk_approvable(TriageClass::DownstreamOutage));
+        assert!(!bulk_approvable(TriageClass::KeyCollision));
+        assert!(!bulk_approvable(TriageClass::Poison));
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for c in TriageClass::ALL {
+            assert_eq!(c.as_str().parse::<TriageClass>().unwrap(), *c);
+        }
+        for s in TriageStatus::ALL {
+            assert_eq!(s.as_str().parse::<TriageStatus>().unwrap(), *s);
+        }
+        for s in TriageSource::ALL {
+            assert_eq!(s.as_str().parse::<TriageSource>().unwrap(), *s);
+        }
+    }
+}
