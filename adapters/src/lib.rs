@@ -2,12 +2,14 @@
 //! share. Everything AWS-specific about the inbox and the action queue lives
 //! here; the core sees only `InboxStore` and `ActionQueue`.
 
+pub mod alerts;
 pub mod attrs;
 pub mod clients;
 pub mod counter;
 pub mod crm;
 pub mod dynamo_inbox;
 pub mod dynamo_ledger;
+pub mod dynamo_triage;
 pub mod schema;
 pub mod secrets;
 pub mod sqs_queue;
@@ -16,5 +18,6 @@ pub mod telemetry;
 pub use crm::CrmDestination;
 pub use dynamo_inbox::DynamoInbox;
 pub use dynamo_ledger::DynamoLedger;
+pub use dynamo_triage::DynamoTriage;
 pub use secrets::AwsSecrets;
 pub use sqs_queue::SqsActionQueue;

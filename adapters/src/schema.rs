@@ -18,6 +18,7 @@ use aws_sdk_dynamodb::{
 
 pub const PENDING_INDEX: &str = "pending";
 pub const OPEN_INDEX: &str = "open";
+pub use crate::dynamo_triage::STATUS_INDEX;
 
 fn attr(name: &str, t: ScalarAttributeType) -> Result<AttributeDefinition, String> {
     AttributeDefinition::builder()
@@ -46,6 +47,12 @@ pub async fn create_inbox_table(client: &Client, name: &str) -> Result<(), Strin
     .await
 }
 
+/// Creates the Triage table `name`: `by_status` index on `status` +
+/// `first_seen`, all attributes projected; TTL on `expires_at` (alert markers).
+pub async fn create_triage_table(client: &Client, name: &str) -> Result<(), String> {
+    create_table(client, name, (STATUS_INDEX, "status", "first_seen"), &["*"]).await
+}
+
 /// Creates the Actions ledger table `name`: sparse `open` index on
 /// `open_status` + `created_at`, TTL on `expires_at`.
 pub async fn create_actions_table(client: &Client, name: &str) -> Result<(), String> {
@@ -53,14 +60,18 @@ pub async fn create_actions_table(client: &Client, name: &str) -> Result<(), Str
 }
 
 /// A table keyed by `pk` with one sparse index (string hash, number range,
-/// keys plus `include`) and TTL on `expires_at`.
+/// keys plus `include`, or everything for `["*"]`) and TTL on `expires_at`.
 async fn create_table(
     client: &Client,
     name: &str,
     (index, hash, range): (&str, &str, &str),
     include: &[&str],
 ) -> Result<(), String> {
-    let projection = if include.is_empty() {
+    let projection = if include == ["*"] {
+        Projection::builder()
+            .projection_type(ProjectionType::All)
+            .build()
+    } else if include.is_empty() {
         Projection::builder()
             .projection_type(ProjectionType::KeysOnly)
             .build()

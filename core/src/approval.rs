@@ -32,6 +32,12 @@ pub trait EventIngress: Send + Sync {
     ) -> impl Future<Output = Result<Verdict, EventError>> + Send;
 }
 
+impl<E: EventIngress> EventIngress for Arc<E> {
+    async fn ingest_event(&self, event: &[u8], now: Timestamp) -> Result<Verdict, EventError> {
+        self.as_ref().ingest_event(event, now).await
+    }
+}
+
 /// Why a decision was not carried out.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ApprovalError {

@@ -71,6 +71,10 @@ pub struct Config {
     pub eventbridge: EventBridge,
     /// The Actions ledger table; only the action worker needs it.
     pub actions_table: Option<String>,
+    /// The Triage table (triage, approvals, and the code that files items).
+    pub triage_table: Option<String>,
+    /// The EventBridge bus triage alerts are published to.
+    pub event_bus: String,
     /// How long a worker's claim on an action lasts before another may take over.
     pub lease: Duration,
     /// The sweep re-queues inbox records left RECEIVED longer than this.
@@ -323,6 +327,13 @@ impl Config {
                         .unwrap_or(EventBridge::DEFAULT_ASYNC_MAX_AGE.as_secs()),
                 )?),
             },
+            triage_table: env("HOOKGATE_TRIAGE_TABLE")
+                .or(file.triage.table)
+                .filter(|t| !t.is_empty()),
+            event_bus: env("HOOKGATE_EVENT_BUS")
+                .or(file.triage.event_bus)
+                .filter(|t| !t.is_empty())
+                .unwrap_or_else(|| "default".to_owned()),
             actions_table: env("HOOKGATE_ACTIONS_TABLE")
                 .or(file.actions.table)
                 .filter(|t| !t.is_empty()),
@@ -373,6 +384,14 @@ impl Config {
             }
         }
         Ok(())
+    }
+
+    /// The triage table, required by triage and approvals.
+    pub fn require_triage_table(&self) -> Result<&str, ConfigError> {
+        self.triage_table.as_deref().ok_or(ConfigError::Missing {
+            key: "triage.table",
+            var: "HOOKGATE_TRIAGE_TABLE",
+        })
     }
 
     /// The ledger table, required by the action worker.
@@ -488,9 +507,18 @@ struct File {
     #[serde(default)]
     actions: RawActions,
     #[serde(default)]
+    triage: RawTriage,
+    #[serde(default)]
     destinations: BTreeMap<String, DestinationConfig>,
     #[serde(default)]
     rules: Vec<Rule>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawTriage {
+    table: Option<String>,
+    event_bus: Option<String>,
 }
 
 #[derive(Deserialize, Default)]

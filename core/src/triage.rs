@@ -43,6 +43,24 @@ pub enum TriageSource {
     Ingress,
 }
 
+impl TriageSource {
+    /// Which queue a dead letter came from, by its shape: our queue message
+    /// (action DLQ), Lambda's invocation record (the ingress's on-failure
+    /// queue) or a bare EventBridge event (the rule's DLQ). Anything else is
+    /// an unreadable action-queue message.
+    pub fn detect(body: &str) -> TriageSource {
+        let value: serde_json::Value =
+            serde_json::from_str(body).unwrap_or(serde_json::Value::Null);
+        if value.get("requestPayload").is_some() && value.get("requestContext").is_some() {
+            TriageSource::IngressAsyncFailure
+        } else if value.get("detail-type").is_some() {
+            TriageSource::EventbridgeDlq
+        } else {
+            TriageSource::ActionDlq
+        }
+    }
+}
+
 /// Where an item is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
@@ -273,6 +291,23 @@ mod tests {
         assert!(bulk_approvable(TriageClass::DownstreamOutage));
         assert!(!bulk_approvable(TriageClass::KeyCollision));
         assert!(!bulk_approvable(TriageClass::Poison));
+    }
+
+    #[test]
+    fn the_source_is_told_by_the_shape_of_the_body() {
+        assert_eq!(
+            TriageSource::detect(r#"{"v":1,"inbox_pk":"a#b#c","origin":"http"}"#),
+            TriageSource::ActionDlq
+        );
+        assert_eq!(TriageSource::detect("not json"), TriageSource::ActionDlq);
+        assert_eq!(
+            TriageSource::detect(r#"{"id":"1","detail-type":"x","source":"aws.connect"}"#),
+            TriageSource::EventbridgeDlq
+        );
+        assert_eq!(
+            TriageSource::detect(r#"{"requestContext":{},"requestPayload":{"id":"1"}}"#),
+            TriageSource::IngressAsyncFailure
+        );
     }
 
     #[test]

@@ -7,9 +7,14 @@ use std::{sync::Arc, time::Duration};
 
 use aws_sdk_sqs::types::QueueAttributeName;
 use hookgate_action::handle;
-use hookgate_adapters::{CrmDestination, DynamoInbox, DynamoLedger, schema::create_actions_table};
+use hookgate_adapters::{
+    CrmDestination, DynamoInbox, DynamoLedger, DynamoTriage, SqsActionQueue,
+    alerts::EventBridgeAlerts,
+    schema::{create_actions_table, create_triage_table},
+};
 use hookgate_cli::sim_crm::SimCrm;
 use hookgate_core::{action::ActionKey, ledger::ActionRecord, ports::Ledger, worker::Worker};
+use hookgate_core::{approval::Approvals, dlq::Triager};
 use serde_json::json;
 
 use std::sync::atomic::AtomicBool;
@@ -109,6 +114,76 @@ pub struct Pipeline {
     pub worker_ddb_requests: RequestCounter,
     pub ledger: DynamoLedger,
     pub dlq_url: String,
+    pub triager: TestTriager,
+    pub approvals: TestApprovals,
+    pub triage: DynamoTriage,
+    /// An SQS queue behind an EventBridge rule matching the triage alerts.
+    pub alert_queue_url: String,
+}
+
+pub type TestTriager = Triager<DynamoInbox, DynamoLedger, DynamoTriage, EventBridgeAlerts>;
+pub type TestApprovals = Approvals<
+    DynamoTriage,
+    DynamoInbox,
+    DynamoLedger,
+    SqsActionQueue,
+    Arc<crate::stack::TestIngress>,
+>;
+
+/// A rule on the test's bus sending hookgate's alerts to a queue; its URL.
+async fn alert_queue(aws: &aws_config::SdkConfig, stack: &Stack, bus: &str) -> String {
+    let events = aws_sdk_eventbridge::Client::new(aws);
+    events
+        .create_event_bus()
+        .name(bus)
+        .send()
+        .await
+        .expect("create bus");
+    let url = stack
+        .sqs
+        .create_queue()
+        .queue_name(format!("{}-alerts", stack.queue_name))
+        .send()
+        .await
+        .expect("alert queue")
+        .queue_url()
+        .expect("alert queue url")
+        .to_owned();
+    let arn = queue_arn(&stack.sqs, &url).await;
+    events
+        .put_rule()
+        .name("hookgate-alerts")
+        .event_bus_name(bus)
+        .event_pattern(r#"{"source":["hookgate"]}"#)
+        .send()
+        .await
+        .expect("put rule");
+    let target = aws_sdk_eventbridge::types::Target::builder()
+        .id("alerts")
+        .arn(arn)
+        .build()
+        .expect("target");
+    events
+        .put_targets()
+        .rule("hookgate-alerts")
+        .event_bus_name(bus)
+        .targets(target)
+        .send()
+        .await
+        .expect("put targets");
+    url
+}
+
+async fn queue_arn(sqs: &aws_sdk_sqs::Client, url: &str) -> String {
+    sqs.get_queue_attributes()
+        .queue_url(url)
+        .attribute_names(QueueAttributeName::QueueArn)
+        .send()
+        .await
+        .expect("queue arn")
+        .attributes()
+        .and_then(|a| a.get(&QueueAttributeName::QueueArn).cloned())
+        .expect("queue arn attribute")
 }
 
 impl Pipeline {
@@ -122,7 +197,11 @@ impl Pipeline {
             .await
             .expect("start sim-crm");
         let actions_table = format!("{name}-actions-{}", std::process::id());
+        let triage_table = format!("{name}-triage-{}", std::process::id());
+        let bus = format!("{name}-bus-{}", std::process::id());
         env.push(("HOOKGATE_ACTIONS_TABLE", actions_table.clone()));
+        env.push(("HOOKGATE_TRIAGE_TABLE", triage_table.clone()));
+        env.push(("HOOKGATE_EVENT_BUS", bus.clone()));
         let options = StackOptions {
             env,
             extra_config: WORKER_CONFIG.replace("{sim}", &sim.base_url()),
@@ -132,6 +211,11 @@ impl Pipeline {
         create_actions_table(&stack.ddb, &actions_table)
             .await
             .expect("create actions table");
+        create_triage_table(&stack.ddb, &triage_table)
+            .await
+            .expect("create triage table");
+        let aws = Emulator::shared().sdk_config().await;
+        let alert_queue_url = alert_queue(&aws, &stack, &bus).await;
 
         // A DLQ behind the action queue, and a visibility timeout of one
         // second so a failed message returns quickly.
@@ -145,17 +229,7 @@ impl Pipeline {
             .queue_url()
             .expect("dlq url")
             .to_owned();
-        let dlq_arn = stack
-            .sqs
-            .get_queue_attributes()
-            .queue_url(&dlq_url)
-            .attribute_names(QueueAttributeName::QueueArn)
-            .send()
-            .await
-            .expect("dlq arn")
-            .attributes()
-            .and_then(|a| a.get(&QueueAttributeName::QueueArn).cloned())
-            .expect("dlq arn attribute");
+        let dlq_arn = queue_arn(&stack.sqs, &dlq_url).await;
         let redrive =
             json!({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": MAX_RECEIVES.to_string()});
         stack
@@ -172,7 +246,6 @@ impl Pipeline {
             .expect("destinations");
         let ledger = DynamoLedger::new(stack.ddb.clone(), &actions_table);
         let worker_ddb_requests = RequestCounter::default();
-        let aws = Emulator::shared().sdk_config().await;
         let counted = aws_sdk_dynamodb::Client::from_conf(
             aws_sdk_dynamodb::config::Builder::from(&aws)
                 .interceptor(worker_ddb_requests.clone())
@@ -184,7 +257,26 @@ impl Pipeline {
             DynamoLedger::new(counted, &actions_table),
             destinations,
         );
+        let triager = Triager::new(
+            stack.config.clone(),
+            DynamoInbox::new(stack.ddb.clone(), &stack.inbox_table),
+            ledger.clone(),
+            DynamoTriage::new(stack.ddb.clone(), &triage_table),
+            EventBridgeAlerts::new(aws_sdk_eventbridge::Client::new(&aws), &bus),
+        );
+        let approvals = Approvals::new(
+            stack.config.clone(),
+            DynamoTriage::new(stack.ddb.clone(), &triage_table),
+            DynamoInbox::new(stack.ddb.clone(), &stack.inbox_table),
+            ledger.clone(),
+            SqsActionQueue::new(stack.sqs.clone(), &stack.queue_url),
+            stack.ingress.clone(),
+        );
         Pipeline {
+            triager,
+            approvals,
+            alert_queue_url,
+            triage: DynamoTriage::new(stack.ddb.clone(), &triage_table),
             stack,
             sim,
             worker: Arc::new(worker),
@@ -270,6 +362,72 @@ impl Pipeline {
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
         panic!("queue not idle after {limit:?}");
+    }
+
+    /// Runs every message of the DLQ through the triage handler (deleting
+    /// those it filed); returns how many it handled.
+    pub async fn triage_dlq(&self) -> usize {
+        let mut handled = 0;
+        loop {
+            let batch = self
+                .stack
+                .sqs
+                .receive_message()
+                .queue_url(&self.dlq_url)
+                .max_number_of_messages(10)
+                .message_system_attribute_names(aws_sdk_sqs::types::MessageSystemAttributeName::All)
+                .send()
+                .await
+                .expect("receive dlq");
+            let messages = batch.messages();
+            if messages.is_empty() {
+                return handled;
+            }
+            let records: Vec<serde_json::Value> = messages
+                .iter()
+                .map(|m| json!({"messageId": m.message_id(), "receiptHandle": m.receipt_handle(), "body": m.body(),
+                    "attributes": {}, "messageAttributes": {}, "eventSource": "aws:sqs"}))
+                .collect();
+            let event = serde_json::from_value(json!({ "Records": records })).expect("an SqsEvent");
+            let response = hookgate_dlq_triage::handle(&self.triager, event).await;
+            assert!(
+                response.batch_item_failures.is_empty(),
+                "every dead letter filed"
+            );
+            for m in messages {
+                self.stack
+                    .sqs
+                    .delete_message()
+                    .queue_url(&self.dlq_url)
+                    .receipt_handle(m.receipt_handle().unwrap_or_default())
+                    .send()
+                    .await
+                    .expect("delete");
+            }
+            handled += messages.len();
+        }
+    }
+
+    /// The alert events that reached the alert queue (their `detail`s).
+    pub async fn alerts(&self) -> Vec<serde_json::Value> {
+        let out = self
+            .stack
+            .sqs
+            .receive_message()
+            .queue_url(&self.alert_queue_url)
+            .max_number_of_messages(10)
+            .visibility_timeout(300)
+            .send()
+            .await
+            .expect("receive alerts");
+        out.messages()
+            .iter()
+            .map(|m| {
+                let event: serde_json::Value =
+                    serde_json::from_str(m.body().unwrap_or("{}")).expect("event json");
+                event["detail"].clone()
+            })
+            .collect()
     }
 
     /// Receives one message without deleting it (it returns after the

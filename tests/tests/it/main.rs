@@ -11,6 +11,7 @@ mod logs;
 mod rejects;
 mod secrets;
 mod sources;
+mod triage;
 mod worker;
 
 use hookgate_core::{Provider, Timestamp};

@@ -1,0 +1,221 @@
+//! The Triage table over DynamoDB: conditional puts so a redelivered dead
+//! letter is one item, conditional status transitions so a decision is
+//! recorded once, and alert markers so an outage alerts once.
+//!
+//! Layout (DESIGN.md, "Triage table"): pk = the deterministic item id; the
+//! evidence is stored as JSON; GSI `by_status` on `status` + `first_seen`
+//! (all attributes projected, so listing needs no further reads). Alert
+//! markers are items `alert#{marker}` without a status (outside the index),
+//! expiring after a day.
+
+use aws_sdk_dynamodb::{Client, error::SdkError};
+use hookgate_core::{
+    Timestamp,
+    ports::{Filed, StoreError, TriageStore},
+    triage::{TriageItem, TriageStatus},
+};
+
+use crate::{
+    attrs::{Item, get_n, get_s, n, opt_n, opt_s, s},
+    dynamo_inbox::unavailable,
+};
+
+pub const STATUS_INDEX: &str = "by_status";
+const ALERT_MARKER_SECS: i64 = 86_400;
+
+#[derive(Debug, Clone)]
+pub struct DynamoTriage {
+    client: Client,
+    table: String,
+}
+
+impl DynamoTriage {
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        Self {
+            client,
+            table: table.into(),
+        }
+    }
+}
+
+fn is_condition_failure<E: aws_sdk_dynamodb::error::ProvideErrorMetadata, R>(
+    e: &SdkError<E, R>,
+) -> bool {
+    matches!(e, SdkError::ServiceError(ctx) if ctx.err().code() == Some("ConditionalCheckFailedException"))
+}
+
+impl TriageStore for DynamoTriage {
+    async fn file(&self, item: &TriageItem) -> Result<Filed, StoreError> {
+        let put = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(to_item(item)))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await;
+        match put {
+            Ok(_) => Ok(Filed::New),
+            Err(e) if is_condition_failure(&e) => {
+                self.client
+                    .update_item()
+                    .table_name(&self.table)
+                    .key("pk", s(&item.id))
+                    .update_expression("SET last_seen = :now")
+                    .expression_attribute_values(":now", n(item.last_seen.as_millis()))
+                    .send()
+                    .await
+                    .map_err(unavailable)?;
+                Ok(Filed::Repeat)
+            }
+            Err(e) => Err(unavailable(e)),
+        }
+    }
+
+    async fn get(&self, id: &str) -> Result<Option<TriageItem>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("pk", s(id))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        out.item().map(from_item).transpose()
+    }
+
+    async fn list(&self, status: TriageStatus) -> Result<Vec<TriageItem>, StoreError> {
+        let mut items = Vec::new();
+        let mut start = None;
+        loop {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(STATUS_INDEX)
+                .key_condition_expression("#status = :status")
+                .expression_attribute_names("#status", "status")
+                .expression_attribute_values(":status", s(status.as_str()))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(unavailable)?;
+            for item in out.items() {
+                items.push(from_item(item)?);
+            }
+            start = out.last_evaluated_key().cloned();
+            if start.is_none() {
+                return Ok(items);
+            }
+        }
+    }
+
+    async fn transition(
+        &self,
+        id: &str,
+        from: TriageStatus,
+        to: TriageStatus,
+        who: &str,
+        why: &str,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(id))
+            .condition_expression("#status = :from")
+            .update_expression(
+                "SET #status = :to, decided_by = :who, decided_at = :now, reason = :why",
+            )
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":from", s(from.as_str()))
+            .expression_attribute_values(":to", s(to.as_str()))
+            .expression_attribute_values(":who", s(who))
+            .expression_attribute_values(":why", s(why))
+            .expression_attribute_values(":now", n(now.as_millis()))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(e) if is_condition_failure(&e) => Ok(false),
+            Err(e) => Err(unavailable(e)),
+        }
+    }
+
+    async fn claim_alert(&self, marker: &str, now: Timestamp) -> Result<bool, StoreError> {
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .item("pk", s(format!("alert#{marker}")))
+            .item("expires_at", n(now.as_secs() + ALERT_MARKER_SECS))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(e) if is_condition_failure(&e) => Ok(false),
+            Err(e) => Err(unavailable(e)),
+        }
+    }
+}
+
+fn to_item(t: &TriageItem) -> Item {
+    let mut item = Item::from([
+        ("pk".to_owned(), s(&t.id)),
+        ("class".to_owned(), s(t.class.as_str())),
+        ("status".to_owned(), s(t.status.as_str())),
+        ("source".to_owned(), s(t.source.as_str())),
+        (
+            "evidence".to_owned(),
+            s(serde_json::to_string(&t.evidence).unwrap_or_default()),
+        ),
+        ("original_body".to_owned(), s(&t.original_body)),
+        ("original_attributes".to_owned(), s(&t.original_attributes)),
+        ("first_seen".to_owned(), n(t.first_seen.as_millis())),
+        ("last_seen".to_owned(), n(t.last_seen.as_millis())),
+    ]);
+    let optional = [
+        ("workspace", &t.workspace),
+        ("destination", &t.destination),
+        ("inbox_pk", &t.inbox_pk),
+        ("decided_by", &t.decided_by),
+        ("reason", &t.reason),
+    ];
+    for (name, value) in optional {
+        if let Some(v) = value {
+            item.insert(name.to_owned(), s(v));
+        }
+    }
+    if let Some(at) = t.decided_at {
+        item.insert("decided_at".into(), n(at.as_millis()));
+    }
+    item
+}
+
+pub fn from_item(item: &Item) -> Result<TriageItem, StoreError> {
+    read(item).map_err(StoreError::Corrupt)
+}
+
+fn read(item: &Item) -> Result<TriageItem, String> {
+    let owned = |name: &str| opt_s(item, name).map(str::to_owned);
+    Ok(TriageItem {
+        id: get_s(item, "pk")?.to_owned(),
+        class: get_s(item, "class")?.parse()?,
+        status: get_s(item, "status")?.parse()?,
+        source: get_s(item, "source")?.parse()?,
+        workspace: owned("workspace"),
+        destination: owned("destination"),
+        inbox_pk: owned("inbox_pk"),
+        evidence: serde_json::from_str(get_s(item, "evidence")?).map_err(|e| e.to_string())?,
+        original_body: get_s(item, "original_body")?.to_owned(),
+        original_attributes: get_s(item, "original_attributes")?.to_owned(),
+        first_seen: Timestamp::from_millis(get_n(item, "first_seen")?),
+        last_seen: Timestamp::from_millis(get_n(item, "last_seen")?),
+        decided_by: owned("decided_by"),
+        decided_at: opt_n(item, "decided_at")?.map(Timestamp::from_millis),
+        reason: owned("reason"),
+    })
+}

@@ -1,0 +1,292 @@
+//! DLQ triage and the approval path: dead letters are classified and held,
+//! an outage alerts once, nothing is re-injected without a recorded decision,
+//! and approving twice re-injects once.
+
+use std::time::Duration;
+
+use hookgate_cli::sim_crm::{Fault, FaultKind};
+use hookgate_core::{
+    Timestamp,
+    approval::{ApprovalError, Reinjected},
+    dlq::DeadLetter,
+    inbox::{InboxStatus, Origin, Verdict},
+    ledger::ActionStatus,
+    ports::{Filed, TriageStore},
+    triage::{TriageClass, TriageSource, TriageStatus},
+};
+use hookgate_tests::{pipeline::Pipeline, webhook::Delivery};
+use serde_json::json;
+
+use crate::retell;
+
+const IDLE: Duration = Duration::from_secs(30);
+
+fn analyzed(call: &str, request_id: &str) -> Delivery {
+    retell(
+        "call_analyzed",
+        call,
+        &format!(
+            r#","metadata":{{"workspace":"ws-1"}},"call_analysis":{{"custom_analysis_data":{{"callback_requested":true,"callback_request_id":"{request_id}"}}}}"#
+        ),
+    )
+}
+
+/// Polls the action queue until `n` messages sit in the DLQ.
+async fn until_dead_lettered(p: &Pipeline, n: u64) {
+    let deadline = tokio::time::Instant::now() + IDLE;
+    while p.queue_depth(&p.dlq_url).await < n {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never reached the DLQ"
+        );
+        if p.poll_once().await == 0 {
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_outage_is_held_as_one_alert_and_bulk_approval_after_recovery_completes_each_action_once()
+ {
+    let p = Pipeline::new("t-outage").await;
+    p.sim
+        .add_fault(Fault::new("/", FaultKind::Status).status(503));
+    p.stack.post(analyzed("call_t1", "cb-t1").request()).await;
+    p.stack.post(analyzed("call_t2", "cb-t2").request()).await;
+    until_dead_lettered(&p, 2).await;
+
+    assert_eq!(p.triage_dlq().await, 2);
+    let held = p.triage.list(TriageStatus::Held).await.unwrap();
+    assert_eq!(held.len(), 2);
+    for item in &held {
+        assert_eq!(item.class, TriageClass::DownstreamOutage);
+        assert_eq!(item.source, TriageSource::ActionDlq);
+        assert_eq!(item.destination.as_deref(), Some("crm"));
+        assert!(
+            item.evidence.details.iter().any(|d| d.contains("503")),
+            "{:?}",
+            item.evidence
+        );
+    }
+    let alerts = p.alerts().await;
+    assert_eq!(
+        alerts.len(),
+        1,
+        "one alert for the outage, not one per message: {alerts:?}"
+    );
+    assert_eq!(alerts[0]["class"], "downstream-outage");
+    assert_eq!(alerts[0]["destination"], "crm");
+    // Held means held: nothing moves without a decision.
+    assert_eq!(p.sim.tasks().total, 0);
+
+    p.sim.clear_faults();
+    for item in &held {
+        let done = p
+            .approvals
+            .approve(
+                &item.id,
+                "oncall@example.com",
+                "CRM recovered",
+                Timestamp::now(),
+            )
+            .await
+            .unwrap();
+        assert!(matches!(done, Reinjected::Queued { .. }), "{done:?}");
+    }
+    p.run_until_idle(IDLE).await;
+    for request in ["cb-t1", "cb-t2"] {
+        let key = format!("ws-1#create_followup_task#{request}");
+        assert_eq!(
+            p.sim.tasks().creations_by_external_ref.get(&key),
+            Some(&1),
+            "{key}"
+        );
+        assert_eq!(
+            p.action(&key).await.unwrap().status,
+            ActionStatus::Completed
+        );
+    }
+    // A second approval re-injects nothing.
+    let again = p
+        .approvals
+        .approve(&held[0].id, "oncall@example.com", "again", Timestamp::now())
+        .await;
+    assert!(
+        matches!(
+            again,
+            Err(ApprovalError::AlreadyDecided {
+                status: TriageStatus::Reinjected,
+                ..
+            })
+        ),
+        "{again:?}"
+    );
+    assert_eq!(p.queue_depth(&p.stack.queue_url).await, 0);
+    let item = p.triage.get(&held[0].id).await.unwrap().unwrap();
+    assert_eq!(
+        (item.status, item.decided_by.as_deref()),
+        (TriageStatus::Reinjected, Some("oncall@example.com"))
+    );
+    assert_eq!(p.sim.tasks().total, 2);
+}
+
+#[tokio::test]
+async fn a_redelivered_dead_letter_is_one_item() {
+    let p = Pipeline::new("t-redelivered").await;
+    let letter = DeadLetter {
+        source: TriageSource::ActionDlq,
+        message_id: "msg-redelivered",
+        body: "this is not a queue message",
+        attributes: json!({}),
+    };
+    let first = p.triager.triage(&letter, Timestamp::now()).await.unwrap();
+    let second = p.triager.triage(&letter, Timestamp::now()).await.unwrap();
+    assert_eq!(first, (TriageClass::Poison, Filed::New));
+    assert_eq!(second, (TriageClass::Poison, Filed::Repeat));
+    assert_eq!(p.triage.list(TriageStatus::Held).await.unwrap().len(), 1);
+    assert_eq!(
+        p.alerts().await.len(),
+        1,
+        "the repeat raises no second alert"
+    );
+}
+
+#[tokio::test]
+async fn a_poison_message_is_held_as_poison_and_rejecting_records_who_and_why() {
+    let p = Pipeline::new("t-poison").await;
+    p.stack
+        .sqs
+        .send_message()
+        .queue_url(&p.dlq_url)
+        .message_body("{\"v\":1,\"garbage\":true}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(p.triage_dlq().await, 1);
+    let held = p.triage.list(TriageStatus::Held).await.unwrap();
+    assert_eq!(held.len(), 1);
+    assert_eq!(held[0].class, TriageClass::Poison);
+    assert_eq!(held[0].original_body, "{\"v\":1,\"garbage\":true}");
+
+    p.approvals
+        .reject(
+            &held[0].id,
+            "dev@example.com",
+            "malformed by a test",
+            Timestamp::now(),
+        )
+        .await
+        .unwrap();
+    let item = p.triage.get(&held[0].id).await.unwrap().unwrap();
+    assert_eq!(item.status, TriageStatus::Discarded);
+    assert_eq!(
+        (item.decided_by.as_deref(), item.reason.as_deref()),
+        (Some("dev@example.com"), Some("malformed by a test"))
+    );
+    assert!(item.decided_at.is_some());
+    // Decided is decided.
+    let again = p
+        .approvals
+        .approve(&held[0].id, "dev@example.com", "oops", Timestamp::now())
+        .await;
+    assert!(
+        matches!(
+            again,
+            Err(ApprovalError::AlreadyDecided {
+                status: TriageStatus::Discarded,
+                ..
+            })
+        ),
+        "{again:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_eventbridge_event_whose_ingress_invocation_kept_failing_is_ingested_once_with_its_original_id()
+ {
+    let p = Pipeline::new("t-ebfail").await;
+    let path = format!(
+        "{}/../events/eventbridge-connect-contact-event.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let mut event: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    event["id"] = json!("eb-onfailure-1");
+    // Lambda's invocation record, as the on-failure destination receives it.
+    let record = json!({
+        "version": "1.0",
+        "timestamp": "2026-11-29T12:00:00.000Z",
+        "requestContext": {"requestId": "r1", "functionArn": "arn:aws:lambda:us-east-1:123456789012:function:ingress",
+            "condition": "RetriesExhausted", "approximateInvokeCount": 3},
+        "requestPayload": event,
+        "responseContext": {"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
+        "responsePayload": {"errorType": "EventError", "errorMessage": "inbox or queue unavailable: throttled"},
+    });
+    p.stack
+        .sqs
+        .send_message()
+        .queue_url(&p.dlq_url)
+        .message_body(record.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(p.triage_dlq().await, 1);
+    let held = p.triage.list(TriageStatus::Held).await.unwrap();
+    assert_eq!(held.len(), 1);
+    let item = &held[0];
+    assert_eq!(
+        (item.source, item.class),
+        (
+            TriageSource::IngressAsyncFailure,
+            TriageClass::DownstreamOutage
+        )
+    );
+    assert_eq!(item.workspace.as_deref(), Some("ws-1"));
+    assert_eq!(item.inbox_pk, None, "it never reached the inbox");
+
+    let done = p
+        .approvals
+        .approve(
+            &item.id,
+            "oncall@example.com",
+            "DynamoDB recovered",
+            Timestamp::now(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(done, Reinjected::Ingested(Verdict::New));
+    let stored = p
+        .stack
+        .record("ws-1#eventbridge#eb-onfailure-1")
+        .await
+        .expect("stored under its original id");
+    assert_eq!(
+        (stored.origin, stored.delivery_count),
+        (Origin::Eventbridge, 1)
+    );
+    p.run_until_idle(IDLE).await;
+    let stored = p
+        .stack
+        .record("ws-1#eventbridge#eb-onfailure-1")
+        .await
+        .unwrap();
+    assert_eq!(
+        stored.status,
+        InboxStatus::Ignored,
+        "processed once: no rule wants Connect events here"
+    );
+    assert!(
+        p.approvals
+            .approve(&item.id, "oncall@example.com", "twice", Timestamp::now())
+            .await
+            .is_err()
+    );
+    assert_eq!(
+        p.stack
+            .record("ws-1#eventbridge#eb-onfailure-1")
+            .await
+            .unwrap()
+            .delivery_count,
+        1
+    );
+}
