@@ -9,20 +9,18 @@
 
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::{
     InboxPk, Timestamp,
     config::Config,
+    hold::Hold,
     ledger::ErrorKind,
     message::QueueMessage,
-    ports::{Alerts, Filed, InboxStore, Ledger, StoreError, TriageStore},
+    ports::{Filed, InboxStore, Ledger, StoreError},
     rules::{Decision, evaluate},
     triage::{Evidence, TriageClass, TriageItem, TriageSource, TriageStatus, classify, item_id},
 };
-
-/// An outage's alerts are grouped per destination in windows of this length.
-pub const ALERT_WINDOW_MS: i64 = 15 * 60 * 1000;
 
 /// One dead-lettered message.
 #[derive(Debug, Clone)]
@@ -35,22 +33,20 @@ pub struct DeadLetter<'a> {
 }
 
 #[derive(Debug)]
-pub struct Triager<S, L, T, A> {
+pub struct Triager<S, L, H> {
     config: Arc<Config>,
     inbox: S,
     ledger: L,
-    store: T,
-    alerts: A,
+    holder: H,
 }
 
-impl<S: InboxStore, L: Ledger, T: TriageStore, A: Alerts> Triager<S, L, T, A> {
-    pub fn new(config: Arc<Config>, inbox: S, ledger: L, store: T, alerts: A) -> Self {
+impl<S: InboxStore, L: Ledger, H: Hold> Triager<S, L, H> {
+    pub fn new(config: Arc<Config>, inbox: S, ledger: L, holder: H) -> Self {
         Self {
             config,
             inbox,
             ledger,
-            store,
-            alerts,
+            holder,
         }
     }
 
@@ -90,17 +86,7 @@ impl<S: InboxStore, L: Ledger, T: TriageStore, A: Alerts> Triager<S, L, T, A> {
         }
         item.class = classify(&item.evidence);
         item.destination = item.evidence.destination.clone();
-        let filed = self.store.file(&item).await?;
-        if filed == Filed::New {
-            self.alert(&item, now).await?;
-        }
-        tracing::warn!(
-            triage_id = item.id,
-            class = item.class.as_str(),
-            source = item.source.as_str(),
-            new = filed == Filed::New,
-            "dead letter held for a decision"
-        );
+        let filed = self.holder.hold(&item, now).await?;
         Ok((item.class, filed))
     }
 
@@ -212,29 +198,5 @@ impl<S: InboxStore, L: Ledger, T: TriageStore, A: Alerts> Triager<S, L, T, A> {
             Some(ws) => item.workspace = Some(ws.to_string()),
             None => item.evidence.unknown_workspace = true,
         }
-    }
-
-    /// One alert per item — except an outage: one per destination and window.
-    async fn alert(&self, item: &TriageItem, now: Timestamp) -> Result<(), StoreError> {
-        let marker = match item.class {
-            TriageClass::DownstreamOutage => format!(
-                "{}#{}#{}",
-                item.class,
-                item.destination.as_deref().unwrap_or("-"),
-                now.as_millis() / ALERT_WINDOW_MS
-            ),
-            _ => item.id.clone(),
-        };
-        if !self.store.claim_alert(&marker, now).await? {
-            return Ok(());
-        }
-        let alert = json!({
-            "class": item.class.as_str(),
-            "workspace": item.workspace,
-            "destination": item.destination,
-            "source": item.source.as_str(),
-            "first_item": item.id,
-        });
-        self.alerts.publish(&alert).await
     }
 }

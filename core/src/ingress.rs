@@ -13,11 +13,13 @@ use serde_json::json;
 use crate::{
     EventKey, InboxPk, Provider, Timestamp, WorkspaceId,
     config::{Config, ProviderBinding},
+    hold::Hold,
     inbox::{InboxRecord, Origin, Verdict, on_repeat},
     message::{MessageKind, QueueMessage},
     ports::{ActionQueue, InboxStore, PutOutcome},
     provider::{Delivery, Identity},
     secret::SecretSource,
+    triage::{Evidence, TriageItem, TriageSource},
 };
 
 /// Values of the `alarm` field on error lines, for log metric filters.
@@ -50,8 +52,8 @@ fn public_url(binding: &ProviderBinding, query: &str) -> String {
     }
 }
 
-impl<S: InboxStore, Q: ActionQueue, K: SecretSource> crate::approval::EventIngress
-    for Ingress<S, Q, K>
+impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold> crate::approval::EventIngress
+    for Ingress<S, Q, K, H>
 {
     async fn ingest_event(&self, event: &[u8], now: Timestamp) -> Result<Verdict, EventError> {
         self.handle_event(event, now).await
@@ -152,20 +154,22 @@ impl Outcome {
 
 /// The ingress service over its three ports.
 #[derive(Debug)]
-pub struct Ingress<S, Q, K> {
+pub struct Ingress<S, Q, K, H> {
     config: Arc<Config>,
     store: S,
     queue: Q,
     secrets: K,
+    holder: H,
 }
 
-impl<S: InboxStore, Q: ActionQueue, K: SecretSource> Ingress<S, Q, K> {
-    pub fn new(config: Arc<Config>, store: S, queue: Q, secrets: K) -> Self {
+impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold> Ingress<S, Q, K, H> {
+    pub fn new(config: Arc<Config>, store: S, queue: Q, secrets: K, holder: H) -> Self {
         Self {
             config,
             store,
             queue,
             secrets,
+            holder,
         }
     }
 
@@ -366,6 +370,27 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource> Ingress<S, Q, K> {
                 delivered_sha256 = hash,
                 "same event key, different payload: first payload kept"
             );
+            // Held for a human; if it cannot be filed, 503 makes the provider
+            // retry until it is (the collision is counted on the record).
+            let evidence = Evidence {
+                collision: true,
+                details: vec![format!(
+                    "{}: stored payload {}, delivered {hash}",
+                    record.pk, stored.payload_sha256
+                )],
+                ..Evidence::default()
+            };
+            let item = TriageItem::direct(
+                TriageSource::Ingress,
+                &format!("collision#{}#{hash}", record.pk),
+                evidence,
+                record.pk.workspace().as_str(),
+                &record.pk.to_string(),
+                now,
+            );
+            if let Err(e) = self.holder.hold(&item, now).await {
+                return storage_failed(key, &e);
+            }
         }
         if repeat.redispatch
             && let Err(reason) = self

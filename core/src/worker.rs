@@ -16,11 +16,13 @@ use crate::{
     action::ActionRequest,
     config::Config,
     destination::{Destination, Performed, perform},
+    hold::Hold,
     inbox::InboxStatus,
-    ledger::Claim,
+    ledger::{Claim, ErrorKind},
     message::QueueMessage,
     ports::{InboxStore, Ledger, Reserve, Settle, StoreError},
     rules::{Decision, evaluate},
+    triage::{Evidence, TriageItem, TriageSource},
 };
 
 /// Values of the `alarm` field on the worker's error lines.
@@ -49,21 +51,60 @@ enum ActionOutcome {
 }
 
 #[derive(Debug)]
-pub struct Worker<S, L, D> {
+pub struct Worker<S, L, D, H> {
     config: Arc<Config>,
     inbox: S,
     ledger: L,
     destinations: HashMap<String, D>,
+    holder: H,
 }
 
-impl<S: InboxStore, L: Ledger, D: Destination> Worker<S, L, D> {
-    pub fn new(config: Arc<Config>, inbox: S, ledger: L, destinations: HashMap<String, D>) -> Self {
+impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
+    pub fn new(
+        config: Arc<Config>,
+        inbox: S,
+        ledger: L,
+        destinations: HashMap<String, D>,
+        holder: H,
+    ) -> Self {
         Self {
             config,
             inbox,
             ledger,
             destinations,
+            holder,
         }
+    }
+
+    /// Files a settled action that needs a human (the message is deleted, so
+    /// no DLQ will ever show it).
+    async fn hold(
+        &self,
+        case: &str,
+        request: &ActionRequest,
+        inbox_pk: &str,
+        kind: ErrorKind,
+        detail: &str,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        let evidence = Evidence {
+            destination: Some(request.destination.clone()),
+            details: vec![format!("{}: {detail}", request.key)],
+            ..Evidence::default()
+        }
+        .with_kind(kind);
+        let workspace = request.key.as_str().split('#').next().unwrap_or_default();
+        let original = format!("{case}#{}#{}", request.key, request.request_sha256);
+        let item = TriageItem::direct(
+            TriageSource::Worker,
+            &original,
+            evidence,
+            workspace,
+            inbox_pk,
+            now,
+        );
+        self.holder.hold(&item, now).await?;
+        Ok(())
     }
 
     /// Processes one message body. `owner` names this attempt uniquely (the
@@ -185,6 +226,19 @@ impl<S: InboxStore, L: Ledger, D: Destination> Worker<S, L, D> {
                 self.ledger
                     .record_collision(key, &request.request_sha256, inbox_pk, now)
                     .await?;
+                let detail = format!(
+                    "stored request {}, requested {}",
+                    stored.request_sha256, request.request_sha256
+                );
+                self.hold(
+                    "collision",
+                    request,
+                    inbox_pk,
+                    ErrorKind::Collision,
+                    &detail,
+                    now,
+                )
+                .await?;
                 return Ok(ActionOutcome::Settled);
             }
         }
@@ -212,16 +266,40 @@ impl<S: InboxStore, L: Ledger, D: Destination> Worker<S, L, D> {
             }
             Performed::Failed(message) => {
                 tracing::error!(alarm = alarm::FAILED, action_key = %key, error = message, "action failed permanently");
-                self.ledger
+                if self
+                    .ledger
                     .settle(key, owner, Settle::Failed(&message), now)
+                    .await?
+                {
+                    self.hold(
+                        "failed",
+                        request,
+                        inbox_pk,
+                        ErrorKind::Permanent,
+                        &message,
+                        now,
+                    )
                     .await?;
+                }
                 ActionOutcome::Settled
             }
             Performed::Uncertain(message) => {
                 tracing::error!(alarm = alarm::UNCERTAIN, action_key = %key, error = message, "action outcome needs verification");
-                self.ledger
+                if self
+                    .ledger
                     .settle(key, owner, Settle::Uncertain(&message), now)
+                    .await?
+                {
+                    self.hold(
+                        "uncertain",
+                        request,
+                        inbox_pk,
+                        ErrorKind::OutcomeUnknown,
+                        &message,
+                        now,
+                    )
                     .await?;
+                }
                 ActionOutcome::Settled
             }
             Performed::Retry(kind, message) => {

@@ -9,12 +9,11 @@ use aws_sdk_sqs::types::QueueAttributeName;
 use hookgate_action::handle;
 use hookgate_adapters::{
     CrmDestination, DynamoInbox, DynamoLedger, DynamoTriage, SqsActionQueue,
-    alerts::EventBridgeAlerts,
-    schema::{create_actions_table, create_triage_table},
+    alerts::EventBridgeAlerts, schema::create_actions_table,
 };
 use hookgate_cli::sim_crm::SimCrm;
 use hookgate_core::{action::ActionKey, ledger::ActionRecord, ports::Ledger, worker::Worker};
-use hookgate_core::{approval::Approvals, dlq::Triager};
+use hookgate_core::{approval::Approvals, dlq::Triager, hold::Holder};
 use serde_json::json;
 
 use std::sync::atomic::AtomicBool;
@@ -24,7 +23,7 @@ use hookgate_adapters::counter::RequestCounter;
 use crate::{
     crash::{Crash, Step},
     emulator::Emulator,
-    stack::{Stack, StackOptions},
+    stack::{Stack, StackOptions, TestHolder},
 };
 
 /// How many receives before SQS moves a message to the DLQ.
@@ -102,8 +101,8 @@ destination = "crm-lookup"
 business_id = ["/call_id"]
 "#;
 
-pub type TestWorker = Worker<DynamoInbox, DynamoLedger, CrmDestination>;
-pub type CrashWorker = Worker<DynamoInbox, Crash<DynamoLedger>, Crash<CrmDestination>>;
+pub type TestWorker = Worker<DynamoInbox, DynamoLedger, CrmDestination, TestHolder>;
+pub type CrashWorker = Worker<DynamoInbox, Crash<DynamoLedger>, Crash<CrmDestination>, TestHolder>;
 
 #[derive(Debug)]
 pub struct Pipeline {
@@ -115,13 +114,14 @@ pub struct Pipeline {
     pub ledger: DynamoLedger,
     pub dlq_url: String,
     pub triager: TestTriager,
+    pub holder: TestHolder,
     pub approvals: TestApprovals,
     pub triage: DynamoTriage,
     /// An SQS queue behind an EventBridge rule matching the triage alerts.
     pub alert_queue_url: String,
 }
 
-pub type TestTriager = Triager<DynamoInbox, DynamoLedger, DynamoTriage, EventBridgeAlerts>;
+pub type TestTriager = Triager<DynamoInbox, DynamoLedger, TestHolder>;
 pub type TestApprovals = Approvals<
     DynamoTriage,
     DynamoInbox,
@@ -133,12 +133,6 @@ pub type TestApprovals = Approvals<
 /// A rule on the test's bus sending hookgate's alerts to a queue; its URL.
 async fn alert_queue(aws: &aws_config::SdkConfig, stack: &Stack, bus: &str) -> String {
     let events = aws_sdk_eventbridge::Client::new(aws);
-    events
-        .create_event_bus()
-        .name(bus)
-        .send()
-        .await
-        .expect("create bus");
     let url = stack
         .sqs
         .create_queue()
@@ -207,14 +201,18 @@ impl Pipeline {
             extra_config: WORKER_CONFIG.replace("{sim}", &sim.base_url()),
             ..StackOptions::default()
         };
+        // The bus exists before anything can publish to it.
+        let aws = Emulator::shared().sdk_config().await;
+        aws_sdk_eventbridge::Client::new(&aws)
+            .create_event_bus()
+            .name(&bus)
+            .send()
+            .await
+            .expect("create bus");
         let stack = Stack::with(name, options).await;
         create_actions_table(&stack.ddb, &actions_table)
             .await
             .expect("create actions table");
-        create_triage_table(&stack.ddb, &triage_table)
-            .await
-            .expect("create triage table");
-        let aws = Emulator::shared().sdk_config().await;
         let alert_queue_url = alert_queue(&aws, &stack, &bus).await;
 
         // A DLQ behind the action queue, and a visibility timeout of one
@@ -251,18 +249,22 @@ impl Pipeline {
                 .interceptor(worker_ddb_requests.clone())
                 .build(),
         );
+        let holder = Holder::new(
+            DynamoTriage::new(stack.ddb.clone(), &triage_table),
+            EventBridgeAlerts::new(aws_sdk_eventbridge::Client::new(&aws), &bus),
+        );
         let worker = Worker::new(
             stack.config.clone(),
             DynamoInbox::new(counted.clone(), &stack.inbox_table),
             DynamoLedger::new(counted, &actions_table),
             destinations,
+            holder.clone(),
         );
         let triager = Triager::new(
             stack.config.clone(),
             DynamoInbox::new(stack.ddb.clone(), &stack.inbox_table),
             ledger.clone(),
-            DynamoTriage::new(stack.ddb.clone(), &triage_table),
-            EventBridgeAlerts::new(aws_sdk_eventbridge::Client::new(&aws), &bus),
+            holder.clone(),
         );
         let approvals = Approvals::new(
             stack.config.clone(),
@@ -273,6 +275,7 @@ impl Pipeline {
             stack.ingress.clone(),
         );
         Pipeline {
+            holder,
             triager,
             approvals,
             alert_queue_url,
@@ -487,6 +490,7 @@ impl Pipeline {
             DynamoInbox::new(self.stack.ddb.clone(), &self.stack.inbox_table),
             Crash::new(self.ledger.clone(), step, armed),
             destinations,
+            self.holder.clone(),
         ))
     }
 

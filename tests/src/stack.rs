@@ -12,11 +12,15 @@ use std::{
 
 use aws_sdk_dynamodb::types::Select;
 use hookgate_adapters::{
-    AwsSecrets, DynamoInbox, SqsActionQueue, counter::RequestCounter, schema::create_inbox_table,
+    AwsSecrets, DynamoInbox, DynamoTriage, SqsActionQueue,
+    alerts::EventBridgeAlerts,
+    counter::RequestCounter,
+    schema::{create_inbox_table, create_triage_table},
 };
 use hookgate_core::{
     InboxPk,
     config::Config,
+    hold::Holder,
     inbox::InboxRecord,
     ingress::Ingress,
     ports::InboxStore,
@@ -122,7 +126,8 @@ source = "aws.connect"
 detail_types = ["Amazon Connect Contact Event"]
 "#;
 
-pub type TestIngress = Ingress<DynamoInbox, SqsActionQueue, TestSecrets>;
+pub type TestHolder = Holder<DynamoTriage, EventBridgeAlerts>;
+pub type TestIngress = Ingress<DynamoInbox, SqsActionQueue, TestSecrets, TestHolder>;
 
 /// A test's tables, queue and ingress.
 #[derive(Debug)]
@@ -187,12 +192,24 @@ impl Stack {
         let env: HashMap<&str, String> = [
             ("HOOKGATE_INBOX_TABLE", inbox_table.clone()),
             ("HOOKGATE_ACTION_QUEUE_URL", queue_url.clone()),
+            ("HOOKGATE_TRIAGE_TABLE", format!("{inbox_table}-triage")),
         ]
         .into_iter()
         .chain(options.env)
         .collect();
         let text = format!("{WORKSPACES}\n{}", options.extra_config);
         let config = Config::from_toml(&text, |k| env.get(k).cloned()).expect("test config");
+        let triage_table = config
+            .require_triage_table()
+            .expect("a triage table")
+            .to_owned();
+        create_triage_table(&ddb, &triage_table)
+            .await
+            .expect("create triage table");
+        let holder = Holder::new(
+            DynamoTriage::new(ddb.clone(), &triage_table),
+            EventBridgeAlerts::new(aws_sdk_eventbridge::Client::new(&aws), &config.event_bus),
+        );
         let secrets = TestSecrets {
             env: TEST_SECRETS
                 .iter()
@@ -223,6 +240,7 @@ impl Stack {
             DynamoInbox::new(counted_ddb, &inbox_table),
             SqsActionQueue::new(counted_sqs, &queue_url),
             secrets,
+            holder,
         );
         let stack = Stack {
             inbox: DynamoInbox::new(ddb.clone(), &inbox_table),

@@ -10,12 +10,14 @@ use std::{collections::HashMap, sync::Arc};
 
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use hookgate_adapters::{
-    AwsSecrets, CrmDestination, DynamoInbox, DynamoLedger, clients::SdkConfig,
+    AwsSecrets, CrmDestination, DynamoInbox, DynamoLedger, DynamoTriage, alerts::EventBridgeAlerts,
+    clients::SdkConfig,
 };
 use hookgate_core::{
     Timestamp,
     config::Config,
     destination::Destination,
+    hold::{Hold, Holder},
     ports::{InboxStore, Ledger},
     secret::SecretSource,
     worker::{MessageOutcome, Worker},
@@ -23,7 +25,8 @@ use hookgate_core::{
 use tracing::Instrument;
 
 /// The worker as deployed.
-pub type Service = Worker<DynamoInbox, DynamoLedger, CrmDestination>;
+pub type Service =
+    Worker<DynamoInbox, DynamoLedger, CrmDestination, Holder<DynamoTriage, EventBridgeAlerts>>;
 
 /// Wires the worker; resolves the destinations' auth secrets once.
 pub async fn service(config: Arc<Config>, aws: &SdkConfig) -> anyhow::Result<Service> {
@@ -35,8 +38,12 @@ pub async fn service(config: Arc<Config>, aws: &SdkConfig) -> anyhow::Result<Ser
     let destinations = destinations(&config, &secrets).await?;
     let ddb = aws_sdk_dynamodb::Client::new(aws);
     let inbox = DynamoInbox::new(ddb.clone(), &config.inbox_table);
-    let ledger = DynamoLedger::new(ddb, config.require_actions_table()?);
-    Ok(Worker::new(config, inbox, ledger, destinations))
+    let ledger = DynamoLedger::new(ddb.clone(), config.require_actions_table()?);
+    let holder = Holder::new(
+        DynamoTriage::new(ddb, config.require_triage_table()?),
+        EventBridgeAlerts::new(aws_sdk_eventbridge::Client::new(aws), &config.event_bus),
+    );
+    Ok(Worker::new(config, inbox, ledger, destinations, holder))
 }
 
 /// Every configured destination, its auth secret resolved through `secrets`.
@@ -58,11 +65,12 @@ pub async fn destinations(
 }
 
 /// Handles one SQS batch.
-pub async fn handle<S, L, D>(worker: &Worker<S, L, D>, event: SqsEvent) -> SqsBatchResponse
+pub async fn handle<S, L, D, H>(worker: &Worker<S, L, D, H>, event: SqsEvent) -> SqsBatchResponse
 where
     S: InboxStore,
     L: Ledger,
     D: Destination,
+    H: Hold,
 {
     let mut failures = Vec::new();
     for message in event.records {

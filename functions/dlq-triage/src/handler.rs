@@ -13,12 +13,13 @@ use hookgate_core::{
     Timestamp,
     config::Config,
     dlq::{DeadLetter, Triager},
-    ports::{Alerts, InboxStore, Ledger, TriageStore},
+    hold::{Hold, Holder},
+    ports::{InboxStore, Ledger},
     triage::TriageSource,
 };
 use serde_json::json;
 
-pub type Service = Triager<DynamoInbox, DynamoLedger, DynamoTriage, EventBridgeAlerts>;
+pub type Service = Triager<DynamoInbox, DynamoLedger, Holder<DynamoTriage, EventBridgeAlerts>>;
 
 pub fn service(config: Arc<Config>, aws: &SdkConfig) -> anyhow::Result<Service> {
     let ddb = aws_sdk_dynamodb::Client::new(aws);
@@ -26,16 +27,20 @@ pub fn service(config: Arc<Config>, aws: &SdkConfig) -> anyhow::Result<Service> 
     let ledger = DynamoLedger::new(ddb.clone(), config.require_actions_table()?);
     let triage = DynamoTriage::new(ddb, config.require_triage_table()?);
     let alerts = EventBridgeAlerts::new(aws_sdk_eventbridge::Client::new(aws), &config.event_bus);
-    Ok(Triager::new(config, inbox, ledger, triage, alerts))
+    Ok(Triager::new(
+        config,
+        inbox,
+        ledger,
+        Holder::new(triage, alerts),
+    ))
 }
 
 /// Handles one batch of dead letters.
-pub async fn handle<S, L, T, A>(triager: &Triager<S, L, T, A>, event: SqsEvent) -> SqsBatchResponse
+pub async fn handle<S, L, H>(triager: &Triager<S, L, H>, event: SqsEvent) -> SqsBatchResponse
 where
     S: InboxStore,
     L: Ledger,
-    T: TriageStore,
-    A: Alerts,
+    H: Hold,
 {
     let mut failures = Vec::new();
     for message in event.records {

@@ -11,10 +11,14 @@
 
 use std::sync::Arc;
 
-use hookgate_adapters::{AwsSecrets, DynamoInbox, SqsActionQueue, clients::SdkConfig};
+use hookgate_adapters::{
+    AwsSecrets, DynamoInbox, DynamoTriage, SqsActionQueue, alerts::EventBridgeAlerts,
+    clients::SdkConfig,
+};
 use hookgate_core::{
     Timestamp,
     config::Config,
+    hold::{Hold, Holder},
     ingress::{Ingress, Reply, WebhookRequest},
     ports::{ActionQueue, InboxStore},
     secret::SecretSource,
@@ -25,29 +29,39 @@ use lambda_http::{
 
 /// The ingress service as deployed: DynamoDB inbox, SQS queue, secrets from
 /// the environment, SSM or Secrets Manager.
-pub type Service = Ingress<DynamoInbox, SqsActionQueue, AwsSecrets>;
+pub type Service =
+    Ingress<DynamoInbox, SqsActionQueue, AwsSecrets, Holder<DynamoTriage, EventBridgeAlerts>>;
 
 /// Wires the service from a loaded config and the process's AWS config.
-pub fn service(config: Arc<Config>, aws: &SdkConfig) -> Service {
-    let inbox = DynamoInbox::new(aws_sdk_dynamodb::Client::new(aws), &config.inbox_table);
+pub fn service(
+    config: Arc<Config>,
+    aws: &SdkConfig,
+) -> Result<Service, hookgate_core::config::ConfigError> {
+    let ddb = aws_sdk_dynamodb::Client::new(aws);
+    let inbox = DynamoInbox::new(ddb.clone(), &config.inbox_table);
+    let holder = Holder::new(
+        DynamoTriage::new(ddb, config.require_triage_table()?),
+        EventBridgeAlerts::new(aws_sdk_eventbridge::Client::new(aws), &config.event_bus),
+    );
     let queue = SqsActionQueue::new(aws_sdk_sqs::Client::new(aws), &config.action_queue_url);
     let secrets = AwsSecrets::new(
         aws_sdk_ssm::Client::new(aws),
         aws_sdk_secretsmanager::Client::new(aws),
         config.secret_refresh,
     );
-    Ingress::new(config, inbox, queue, secrets)
+    Ok(Ingress::new(config, inbox, queue, secrets, holder))
 }
 
 /// Handles one API Gateway (HTTP API v2 or REST v1 proxy) request.
-pub async fn handle<S, Q, K>(
-    service: &Ingress<S, Q, K>,
+pub async fn handle<S, Q, K, H>(
+    service: &Ingress<S, Q, K, H>,
     request: Request,
 ) -> Result<Response<Body>, lambda_http::Error>
 where
     S: InboxStore,
     Q: ActionQueue,
     K: SecretSource,
+    H: Hold,
 {
     let now = Timestamp::now();
     let body: &[u8] = match request.body() {

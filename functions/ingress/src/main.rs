@@ -10,7 +10,7 @@ async fn main() -> Result<(), Error> {
     hookgate_adapters::telemetry::init();
     let config = Arc::new(Config::load()?);
     let aws = hookgate_adapters::clients::sdk_config().await;
-    let service = hookgate_ingress::service(config, &aws);
+    let service = hookgate_ingress::service(config, &aws)?;
     run(service_fn(|request| {
         hookgate_ingress::handle(&service, request)
     }))

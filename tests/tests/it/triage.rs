@@ -290,3 +290,105 @@ async fn an_eventbridge_event_whose_ingress_invocation_kept_failing_is_ingested_
         1
     );
 }
+
+fn payment(pi: &str, evt: &str, amount: u32) -> Delivery {
+    let body = format!(
+        r#"{{"id":"{evt}","type":"payment_intent.succeeded","data":{{"object":{{"id":"{pi}","amount":{amount}}}}}}}"#
+    );
+    Delivery::new(
+        hookgate_core::Provider::Stripe,
+        "ws-1",
+        body,
+        hookgate_tests::stack::test_secret("WS1_STRIPE"),
+    )
+}
+
+#[tokio::test]
+async fn the_worker_files_an_action_key_collision_and_nothing_is_re_injected_by_itself() {
+    let p = Pipeline::new("t-actcollide").await;
+    p.stack
+        .post(payment("pi_tc", "evt_tc_1", 100).request())
+        .await;
+    p.run_until_idle(IDLE).await;
+    p.stack
+        .post(payment("pi_tc", "evt_tc_2", 999).request())
+        .await;
+    p.run_until_idle(IDLE).await;
+
+    let held = p.triage.list(TriageStatus::Held).await.unwrap();
+    assert_eq!(held.len(), 2, "order and note each collide: {held:#?}");
+    for item in &held {
+        assert_eq!(
+            (item.class, item.source),
+            (TriageClass::KeyCollision, TriageSource::Worker)
+        );
+        assert_eq!(item.inbox_pk.as_deref(), Some("ws-1#stripe#evt_tc_2"));
+    }
+    assert_eq!(p.alerts().await.len(), 2, "collisions alert one by one");
+    assert_eq!(p.sim.tasks().total, 2, "only the first event's effects");
+    // Approving one re-injects its event; the ledger still refuses the
+    // colliding request, so the CRM sees nothing new.
+    p.approvals
+        .approve(
+            &held[0].id,
+            "dev@example.com",
+            "checked: the first amount is right",
+            Timestamp::now(),
+        )
+        .await
+        .unwrap();
+    p.run_until_idle(IDLE).await;
+    assert_eq!(p.sim.tasks().total, 2);
+}
+
+#[tokio::test]
+async fn ingress_files_an_event_key_collision() {
+    let p = Pipeline::new("t-evcollide").await;
+    p.stack
+        .post(payment("pi_ec", "evt_ec", 100).request())
+        .await;
+    let (status, body) = p
+        .stack
+        .post(payment("pi_ec", "evt_ec", 200).request())
+        .await;
+    assert_eq!((status, body["verdict"].as_str()), (202, Some("collision")));
+    let held = p.triage.list(TriageStatus::Held).await.unwrap();
+    assert_eq!(held.len(), 1);
+    assert_eq!(
+        (held[0].class, held[0].source),
+        (TriageClass::KeyCollision, TriageSource::Ingress)
+    );
+    assert_eq!(held[0].inbox_pk.as_deref(), Some("ws-1#stripe#evt_ec"));
+    assert!(held[0].evidence.collision);
+    // The same colliding payload again is the same item.
+    p.stack
+        .post(payment("pi_ec", "evt_ec", 200).request())
+        .await;
+    assert_eq!(p.triage.list(TriageStatus::Held).await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn the_worker_files_an_uncertain_outcome() {
+    let p = Pipeline::new("t-uncertain").await;
+    p.sim
+        .add_fault(Fault::new("/tasks", FaultKind::CommitThenDrop).count(1));
+    p.sim
+        .add_fault(Fault::new("/tasks", FaultKind::Status).status(503));
+    let body = r#"{"call_id":"bl-tu","status":"completed"}"#;
+    let delivery = Delivery::new(
+        hookgate_core::Provider::Bland,
+        "ws-1",
+        body,
+        hookgate_tests::stack::test_secret("WS1_BLAND"),
+    );
+    p.stack.post(delivery.request()).await;
+    p.run_until_idle(IDLE).await;
+    let held = p.triage.list(TriageStatus::Held).await.unwrap();
+    assert_eq!(held.len(), 1);
+    assert_eq!(
+        (held[0].class, held[0].source),
+        (TriageClass::Uncertain, TriageSource::Worker)
+    );
+    assert_eq!(held[0].destination.as_deref(), Some("crm-lookup"));
+    assert_eq!(p.sim.tasks().total, 1);
+}

@@ -1,0 +1,107 @@
+//! Holding a triage item: file it once, alert once.
+//!
+//! Shared by the three places that find work needing a human: the DLQ
+//! triager, the worker (action-key collisions, permanent errors, uncertain
+//! outcomes) and ingress (event-key collisions). An outage alerts once per
+//! destination and window; anything else once per item.
+
+use serde_json::json;
+
+use crate::{
+    Timestamp,
+    ports::{Alerts, Filed, StoreError, TriageStore},
+    triage::{Evidence, TriageClass, TriageItem, TriageSource, TriageStatus, classify, item_id},
+};
+
+/// An outage's alerts are grouped per destination in windows of this length.
+pub const ALERT_WINDOW_MS: i64 = 15 * 60 * 1000;
+
+/// Files items (and alerts) — the port the worker and ingress hold through.
+pub trait Hold: Send + Sync {
+    fn hold(
+        &self,
+        item: &TriageItem,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<Filed, StoreError>> + Send;
+}
+
+/// The Triage table plus the alert channel.
+#[derive(Debug, Clone)]
+pub struct Holder<T, A> {
+    pub store: T,
+    alerts: A,
+}
+
+impl<T, A> Holder<T, A> {
+    pub fn new(store: T, alerts: A) -> Self {
+        Self { store, alerts }
+    }
+}
+
+impl<T: TriageStore, A: Alerts> Hold for Holder<T, A> {
+    async fn hold(&self, item: &TriageItem, now: Timestamp) -> Result<Filed, StoreError> {
+        let filed = self.store.file(item).await?;
+        if filed == Filed::New {
+            let marker = match item.class {
+                TriageClass::DownstreamOutage => format!(
+                    "{}#{}#{}",
+                    item.class,
+                    item.destination.as_deref().unwrap_or("-"),
+                    now.as_millis() / ALERT_WINDOW_MS
+                ),
+                _ => item.id.clone(),
+            };
+            if self.store.claim_alert(&marker, now).await? {
+                let alert = json!({
+                    "class": item.class.as_str(),
+                    "workspace": item.workspace,
+                    "destination": item.destination,
+                    "source": item.source.as_str(),
+                    "first_item": item.id,
+                });
+                self.alerts.publish(&alert).await?;
+            }
+        }
+        tracing::warn!(
+            alarm = "TRIAGE_HELD",
+            triage_id = item.id,
+            class = item.class.as_str(),
+            source = item.source.as_str(),
+            new = filed == Filed::New,
+            "held for a human decision"
+        );
+        Ok(filed)
+    }
+}
+
+impl TriageItem {
+    /// An item filed by the code that settled the work (worker, ingress):
+    /// `original` names it (an action key plus what distinguishes the case),
+    /// `inbox_pk` is what an approval re-injects.
+    pub fn direct(
+        source: TriageSource,
+        original: &str,
+        evidence: Evidence,
+        workspace: &str,
+        inbox_pk: &str,
+        now: Timestamp,
+    ) -> TriageItem {
+        TriageItem {
+            id: item_id(source, original),
+            class: classify(&evidence),
+            status: TriageStatus::Held,
+            source,
+            workspace: Some(workspace.to_owned()),
+            destination: evidence.destination.clone(),
+            inbox_pk: Some(inbox_pk.to_owned()),
+            original_body: json!({"v": 1, "inbox_pk": inbox_pk}).to_string(),
+            original_attributes: "{}".to_owned(),
+            evidence,
+            first_seen: now,
+            last_seen: now,
+            decided_by: None,
+            decided_at: None,
+            reason: None,
+        }
+    }
+}
