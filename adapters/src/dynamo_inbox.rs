@@ -146,6 +146,33 @@ impl InboxStore for DynamoInbox {
         out.item().map(from_item).transpose()
     }
 
+    async fn reopen(&self, pk: &InboxPk, now: Timestamp) -> Result<(), StoreError> {
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(pk.to_string()))
+            .condition_expression("attribute_exists(pk) AND #status <> :received")
+            .update_expression(
+                "SET #status = :received, pending_bucket = :bucket, pending_since = :now REMOVE status_reason",
+            )
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":received", s(InboxStatus::Received.as_str()))
+            .expression_attribute_values(":bucket", s(hookgate_core::inbox::pending_bucket(pk)))
+            .expression_attribute_values(":now", n(now.as_millis()))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(SdkError::ServiceError(ctx))
+                if ctx.err().is_conditional_check_failed_exception() =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(unavailable(e)),
+        }
+    }
+
     async fn stranded(
         &self,
         before: Timestamp,

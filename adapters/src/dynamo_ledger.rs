@@ -230,6 +230,47 @@ impl Ledger for DynamoLedger {
         Ok(())
     }
 
+    async fn reconcile(
+        &self,
+        key: &ActionKey,
+        found: Option<&str>,
+        who: &str,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        let mut request = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(key.as_str()))
+            .condition_expression("#status = :uncertain")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":uncertain", s(ActionStatus::Uncertain.as_str()))
+            .expression_attribute_values(":now", n(now.as_millis()))
+            .expression_attribute_values(":who", s(who));
+        request = match found {
+            Some(id) => request
+                .update_expression(
+                    "SET #status = :done, destination_ref = :ref, reconciled_by = :who, updated_at = :now REMOVE open_status",
+                )
+                .expression_attribute_values(":done", s(ActionStatus::Completed.as_str()))
+                .expression_attribute_values(":ref", s(id)),
+            None => request
+                .update_expression(
+                    "SET #status = :pending, open_status = :pending, reconciled_by = :who, updated_at = :now",
+                )
+                .expression_attribute_values(":pending", s(ActionStatus::Pending.as_str())),
+        };
+        match request.send().await {
+            Ok(_) => Ok(true),
+            Err(SdkError::ServiceError(ctx))
+                if ctx.err().is_conditional_check_failed_exception() =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(unavailable(e)),
+        }
+    }
+
     async fn reopen(&self, key: &ActionKey, now: Timestamp) -> Result<bool, StoreError> {
         let result = self
             .client

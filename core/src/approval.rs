@@ -13,13 +13,15 @@ use std::sync::Arc;
 
 use crate::{
     InboxPk, Timestamp,
+    action::ActionKey,
     config::Config,
     inbox::{Origin, Verdict},
     ingress::EventError,
+    ledger::ActionStatus,
     message::{MessageKind, QueueMessage},
     ports::{ActionQueue, InboxStore, Ledger, StoreError, TriageStore},
     rules::{Decision, evaluate},
-    triage::{TriageItem, TriageStatus},
+    triage::{TriageItem, TriageSource, TriageStatus, item_id},
 };
 
 /// Runs a stored EventBridge event through the ingress (implemented by
@@ -47,8 +49,21 @@ pub enum ApprovalError {
     AlreadyDecided { id: String, status: TriageStatus },
     #[error("re-injection failed (the item stays APPROVED; approve again to retry): {0}")]
     Reinjection(String),
+    #[error("no action {0}")]
+    NoAction(String),
+    #[error("action {key} is {status}, not UNCERTAIN: nothing to reconcile")]
+    NotUncertain { key: String, status: ActionStatus },
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// What a reconciliation did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reconciled {
+    /// The operator found the effect: COMPLETED with that id.
+    Completed(String),
+    /// Not found: PENDING again, and the event re-queued once.
+    Requeued(String),
 }
 
 /// What an approval did.
@@ -183,6 +198,71 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         Ok(())
     }
 
+    /// Resolves an UNCERTAIN action with the operator's finding: `found` →
+    /// COMPLETED with that destination id; not found → PENDING and its event
+    /// re-queued once (the UNCERTAIN → PENDING write happens once). The
+    /// worker's `uncertain` triage item is closed with the finding.
+    pub async fn reconcile(
+        &self,
+        key: &ActionKey,
+        found: Option<&str>,
+        who: &str,
+        now: Timestamp,
+    ) -> Result<Reconciled, ApprovalError> {
+        let record = self
+            .ledger
+            .get(key)
+            .await?
+            .ok_or_else(|| ApprovalError::NoAction(key.to_string()))?;
+        if !self.ledger.reconcile(key, found, who, now).await? {
+            return Err(ApprovalError::NotUncertain {
+                key: key.to_string(),
+                status: record.status,
+            });
+        }
+        let why = match found {
+            Some(id) => format!("reconciled: found {id}"),
+            None => "reconciled: not found, re-queued".to_owned(),
+        };
+        let item = item_id(
+            TriageSource::Worker,
+            &format!("uncertain#{key}#{}", record.request_sha256),
+        );
+        self.triage
+            .transition(
+                &item,
+                TriageStatus::Held,
+                TriageStatus::Discarded,
+                who,
+                &why,
+                now,
+            )
+            .await?;
+        match found {
+            Some(id) => Ok(Reconciled::Completed(id.to_owned())),
+            None => {
+                let Some(pk) = record
+                    .inbox_pks
+                    .first()
+                    .and_then(|pk| InboxPk::parse(pk).ok())
+                else {
+                    return Err(ApprovalError::Reinjection(format!(
+                        "{key} names no inbox record"
+                    )));
+                };
+                self.inbox.reopen(&pk, now).await?;
+                self.queue
+                    .send(
+                        &QueueMessage::for_event(&pk, Origin::Http),
+                        MessageKind::Reinjected,
+                    )
+                    .await
+                    .map_err(|e| ApprovalError::Reinjection(e.to_string()))?;
+                Ok(Reconciled::Requeued(pk.to_string()))
+            }
+        }
+    }
+
     async fn reinject(
         &self,
         item: &TriageItem,
@@ -217,7 +297,10 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
                 }
             }
         }
-        let origin = if item.source == crate::triage::TriageSource::IngressAsyncFailure {
+        // The event may have been settled (FAILED and UNCERTAIN actions settle
+        // it): open it again so the worker processes the re-injected message.
+        self.inbox.reopen(&pk, now).await?;
+        let origin = if item.source == TriageSource::IngressAsyncFailure {
             Origin::Eventbridge
         } else {
             Origin::Http

@@ -71,6 +71,15 @@ pub trait InboxStore: Send + Sync {
         limit: usize,
     ) -> impl Future<Output = Result<Vec<(InboxPk, Origin)>, StoreError>> + Send;
 
+    /// Puts a settled record back to RECEIVED (and into the pending index)
+    /// so a re-injected message is processed again; a RECEIVED record is left
+    /// as it is.
+    fn reopen(
+        &self,
+        pk: &InboxPk,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
     /// Moves a RECEIVED record to `status` (with `reason`) and takes it out of
     /// the pending index; a record already settled is left as it is.
     fn settle(
@@ -152,6 +161,17 @@ pub trait Ledger: Send + Sync {
         &self,
         key: &ActionKey,
     ) -> impl Future<Output = Result<Option<ActionRecord>, StoreError>> + Send;
+
+    /// UNCERTAIN → COMPLETED with the operator's `destination_ref` (found),
+    /// or → PENDING (not found: to be performed again); `false` when the
+    /// action was not UNCERTAIN (nothing written).
+    fn reconcile(
+        &self,
+        key: &ActionKey,
+        found: Option<&str>,
+        who: &str,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
     /// FAILED → PENDING, by an approved triage decision; `false` when the
     /// action was not FAILED (nothing written).

@@ -92,6 +92,16 @@ impl<L: Ledger> Ledger for Crash<L> {
         self.inner.record_collision(key, sha, inbox_pk, now).await
     }
 
+    async fn reconcile(
+        &self,
+        key: &ActionKey,
+        found: Option<&str>,
+        who: &str,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        self.inner.reconcile(key, found, who, now).await
+    }
+
     async fn reopen(&self, key: &ActionKey, now: Timestamp) -> Result<bool, StoreError> {
         self.inner.reopen(key, now).await
     }

@@ -77,6 +77,10 @@ async fn inject_faults(State(shared): State<AppState>, request: Request, next: N
                 .insert(header::CONNECTION, "close".parse().expect("static header"));
             response
         }
+        FaultKind::Drop => {
+            tokio::time::sleep(Duration::from_secs(120)).await;
+            (StatusCode::GATEWAY_TIMEOUT, "dropped").into_response()
+        }
         FaultKind::CommitThenDrop => {
             let _committed = next.run(request).await;
             // The effect exists; the answer never comes (the client times out).

@@ -18,6 +18,8 @@ pub enum FaultKind {
     /// Do the work, then never answer: the client's timeout fires after the
     /// effect exists — the lost-response case.
     CommitThenDrop,
+    /// Never answer and do nothing: a timeout before any effect.
+    Drop,
 }
 
 /// `POST /_sim/faults` body.

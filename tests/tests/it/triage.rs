@@ -392,3 +392,141 @@ async fn the_worker_files_an_uncertain_outcome() {
     assert_eq!(held[0].destination.as_deref(), Some("crm-lookup"));
     assert_eq!(p.sim.tasks().total, 1);
 }
+
+fn bland(call_id: &str) -> Delivery {
+    let body = format!(r#"{{"call_id":"{call_id}","status":"completed"}}"#);
+    Delivery::new(
+        hookgate_core::Provider::Bland,
+        "ws-1",
+        body,
+        hookgate_tests::stack::test_secret("WS1_BLAND"),
+    )
+}
+
+fn key(s: &str) -> hookgate_core::action::ActionKey {
+    hookgate_core::action::ActionKey::parse(s).unwrap()
+}
+
+#[tokio::test]
+async fn reconciling_an_uncertain_action_as_found_completes_it_with_that_id() {
+    let p = Pipeline::new("t-recfound").await;
+    p.sim
+        .add_fault(Fault::new("/tasks", FaultKind::CommitThenDrop).count(1));
+    p.sim
+        .add_fault(Fault::new("/tasks", FaultKind::Status).status(503).count(1));
+    p.stack.post(bland("bl-found").request()).await;
+    p.run_until_idle(IDLE).await;
+    let k = key("ws-1#create_followup_task#bl-found");
+    assert_eq!(
+        p.action(k.as_str()).await.unwrap().status,
+        ActionStatus::Uncertain
+    );
+    let task = p.sim.tasks().tasks[0].id.clone();
+
+    let done = p
+        .approvals
+        .reconcile(&k, Some(&task), "ops@example.com", Timestamp::now())
+        .await
+        .unwrap();
+    assert_eq!(
+        done,
+        hookgate_core::approval::Reconciled::Completed(task.clone())
+    );
+    let action = p.action(k.as_str()).await.unwrap();
+    assert_eq!(
+        (action.status, action.destination_ref.as_deref()),
+        (ActionStatus::Completed, Some(task.as_str()))
+    );
+    // Its triage item is closed with the finding; a second reconcile changes nothing.
+    assert!(p.triage.list(TriageStatus::Held).await.unwrap().is_empty());
+    let again = p
+        .approvals
+        .reconcile(&k, None, "ops@example.com", Timestamp::now())
+        .await;
+    assert!(
+        matches!(again, Err(ApprovalError::NotUncertain { .. })),
+        "{again:?}"
+    );
+    assert_eq!(p.sim.tasks().total, 1);
+}
+
+#[tokio::test]
+async fn reconciling_an_uncertain_action_as_not_found_requeues_it_once_and_ends_with_one_task() {
+    let p = Pipeline::new("t-recnotfound").await;
+    // The create times out before doing anything, and the lookup fails once.
+    p.sim
+        .add_fault(Fault::new("/tasks", FaultKind::Drop).count(1));
+    p.sim
+        .add_fault(Fault::new("/tasks", FaultKind::Status).status(503).count(1));
+    p.stack.post(bland("bl-lost").request()).await;
+    p.run_until_idle(IDLE).await;
+    let k = key("ws-1#create_followup_task#bl-lost");
+    assert_eq!(
+        p.action(k.as_str()).await.unwrap().status,
+        ActionStatus::Uncertain
+    );
+    assert_eq!(p.sim.tasks().total, 0);
+
+    let done = p
+        .approvals
+        .reconcile(&k, None, "ops@example.com", Timestamp::now())
+        .await
+        .unwrap();
+    assert_eq!(
+        done,
+        hookgate_core::approval::Reconciled::Requeued("ws-1#bland#bl-lost".into())
+    );
+    let again = p
+        .approvals
+        .reconcile(&k, None, "ops@example.com", Timestamp::now())
+        .await;
+    assert!(
+        matches!(again, Err(ApprovalError::NotUncertain { .. })),
+        "re-queued once: {again:?}"
+    );
+    p.run_until_idle(IDLE).await;
+    assert_eq!(p.sim.tasks().total, 1);
+    assert_eq!(
+        p.action(k.as_str()).await.unwrap().status,
+        ActionStatus::Completed
+    );
+}
+
+#[tokio::test]
+async fn approving_a_permanent_failure_reopens_the_action_and_performs_it_once() {
+    let p = Pipeline::new("t-failed").await;
+    p.sim
+        .add_fault(Fault::new("/tasks", FaultKind::Status).status(400).count(1));
+    p.stack.post(analyzed("call_tf", "cb-tf").request()).await;
+    p.run_until_idle(IDLE).await;
+    let k = "ws-1#create_followup_task#cb-tf";
+    assert_eq!(p.action(k).await.unwrap().status, ActionStatus::Failed);
+    let held = p.triage.list(TriageStatus::Held).await.unwrap();
+    assert_eq!(held.len(), 1);
+    assert_eq!(
+        (held[0].class, held[0].source),
+        (TriageClass::Poison, TriageSource::Worker)
+    );
+
+    let done = p
+        .approvals
+        .approve(
+            &held[0].id,
+            "dev@example.com",
+            "CRM validation fixed",
+            Timestamp::now(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        done,
+        Reinjected::Queued {
+            inbox_pk: "ws-1#retell#call_analyzed:call_tf".into(),
+            reopened: vec![k.to_owned()]
+        }
+    );
+    p.run_until_idle(IDLE).await;
+    let action = p.action(k).await.unwrap();
+    assert_eq!(action.status, ActionStatus::Completed);
+    assert_eq!(p.sim.tasks().creations_by_external_ref.get(k), Some(&1));
+}
