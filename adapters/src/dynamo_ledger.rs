@@ -39,6 +39,43 @@ impl DynamoLedger {
         }
     }
 
+    /// Actions not COMPLETED with `status`, oldest first (the sparse `open`
+    /// index, then one read per action).
+    pub async fn list_open(&self, status: ActionStatus) -> Result<Vec<ActionRecord>, StoreError> {
+        let mut keys = Vec::new();
+        let mut start = None;
+        loop {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(crate::schema::OPEN_INDEX)
+                .key_condition_expression("open_status = :status")
+                .expression_attribute_values(":status", s(status.as_str()))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(unavailable)?;
+            for item in out.items() {
+                keys.push(
+                    ActionKey::parse(get_s(item, "pk").map_err(StoreError::Corrupt)?)
+                        .map_err(StoreError::Corrupt)?,
+                );
+            }
+            start = out.last_evaluated_key().cloned();
+            if start.is_none() {
+                break;
+            }
+        }
+        let mut records = Vec::with_capacity(keys.len());
+        for key in keys {
+            if let Some(record) = self.get(&key).await? {
+                records.push(record);
+            }
+        }
+        Ok(records)
+    }
+
     async fn take_over(
         &self,
         request: &ActionRequest,

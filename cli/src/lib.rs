@@ -1,4 +1,5 @@
 //! The `hookgate` CLI's library: the commands that tests start in-process
 //! (the simulated CRM) live here; `main.rs` only parses and wires.
 
+pub mod ops;
 pub mod sim_crm;

@@ -1,9 +1,21 @@
-//! `hookgate`, the operator CLI: wiring only; each command lives in its module.
+//! `hookgate`, the operator CLI: parsing and wiring only; each command lives
+//! in the library (`sign`, `sim_crm`, `ops`).
 
 mod sign;
 
-use clap::{Parser, Subcommand};
-use hookgate_cli::sim_crm::SimCrm;
+use std::{path::PathBuf, sync::Arc};
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use hookgate_cli::{
+    ops::{DeployedOps, Output, Selection, parse_age},
+    sim_crm::SimCrm,
+};
+use hookgate_core::{
+    config::Config,
+    ledger::ActionStatus,
+    triage::{TriageClass, TriageStatus},
+};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -26,6 +38,153 @@ enum Command {
         #[arg(long, default_value_t = 8788)]
         port: u16,
     },
+    /// Look up an inbox record.
+    Inbox {
+        #[command(flatten)]
+        common: Common,
+        #[command(subcommand)]
+        command: InboxCommand,
+    },
+    /// Business actions in the ledger.
+    Actions {
+        #[command(flatten)]
+        common: Common,
+        #[command(subcommand)]
+        command: ActionsCommand,
+    },
+    /// Held failures and the decisions on them.
+    Triage {
+        #[command(flatten)]
+        common: Common,
+        #[command(subcommand)]
+        command: TriageCommand,
+    },
+    /// Deliveries, duplicates, collisions, triage by class, open actions.
+    Stats {
+        #[command(flatten)]
+        common: Common,
+        /// How far back (s, m, h, d).
+        #[arg(long, default_value = "7d", value_parser = parse_age)]
+        since: std::time::Duration,
+    },
+}
+
+#[derive(Debug, Args)]
+struct Common {
+    /// The config file (default: $HOOKGATE_CONFIG); HOOKGATE_* variables override it.
+    #[arg(long, global = true)]
+    config: Option<PathBuf>,
+    /// Print JSON instead of a table.
+    #[arg(long, global = true)]
+    json: bool,
+    /// Who decides (recorded on approvals, rejections and reconciliations).
+    #[arg(long, global = true, env = "USER", default_value = "unknown")]
+    by: String,
+}
+
+#[derive(Debug, Subcommand)]
+enum InboxCommand {
+    /// `inbox show <workspace> <provider> <event-key>`, or the full inbox key.
+    Show { parts: Vec<String> },
+}
+
+#[derive(Debug, Subcommand)]
+enum ActionsCommand {
+    /// Actions that are not COMPLETED, by status.
+    List {
+        #[arg(long, value_parser = parse_status)]
+        status: ActionStatus,
+        #[arg(long, value_parser = parse_age)]
+        older_than: Option<std::time::Duration>,
+    },
+    Show {
+        key: String,
+    },
+    /// Resolve an UNCERTAIN action with what you found at the destination.
+    Reconcile {
+        key: String,
+        /// The destination's id of the effect you found.
+        #[arg(
+            long,
+            conflicts_with = "not_found",
+            required_unless_present = "not_found"
+        )]
+        found: Option<String>,
+        /// Nothing was created: perform it again (re-queued once).
+        #[arg(long)]
+        not_found: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum TriageCommand {
+    List {
+        #[arg(long)]
+        class: Option<TriageClass>,
+        #[arg(long, default_value = "HELD")]
+        status: TriageStatus,
+    },
+    Show {
+        id: String,
+    },
+    /// Approve items by id, or in bulk by class / destination / age (a dry
+    /// run unless --execute; collisions and poison only by id).
+    Approve {
+        ids: Vec<String>,
+        #[arg(long)]
+        class: Option<TriageClass>,
+        #[arg(long)]
+        destination: Option<String>,
+        #[arg(long, value_parser = parse_age)]
+        since: Option<std::time::Duration>,
+        /// Show what would be re-injected and each action's ledger state.
+        #[arg(long)]
+        dry_run: bool,
+        /// Carry out a bulk approval (without it, bulk is a dry run).
+        #[arg(long)]
+        execute: bool,
+        #[arg(long)]
+        reason: String,
+        /// Approvals per second at most.
+        #[arg(long, default_value_t = 10)]
+        rate: u32,
+    },
+    Reject {
+        id: String,
+        #[arg(long)]
+        reason: String,
+    },
+}
+
+fn parse_status(s: &str) -> Result<ActionStatus, String> {
+    s.to_ascii_uppercase().replace('-', "_").parse()
+}
+
+fn ops(common: &Common) -> anyhow::Result<(tokio::runtime::Runtime, DeployedOps)> {
+    let runtime = tokio::runtime::Runtime::new()?;
+    let config = match &common.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read --config {}", path.display()))?;
+            Config::from_toml(&text, |name| std::env::var(name).ok())?
+        }
+        None => Config::load()?,
+    };
+    let aws = runtime.block_on(hookgate_adapters::clients::sdk_config());
+    let ops = DeployedOps::connect(Arc::new(config), &aws)?;
+    Ok((runtime, ops))
+}
+
+fn print(output: Output, json: bool) -> ! {
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&output.json).unwrap_or_default()
+        );
+    } else {
+        print!("{}", output.text);
+    }
+    std::process::exit(output.code)
 }
 
 fn main() -> anyhow::Result<()> {
@@ -39,6 +198,71 @@ fn main() -> anyhow::Result<()> {
                 sim.wait().await;
                 anyhow::Ok(())
             })?;
+        }
+        Command::Inbox {
+            common,
+            command: InboxCommand::Show { parts },
+        } => {
+            let (rt, ops) = ops(&common)?;
+            let pk = parts.join("#");
+            print(rt.block_on(ops.inbox_show(&pk))?, common.json)
+        }
+        Command::Actions { common, command } => {
+            let (rt, ops) = ops(&common)?;
+            let output = rt.block_on(async {
+                match command {
+                    ActionsCommand::List { status, older_than } => {
+                        ops.actions_list(status, older_than).await
+                    }
+                    ActionsCommand::Show { key } => ops.actions_show(&key).await,
+                    ActionsCommand::Reconcile {
+                        key,
+                        found,
+                        not_found: _,
+                    } => {
+                        ops.actions_reconcile(&key, found.as_deref(), &common.by)
+                            .await
+                    }
+                }
+            })?;
+            print(output, common.json)
+        }
+        Command::Triage { common, command } => {
+            let (rt, ops) = ops(&common)?;
+            let output = rt.block_on(async {
+                match command {
+                    TriageCommand::List { class, status } => ops.triage_list(status, class).await,
+                    TriageCommand::Show { id } => ops.triage_show(&id).await,
+                    TriageCommand::Approve {
+                        ids,
+                        class,
+                        destination,
+                        since,
+                        dry_run,
+                        execute,
+                        reason,
+                        rate,
+                    } => {
+                        let bulk = ids.is_empty();
+                        let selection = bulk.then_some(Selection {
+                            class,
+                            destination,
+                            since,
+                        });
+                        let dry = dry_run || (bulk && !execute);
+                        ops.triage_approve(&ids, selection.as_ref(), dry, &common.by, &reason, rate)
+                            .await
+                    }
+                    TriageCommand::Reject { id, reason } => {
+                        ops.triage_reject(&id, &common.by, &reason).await
+                    }
+                }
+            })?;
+            print(output, common.json)
+        }
+        Command::Stats { common, since } => {
+            let (rt, ops) = ops(&common)?;
+            print(rt.block_on(ops.stats(since))?, common.json)
         }
     }
     Ok(())

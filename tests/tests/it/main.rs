@@ -8,6 +8,7 @@ mod dedup;
 mod dispatch;
 mod identity;
 mod logs;
+mod operate;
 mod rejects;
 mod secrets;
 mod sources;

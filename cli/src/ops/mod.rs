@@ -1,0 +1,204 @@
+//! The operator commands (`inbox`, `actions`, `triage`, `stats`): clients of
+//! the same core code the functions run, against AWS (normal credential chain)
+//! or the local emulator (`AWS_ENDPOINT_URL`).
+//!
+//! Each command returns an [`Output`]: a readable table, the same data as
+//! JSON for `--json`, and the exit code scripts can rely on.
+
+mod actions;
+mod triage;
+
+use std::sync::Arc;
+
+use hookgate_adapters::{
+    DynamoInbox, DynamoLedger, DynamoTriage, SqsActionQueue, clients::SdkConfig,
+};
+use hookgate_core::{
+    approval::{Approvals, EventIngress},
+    config::Config,
+};
+use serde_json::Value;
+
+pub use triage::Selection;
+
+/// Exit codes.
+pub mod exit {
+    pub const OK: i32 = 0;
+    /// The command could not do what was asked (a store failed, a decision was
+    /// refused).
+    pub const FAILED: i32 = 1;
+    /// Nothing matched (no such item, action or record).
+    pub const NOT_FOUND: i32 = 3;
+}
+
+/// What a command prints, and how it exits.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Output {
+    pub text: String,
+    pub json: Value,
+    pub code: i32,
+}
+
+impl Output {
+    fn ok(text: String, json: Value) -> Self {
+        Self {
+            text,
+            json,
+            code: exit::OK,
+        }
+    }
+
+    fn not_found(what: String) -> Self {
+        Self {
+            json: serde_json::json!({ "error": what }),
+            text: format!("{what}\n"),
+            code: exit::NOT_FOUND,
+        }
+    }
+
+    fn failed(what: String) -> Self {
+        Self {
+            json: serde_json::json!({ "error": what }),
+            text: format!("{what}\n"),
+            code: exit::FAILED,
+        }
+    }
+}
+
+/// The operator's view of one deployment.
+#[derive(Debug)]
+pub struct Ops<E> {
+    config: Arc<Config>,
+    inbox: DynamoInbox,
+    ledger: DynamoLedger,
+    triage: DynamoTriage,
+    approvals: Approvals<DynamoTriage, DynamoInbox, DynamoLedger, SqsActionQueue, E>,
+}
+
+/// The deployed wiring: EventBridge re-injection through the ingress code.
+pub type DeployedOps = Ops<Arc<hookgate_ingress::Service>>;
+
+impl DeployedOps {
+    pub fn connect(config: Arc<Config>, aws: &SdkConfig) -> anyhow::Result<Self> {
+        let ingress = Arc::new(hookgate_ingress::service(config.clone(), aws)?);
+        let ddb = aws_sdk_dynamodb::Client::new(aws);
+        let queue = SqsActionQueue::new(aws_sdk_sqs::Client::new(aws), &config.action_queue_url);
+        Ops::new(config, ddb, queue, ingress)
+    }
+}
+
+impl<E: EventIngress> Ops<E> {
+    pub fn new(
+        config: Arc<Config>,
+        ddb: aws_sdk_dynamodb::Client,
+        queue: SqsActionQueue,
+        ingress: E,
+    ) -> anyhow::Result<Self> {
+        let inbox = DynamoInbox::new(ddb.clone(), &config.inbox_table);
+        let ledger = DynamoLedger::new(ddb.clone(), config.require_actions_table()?);
+        let triage = DynamoTriage::new(ddb, config.require_triage_table()?);
+        let approvals = Approvals::new(
+            config.clone(),
+            triage.clone(),
+            inbox.clone(),
+            ledger.clone(),
+            queue,
+            ingress,
+        );
+        Ok(Self {
+            config,
+            inbox,
+            ledger,
+            triage,
+            approvals,
+        })
+    }
+}
+
+/// Left-aligned columns, one header row.
+fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.len()).collect();
+    for row in rows {
+        for (i, cell) in row.iter().enumerate() {
+            widths[i] = widths[i].max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<String>| {
+        let padded: Vec<String> = cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{c:<width$}", width = widths[i]))
+            .collect();
+        padded.join("  ").trim_end().to_owned() + "\n"
+    };
+    let mut out = line(headers.iter().map(|h| (*h).to_owned()).collect());
+    for row in rows {
+        out.push_str(&line(row.clone()));
+    }
+    out
+}
+
+/// Milliseconds since the epoch as `2026-11-29T12:00:00Z`-ish UTC text.
+fn when(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// A duration as `3d`, `5h`, `10m`, `42s`.
+pub fn parse_age(text: &str) -> Result<std::time::Duration, String> {
+    let (number, unit) = text.split_at(text.trim_end_matches(char::is_alphabetic).len());
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not like 10m, 2h or 7d"))?;
+    let secs = match unit {
+        "s" => n,
+        "m" => n * 60,
+        "h" => n * 3600,
+        "d" => n * 86_400,
+        _ => return Err(format!("{text:?}: the unit is s, m, h or d")),
+    };
+    Ok(std::time::Duration::from_secs(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ages_and_dates_read_as_operators_write_them() {
+        assert_eq!(parse_age("10m").unwrap().as_secs(), 600);
+        assert_eq!(parse_age("7d").unwrap().as_secs(), 604_800);
+        assert!(parse_age("7w").is_err());
+        assert_eq!(when(0), "1970-01-01T00:00:00Z");
+        assert_eq!(when(1_764_417_600_000), "2025-11-29T12:00:00Z");
+    }
+
+    #[test]
+    fn tables_align_columns() {
+        let t = table(
+            &["id", "class"],
+            &[
+                vec!["a".into(), "poison".into()],
+                vec!["long-id".into(), "x".into()],
+            ],
+        );
+        assert_eq!(t, "id       class\na        poison\nlong-id  x\n");
+    }
+}

@@ -1,0 +1,247 @@
+//! `hookgate triage list | show | approve | reject`.
+
+use std::time::Duration;
+
+use hookgate_core::{
+    InboxPk, Timestamp,
+    approval::{EventIngress, Reinjected},
+    ports::{InboxStore, Ledger, TriageStore},
+    rules::{Decision, evaluate},
+    triage::{TriageClass, TriageItem, TriageStatus, bulk_approvable},
+};
+use serde_json::{Value, json};
+
+use super::{Ops, Output, table, when};
+
+/// Which held items a bulk approval takes.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    pub class: Option<TriageClass>,
+    pub destination: Option<String>,
+    /// Only items first seen within this long before now.
+    pub since: Option<Duration>,
+}
+
+fn item_json(item: &TriageItem) -> Value {
+    json!({
+        "id": item.id,
+        "class": item.class.as_str(),
+        "status": item.status.as_str(),
+        "source": item.source.as_str(),
+        "workspace": item.workspace,
+        "destination": item.destination,
+        "inbox_pk": item.inbox_pk,
+        "evidence": item.evidence,
+        "original_body": item.original_body,
+        "first_seen": when(item.first_seen.as_millis()),
+        "last_seen": when(item.last_seen.as_millis()),
+        "decided_by": item.decided_by,
+        "decided_at": item.decided_at.map(|t| when(t.as_millis())),
+        "reason": item.reason,
+    })
+}
+
+impl<E: EventIngress> Ops<E> {
+    /// Items with `status` (HELD by default), optionally of one class.
+    pub async fn triage_list(
+        &self,
+        status: TriageStatus,
+        class: Option<TriageClass>,
+    ) -> anyhow::Result<Output> {
+        let items: Vec<TriageItem> = self
+            .triage
+            .list(status)
+            .await?
+            .into_iter()
+            .filter(|i| class.is_none_or(|c| i.class == c))
+            .collect();
+        let rows: Vec<Vec<String>> = items
+            .iter()
+            .map(|i| {
+                vec![
+                    i.id.clone(),
+                    i.class.to_string(),
+                    i.source.to_string(),
+                    i.workspace.clone().unwrap_or_default(),
+                    i.destination.clone().unwrap_or_default(),
+                    when(i.first_seen.as_millis()),
+                ]
+            })
+            .collect();
+        let text = table(
+            &[
+                "ID",
+                "CLASS",
+                "SOURCE",
+                "WORKSPACE",
+                "DESTINATION",
+                "FIRST SEEN",
+            ],
+            &rows,
+        );
+        Ok(Output::ok(
+            text,
+            Value::Array(items.iter().map(item_json).collect()),
+        ))
+    }
+
+    pub async fn triage_show(&self, id: &str) -> anyhow::Result<Output> {
+        let Some(item) = self.triage.get(id).await? else {
+            return Ok(Output::not_found(format!("no triage item {id}")));
+        };
+        let json = item_json(&item);
+        let text = serde_json::to_string_pretty(&json)? + "\n";
+        Ok(Output::ok(text, json))
+    }
+
+    /// What approving `item` would do: each action of its event and its
+    /// ledger state (COMPLETED = no-op; PENDING/FAILED = performed; a
+    /// different request = collision, refused again).
+    async fn preview(&self, item: &TriageItem) -> anyhow::Result<Vec<(String, String)>> {
+        let Some(pk) = item
+            .inbox_pk
+            .as_deref()
+            .and_then(|p| InboxPk::parse(p).ok())
+        else {
+            return Ok(vec![(
+                "(event)".into(),
+                "ingested through the ingress with its original id".into(),
+            )]);
+        };
+        let Some(record) = self.inbox.get(&pk).await? else {
+            return Ok(vec![(
+                pk.to_string(),
+                "inbox record gone: nothing to re-inject".into(),
+            )]);
+        };
+        let payload = serde_json::from_str(&record.payload).unwrap_or(Value::Null);
+        let Decision::Actions(requests) = evaluate(
+            &self.config.rules,
+            pk.workspace(),
+            pk.provider(),
+            &record.event_type,
+            &payload,
+        ) else {
+            return Ok(vec![(pk.to_string(), "no action requested".into())]);
+        };
+        let mut out = Vec::new();
+        for request in requests {
+            let state = match self.ledger.get(&request.key).await? {
+                None => "not reserved: would be performed".to_owned(),
+                Some(a) if a.request_sha256 != request.request_sha256 => {
+                    "collision: would be refused".to_owned()
+                }
+                Some(a) => match a.status.as_str() {
+                    "COMPLETED" => "COMPLETED: no-op".to_owned(),
+                    other => format!("{other}: would be performed"),
+                },
+            };
+            out.push((request.key.to_string(), state));
+        }
+        Ok(out)
+    }
+
+    /// Approves `ids` one by one, or every HELD item matching `selection`
+    /// (outages and other bulk-approvable classes only) at most `per_second`.
+    /// A dry run (the default for a selection) only shows what would happen.
+    pub async fn triage_approve(
+        &self,
+        ids: &[String],
+        selection: Option<&Selection>,
+        dry_run: bool,
+        who: &str,
+        why: &str,
+        per_second: u32,
+    ) -> anyhow::Result<Output> {
+        let now = Timestamp::now();
+        let items: Vec<TriageItem> = match selection {
+            None => {
+                let mut items = Vec::new();
+                for id in ids {
+                    match self.triage.get(id).await? {
+                        Some(item) => items.push(item),
+                        None => return Ok(Output::not_found(format!("no triage item {id}"))),
+                    }
+                }
+                items
+            }
+            Some(sel) => {
+                if let Some(class) = sel.class
+                    && !bulk_approvable(class)
+                {
+                    return Ok(Output::failed(format!(
+                        "{class} items are approved one by one, by id"
+                    )));
+                }
+                self.triage
+                    .list(TriageStatus::Held)
+                    .await?
+                    .into_iter()
+                    .filter(|i| bulk_approvable(i.class))
+                    .filter(|i| sel.class.is_none_or(|c| i.class == c))
+                    .filter(|i| {
+                        sel.destination
+                            .as_ref()
+                            .is_none_or(|d| i.destination.as_ref() == Some(d))
+                    })
+                    .filter(|i| sel.since.is_none_or(|s| now.since(i.first_seen) <= s))
+                    .collect()
+            }
+        };
+        if items.is_empty() {
+            return Ok(Output::not_found("no held item matches".into()));
+        }
+        let mut text = String::new();
+        let mut results = Vec::new();
+        let mut failed = false;
+        let pause = Duration::from_secs(1) / per_second.max(1);
+        for (n, item) in items.iter().enumerate() {
+            if dry_run {
+                let preview = self.preview(item).await?;
+                text.push_str(&format!("{} ({}) would re-inject:\n", item.id, item.class));
+                for (key, state) in &preview {
+                    text.push_str(&format!("  {key}: {state}\n"));
+                }
+                results.push(json!({"id": item.id, "dry_run": true, "actions": preview}));
+                continue;
+            }
+            let result = self
+                .approvals
+                .approve(&item.id, who, why, Timestamp::now())
+                .await;
+            let line = match &result {
+                Ok(Reinjected::Queued { inbox_pk, reopened }) => {
+                    format!("re-queued {inbox_pk} (re-opened {})", reopened.len())
+                }
+                Ok(Reinjected::Ingested(verdict)) => format!("ingested ({})", verdict.as_str()),
+                Err(e) => {
+                    failed = true;
+                    format!("not approved: {e}")
+                }
+            };
+            text.push_str(&format!("[{}/{}] {} {line}\n", n + 1, items.len(), item.id));
+            results.push(json!({"id": item.id, "result": line}));
+            if n + 1 < items.len() {
+                tokio::time::sleep(pause).await;
+            }
+        }
+        let mut output = Output::ok(text, Value::Array(results));
+        if failed {
+            output.code = super::exit::FAILED;
+        }
+        Ok(output)
+    }
+
+    pub async fn triage_reject(&self, id: &str, who: &str, why: &str) -> anyhow::Result<Output> {
+        match self.approvals.reject(id, who, why, Timestamp::now()).await {
+            Ok(()) => Ok(Output::ok(
+                format!("{id} discarded\n"),
+                json!({"id": id, "status": "DISCARDED"}),
+            )),
+            Err(hookgate_core::approval::ApprovalError::NotFound(_)) => {
+                Ok(Output::not_found(format!("no triage item {id}")))
+            }
+            Err(e) => Ok(Output::failed(e.to_string())),
+        }
+    }
+}

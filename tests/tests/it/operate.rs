@@ -1,0 +1,244 @@
+//! The operator commands (`hookgate inbox | actions | triage | stats`) as the
+//! CLI runs them, against the emulator after a scripted run.
+
+use std::{sync::Arc, time::Duration};
+
+use hookgate_adapters::SqsActionQueue;
+use hookgate_cli::{
+    ops::{Ops, Selection, exit},
+    sim_crm::{Fault, FaultKind},
+};
+use hookgate_core::{
+    ledger::ActionStatus,
+    triage::{TriageClass, TriageStatus},
+};
+use hookgate_tests::{pipeline::Pipeline, stack::TestIngress, webhook::Delivery};
+
+use crate::{retell, stripe};
+
+const IDLE: Duration = Duration::from_secs(30);
+
+fn ops(p: &Pipeline) -> Ops<Arc<TestIngress>> {
+    Ops::new(
+        p.stack.config.clone(),
+        p.stack.ddb.clone(),
+        SqsActionQueue::new(p.stack.sqs.clone(), &p.stack.queue_url),
+        p.stack.ingress.clone(),
+    )
+    .unwrap()
+}
+
+fn analyzed(call: &str, request_id: &str) -> Delivery {
+    retell(
+        "call_analyzed",
+        call,
+        &format!(
+            r#","metadata":{{"workspace":"ws-1"}},"call_analysis":{{"custom_analysis_data":{{"callback_requested":true,"callback_request_id":"{request_id}"}}}}"#
+        ),
+    )
+}
+
+#[tokio::test]
+async fn stats_match_a_scripted_run_and_bulk_approval_after_an_outage_completes_each_action_once() {
+    let p = Pipeline::new("o-script").await;
+    let ops = ops(&p);
+    // 3 events: one delivered three times, one twice, one with a colliding payload.
+    let once = stripe("evt_o1", "charge.refunded", 1);
+    for _ in 0..3 {
+        p.stack.post(once.request()).await;
+    }
+    let twice = retell("call_ended", "call_o2", "");
+    p.stack.post(twice.request()).await;
+    p.stack.post(twice.request()).await;
+    p.stack
+        .post(stripe("evt_o3", "charge.refunded", 5).request())
+        .await;
+    p.stack
+        .post(stripe("evt_o3", "charge.refunded", 6).request())
+        .await;
+    p.run_until_idle(IDLE).await;
+    // Then an outage: two follow-ups reach the DLQ and are triaged.
+    p.sim
+        .add_fault(Fault::new("/tasks", FaultKind::Status).status(503));
+    p.stack.post(analyzed("call_o4", "cb-o4").request()).await;
+    p.stack.post(analyzed("call_o5", "cb-o5").request()).await;
+    let deadline = tokio::time::Instant::now() + IDLE;
+    while p.queue_depth(&p.dlq_url).await < 2 {
+        assert!(tokio::time::Instant::now() < deadline);
+        if p.poll_once().await == 0 {
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+    assert_eq!(p.triage_dlq().await, 2);
+
+    let stats = ops.stats(Duration::from_secs(3600)).await.unwrap();
+    assert_eq!(stats.code, exit::OK);
+    assert_eq!(stats.json["events"], 5);
+    assert_eq!(stats.json["deliveries"], 9);
+    assert_eq!(stats.json["duplicates"], 4);
+    assert_eq!(stats.json["collisions"], 1);
+    assert_eq!(stats.json["triage_by_class"]["downstream-outage"], 2);
+    assert_eq!(
+        stats.json["triage_by_class"]["key-collision"], 1,
+        "the ingress filed the payload collision"
+    );
+    assert_eq!(stats.json["open_actions"]["PENDING"], 2);
+    assert!(
+        stats
+            .text
+            .lines()
+            .any(|l| l.starts_with("duplicates ") && l.ends_with(" 4 (44.4%)")),
+        "{}",
+        stats.text
+    );
+
+    let listed = ops
+        .triage_list(TriageStatus::Held, Some(TriageClass::DownstreamOutage))
+        .await
+        .unwrap();
+    assert_eq!(listed.json.as_array().unwrap().len(), 2);
+    assert!(listed.text.starts_with("ID"), "{}", listed.text);
+
+    // Collisions are never approved in bulk.
+    let refused = ops
+        .triage_approve(
+            &[],
+            Some(&Selection {
+                class: Some(TriageClass::KeyCollision),
+                ..Selection::default()
+            }),
+            false,
+            "ops",
+            "no",
+            100,
+        )
+        .await
+        .unwrap();
+    assert_eq!(refused.code, exit::FAILED);
+
+    p.sim.clear_faults();
+    let outage = Selection {
+        class: Some(TriageClass::DownstreamOutage),
+        destination: Some("crm".into()),
+        since: None,
+    };
+    let dry = ops
+        .triage_approve(&[], Some(&outage), true, "ops", "recovered", 100)
+        .await
+        .unwrap();
+    assert_eq!(
+        dry.text.matches("PENDING: would be performed").count(),
+        2,
+        "{}",
+        dry.text
+    );
+    assert_eq!(
+        p.queue_depth(&p.stack.queue_url).await,
+        0,
+        "a dry run changes nothing"
+    );
+
+    let done = ops
+        .triage_approve(
+            &[],
+            Some(&outage),
+            false,
+            "ops@example.com",
+            "CRM recovered",
+            100,
+        )
+        .await
+        .unwrap();
+    assert_eq!(done.code, exit::OK, "{}", done.text);
+    assert!(done.text.contains("[2/2]"), "{}", done.text);
+    p.run_until_idle(IDLE).await;
+    for key in [
+        "ws-1#create_followup_task#cb-o4",
+        "ws-1#create_followup_task#cb-o5",
+    ] {
+        assert_eq!(p.sim.tasks().creations_by_external_ref.get(key), Some(&1));
+        let shown = ops.actions_show(key).await.unwrap();
+        assert_eq!(shown.json["status"], "COMPLETED");
+    }
+    // Nothing is left to approve: a second bulk approval finds nothing.
+    let again = ops
+        .triage_approve(&[], Some(&outage), false, "ops", "again", 100)
+        .await
+        .unwrap();
+    assert_eq!(again.code, exit::NOT_FOUND);
+    assert_eq!(p.sim.tasks().total, 2);
+}
+
+#[tokio::test]
+async fn inbox_show_actions_list_and_reconcile_through_the_cli_code() {
+    let p = Pipeline::new("o-lookup").await;
+    let ops = ops(&p);
+    p.sim
+        .add_fault(Fault::new("/tasks", FaultKind::CommitThenDrop).count(1));
+    p.sim
+        .add_fault(Fault::new("/tasks", FaultKind::Status).status(503).count(1));
+    let body = r#"{"call_id":"bl-ops","status":"completed"}"#;
+    let delivery = Delivery::new(
+        hookgate_core::Provider::Bland,
+        "ws-1",
+        body,
+        hookgate_tests::stack::test_secret("WS1_BLAND"),
+    );
+    p.stack.post(delivery.request()).await;
+    p.run_until_idle(IDLE).await;
+
+    let inbox = ops.inbox_show("ws-1#bland#bl-ops").await.unwrap();
+    assert_eq!(
+        (
+            inbox.json["status"].as_str(),
+            inbox.json["delivery_count"].as_u64()
+        ),
+        (Some("PROCESSED"), Some(1))
+    );
+    assert_eq!(
+        ops.inbox_show("ws-1#bland#nope").await.unwrap().code,
+        exit::NOT_FOUND
+    );
+
+    let uncertain = ops
+        .actions_list(ActionStatus::Uncertain, None)
+        .await
+        .unwrap();
+    assert_eq!(uncertain.json.as_array().unwrap().len(), 1);
+    assert!(
+        uncertain
+            .text
+            .contains("ws-1#create_followup_task#bl-ops  UNCERTAIN"),
+        "{}",
+        uncertain.text
+    );
+
+    let task = p.sim.tasks().tasks[0].id.clone();
+    let reconciled = ops
+        .actions_reconcile(
+            "ws-1#create_followup_task#bl-ops",
+            Some(&task),
+            "ops@example.com",
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (reconciled.code, reconciled.json["destination_ref"].as_str()),
+        (exit::OK, Some(task.as_str()))
+    );
+    assert!(
+        ops.actions_list(ActionStatus::Uncertain, None)
+            .await
+            .unwrap()
+            .json
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    let twice = ops
+        .actions_reconcile("ws-1#create_followup_task#bl-ops", None, "ops")
+        .await
+        .unwrap();
+    assert_eq!(twice.code, exit::FAILED);
+    assert_eq!(p.sim.tasks().total, 1);
+}
