@@ -166,6 +166,11 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
             ?done,
             "triage item re-injected"
         );
+        crate::metrics::emit(
+            &[("class", item.class.as_str())],
+            &[("Reinjections", 1.0)],
+            now,
+        );
         Ok(done)
     }
 

@@ -62,6 +62,13 @@ impl<T: TriageStore, A: Alerts> Hold for Holder<T, A> {
                 self.alerts.publish(&alert).await?;
             }
         }
+        if filed == Filed::New {
+            crate::metrics::emit(
+                &[("class", item.class.as_str())],
+                &[("TriageItems", 1.0)],
+                now,
+            );
+        }
         tracing::warn!(
             alarm = "TRIAGE_HELD",
             triage_id = item.id,

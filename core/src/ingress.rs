@@ -16,6 +16,7 @@ use crate::{
     hold::Hold,
     inbox::{InboxRecord, Origin, Verdict, on_repeat},
     message::{MessageKind, QueueMessage},
+    metrics,
     ports::{ActionQueue, InboxStore, PutOutcome},
     provider::{Delivery, Identity},
     secret::SecretSource,
@@ -431,7 +432,8 @@ fn storage_failed(key: EventKey, e: &crate::ports::StoreError) -> Outcome {
     Outcome::unavailable(Some(key), e.to_string())
 }
 
-/// The one structured line per delivery (never the body, never a secret).
+/// The one structured line per delivery (never the body, never a secret),
+/// and its metrics.
 fn log_delivery(
     provider: &str,
     workspace: &str,
@@ -439,6 +441,24 @@ fn log_delivery(
     outcome: &Outcome,
     started: Instant,
 ) {
+    let counted = |v: Verdict| f64::from(u8::from(outcome.verdict == Some(v)));
+    metrics::emit(
+        &[("provider", provider), ("workspace", workspace)],
+        &[
+            ("Deliveries", 1.0),
+            ("Duplicates", counted(Verdict::Duplicate)),
+            ("Collisions", counted(Verdict::Collision)),
+            (
+                "Rejected",
+                f64::from(u8::from((400..500).contains(&outcome.status))),
+            ),
+            (
+                "IngressUnavailable",
+                f64::from(u8::from(outcome.status == 503)),
+            ),
+        ],
+        now,
+    );
     tracing::info!(
         target: "hookgate::delivery",
         received_at = now.as_millis(),

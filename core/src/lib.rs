@@ -16,6 +16,7 @@ pub mod inbox;
 pub mod ingress;
 pub mod ledger;
 pub mod message;
+pub mod metrics;
 pub mod ports;
 pub mod provider;
 pub mod rules;

@@ -250,7 +250,23 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
                 .await?;
             return Ok(ActionOutcome::Settled);
         };
-        let outcome = match perform(destination, request).await {
+        let performed = perform(destination, request).await;
+        let metric = match &performed {
+            Performed::Completed(_) => "ActionsCompleted",
+            Performed::Failed(_) => "ActionsFailed",
+            Performed::Uncertain(_) => "ActionsUncertain",
+            Performed::Retry(..) => "DestinationErrors",
+        };
+        let workspace = key.as_str().split('#').next().unwrap_or_default();
+        crate::metrics::emit(
+            &[
+                ("workspace", workspace),
+                ("destination", &request.destination),
+            ],
+            &[(metric, 1.0)],
+            now,
+        );
+        let outcome = match performed {
             Performed::Completed(id) => {
                 self.ledger
                     .settle(
