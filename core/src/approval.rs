@@ -49,6 +49,10 @@ pub enum ApprovalError {
     AlreadyDecided { id: String, status: TriageStatus },
     #[error("re-injection failed (the item stays APPROVED; approve again to retry): {0}")]
     Reinjection(String),
+    #[error(
+        "triage item {0} carries nothing that can be re-injected (no inbox record, no event): reject it"
+    )]
+    NotReinjectable(String),
     #[error("no action {0}")]
     NoAction(String),
     #[error("action {key} is {status}, not UNCERTAIN: nothing to reconcile")]
@@ -119,6 +123,20 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         now: Timestamp,
     ) -> Result<Reinjected, ApprovalError> {
         let item = self.item(id).await?;
+        if !matches!(item.status, TriageStatus::Held | TriageStatus::Approved) {
+            return Err(ApprovalError::AlreadyDecided {
+                id: id.to_owned(),
+                status: item.status,
+            });
+        }
+        let reinjectable = item.inbox_pk.is_some()
+            || matches!(
+                item.source,
+                TriageSource::EventbridgeDlq | TriageSource::IngressAsyncFailure
+            ) && !item.evidence.unparseable;
+        if !reinjectable {
+            return Err(ApprovalError::NotReinjectable(id.to_owned()));
+        }
         match item.status {
             TriageStatus::Held => {
                 if !self

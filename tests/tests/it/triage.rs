@@ -530,3 +530,74 @@ async fn approving_a_permanent_failure_reopens_the_action_and_performs_it_once()
     assert_eq!(action.status, ActionStatus::Completed);
     assert_eq!(p.sim.tasks().creations_by_external_ref.get(k), Some(&1));
 }
+
+/// The ops API fixture for `decision` on item `id`, with or without the IAM identity.
+fn ops_request(id: &str, decision: &str, with_identity: bool) -> lambda_http::Request {
+    let path = format!(
+        "{}/../events/apigw-v2-ops-approve.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(path)
+        .unwrap()
+        .replace("ITEM_ID", id)
+        .replace("/approve", &format!("/{decision}"));
+    let mut event: serde_json::Value = serde_json::from_str(&text).unwrap();
+    if !with_identity {
+        event["requestContext"]
+            .as_object_mut()
+            .unwrap()
+            .remove("authorizer");
+    }
+    lambda_http::request::from_str(&event.to_string()).unwrap()
+}
+
+#[tokio::test]
+async fn the_ops_api_records_the_iam_caller_and_refuses_anonymous_callers() {
+    let p = Pipeline::new("t-opsapi").await;
+    let letter = DeadLetter {
+        source: TriageSource::ActionDlq,
+        message_id: "msg-ops",
+        body: "garbage",
+        attributes: json!({}),
+    };
+    p.triager.triage(&letter, Timestamp::now()).await.unwrap();
+    let id = p.triage.list(TriageStatus::Held).await.unwrap()[0]
+        .id
+        .clone();
+    let handle = |decision: &str, identity: bool| {
+        hookgate_ops::handle(
+            &p.approvals,
+            &p.triage,
+            ops_request(&id, decision, identity),
+        )
+    };
+
+    assert_eq!(handle("approve", false).await.unwrap().status(), 403);
+    assert_eq!(
+        p.triage.get(&id).await.unwrap().unwrap().status,
+        TriageStatus::Held
+    );
+
+    // An unreadable message carries nothing to re-inject: approval is refused
+    // and nothing is recorded; rejecting it is the way.
+    let refused = handle("approve", true).await.unwrap();
+    assert_eq!(refused.status(), 409, "{:?}", refused.body());
+    assert_eq!(
+        p.triage.get(&id).await.unwrap().unwrap().status,
+        TriageStatus::Held
+    );
+
+    assert_eq!(handle("reject", true).await.unwrap().status(), 200);
+    let item = p.triage.get(&id).await.unwrap().unwrap();
+    assert_eq!(item.status, TriageStatus::Discarded);
+    assert_eq!(
+        item.decided_by.as_deref(),
+        Some("arn:aws:sts::123456789012:assumed-role/hookgate-operator/oncall")
+    );
+    assert_eq!(item.reason.as_deref(), Some("CRM recovered"));
+    assert_eq!(
+        handle("reject", true).await.unwrap().status(),
+        409,
+        "decided once"
+    );
+}

@@ -1,0 +1,200 @@
+//! The ops Lambda: the approval path as an API for automation (chat-ops, a
+//! console), behind IAM-authorized HTTP API routes. The caller's IAM identity
+//! is recorded as who decided; a request without one is refused. It runs the
+//! same core code as the `hookgate` CLI.
+//!
+//! Routes: `GET /ops/triage?status=HELD&class=…`, `GET /ops/triage/{id}`,
+//! `POST /ops/triage/{id}/approve` and `…/reject` with `{"reason": "…"}`,
+//! `POST /ops/actions/{key}/reconcile` with `{"found": "<id>"}` or
+//! `{"not_found": true}`.
+
+use std::sync::Arc;
+
+use hookgate_adapters::{
+    DynamoInbox, DynamoLedger, DynamoTriage, SqsActionQueue, clients::SdkConfig,
+};
+use hookgate_core::{
+    Timestamp,
+    action::ActionKey,
+    approval::{ApprovalError, Approvals, EventIngress, Reconciled, Reinjected},
+    config::Config,
+    ports::{ActionQueue, InboxStore, Ledger, TriageStore},
+    triage::{TriageClass, TriageStatus},
+};
+use lambda_http::{Body, Request, RequestExt, Response, request::RequestContext};
+use serde_json::{Value, json};
+
+pub type Service = Approvals<
+    DynamoTriage,
+    DynamoInbox,
+    DynamoLedger,
+    SqsActionQueue,
+    Arc<hookgate_ingress::Service>,
+>;
+
+pub fn service(config: Arc<Config>, aws: &SdkConfig) -> anyhow::Result<(Service, DynamoTriage)> {
+    let ingress = Arc::new(hookgate_ingress::service(config.clone(), aws)?);
+    let ddb = aws_sdk_dynamodb::Client::new(aws);
+    let triage = DynamoTriage::new(ddb.clone(), config.require_triage_table()?);
+    let approvals = Approvals::new(
+        config.clone(),
+        triage.clone(),
+        DynamoInbox::new(ddb.clone(), &config.inbox_table),
+        DynamoLedger::new(ddb, config.require_actions_table()?),
+        SqsActionQueue::new(aws_sdk_sqs::Client::new(aws), &config.action_queue_url),
+        ingress,
+    );
+    Ok((approvals, triage))
+}
+
+fn answer(status: u16, body: Value) -> Response<Body> {
+    Response::builder()
+        .status(status)
+        .header("content-type", "application/json")
+        .body(Body::Text(body.to_string()))
+        .expect("a valid response")
+}
+
+/// The IAM principal API Gateway authenticated, if any.
+fn caller(request: &Request) -> Option<String> {
+    match request.request_context_ref()? {
+        RequestContext::ApiGatewayV2(ctx) => {
+            ctx.authorizer.as_ref()?.iam.as_ref()?.user_arn.clone()
+        }
+        RequestContext::ApiGatewayV1(ctx) => ctx.identity.user_arn.clone(),
+        _ => None,
+    }
+}
+
+fn reason(body: &Value) -> Option<String> {
+    body["reason"]
+        .as_str()
+        .filter(|r| !r.trim().is_empty())
+        .map(str::to_owned)
+}
+
+fn refused(e: &ApprovalError) -> Response<Body> {
+    let status = match e {
+        ApprovalError::NotFound(_) | ApprovalError::NoAction(_) => 404,
+        ApprovalError::AlreadyDecided { .. }
+        | ApprovalError::NotUncertain { .. }
+        | ApprovalError::NotReinjectable(_) => 409,
+        ApprovalError::Reinjection(_) | ApprovalError::Store(_) => 503,
+    };
+    answer(status, json!({"error": e.to_string()}))
+}
+
+/// Handles one API request.
+pub async fn handle<T, S, L, Q, E>(
+    approvals: &Approvals<T, S, L, Q, E>,
+    triage: &T,
+    request: Request,
+) -> Result<Response<Body>, lambda_http::Error>
+where
+    T: TriageStore,
+    S: InboxStore,
+    L: Ledger,
+    Q: ActionQueue,
+    E: EventIngress,
+{
+    let Some(who) = caller(&request) else {
+        return Ok(answer(
+            403,
+            json!({"error": "an IAM-authenticated caller is required"}),
+        ));
+    };
+    let body: Value = match request.body() {
+        Body::Text(t) => serde_json::from_str(t).unwrap_or(Value::Null),
+        Body::Binary(b) => serde_json::from_slice(b).unwrap_or(Value::Null),
+        _ => Value::Null,
+    };
+    let path = request.uri().path().to_owned();
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let now = Timestamp::now();
+    let method = request.method().as_str();
+    let response = match (method, segments.as_slice()) {
+        ("GET", ["ops", "triage"]) => {
+            let query = request.query_string_parameters();
+            let status = query
+                .first("status")
+                .unwrap_or("HELD")
+                .parse::<TriageStatus>();
+            let class = query
+                .first("class")
+                .map(str::parse::<TriageClass>)
+                .transpose();
+            match (status, class) {
+                (Ok(status), Ok(class)) => {
+                    let items = triage.list(status).await?;
+                    let ids: Vec<Value> = items
+                        .iter()
+                        .filter(|i| class.is_none_or(|c| i.class == c))
+                        .map(|i| json!({"id": i.id, "class": i.class.as_str(), "workspace": i.workspace, "destination": i.destination}))
+                        .collect();
+                    answer(200, Value::Array(ids))
+                }
+                (Err(e), _) | (_, Err(e)) => answer(400, json!({"error": e})),
+            }
+        }
+        ("GET", ["ops", "triage", id]) => match triage.get(id).await? {
+            Some(i) => answer(
+                200,
+                json!({"id": i.id, "class": i.class.as_str(), "status": i.status.as_str(), "evidence": i.evidence,
+                       "inbox_pk": i.inbox_pk, "decided_by": i.decided_by, "reason": i.reason}),
+            ),
+            None => answer(404, json!({"error": format!("no triage item {id}")})),
+        },
+        ("POST", ["ops", "triage", id, decision @ ("approve" | "reject")]) => {
+            let Some(why) = reason(&body) else {
+                return Ok(answer(400, json!({"error": "a reason is required"})));
+            };
+            if *decision == "approve" {
+                match approvals.approve(id, &who, &why, now).await {
+                    Ok(Reinjected::Queued { inbox_pk, reopened }) => answer(
+                        200,
+                        json!({"status": "REINJECTED", "inbox_pk": inbox_pk, "reopened": reopened}),
+                    ),
+                    Ok(Reinjected::Ingested(v)) => {
+                        answer(200, json!({"status": "REINJECTED", "verdict": v.as_str()}))
+                    }
+                    Err(e) => refused(&e),
+                }
+            } else {
+                match approvals.reject(id, &who, &why, now).await {
+                    Ok(()) => answer(200, json!({"status": "DISCARDED"})),
+                    Err(e) => refused(&e),
+                }
+            }
+        }
+        ("POST", ["ops", "actions", key, "reconcile"]) => {
+            let Ok(key) = ActionKey::parse(&key.replace("%23", "#")) else {
+                return Ok(answer(400, json!({"error": "not an action key"})));
+            };
+            let found = body["found"].as_str();
+            if found.is_none() && body["not_found"] != json!(true) {
+                return Ok(answer(
+                    400,
+                    json!({"error": "send {\"found\": \"<id>\"} or {\"not_found\": true}"}),
+                ));
+            }
+            match approvals.reconcile(&key, found, &who, now).await {
+                Ok(Reconciled::Completed(id)) => {
+                    answer(200, json!({"status": "COMPLETED", "destination_ref": id}))
+                }
+                Ok(Reconciled::Requeued(pk)) => {
+                    answer(200, json!({"status": "PENDING", "requeued": pk}))
+                }
+                Err(e) => refused(&e),
+            }
+        }
+        _ => answer(404, json!({"error": "no such route"})),
+    };
+    tracing::info!(
+        caller = who,
+        method,
+        path,
+        status = response.status().as_u16(),
+        "ops request"
+    );
+    Ok(response)
+}
