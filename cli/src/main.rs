@@ -59,6 +59,18 @@ enum Command {
         #[command(subcommand)]
         command: TriageCommand,
     },
+    /// Check the deployed stack: TTL vs re-delivery windows, TTL enabled,
+    /// redrive, visibility timeout.
+    Doctor {
+        #[command(flatten)]
+        common: Common,
+        /// The EventBridge rule whose target is the ingress.
+        #[arg(long)]
+        rule: Option<String>,
+        /// The rule's event bus.
+        #[arg(long, default_value = "default")]
+        bus: String,
+    },
     /// Deliveries, duplicates, collisions, triage by class, open actions.
     Stats {
         #[command(flatten)]
@@ -259,6 +271,11 @@ fn main() -> anyhow::Result<()> {
                 }
             })?;
             print(output, common.json)
+        }
+        Command::Doctor { common, rule, bus } => {
+            let (rt, ops) = ops(&common)?;
+            let rule = rule.as_deref().map(|r| (r, bus.as_str()));
+            print(rt.block_on(ops.doctor(rule))?, common.json)
         }
         Command::Stats { common, since } => {
             let (rt, ops) = ops(&common)?;

@@ -79,6 +79,8 @@ pub struct Config {
     pub lease: Duration,
     /// The sweep re-queues inbox records left RECEIVED longer than this.
     pub sweep_age: Duration,
+    /// The action function's timeout (the queue's visibility must be ≥ 6×).
+    pub action_timeout: Duration,
     /// How long ledger records live (never shorter than the inbox TTL).
     pub ledger_retention: Duration,
     pub destinations: BTreeMap<String, DestinationConfig>,
@@ -349,6 +351,10 @@ impl Config {
                     .sweep_age_secs
                     .unwrap_or(Self::DEFAULT_SWEEP_AGE.as_secs()),
             )?),
+            action_timeout: Duration::from_secs(number(
+                "HOOKGATE_ACTION_TIMEOUT_SECS",
+                file.actions.function_timeout_secs.unwrap_or(30),
+            )?),
             ledger_retention: Duration::ZERO,
             destinations: file.destinations,
             rules: file.rules,
@@ -528,6 +534,7 @@ struct RawActions {
     lease_secs: Option<u64>,
     retention_secs: Option<u64>,
     sweep_age_secs: Option<u64>,
+    function_timeout_secs: Option<u64>,
 }
 
 #[derive(Deserialize, Default)]

@@ -10,6 +10,7 @@ pub mod config;
 pub mod crypto;
 pub mod destination;
 pub mod dlq;
+pub mod doctor;
 pub mod hold;
 pub mod ids;
 pub mod inbox;

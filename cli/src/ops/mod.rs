@@ -6,6 +6,7 @@
 //! JSON for `--json`, and the exit code scripts can rely on.
 
 mod actions;
+mod doctor;
 mod triage;
 
 use std::sync::Arc;
@@ -69,6 +70,9 @@ impl Output {
 #[derive(Debug)]
 pub struct Ops<E> {
     config: Arc<Config>,
+    ddb: aws_sdk_dynamodb::Client,
+    sqs: aws_sdk_sqs::Client,
+    events: aws_sdk_eventbridge::Client,
     inbox: DynamoInbox,
     ledger: DynamoLedger,
     triage: DynamoTriage,
@@ -81,22 +85,18 @@ pub type DeployedOps = Ops<Arc<hookgate_ingress::Service>>;
 impl DeployedOps {
     pub fn connect(config: Arc<Config>, aws: &SdkConfig) -> anyhow::Result<Self> {
         let ingress = Arc::new(hookgate_ingress::service(config.clone(), aws)?);
-        let ddb = aws_sdk_dynamodb::Client::new(aws);
-        let queue = SqsActionQueue::new(aws_sdk_sqs::Client::new(aws), &config.action_queue_url);
-        Ops::new(config, ddb, queue, ingress)
+        Ops::new(config, aws, ingress)
     }
 }
 
 impl<E: EventIngress> Ops<E> {
-    pub fn new(
-        config: Arc<Config>,
-        ddb: aws_sdk_dynamodb::Client,
-        queue: SqsActionQueue,
-        ingress: E,
-    ) -> anyhow::Result<Self> {
+    pub fn new(config: Arc<Config>, aws: &SdkConfig, ingress: E) -> anyhow::Result<Self> {
+        let ddb = aws_sdk_dynamodb::Client::new(aws);
+        let sqs = aws_sdk_sqs::Client::new(aws);
+        let queue = SqsActionQueue::new(sqs.clone(), &config.action_queue_url);
         let inbox = DynamoInbox::new(ddb.clone(), &config.inbox_table);
         let ledger = DynamoLedger::new(ddb.clone(), config.require_actions_table()?);
-        let triage = DynamoTriage::new(ddb, config.require_triage_table()?);
+        let triage = DynamoTriage::new(ddb.clone(), config.require_triage_table()?);
         let approvals = Approvals::new(
             config.clone(),
             triage.clone(),
@@ -107,6 +107,9 @@ impl<E: EventIngress> Ops<E> {
         );
         Ok(Self {
             config,
+            ddb,
+            sqs,
+            events: aws_sdk_eventbridge::Client::new(aws),
             inbox,
             ledger,
             triage,

@@ -3,7 +3,6 @@
 
 use std::{sync::Arc, time::Duration};
 
-use hookgate_adapters::SqsActionQueue;
 use hookgate_cli::{
     ops::{Ops, Selection, exit},
     sim_crm::{Fault, FaultKind},
@@ -18,14 +17,11 @@ use crate::{retell, stripe};
 
 const IDLE: Duration = Duration::from_secs(30);
 
-fn ops(p: &Pipeline) -> Ops<Arc<TestIngress>> {
-    Ops::new(
-        p.stack.config.clone(),
-        p.stack.ddb.clone(),
-        SqsActionQueue::new(p.stack.sqs.clone(), &p.stack.queue_url),
-        p.stack.ingress.clone(),
-    )
-    .unwrap()
+async fn ops(p: &Pipeline) -> Ops<Arc<TestIngress>> {
+    let aws = hookgate_tests::emulator::Emulator::shared()
+        .sdk_config()
+        .await;
+    Ops::new(p.stack.config.clone(), &aws, p.stack.ingress.clone()).unwrap()
 }
 
 fn analyzed(call: &str, request_id: &str) -> Delivery {
@@ -41,7 +37,7 @@ fn analyzed(call: &str, request_id: &str) -> Delivery {
 #[tokio::test]
 async fn stats_match_a_scripted_run_and_bulk_approval_after_an_outage_completes_each_action_once() {
     let p = Pipeline::new("o-script").await;
-    let ops = ops(&p);
+    let ops = ops(&p).await;
     // 3 events: one delivered three times, one twice, one with a colliding payload.
     let once = stripe("evt_o1", "charge.refunded", 1);
     for _ in 0..3 {
@@ -172,7 +168,7 @@ async fn stats_match_a_scripted_run_and_bulk_approval_after_an_outage_completes_
 #[tokio::test]
 async fn inbox_show_actions_list_and_reconcile_through_the_cli_code() {
     let p = Pipeline::new("o-lookup").await;
-    let ops = ops(&p);
+    let ops = ops(&p).await;
     p.sim
         .add_fault(Fault::new("/tasks", FaultKind::CommitThenDrop).count(1));
     p.sim
@@ -241,4 +237,132 @@ async fn inbox_show_actions_list_and_reconcile_through_the_cli_code() {
         .unwrap();
     assert_eq!(twice.code, exit::FAILED);
     assert_eq!(p.sim.tasks().total, 1);
+}
+
+/// A config for the pipeline's tables with only Retell and an EventBridge
+/// source, so a short TTL loads and only the deployed rule can refute it.
+fn doctor_config(
+    p: &Pipeline,
+    ttl_secs: u64,
+    rule_secs: u64,
+) -> Arc<hookgate_core::config::Config> {
+    let c = &p.stack.config;
+    let text = format!(
+        r#"
+        [inbox]
+        table = "{inbox}"
+        ttl_secs = {ttl_secs}
+        [queue]
+        action_queue_url = "{queue}"
+        [actions]
+        table = "{actions}"
+        function_timeout_secs = 10
+        [triage]
+        table = "{triage}"
+        [eventbridge]
+        rule_max_event_age_secs = {rule_secs}
+        async_max_event_age_secs = 60
+        [[eventbridge.sources]]
+        workspace = "ws-1"
+        account = "123456789012"
+        source = "aws.connect"
+        [workspaces.ws-1.retell]
+        secrets = ["env:WS1_RETELL"]
+        "#,
+        inbox = c.inbox_table,
+        queue = c.action_queue_url,
+        actions = c.actions_table.as_deref().unwrap(),
+        triage = c.triage_table.as_deref().unwrap(),
+    );
+    Arc::new(hookgate_core::config::Config::from_toml(&text, |_| None).unwrap())
+}
+
+#[tokio::test]
+async fn doctor_fails_a_day_long_rule_with_a_day_of_ttl_and_passes_with_two_days_plus_the_async_window()
+ {
+    let p = Pipeline::new("o-doctor").await;
+    let aws = hookgate_tests::emulator::Emulator::shared()
+        .sdk_config()
+        .await;
+    // The deployed rule: its target retries for a day.
+    let events = aws_sdk_eventbridge::Client::new(&aws);
+    let rule = format!("ingress-rule-{}", std::process::id());
+    events
+        .put_rule()
+        .name(&rule)
+        .event_pattern(r#"{"source":["aws.connect"]}"#)
+        .send()
+        .await
+        .unwrap();
+    let target = aws_sdk_eventbridge::types::Target::builder()
+        .id("ingress")
+        .arn("arn:aws:lambda:us-east-1:123456789012:function:hookgate-ingress")
+        .retry_policy(
+            aws_sdk_eventbridge::types::RetryPolicy::builder()
+                .maximum_event_age_in_seconds(86_400)
+                .maximum_retry_attempts(185)
+                .build(),
+        )
+        .build()
+        .unwrap();
+    events
+        .put_targets()
+        .rule(&rule)
+        .targets(target)
+        .send()
+        .await
+        .unwrap();
+    p.stack
+        .sqs
+        .set_queue_attributes()
+        .queue_url(&p.stack.queue_url)
+        .attributes(
+            aws_sdk_sqs::types::QueueAttributeName::VisibilityTimeout,
+            "60",
+        )
+        .send()
+        .await
+        .unwrap();
+
+    // The functions believe the rule keeps events an hour; a day of TTL
+    // satisfies that belief, not the deployed rule.
+    let short = Ops::new(
+        doctor_config(&p, 86_400, 3_600),
+        &aws,
+        p.stack.ingress.clone(),
+    )
+    .unwrap();
+    let verdict = short.doctor(Some((&rule, "default"))).await.unwrap();
+    assert_eq!(verdict.code, exit::FAILED, "{}", verdict.text);
+    let failed: Vec<&str> = verdict
+        .json
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["ok"] == false)
+        .map(|c| c["check"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        failed,
+        [
+            "inbox TTL vs EventBridge re-delivery",
+            "rule MaxEventAge matches the configuration"
+        ]
+    );
+    assert!(
+        verdict
+            .text
+            .contains("so the TTL must be at least 172920 s"),
+        "{}",
+        verdict.text
+    );
+
+    let enough = Ops::new(
+        doctor_config(&p, 172_920, 86_400),
+        &aws,
+        p.stack.ingress.clone(),
+    )
+    .unwrap();
+    let verdict = enough.doctor(Some((&rule, "default"))).await.unwrap();
+    assert_eq!(verdict.code, exit::OK, "{}", verdict.text);
 }

@@ -1,0 +1,107 @@
+//! `hookgate doctor`: gathers the deployment's facts and runs the core checks
+//! (`hookgate_core::doctor`).
+
+use std::time::Duration;
+
+use aws_sdk_sqs::types::QueueAttributeName;
+use hookgate_core::{
+    approval::EventIngress,
+    doctor::{Facts, diagnose},
+};
+use serde_json::{Value, json};
+
+use super::{Ops, Output, exit, table};
+
+impl<E: EventIngress> Ops<E> {
+    /// Checks the stack; `rule` names the EventBridge rule (and its bus) whose
+    /// target is the ingress, when there is one.
+    pub async fn doctor(&self, rule: Option<(&str, &str)>) -> anyhow::Result<Output> {
+        let config = &self.config;
+        let mut facts = Facts {
+            inbox_ttl: config.inbox_ttl,
+            provider_window: config
+                .workspaces
+                .values()
+                .flat_map(|w| w.providers.keys())
+                .map(|p| (p.to_string(), p.redelivery_window()))
+                .max_by_key(|(_, w)| *w),
+            configured_rule_max_age: config.eventbridge.rule_max_event_age,
+            async_max_age: config.eventbridge.async_max_event_age,
+            action_timeout: config.action_timeout,
+            ..Facts::default()
+        };
+        if let Some((name, bus)) = rule {
+            let targets = self
+                .events
+                .list_targets_by_rule()
+                .rule(name)
+                .event_bus_name(bus)
+                .send()
+                .await?;
+            let age = targets
+                .targets()
+                .iter()
+                .filter_map(|t| t.retry_policy()?.maximum_event_age_in_seconds())
+                .max()
+                // EventBridge's default when the target sets no RetryPolicy.
+                .unwrap_or(86_400);
+            facts.rule_max_age = Some(Duration::from_secs(u64::try_from(age).unwrap_or(0)));
+        }
+        let ttl = self
+            .ddb
+            .describe_time_to_live()
+            .table_name(&config.inbox_table)
+            .send()
+            .await?;
+        facts.ttl_attribute = ttl
+            .time_to_live_description()
+            .filter(|d| d.time_to_live_status().map(|s| s.as_str()) == Some("ENABLED"))
+            .and_then(|d| d.attribute_name())
+            .map(str::to_owned);
+        let attrs = self
+            .sqs
+            .get_queue_attributes()
+            .queue_url(&config.action_queue_url)
+            .attribute_names(QueueAttributeName::VisibilityTimeout)
+            .attribute_names(QueueAttributeName::RedrivePolicy)
+            .send()
+            .await?;
+        let attrs = attrs.attributes();
+        facts.queue_visibility = attrs
+            .and_then(|a| a.get(&QueueAttributeName::VisibilityTimeout))
+            .and_then(|v| v.parse().ok())
+            .map(Duration::from_secs);
+        facts.queue_max_receives = attrs
+            .and_then(|a| a.get(&QueueAttributeName::RedrivePolicy))
+            .and_then(|p| serde_json::from_str::<Value>(p).ok())
+            .and_then(|p| match &p["maxReceiveCount"] {
+                Value::Number(n) => n.as_u64(),
+                Value::String(s) => s.parse().ok(),
+                _ => None,
+            })
+            .and_then(|n| u32::try_from(n).ok());
+
+        let checks = diagnose(&facts);
+        let rows: Vec<Vec<String>> = checks
+            .iter()
+            .map(|c| {
+                vec![
+                    if c.ok { "ok" } else { "FAIL" }.to_owned(),
+                    c.name.to_owned(),
+                    c.message.clone(),
+                ]
+            })
+            .collect();
+        let json = Value::Array(
+            checks
+                .iter()
+                .map(|c| json!({"check": c.name, "ok": c.ok, "message": c.message}))
+                .collect(),
+        );
+        let mut output = Output::ok(table(&["", "CHECK", "DETAIL"], &rows), json);
+        if checks.iter().any(|c| !c.ok) {
+            output.code = exit::FAILED;
+        }
+        Ok(output)
+    }
+}
