@@ -17,6 +17,12 @@ use crate::{retell, stripe};
 
 const IDLE: Duration = Duration::from_secs(30);
 
+/// Prints a command's output (the README's "Operating hookgate" section
+/// quotes these, from `cargo test -p hookgate-tests -- operate:: --nocapture`).
+fn show(command: &str, output: &hookgate_cli::ops::Output) {
+    println!("$ hookgate {command}\n{}", output.text);
+}
+
 async fn ops(p: &Pipeline) -> Ops<Arc<TestIngress>> {
     let aws = hookgate_tests::emulator::Emulator::shared()
         .sdk_config()
@@ -68,6 +74,7 @@ async fn stats_match_a_scripted_run_and_bulk_approval_after_an_outage_completes_
     assert_eq!(p.triage_dlq().await, 2);
 
     let stats = ops.stats(Duration::from_secs(3600)).await.unwrap();
+    show("stats --since 1h", &stats);
     assert_eq!(stats.code, exit::OK);
     assert_eq!(stats.json["events"], 5);
     assert_eq!(stats.json["deliveries"], 9);
@@ -92,8 +99,34 @@ async fn stats_match_a_scripted_run_and_bulk_approval_after_an_outage_completes_
         .triage_list(TriageStatus::Held, Some(TriageClass::DownstreamOutage))
         .await
         .unwrap();
+    show("triage list --class downstream-outage", &listed);
     assert_eq!(listed.json.as_array().unwrap().len(), 2);
     assert!(listed.text.starts_with("ID"), "{}", listed.text);
+
+    let collisions = ops
+        .triage_list(TriageStatus::Held, Some(TriageClass::KeyCollision))
+        .await
+        .unwrap();
+    let collision_id = collisions.json[0]["id"].as_str().unwrap().to_owned();
+    show(
+        &format!("triage show {collision_id}"),
+        &ops.triage_show(&collision_id).await.unwrap(),
+    );
+    let rejected = ops
+        .triage_reject(
+            &collision_id,
+            "ops@example.com",
+            "provider resent an edited event; first kept",
+        )
+        .await
+        .unwrap();
+    assert_eq!(rejected.code, exit::OK);
+    show(
+        &format!(
+            "triage reject {collision_id} --reason 'provider resent an edited event; first kept'"
+        ),
+        &rejected,
+    );
 
     // Collisions are never approved in bulk.
     let refused = ops
@@ -122,6 +155,10 @@ async fn stats_match_a_scripted_run_and_bulk_approval_after_an_outage_completes_
         .triage_approve(&[], Some(&outage), true, "ops", "recovered", 100)
         .await
         .unwrap();
+    show(
+        "triage approve --class downstream-outage --destination crm --dry-run --reason recovered",
+        &dry,
+    );
     assert_eq!(
         dry.text.matches("PENDING: would be performed").count(),
         2,
@@ -145,6 +182,10 @@ async fn stats_match_a_scripted_run_and_bulk_approval_after_an_outage_completes_
         )
         .await
         .unwrap();
+    show(
+        "triage approve --class downstream-outage --destination crm --execute --reason 'CRM recovered'",
+        &done,
+    );
     assert_eq!(done.code, exit::OK, "{}", done.text);
     assert!(done.text.contains("[2/2]"), "{}", done.text);
     p.run_until_idle(IDLE).await;
@@ -184,6 +225,7 @@ async fn inbox_show_actions_list_and_reconcile_through_the_cli_code() {
     p.run_until_idle(IDLE).await;
 
     let inbox = ops.inbox_show("ws-1#bland#bl-ops").await.unwrap();
+    show("inbox show ws-1 bland bl-ops", &inbox);
     assert_eq!(
         (
             inbox.json["status"].as_str(),
@@ -200,6 +242,7 @@ async fn inbox_show_actions_list_and_reconcile_through_the_cli_code() {
         .actions_list(ActionStatus::Uncertain, None)
         .await
         .unwrap();
+    show("actions list --status uncertain", &uncertain);
     assert_eq!(uncertain.json.as_array().unwrap().len(), 1);
     assert!(
         uncertain
@@ -209,6 +252,12 @@ async fn inbox_show_actions_list_and_reconcile_through_the_cli_code() {
         uncertain.text
     );
 
+    show(
+        "actions show ws-1#create_followup_task#bl-ops",
+        &ops.actions_show("ws-1#create_followup_task#bl-ops")
+            .await
+            .unwrap(),
+    );
     let task = p.sim.tasks().tasks[0].id.clone();
     let reconciled = ops
         .actions_reconcile(
@@ -218,6 +267,10 @@ async fn inbox_show_actions_list_and_reconcile_through_the_cli_code() {
         )
         .await
         .unwrap();
+    show(
+        "actions reconcile ws-1#create_followup_task#bl-ops --found task-1",
+        &reconciled,
+    );
     assert_eq!(
         (reconciled.code, reconciled.json["destination_ref"].as_str()),
         (exit::OK, Some(task.as_str()))
@@ -333,6 +386,7 @@ async fn doctor_fails_a_day_long_rule_with_a_day_of_ttl_and_passes_with_two_days
     )
     .unwrap();
     let verdict = short.doctor(Some((&rule, "default"))).await.unwrap();
+    show("doctor --rule ingress-rule   # inbox TTL 24 h", &verdict);
     assert_eq!(verdict.code, exit::FAILED, "{}", verdict.text);
     let failed: Vec<&str> = verdict
         .json
@@ -364,5 +418,9 @@ async fn doctor_fails_a_day_long_rule_with_a_day_of_ttl_and_passes_with_two_days
     )
     .unwrap();
     let verdict = enough.doctor(Some((&rule, "default"))).await.unwrap();
+    show(
+        "doctor --rule ingress-rule   # inbox TTL 48 h + 2 min",
+        &verdict,
+    );
     assert_eq!(verdict.code, exit::OK, "{}", verdict.text);
 }
