@@ -26,9 +26,10 @@ $(VENV)/.installed: emulator/requirements.txt emulator/constraints.txt
 		-r emulator/requirements.txt -c emulator/constraints.txt
 	touch $@
 
-lint:
+lint: venv
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	$(VENV)/bin/cfn-lint infra/template.yaml
 
 build:
 	cargo build --workspace
