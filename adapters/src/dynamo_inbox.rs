@@ -7,7 +7,7 @@
 
 use aws_sdk_dynamodb::{
     Client,
-    error::{DisplayErrorContext, SdkError},
+    error::SdkError,
     operation::put_item::PutItemError,
     types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure},
 };
@@ -18,6 +18,7 @@ use hookgate_core::{
 };
 
 use crate::attrs::{Item, get_bool, get_n, get_s, n, opt_n, opt_s, s};
+use crate::ddb::{applied, unavailable};
 use crate::schema::PENDING_INDEX;
 
 /// The inbox store of one table.
@@ -62,15 +63,6 @@ impl DynamoInbox {
             }
         }
     }
-}
-
-/// A storage error of any DynamoDB operation, with its context.
-pub(crate) fn unavailable<E, R>(e: SdkError<E, R>) -> StoreError
-where
-    E: std::error::Error + 'static,
-    R: std::fmt::Debug,
-{
-    StoreError::Unavailable(DisplayErrorContext(e).to_string())
 }
 
 impl InboxStore for DynamoInbox {
@@ -190,15 +182,7 @@ impl InboxStore for DynamoInbox {
             .expression_attribute_values(":now", n(now.as_millis()))
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(()),
-            Err(SdkError::ServiceError(ctx))
-                if ctx.err().is_conditional_check_failed_exception() =>
-            {
-                Ok(())
-            }
-            Err(e) => Err(unavailable(e)),
-        }
+        applied(result).map(|_| ())
     }
 
     async fn stranded(
@@ -258,16 +242,8 @@ impl InboxStore for DynamoInbox {
             }
             None => "SET #status = :status REMOVE pending_bucket, pending_since, status_reason",
         };
-        match request.update_expression(update).send().await {
-            Ok(_) => Ok(()),
-            // Settled already (a redelivered message): nothing to change.
-            Err(SdkError::ServiceError(ctx))
-                if ctx.err().is_conditional_check_failed_exception() =>
-            {
-                Ok(())
-            }
-            Err(e) => Err(unavailable(e)),
-        }
+        // Settled already (a redelivered message): nothing to change.
+        applied(request.update_expression(update).send().await).map(|_| ())
     }
 }
 

@@ -22,7 +22,7 @@ use hookgate_core::{
 
 use crate::{
     attrs::{Item, get_n, get_s, n, opt_n, opt_s, s},
-    dynamo_inbox::unavailable,
+    ddb::{applied, unavailable},
 };
 
 #[derive(Debug, Clone)]
@@ -107,15 +107,7 @@ impl DynamoLedger {
             .expression_attribute_values(":sha", s(&request.request_sha256))
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(SdkError::ServiceError(ctx))
-                if ctx.err().is_conditional_check_failed_exception() =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(unavailable(e)),
-        }
+        applied(result)
     }
 }
 
@@ -228,15 +220,7 @@ impl Ledger for DynamoLedger {
             }
             (_, None) => unreachable!("only completion carries no error"),
         };
-        match request.update_expression(update).send().await {
-            Ok(_) => Ok(true),
-            Err(SdkError::ServiceError(ctx))
-                if ctx.err().is_conditional_check_failed_exception() =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(unavailable(e)),
-        }
+        applied(request.update_expression(update).send().await)
     }
 
     async fn record_collision(
@@ -297,15 +281,7 @@ impl Ledger for DynamoLedger {
                 )
                 .expression_attribute_values(":pending", s(ActionStatus::Pending.as_str())),
         };
-        match request.send().await {
-            Ok(_) => Ok(true),
-            Err(SdkError::ServiceError(ctx))
-                if ctx.err().is_conditional_check_failed_exception() =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(unavailable(e)),
-        }
+        applied(request.send().await)
     }
 
     async fn reopen(&self, key: &ActionKey, now: Timestamp) -> Result<bool, StoreError> {
@@ -322,15 +298,7 @@ impl Ledger for DynamoLedger {
             .expression_attribute_values(":now", n(now.as_millis()))
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(SdkError::ServiceError(ctx))
-                if ctx.err().is_conditional_check_failed_exception() =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(unavailable(e)),
-        }
+        applied(result)
     }
 
     async fn get(&self, key: &ActionKey) -> Result<Option<ActionRecord>, StoreError> {

@@ -8,7 +8,7 @@
 //! markers are items `alert#{marker}` without a status (outside the index),
 //! expiring after a day.
 
-use aws_sdk_dynamodb::{Client, error::SdkError};
+use aws_sdk_dynamodb::Client;
 use hookgate_core::{
     Timestamp,
     ports::{Filed, StoreError, TriageStore},
@@ -17,7 +17,7 @@ use hookgate_core::{
 
 use crate::{
     attrs::{Item, get_n, get_s, n, opt_n, opt_s, s},
-    dynamo_inbox::unavailable,
+    ddb::{applied, is_condition_failure, unavailable},
 };
 
 pub const STATUS_INDEX: &str = "by_status";
@@ -36,12 +36,6 @@ impl DynamoTriage {
             table: table.into(),
         }
     }
-}
-
-fn is_condition_failure<E: aws_sdk_dynamodb::error::ProvideErrorMetadata, R>(
-    e: &SdkError<E, R>,
-) -> bool {
-    matches!(e, SdkError::ServiceError(ctx) if ctx.err().code() == Some("ConditionalCheckFailedException"))
 }
 
 impl TriageStore for DynamoTriage {
@@ -137,11 +131,7 @@ impl TriageStore for DynamoTriage {
             .expression_attribute_values(":now", n(now.as_millis()))
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(e) if is_condition_failure(&e) => Ok(false),
-            Err(e) => Err(unavailable(e)),
-        }
+        applied(result)
     }
 
     async fn claim_alert(&self, marker: &str, now: Timestamp) -> Result<bool, StoreError> {
@@ -154,11 +144,7 @@ impl TriageStore for DynamoTriage {
             .condition_expression("attribute_not_exists(pk)")
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(e) if is_condition_failure(&e) => Ok(false),
-            Err(e) => Err(unavailable(e)),
-        }
+        applied(result)
     }
 }
 

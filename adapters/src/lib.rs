@@ -7,6 +7,7 @@ pub mod attrs;
 pub mod clients;
 pub mod counter;
 pub mod crm;
+mod ddb;
 pub mod dynamo_inbox;
 pub mod dynamo_ledger;
 pub mod dynamo_triage;

@@ -17,20 +17,10 @@ use hookgate_core::{
 };
 use hookgate_tests::{crash::Step, pipeline::Pipeline};
 
-use crate::retell;
+use crate::analyzed;
 
 const IDLE: Duration = Duration::from_secs(20);
 const KEY_PREFIX: &str = "ws-1#create_followup_task#";
-
-fn analyzed(call: &str, request_id: &str) -> hookgate_tests::webhook::Delivery {
-    retell(
-        "call_analyzed",
-        call,
-        &format!(
-            r#","metadata":{{"workspace":"ws-1"}},"call_analysis":{{"custom_analysis_data":{{"callback_requested":true,"callback_request_id":"{request_id}"}}}}"#
-        ),
-    )
-}
 
 /// One lease second, so a crashed attempt's claim expires quickly.
 async fn pipeline(name: &str) -> Pipeline {

@@ -32,3 +32,36 @@ pub fn stripe(id: &str, event_type: &str, amount: u32) -> Delivery {
     );
     Delivery::new(Provider::Stripe, "ws-1", body, test_secret("WS1_STRIPE"))
 }
+
+/// A Retell `call_analyzed` for ws-1 asking for callback `request_id`.
+pub fn analyzed(call: &str, request_id: &str) -> Delivery {
+    retell(
+        "call_analyzed",
+        call,
+        &format!(
+            r#","metadata":{{"workspace":"ws-1"}},"call_analysis":{{"call_summary":"call back tomorrow","custom_analysis_data":{{"callback_requested":true,"callback_request_id":"{request_id}"}}}}"#
+        ),
+    )
+}
+
+/// A Stripe `payment_intent.succeeded` for ws-1.
+pub fn payment(pi: &str, evt: &str, amount: u32) -> Delivery {
+    let body = format!(
+        r#"{{"id":"{evt}","type":"payment_intent.succeeded","data":{{"object":{{"id":"{pi}","amount":{amount}}}}}}}"#
+    );
+    Delivery::new(Provider::Stripe, "ws-1", body, test_secret("WS1_STRIPE"))
+}
+
+/// A Stripe `charge.refunded` of payment intent `pi` for ws-1.
+pub fn refund(pi: &str, evt: &str) -> Delivery {
+    let body = format!(
+        r#"{{"id":"{evt}","type":"charge.refunded","data":{{"object":{{"id":"ch_1","payment_intent":"{pi}"}}}}}}"#
+    );
+    Delivery::new(Provider::Stripe, "ws-1", body, test_secret("WS1_STRIPE"))
+}
+
+/// A Bland `completed` call for ws-1.
+pub fn bland(call_id: &str) -> Delivery {
+    let body = format!(r#"{{"call_id":"{call_id}","status":"completed"}}"#);
+    Delivery::new(Provider::Bland, "ws-1", body, test_secret("WS1_BLAND"))
+}

@@ -13,7 +13,7 @@ use hookgate_core::{
 };
 use hookgate_tests::{pipeline::Pipeline, stack::TestIngress, webhook::Delivery};
 
-use crate::{retell, stripe};
+use crate::{analyzed, retell, stripe};
 
 const IDLE: Duration = Duration::from_secs(30);
 
@@ -28,16 +28,6 @@ async fn ops(p: &Pipeline) -> Ops<Arc<TestIngress>> {
         .sdk_config()
         .await;
     Ops::new(p.stack.config.clone(), &aws, p.stack.ingress.clone()).unwrap()
-}
-
-fn analyzed(call: &str, request_id: &str) -> Delivery {
-    retell(
-        "call_analyzed",
-        call,
-        &format!(
-            r#","metadata":{{"workspace":"ws-1"}},"call_analysis":{{"custom_analysis_data":{{"callback_requested":true,"callback_request_id":"{request_id}"}}}}"#
-        ),
-    )
 }
 
 #[tokio::test]

@@ -17,19 +17,9 @@ use hookgate_core::{
 use hookgate_tests::{pipeline::Pipeline, webhook::Delivery};
 use serde_json::json;
 
-use crate::retell;
+use crate::{analyzed, bland, payment};
 
 const IDLE: Duration = Duration::from_secs(30);
-
-fn analyzed(call: &str, request_id: &str) -> Delivery {
-    retell(
-        "call_analyzed",
-        call,
-        &format!(
-            r#","metadata":{{"workspace":"ws-1"}},"call_analysis":{{"custom_analysis_data":{{"callback_requested":true,"callback_request_id":"{request_id}"}}}}"#
-        ),
-    )
-}
 
 /// Polls the action queue until `n` messages sit in the DLQ.
 async fn until_dead_lettered(p: &Pipeline, n: u64) {
@@ -291,18 +281,6 @@ async fn an_eventbridge_event_whose_ingress_invocation_kept_failing_is_ingested_
     );
 }
 
-fn payment(pi: &str, evt: &str, amount: u32) -> Delivery {
-    let body = format!(
-        r#"{{"id":"{evt}","type":"payment_intent.succeeded","data":{{"object":{{"id":"{pi}","amount":{amount}}}}}}}"#
-    );
-    Delivery::new(
-        hookgate_core::Provider::Stripe,
-        "ws-1",
-        body,
-        hookgate_tests::stack::test_secret("WS1_STRIPE"),
-    )
-}
-
 #[tokio::test]
 async fn the_worker_files_an_action_key_collision_and_nothing_is_re_injected_by_itself() {
     let p = Pipeline::new("t-actcollide").await;
@@ -391,16 +369,6 @@ async fn the_worker_files_an_uncertain_outcome() {
     );
     assert_eq!(held[0].destination.as_deref(), Some("crm-lookup"));
     assert_eq!(p.sim.tasks().total, 1);
-}
-
-fn bland(call_id: &str) -> Delivery {
-    let body = format!(r#"{{"call_id":"{call_id}","status":"completed"}}"#);
-    Delivery::new(
-        hookgate_core::Provider::Bland,
-        "ws-1",
-        body,
-        hookgate_tests::stack::test_secret("WS1_BLAND"),
-    )
 }
 
 fn key(s: &str) -> hookgate_core::action::ActionKey {

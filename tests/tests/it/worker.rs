@@ -13,33 +13,9 @@ use hookgate_core::{
 };
 use hookgate_tests::{pipeline::Pipeline, stack::test_secret, webhook::Delivery};
 
-use crate::retell;
+use crate::{analyzed, bland, payment, refund, retell};
 
 const IDLE: Duration = Duration::from_secs(20);
-
-fn analyzed(call: &str, request_id: &str) -> Delivery {
-    retell(
-        "call_analyzed",
-        call,
-        &format!(
-            r#","metadata":{{"workspace":"ws-1"}},"call_analysis":{{"call_summary":"call back tomorrow","custom_analysis_data":{{"callback_requested":true,"callback_request_id":"{request_id}"}}}}"#
-        ),
-    )
-}
-
-fn payment(pi: &str, evt: &str) -> Delivery {
-    let body = format!(
-        r#"{{"id":"{evt}","type":"payment_intent.succeeded","data":{{"object":{{"id":"{pi}","amount":4200}}}}}}"#
-    );
-    Delivery::new(Provider::Stripe, "ws-1", body, test_secret("WS1_STRIPE"))
-}
-
-fn refund(pi: &str, evt: &str) -> Delivery {
-    let body = format!(
-        r#"{{"id":"{evt}","type":"charge.refunded","data":{{"object":{{"id":"ch_1","payment_intent":"{pi}"}}}}}}"#
-    );
-    Delivery::new(Provider::Stripe, "ws-1", body, test_secret("WS1_STRIPE"))
-}
 
 /// Creations at the simulator for one external reference.
 fn creations(p: &Pipeline, key: &str) -> u32 {
@@ -148,7 +124,9 @@ async fn a_lost_answer_with_upsert_completes_once() {
     let p = Pipeline::new("w-lost-upsert").await;
     p.sim
         .add_fault(Fault::new("/services/data", FaultKind::CommitThenDrop).count(1));
-    p.stack.post(payment("pi_lost", "evt_lost").request()).await;
+    p.stack
+        .post(payment("pi_lost", "evt_lost", 4200).request())
+        .await;
     p.run_until_idle(IDLE).await;
     assert_eq!(
         p.sim.tasks().faults_applied,
@@ -159,11 +137,6 @@ async fn a_lost_answer_with_upsert_completes_once() {
     let order = p.action("ws-1#create_order#pi_lost").await.unwrap();
     assert_eq!(order.status, ActionStatus::Completed);
     assert!(order.destination_ref.is_some());
-}
-
-fn bland(call_id: &str) -> Delivery {
-    let body = format!(r#"{{"call_id":"{call_id}","status":"completed"}}"#);
-    Delivery::new(Provider::Bland, "ws-1", body, test_secret("WS1_BLAND"))
 }
 
 #[tokio::test]
@@ -252,7 +225,9 @@ async fn a_refund_before_the_payment_success_is_each_its_own_action() {
     let p = Pipeline::new("w-order").await;
     p.stack.post(refund("pi_oo", "evt_refund").request()).await;
     p.run_until_idle(IDLE).await;
-    p.stack.post(payment("pi_oo", "evt_paid").request()).await;
+    p.stack
+        .post(payment("pi_oo", "evt_paid", 4200).request())
+        .await;
     p.run_until_idle(IDLE).await;
     for key in [
         "ws-1#record_refund#pi_oo",
@@ -276,7 +251,7 @@ async fn resuming_a_failed_event_performs_only_the_missing_effect() {
     p.sim
         .add_fault(Fault::new("/tasks", FaultKind::Status).status(503).count(1));
     p.stack
-        .post(payment("pi_resume", "evt_resume").request())
+        .post(payment("pi_resume", "evt_resume", 4200).request())
         .await;
     p.run_until_idle(IDLE).await;
 
@@ -412,7 +387,9 @@ async fn a_late_finisher_whose_lease_was_taken_over_cannot_overwrite_the_outcome
 #[tokio::test]
 async fn the_same_action_key_with_another_request_is_a_collision_and_is_not_executed() {
     let p = Pipeline::new("w-collision").await;
-    p.stack.post(payment("pi_col", "evt_col_1").request()).await;
+    p.stack
+        .post(payment("pi_col", "evt_col_1", 4200).request())
+        .await;
     p.run_until_idle(IDLE).await;
     // Another event names the same payment intent with a different amount.
     let body = r#"{"id":"evt_col_2","type":"payment_intent.succeeded","data":{"object":{"id":"pi_col","amount":9999}}}"#;
