@@ -1,5 +1,6 @@
 //! The `hookgate` CLI's library: the commands that tests start in-process
 //! (the simulated CRM) live here; `main.rs` only parses and wires.
 
+pub mod local;
 pub mod ops;
 pub mod sim_crm;

@@ -8,6 +8,7 @@ use std::{path::PathBuf, sync::Arc};
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use hookgate_cli::{
+    local::{Local, LocalQueues},
     ops::{DeployedOps, Output, Selection, parse_age},
     sim_crm::SimCrm,
 };
@@ -36,6 +37,12 @@ enum Command {
     SimCrm {
         /// Port to listen on (0 picks a free one).
         #[arg(long, default_value_t = 8788)]
+        port: u16,
+    },
+    /// Host the functions on 127.0.0.1 against the local emulator (`make local`).
+    Local {
+        /// Port of the webhook endpoint.
+        #[arg(long, default_value_t = 8787)]
         port: u16,
     },
     /// Look up an inbox record.
@@ -208,6 +215,25 @@ fn main() -> anyhow::Result<()> {
                 let sim = SimCrm::start(([127, 0, 0, 1], port).into()).await?;
                 println!("sim-crm listening on {}", sim.base_url());
                 sim.wait().await;
+                anyhow::Ok(())
+            })?;
+        }
+        Command::Local { port } => {
+            let runtime = tokio::runtime::Runtime::new()?;
+            runtime.block_on(async {
+                hookgate_adapters::telemetry::init();
+                let config = Arc::new(Config::load()?);
+                let aws = hookgate_adapters::clients::sdk_config().await;
+                let var = |name: &str| std::env::var(name).with_context(|| format!("{name} is not set (run make local)"));
+                let queues = LocalQueues {
+                    dead_letters: var("HOOKGATE_LOCAL_DEAD_LETTER_URLS")?.split(',').map(str::to_owned).collect(),
+                    events: var("HOOKGATE_LOCAL_EVENTS_URL")?,
+                };
+                let local = Local::start(config, &aws, queues, ([127, 0, 0, 1], port).into()).await?;
+                println!("hookgate local: POST http://{}/webhooks/{{provider}}/{{workspace}}", local.addr);
+                println!("sign a request with: hookgate sign --provider retell --secret env:NAME --body body.json --url http://{}/webhooks/retell/ws-42", local.addr);
+                println!("Ctrl-C stops it.");
+                local.wait().await;
                 anyhow::Ok(())
             })?;
         }

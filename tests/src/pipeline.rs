@@ -289,65 +289,14 @@ impl Pipeline {
         }
     }
 
-    /// Receives one batch (up to 10) and runs it through the action handler;
-    /// returns how many messages it received.
+    /// Receives one batch (up to 10) and runs it through the action handler
+    /// as the SQS event source does; returns how many messages it received.
     pub async fn poll_once(&self) -> usize {
-        let batch = self
-            .stack
-            .sqs
-            .receive_message()
-            .queue_url(&self.stack.queue_url)
-            .max_number_of_messages(10)
-            .message_system_attribute_names(aws_sdk_sqs::types::MessageSystemAttributeName::All)
-            .wait_time_seconds(0)
-            .send()
-            .await
-            .expect("receive");
-        let messages = batch.messages();
-        if messages.is_empty() {
-            return 0;
-        }
-        let records: Vec<serde_json::Value> = messages
-            .iter()
-            .map(|m| {
-                let attributes: serde_json::Map<String, serde_json::Value> = m
-                    .attributes()
-                    .map(|a| {
-                        a.iter()
-                            .map(|(k, v)| (k.as_str().to_owned(), json!(v)))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                json!({
-                    "messageId": m.message_id(),
-                    "receiptHandle": m.receipt_handle(),
-                    "body": m.body(),
-                    "attributes": attributes,
-                    "messageAttributes": {},
-                    "eventSource": "aws:sqs",
-                })
-            })
-            .collect();
-        let event = serde_json::from_value(json!({ "Records": records })).expect("an SqsEvent");
-        let response = handle(&self.worker, event).await;
-        let failed: Vec<&str> = response
-            .batch_item_failures
-            .iter()
-            .map(|f| f.item_identifier.as_str())
-            .collect();
-        for m in messages {
-            if !failed.contains(&m.message_id().unwrap_or_default()) {
-                self.stack
-                    .sqs
-                    .delete_message()
-                    .queue_url(&self.stack.queue_url)
-                    .receipt_handle(m.receipt_handle().unwrap_or_default())
-                    .send()
-                    .await
-                    .expect("delete");
-            }
-        }
-        messages.len()
+        hookgate_cli::local::poll_once(&self.stack.sqs, &self.stack.queue_url, 0, |event| async {
+            handle(&self.worker, event).await
+        })
+        .await
+        .expect("poll the action queue")
     }
 
     /// Polls until the queue is empty and nothing is in flight (failed
@@ -372,42 +321,21 @@ impl Pipeline {
     pub async fn triage_dlq(&self) -> usize {
         let mut handled = 0;
         loop {
-            let batch = self
-                .stack
-                .sqs
-                .receive_message()
-                .queue_url(&self.dlq_url)
-                .max_number_of_messages(10)
-                .message_system_attribute_names(aws_sdk_sqs::types::MessageSystemAttributeName::All)
-                .send()
+            let n =
+                hookgate_cli::local::poll_once(&self.stack.sqs, &self.dlq_url, 0, |event| async {
+                    let response = hookgate_dlq_triage::handle(&self.triager, event).await;
+                    assert!(
+                        response.batch_item_failures.is_empty(),
+                        "every dead letter filed"
+                    );
+                    response
+                })
                 .await
-                .expect("receive dlq");
-            let messages = batch.messages();
-            if messages.is_empty() {
+                .expect("poll the DLQ");
+            if n == 0 {
                 return handled;
             }
-            let records: Vec<serde_json::Value> = messages
-                .iter()
-                .map(|m| json!({"messageId": m.message_id(), "receiptHandle": m.receipt_handle(), "body": m.body(),
-                    "attributes": {}, "messageAttributes": {}, "eventSource": "aws:sqs"}))
-                .collect();
-            let event = serde_json::from_value(json!({ "Records": records })).expect("an SqsEvent");
-            let response = hookgate_dlq_triage::handle(&self.triager, event).await;
-            assert!(
-                response.batch_item_failures.is_empty(),
-                "every dead letter filed"
-            );
-            for m in messages {
-                self.stack
-                    .sqs
-                    .delete_message()
-                    .queue_url(&self.dlq_url)
-                    .receipt_handle(m.receipt_handle().unwrap_or_default())
-                    .send()
-                    .await
-                    .expect("delete");
-            }
-            handled += messages.len();
+            handled += n;
         }
     }
 

@@ -7,6 +7,7 @@ mod crash_points;
 mod dedup;
 mod dispatch;
 mod identity;
+mod local;
 mod logs;
 mod operate;
 mod rejects;
