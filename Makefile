@@ -11,7 +11,7 @@ VENV_PY := $(CURDIR)/$(VENV)/bin/python
 export CARGO_PROFILE_DEV_DEBUG ?= 0
 export HOOKGATE_EMULATOR_PYTHON ?= $(VENV_PY)
 
-.PHONY: test venv lint build bench coldstart emulator demo clean
+.PHONY: test venv lint build bench coldstart emulator local demo clean
 
 ## test: everything CI checks — format, lints, unit and emulator-backed integration tests.
 test: venv lint
@@ -42,6 +42,11 @@ bench:
 coldstart: venv
 	cargo build --release -p hookgate-ingress
 	$(VENV_PY) scripts/coldstart.py
+
+## local: emulator + resources from infra/template.yaml + simulated CRM + hookgate local (Ctrl-C stops).
+local: venv
+	cargo build -p hookgate-cli
+	scripts/local.sh
 
 ## emulator: the local AWS on 127.0.0.1:$(PORT) in the foreground (Ctrl-C stops it).
 PORT ?= 5000

@@ -50,11 +50,13 @@ pub async fn sweep<S: InboxStore, Q: ActionQueue>(
             }
         }
     }
-    tracing::info!(
-        found = report.found,
-        dispatched = report.dispatched,
-        failed = report.failed,
-        "sweep done"
-    );
+    if report.found > 0 {
+        tracing::info!(
+            found = report.found,
+            dispatched = report.dispatched,
+            failed = report.failed,
+            "sweep re-queued stranded records"
+        );
+    }
     Ok(report)
 }

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# `make local`: the AWS emulator, the resources of infra/template.yaml, the
+# simulated CRM and `hookgate local`, all on 127.0.0.1. Ctrl-C stops them all.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=.venv/bin/python
+EMULATOR_PORT=${HOOKGATE_EMULATOR_PORT:-4566}
+CRM_PORT=8788
+PORT=${HOOKGATE_PORT:-8787}
+mkdir -p .local
+
+"$PY" emulator/server.py --port "$EMULATOR_PORT" --no-stdin-watch > .local/emulator.log 2>&1 &
+EMULATOR=$!
+target/debug/hookgate sim-crm --port "$CRM_PORT" > .local/sim-crm.log 2>&1 &
+CRM=$!
+trap 'kill "$EMULATOR" "$CRM" 2>/dev/null || true' EXIT
+
+for _ in $(seq 50); do
+  grep -q listening .local/emulator.log 2>/dev/null && break
+  sleep 0.2
+done
+
+export AWS_ENDPOINT_URL="http://127.0.0.1:$EMULATOR_PORT" AWS_REGION=us-east-1
+export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test
+# Seconds, not minutes: an outage reaches the DLQ quickly.
+"$PY" scripts/provision.py --endpoint "$AWS_ENDPOINT_URL" \
+  --param MaxReceiveCount=3 --param ActionQueueVisibilitySeconds=3 > .local/stack.env
+set -a
+# shellcheck disable=SC1091
+source .local/stack.env
+HOOKGATE_CONFIG=config/local.toml
+# The documented local test secrets (README, "Test secrets"); never real ones.
+HOOKGATE_SECRET_WS42_RETELL=key_local_ws42_retell
+HOOKGATE_SECRET_WS42_STRIPE=whsec_local_ws42_stripe
+HOOKGATE_SECRET_WS42_SVIX=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+set +a
+
+echo "emulator: $AWS_ENDPOINT_URL   simulated CRM: http://127.0.0.1:$CRM_PORT/_sim/tasks"
+target/debug/hookgate local --port "$PORT"
