@@ -17,8 +17,8 @@ use crate::{analyzed, retell, stripe};
 
 const IDLE: Duration = Duration::from_secs(30);
 
-/// Prints a command's output (the README's "Operating hookgate" section
-/// quotes these, from `cargo test -p hookgate-tests -- operate:: --nocapture`).
+/// Prints a command's output, as the CLI would (see them with
+/// `cargo test -p hookgate-tests -- operate:: --nocapture`).
 fn show(command: &str, output: &hookgate_cli::ops::Output) {
     println!("$ hookgate {command}\n{}", output.text);
 }
