@@ -77,6 +77,12 @@ enum Command {
         /// The rule's event bus.
         #[arg(long, default_value = "default")]
         bus: String,
+        /// The deployed ingress function (its async MaximumEventAge is read).
+        #[arg(long, requires = "action_function")]
+        ingress_function: Option<String>,
+        /// The deployed action function (its timeout is read).
+        #[arg(long, requires = "ingress_function")]
+        action_function: Option<String>,
     },
     /// Deliveries, duplicates, collisions, triage by class, open actions.
     Stats {
@@ -298,10 +304,17 @@ fn main() -> anyhow::Result<()> {
             })?;
             print(output, common.json)
         }
-        Command::Doctor { common, rule, bus } => {
+        Command::Doctor {
+            common,
+            rule,
+            bus,
+            ingress_function,
+            action_function,
+        } => {
             let (rt, ops) = ops(&common)?;
             let rule = rule.as_deref().map(|r| (r, bus.as_str()));
-            print(rt.block_on(ops.doctor(rule))?, common.json)
+            let functions = ingress_function.as_deref().zip(action_function.as_deref());
+            print(rt.block_on(ops.doctor(rule, functions))?, common.json)
         }
         Command::Stats { common, since } => {
             let (rt, ops) = ops(&common)?;

@@ -16,9 +16,14 @@ pub struct Facts {
     pub inbox_ttl: Duration,
     /// The longest provider re-delivery window configured, with its name.
     pub provider_window: Option<(String, Duration)>,
-    /// What the functions' config assumes of the rule and the async queue.
+    /// What the functions' config assumes of the rule.
     pub configured_rule_max_age: Duration,
+    /// The async MaximumEventAge: the deployed function's when it was read,
+    /// else the configured one.
     pub async_max_age: Duration,
+    /// Set when `async_max_age` was read from the deployed function: what the
+    /// configuration assumes.
+    pub configured_async_max_age: Option<Duration>,
     /// The rule target's RetryPolicy MaximumEventAgeInSeconds, as deployed
     /// (`None`: no rule checked).
     pub rule_max_age: Option<Duration>,
@@ -68,6 +73,17 @@ pub fn diagnose(facts: &Facts) -> Vec<Check> {
                 "deployed {} s, the functions assume {} s (HOOKGATE_EVENTBRIDGE_MAX_EVENT_AGE_SECS)",
                 rule.as_secs(),
                 facts.configured_rule_max_age.as_secs()
+            ),
+        ));
+    }
+    if let Some(configured) = facts.configured_async_max_age {
+        checks.push(check(
+            "async MaximumEventAge matches the configuration",
+            facts.async_max_age == configured,
+            format!(
+                "deployed {} s, the functions assume {} s (HOOKGATE_ASYNC_MAX_EVENT_AGE_SECS)",
+                facts.async_max_age.as_secs(),
+                configured.as_secs()
             ),
         ));
     }
@@ -125,6 +141,7 @@ mod tests {
             provider_window: None,
             configured_rule_max_age: Duration::from_secs(rule_s),
             async_max_age: Duration::ZERO,
+            configured_async_max_age: None,
             rule_max_age: Some(Duration::from_secs(rule_s)),
             ttl_attribute: Some("expires_at".into()),
             queue_visibility: Some(Duration::from_secs(180)),
@@ -144,6 +161,20 @@ mod tests {
             ["inbox TTL vs EventBridge re-delivery"]
         );
         assert!(failed(&diagnose(&facts(48, 86_400))).is_empty());
+    }
+
+    #[test]
+    fn a_deployed_async_window_longer_than_configured_is_reported_and_counted() {
+        let mut f = facts(48, 86_400);
+        f.async_max_age = Duration::from_secs(21_600);
+        f.configured_async_max_age = Some(Duration::ZERO);
+        assert_eq!(
+            failed(&diagnose(&f)),
+            [
+                "inbox TTL vs EventBridge re-delivery",
+                "async MaximumEventAge matches the configuration"
+            ]
+        );
     }
 
     #[test]

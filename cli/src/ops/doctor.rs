@@ -14,8 +14,14 @@ use super::{Ops, Output, exit, table};
 
 impl<E: EventIngress> Ops<E> {
     /// Checks the stack; `rule` names the EventBridge rule (and its bus) whose
-    /// target is the ingress, when there is one.
-    pub async fn doctor(&self, rule: Option<(&str, &str)>) -> anyhow::Result<Output> {
+    /// target is the ingress, when there is one; `functions` the deployed
+    /// ingress and action functions, whose async MaximumEventAge and timeout
+    /// are then read from Lambda instead of taken from the configuration.
+    pub async fn doctor(
+        &self,
+        rule: Option<(&str, &str)>,
+        functions: Option<(&str, &str)>,
+    ) -> anyhow::Result<Output> {
         let config = &self.config;
         let mut facts = Facts {
             inbox_ttl: config.inbox_ttl,
@@ -46,6 +52,26 @@ impl<E: EventIngress> Ops<E> {
                 // EventBridge's default when the target sets no RetryPolicy.
                 .unwrap_or(86_400);
             facts.rule_max_age = Some(Duration::from_secs(u64::try_from(age).unwrap_or(0)));
+        }
+        if let Some((ingress, action)) = functions {
+            let invoke = self
+                .lambda
+                .get_function_event_invoke_config()
+                .function_name(ingress)
+                .send()
+                .await?;
+            let deployed = invoke.maximum_event_age_in_seconds().unwrap_or(21_600);
+            facts.configured_async_max_age = Some(facts.async_max_age);
+            facts.async_max_age = Duration::from_secs(u64::try_from(deployed).unwrap_or(0));
+            let action = self
+                .lambda
+                .get_function_configuration()
+                .function_name(action)
+                .send()
+                .await?;
+            if let Some(timeout) = action.timeout() {
+                facts.action_timeout = Duration::from_secs(u64::try_from(timeout).unwrap_or(0));
+            }
         }
         let ttl = self
             .ddb

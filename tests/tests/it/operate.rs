@@ -375,7 +375,7 @@ async fn doctor_fails_a_day_long_rule_with_a_day_of_ttl_and_passes_with_two_days
         p.stack.ingress.clone(),
     )
     .unwrap();
-    let verdict = short.doctor(Some((&rule, "default"))).await.unwrap();
+    let verdict = short.doctor(Some((&rule, "default")), None).await.unwrap();
     show("doctor --rule ingress-rule   # inbox TTL 24 h", &verdict);
     assert_eq!(verdict.code, exit::FAILED, "{}", verdict.text);
     let failed: Vec<&str> = verdict
@@ -407,10 +407,101 @@ async fn doctor_fails_a_day_long_rule_with_a_day_of_ttl_and_passes_with_two_days
         p.stack.ingress.clone(),
     )
     .unwrap();
-    let verdict = enough.doctor(Some((&rule, "default"))).await.unwrap();
+    let verdict = enough.doctor(Some((&rule, "default")), None).await.unwrap();
     show(
         "doctor --rule ingress-rule   # inbox TTL 48 h + 2 min",
         &verdict,
     );
     assert_eq!(verdict.code, exit::OK, "{}", verdict.text);
+}
+
+/// Creates a Lambda function in the emulator with an async event age, as the
+/// template's EventInvokeConfig would (IAM role and function through boto3:
+/// the test needs no IAM client of its own).
+fn deployed_function(name: &str, async_age: u32, timeout: u32) {
+    let root = format!("{}/..", env!("CARGO_MANIFEST_DIR"));
+    let python = std::env::var("HOOKGATE_EMULATOR_PYTHON")
+        .unwrap_or_else(|_| format!("{root}/.venv/bin/python"));
+    let script = format!(
+        r#"
+import boto3, io, json, zipfile
+aws = dict(endpoint_url="{endpoint}", region_name="us-east-1", aws_access_key_id="test", aws_secret_access_key="test")
+role = boto3.client("iam", **aws).create_role(RoleName="{name}-role", AssumeRolePolicyDocument=json.dumps({{"Version": "2012-10-17", "Statement": []}}))["Role"]["Arn"]
+code = io.BytesIO(); z = zipfile.ZipFile(code, "w"); z.writestr("bootstrap", "binary"); z.close()
+lam = boto3.client("lambda", **aws)
+lam.create_function(FunctionName="{name}", Runtime="provided.al2023", Role=role, Handler="bootstrap", Code={{"ZipFile": code.getvalue()}}, Timeout={timeout})
+lam.put_function_event_invoke_config(FunctionName="{name}", MaximumEventAgeInSeconds={async_age}, MaximumRetryAttempts=2)
+"#,
+        endpoint = hookgate_tests::emulator::Emulator::shared().endpoint,
+    );
+    let out = std::process::Command::new(python)
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[tokio::test]
+async fn doctor_reads_the_deployed_async_window_and_timeout_from_lambda() {
+    let p = Pipeline::new("o-doclambda").await;
+    let aws = hookgate_tests::emulator::Emulator::shared()
+        .sdk_config()
+        .await;
+    let function = format!("hookgate-ingress-{}", std::process::id());
+    deployed_function(&function, 21_600, 25);
+    p.stack
+        .sqs
+        .set_queue_attributes()
+        .queue_url(&p.stack.queue_url)
+        .attributes(
+            aws_sdk_sqs::types::QueueAttributeName::VisibilityTimeout,
+            "60",
+        )
+        .send()
+        .await
+        .unwrap();
+    // The config assumes a 60-second async window and a 10-second timeout;
+    // the deployed function keeps events 6 hours and runs up to 25 seconds.
+    let ops = Ops::new(
+        doctor_config(&p, 172_920, 86_400),
+        &aws,
+        p.stack.ingress.clone(),
+    )
+    .unwrap();
+    let verdict = ops
+        .doctor(None, Some((&function, &function)))
+        .await
+        .unwrap();
+    assert_eq!(verdict.code, exit::FAILED, "{}", verdict.text);
+    let failed: Vec<&str> = verdict
+        .json
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["ok"] == false)
+        .map(|c| c["check"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        failed,
+        [
+            "async MaximumEventAge matches the configuration",
+            "visibility timeout ≥ 6 × action timeout"
+        ]
+    );
+    assert!(
+        verdict
+            .text
+            .contains("deployed 21600 s, the functions assume 60 s"),
+        "{}",
+        verdict.text
+    );
+    assert!(
+        verdict.text.contains("action function timeout 25 s"),
+        "{}",
+        verdict.text
+    );
 }
