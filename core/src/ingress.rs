@@ -338,7 +338,7 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold> Ingress<S, Q, K, H
         let stored = match self.store.put_new(&record, now).await {
             Ok(PutOutcome::Inserted) => {
                 if record.pending.is_some()
-                    && let Err(reason) = self.dispatch(&record.pk, record.origin, false).await
+                    && let Err(reason) = self.dispatch(&record.pk, record.origin, false, now).await
                 {
                     return Outcome::unavailable(Some(key), reason);
                 }
@@ -395,7 +395,7 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold> Ingress<S, Q, K, H
         }
         if repeat.redispatch
             && let Err(reason) = self
-                .dispatch(&record.pk, stored.origin, stored.dispatch_failed)
+                .dispatch(&record.pk, stored.origin, stored.dispatch_failed, now)
                 .await
         {
             return Outcome::unavailable(Some(key), reason);
@@ -407,7 +407,13 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold> Ingress<S, Q, K, H
     /// the provider's retry dispatches it at once; on success after such a
     /// failure clears the mark. Both marks are best effort: the sweep re-queues
     /// anything left RECEIVED.
-    async fn dispatch(&self, pk: &InboxPk, origin: Origin, was_failed: bool) -> Result<(), String> {
+    async fn dispatch(
+        &self,
+        pk: &InboxPk,
+        origin: Origin,
+        was_failed: bool,
+        now: Timestamp,
+    ) -> Result<(), String> {
         let message = QueueMessage::for_event(pk, origin);
         match self.queue.send(&message, MessageKind::Event).await {
             Ok(()) => {
@@ -418,6 +424,14 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold> Ingress<S, Q, K, H
             }
             Err(e) => {
                 tracing::error!(alarm = alarm::DISPATCH, inbox_pk = %pk, error = %e, "action queue send failed");
+                metrics::emit(
+                    &[
+                        ("provider", pk.provider().as_str()),
+                        ("workspace", pk.workspace().as_str()),
+                    ],
+                    &[("DispatchFailures", 1.0)],
+                    now,
+                );
                 if let Err(mark) = self.store.set_dispatch_failed(pk, true).await {
                     tracing::error!(alarm = alarm::STORAGE, inbox_pk = %pk, error = %mark, "could not mark dispatch_failed");
                 }

@@ -251,21 +251,23 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
             return Ok(ActionOutcome::Settled);
         };
         let performed = perform(destination, request).await;
-        let metric = match &performed {
-            Performed::Completed(_) => "ActionsCompleted",
-            Performed::Failed(_) => "ActionsFailed",
-            Performed::Uncertain(_) => "ActionsUncertain",
-            Performed::Retry(..) => "DestinationErrors",
+        let (metric, kind) = match &performed {
+            Performed::Completed(_) => ("ActionsCompleted", None),
+            Performed::Failed(_) => ("ActionsFailed", Some(ErrorKind::Permanent)),
+            Performed::Uncertain(_) => ("ActionsUncertain", Some(ErrorKind::OutcomeUnknown)),
+            Performed::Retry(kind, _) => ("DestinationErrors", Some(*kind)),
         };
         let workspace = key.as_str().split('#').next().unwrap_or_default();
-        crate::metrics::emit(
-            &[
-                ("workspace", workspace),
-                ("destination", &request.destination),
-            ],
-            &[(metric, 1.0)],
-            now,
-        );
+        let mut dimensions = vec![
+            ("workspace", workspace),
+            ("destination", request.destination.as_str()),
+        ];
+        if let Some(kind) = kind {
+            // Destination errors by kind: an outage (retryable) reads
+            // differently from lost answers (outcome-unknown).
+            dimensions.push(("kind", kind.as_str()));
+        }
+        crate::metrics::emit(&dimensions, &[(metric, 1.0)], now);
         let outcome = match performed {
             Performed::Completed(id) => {
                 self.ledger
