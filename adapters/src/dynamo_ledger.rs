@@ -10,7 +10,7 @@ use std::time::Duration;
 use aws_sdk_dynamodb::{
     Client,
     error::SdkError,
-    operation::put_item::PutItemError,
+    operation::{put_item::PutItemError, update_item::builders::UpdateItemFluentBuilder},
     types::{AttributeValue, ReturnValuesOnConditionCheckFailure},
 };
 use hookgate_core::{
@@ -74,6 +74,25 @@ impl DynamoLedger {
             }
         }
         Ok(records)
+    }
+
+    /// An UpdateItem on `key` whose condition starts from the record being in
+    /// `from` (`#status = :from`; callers may add to the condition), stamped
+    /// `:now`.
+    fn update_from(
+        &self,
+        key: &ActionKey,
+        from: ActionStatus,
+        now: Timestamp,
+    ) -> UpdateItemFluentBuilder {
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(key.as_str()))
+            .condition_expression("#status = :from")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":from", s(from.as_str()))
+            .expression_attribute_values(":now", n(now.as_millis()))
     }
 
     async fn take_over(
@@ -182,15 +201,9 @@ impl Ledger for DynamoLedger {
         now: Timestamp,
     ) -> Result<bool, StoreError> {
         let mut request = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key("pk", s(key.as_str()))
-            .condition_expression("#status = :ip AND lease_owner = :owner")
-            .expression_attribute_names("#status", "status")
-            .expression_attribute_values(":ip", s(ActionStatus::InProgress.as_str()))
-            .expression_attribute_values(":owner", s(owner))
-            .expression_attribute_values(":now", n(now.as_millis()));
+            .update_from(key, ActionStatus::InProgress, now)
+            .condition_expression("#status = :from AND lease_owner = :owner")
+            .expression_attribute_values(":owner", s(owner));
         let (status, error) = match outcome {
             Settle::Completed { destination_ref } => {
                 request = request.expression_attribute_values(":ref", s(destination_ref));
@@ -259,14 +272,7 @@ impl Ledger for DynamoLedger {
         now: Timestamp,
     ) -> Result<bool, StoreError> {
         let mut request = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key("pk", s(key.as_str()))
-            .condition_expression("#status = :uncertain")
-            .expression_attribute_names("#status", "status")
-            .expression_attribute_values(":uncertain", s(ActionStatus::Uncertain.as_str()))
-            .expression_attribute_values(":now", n(now.as_millis()))
+            .update_from(key, ActionStatus::Uncertain, now)
             .expression_attribute_values(":who", s(who));
         request = match found {
             Some(id) => request
@@ -286,16 +292,9 @@ impl Ledger for DynamoLedger {
 
     async fn reopen(&self, key: &ActionKey, now: Timestamp) -> Result<bool, StoreError> {
         let result = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key("pk", s(key.as_str()))
-            .condition_expression("#status = :failed")
+            .update_from(key, ActionStatus::Failed, now)
             .update_expression("SET #status = :pending, open_status = :pending, updated_at = :now")
-            .expression_attribute_names("#status", "status")
-            .expression_attribute_values(":failed", s(ActionStatus::Failed.as_str()))
             .expression_attribute_values(":pending", s(ActionStatus::Pending.as_str()))
-            .expression_attribute_values(":now", n(now.as_millis()))
             .send()
             .await;
         applied(result)

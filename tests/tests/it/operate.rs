@@ -320,6 +320,34 @@ fn doctor_config(
     Arc::new(hookgate_core::config::Config::from_toml(&text, |_| None).unwrap())
 }
 
+/// The names of the checks that failed.
+fn failed_checks(verdict: &hookgate_cli::ops::Output) -> Vec<&str> {
+    verdict
+        .json
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["ok"] == false)
+        .map(|c| c["check"].as_str().unwrap())
+        .collect()
+}
+
+/// Gives the pipeline's action queue a 60 s visibility timeout (the
+/// pipelines use 1 s so retries are quick).
+async fn visibility_60(p: &Pipeline) {
+    p.stack
+        .sqs
+        .set_queue_attributes()
+        .queue_url(&p.stack.queue_url)
+        .attributes(
+            aws_sdk_sqs::types::QueueAttributeName::VisibilityTimeout,
+            "60",
+        )
+        .send()
+        .await
+        .unwrap();
+}
+
 #[tokio::test]
 async fn doctor_fails_a_day_long_rule_with_a_day_of_ttl_and_passes_with_two_days_plus_the_async_window()
  {
@@ -355,17 +383,7 @@ async fn doctor_fails_a_day_long_rule_with_a_day_of_ttl_and_passes_with_two_days
         .send()
         .await
         .unwrap();
-    p.stack
-        .sqs
-        .set_queue_attributes()
-        .queue_url(&p.stack.queue_url)
-        .attributes(
-            aws_sdk_sqs::types::QueueAttributeName::VisibilityTimeout,
-            "60",
-        )
-        .send()
-        .await
-        .unwrap();
+    visibility_60(&p).await;
 
     // The functions believe the rule keeps events an hour; a day of TTL
     // satisfies that belief, not the deployed rule.
@@ -378,14 +396,7 @@ async fn doctor_fails_a_day_long_rule_with_a_day_of_ttl_and_passes_with_two_days
     let verdict = short.doctor(Some((&rule, "default")), None).await.unwrap();
     show("doctor --rule ingress-rule   # inbox TTL 24 h", &verdict);
     assert_eq!(verdict.code, exit::FAILED, "{}", verdict.text);
-    let failed: Vec<&str> = verdict
-        .json
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["ok"] == false)
-        .map(|c| c["check"].as_str().unwrap())
-        .collect();
+    let failed = failed_checks(&verdict);
     assert_eq!(
         failed,
         [
@@ -453,17 +464,7 @@ async fn doctor_reads_the_deployed_async_window_and_timeout_from_lambda() {
         .await;
     let function = format!("hookgate-ingress-{}", std::process::id());
     deployed_function(&function, 21_600, 25);
-    p.stack
-        .sqs
-        .set_queue_attributes()
-        .queue_url(&p.stack.queue_url)
-        .attributes(
-            aws_sdk_sqs::types::QueueAttributeName::VisibilityTimeout,
-            "60",
-        )
-        .send()
-        .await
-        .unwrap();
+    visibility_60(&p).await;
     // The config assumes a 60-second async window and a 10-second timeout;
     // the deployed function keeps events 6 hours and runs up to 25 seconds.
     let ops = Ops::new(
@@ -477,14 +478,7 @@ async fn doctor_reads_the_deployed_async_window_and_timeout_from_lambda() {
         .await
         .unwrap();
     assert_eq!(verdict.code, exit::FAILED, "{}", verdict.text);
-    let failed: Vec<&str> = verdict
-        .json
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["ok"] == false)
-        .map(|c| c["check"].as_str().unwrap())
-        .collect();
+    let failed = failed_checks(&verdict);
     assert_eq!(
         failed,
         [

@@ -375,20 +375,30 @@ fn key(s: &str) -> hookgate_core::action::ActionKey {
     hookgate_core::action::ActionKey::parse(s).unwrap()
 }
 
-#[tokio::test]
-async fn reconciling_an_uncertain_action_as_found_completes_it_with_that_id() {
-    let p = Pipeline::new("t-recfound").await;
-    p.sim
-        .add_fault(Fault::new("/tasks", FaultKind::CommitThenDrop).count(1));
+/// Drives a Bland call to an UNCERTAIN follow-up: the create meets `fault`
+/// once (its answer never comes) and the lookup then fails once.
+async fn uncertain_follow_up(
+    p: &Pipeline,
+    call_id: &str,
+    fault: FaultKind,
+) -> hookgate_core::action::ActionKey {
+    p.sim.add_fault(Fault::new("/tasks", fault).count(1));
     p.sim
         .add_fault(Fault::new("/tasks", FaultKind::Status).status(503).count(1));
-    p.stack.post(bland("bl-found").request()).await;
+    p.stack.post(bland(call_id).request()).await;
     p.run_until_idle(IDLE).await;
-    let k = key("ws-1#create_followup_task#bl-found");
+    let k = key(&format!("ws-1#create_followup_task#{call_id}"));
     assert_eq!(
         p.action(k.as_str()).await.unwrap().status,
         ActionStatus::Uncertain
     );
+    k
+}
+
+#[tokio::test]
+async fn reconciling_an_uncertain_action_as_found_completes_it_with_that_id() {
+    let p = Pipeline::new("t-recfound").await;
+    let k = uncertain_follow_up(&p, "bl-found", FaultKind::CommitThenDrop).await;
     let task = p.sim.tasks().tasks[0].id.clone();
 
     let done = p
@@ -422,17 +432,7 @@ async fn reconciling_an_uncertain_action_as_found_completes_it_with_that_id() {
 async fn reconciling_an_uncertain_action_as_not_found_requeues_it_once_and_ends_with_one_task() {
     let p = Pipeline::new("t-recnotfound").await;
     // The create times out before doing anything, and the lookup fails once.
-    p.sim
-        .add_fault(Fault::new("/tasks", FaultKind::Drop).count(1));
-    p.sim
-        .add_fault(Fault::new("/tasks", FaultKind::Status).status(503).count(1));
-    p.stack.post(bland("bl-lost").request()).await;
-    p.run_until_idle(IDLE).await;
-    let k = key("ws-1#create_followup_task#bl-lost");
-    assert_eq!(
-        p.action(k.as_str()).await.unwrap().status,
-        ActionStatus::Uncertain
-    );
+    let k = uncertain_follow_up(&p, "bl-lost", FaultKind::Drop).await;
     assert_eq!(p.sim.tasks().total, 0);
 
     let done = p
