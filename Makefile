@@ -53,10 +53,14 @@ PORT ?= 5000
 emulator: venv
 	$(VENV_PY) emulator/server.py --port $(PORT) --no-stdin-watch
 
-demo:
-	@echo "make demo (the whole pipeline on the local stack) arrives with the local-stack work;" >&2
-	@echo "until then, 'make test' exercises the ingress against the emulator." >&2
-	@exit 2
+## demo: a realistic day of webhooks through the whole local pipeline, with a
+## report (target/demo/report.{json,html}); fails on a duplicate effect or a
+## lost event. `make demo EVENTS=2000` scales it up.
+EVENTS ?= 300
+SEED ?= 42
+demo: venv
+	cargo build -p hookgate-cli
+	target/debug/hookgate demo --events $(EVENTS) --seed $(SEED) --out target/demo
 
 clean:
 	rm -rf $(VENV) target

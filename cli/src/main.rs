@@ -1,8 +1,6 @@
 //! `hookgate`, the operator CLI: parsing and wiring only; each command lives
 //! in the library (`sign`, `sim_crm`, `ops`).
 
-mod sign;
-
 use std::{path::PathBuf, sync::Arc};
 
 use anyhow::Context;
@@ -32,7 +30,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Print the headers a provider would send with a body, and a curl line.
-    Sign(Box<sign::Args>),
+    Sign(Box<hookgate_cli::sign::Args>),
     /// Run the simulated CRM on 127.0.0.1 (tasks, upserts, faults).
     SimCrm {
         /// Port to listen on (0 picks a free one).
@@ -44,6 +42,19 @@ enum Command {
         /// Port of the webhook endpoint.
         #[arg(long, default_value_t = 8787)]
         port: u16,
+    },
+    /// Play a realistic day of webhooks against the whole local pipeline and
+    /// report (exits 1 when a duplicate effect or a lost event is found).
+    Demo {
+        /// Unique events to generate (staged incidents and forgeries come on top).
+        #[arg(long, default_value_t = 300)]
+        events: usize,
+        /// Seed of the day's randomness (same seed, same plan).
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+        /// Directory for report.json and report.html.
+        #[arg(long, default_value = "target/demo")]
+        out: PathBuf,
     },
     /// Look up an inbox record.
     Inbox {
@@ -214,7 +225,10 @@ fn print(output: Output, json: bool) -> ! {
 
 fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
-        Command::Sign(args) => print!("{}", sign::run(&args, hookgate_core::Timestamp::now())?),
+        Command::Sign(args) => print!(
+            "{}",
+            hookgate_cli::sign::run(&args, hookgate_core::Timestamp::now())?
+        ),
         Command::SimCrm { port } => {
             let runtime = tokio::runtime::Runtime::new()?;
             runtime.block_on(async {
@@ -242,6 +256,21 @@ fn main() -> anyhow::Result<()> {
                 local.wait().await;
                 anyhow::Ok(())
             })?;
+        }
+        Command::Demo { events, seed, out } => {
+            let runtime = tokio::runtime::Runtime::new()?;
+            // The functions' EMF lines would bury the report (its figures
+            // come from the stored state and the emulator's counts).
+            hookgate_core::metrics::mute();
+            let options = hookgate_cli::demo::Options { events, seed, out };
+            let report = runtime.block_on(hookgate_cli::demo::run(&options))?;
+            println!("{}", hookgate_cli::demo::report::summary(&report));
+            println!(
+                "report: {} and {}",
+                options.out.join("report.json").display(),
+                options.out.join("report.html").display()
+            );
+            std::process::exit(if report.ok { 0 } else { 1 });
         }
         Command::Inbox {
             common,

@@ -30,8 +30,13 @@ pub struct Args {
     #[arg(long)]
     secret: String,
     /// File holding the exact body to send.
+    #[arg(long, required_unless_present = "event", conflicts_with = "event")]
+    body: Option<PathBuf>,
+    /// An API Gateway event (v1 or v2) to re-sign: its body is signed now and
+    /// its signature headers replaced; the event is printed, ready for
+    /// `cargo lambda invoke --data-file`.
     #[arg(long)]
-    body: PathBuf,
+    event: Option<PathBuf>,
     /// Endpoint for the curl line, e.g. http://127.0.0.1:8787/webhooks/retell/ws-42.
     /// Twilio signs it: give the public URL it calls (a JSON body gets its
     /// `bodySHA256` query parameter added here).
@@ -113,10 +118,40 @@ fn scheme_and_url(args: &Args, body: &[u8]) -> anyhow::Result<(Scheme, Option<St
     Ok((scheme, url))
 }
 
-/// The headers, one `Name: value` per line, then a curl line.
+/// Replaces (or adds) each signed header in an API Gateway event's
+/// `headers` and, for v1, `multiValueHeaders`, keeping the event's own case.
+pub fn set_headers(event: &mut serde_json::Value, signed: &[(String, String)]) {
+    for (name, value) in signed.iter().filter(|(n, _)| n != "content-type") {
+        for map in ["headers", "multiValueHeaders"] {
+            let Some(headers) = event[map].as_object_mut() else {
+                continue;
+            };
+            let existing = headers
+                .keys()
+                .find(|k| k.eq_ignore_ascii_case(name))
+                .cloned();
+            let v = if map == "headers" {
+                serde_json::Value::from(value.clone())
+            } else {
+                serde_json::Value::from(vec![value.clone()])
+            };
+            headers.insert(existing.unwrap_or_else(|| name.clone()), v);
+        }
+    }
+}
+
+/// The headers, one `Name: value` per line, then a curl line; with
+/// `--event`, the re-signed event instead.
 pub fn run(args: &Args, now: Timestamp) -> anyhow::Result<String> {
-    let body = std::fs::read(&args.body)
-        .with_context(|| format!("cannot read --body {}", args.body.display()))?;
+    if let Some(path) = &args.event {
+        return resign(args, path, now);
+    }
+    let path = args
+        .body
+        .as_ref()
+        .context("--body or --event is required")?;
+    let body =
+        std::fs::read(path).with_context(|| format!("cannot read --body {}", path.display()))?;
     let secret = secret(&args.secret)?;
     let timestamp = args.timestamp.map(Timestamp::from_secs).unwrap_or(now);
     let (scheme, url) = scheme_and_url(args, &body)?;
@@ -140,15 +175,49 @@ pub fn run(args: &Args, now: Timestamp) -> anyhow::Result<String> {
     }
     curl.push_str(&format!(
         " --data-binary @{}\n",
-        quote(&args.body.display().to_string())
+        quote(&path.display().to_string())
     ));
     out.push_str(&curl);
     Ok(out)
 }
 
+fn resign(args: &Args, path: &std::path::Path, now: Timestamp) -> anyhow::Result<String> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read --event {}", path.display()))?;
+    let mut event: serde_json::Value = serde_json::from_str(&text)
+        .with_context(|| format!("--event {} is not JSON", path.display()))?;
+    let Some(raw) = event["body"].as_str() else {
+        bail!("--event {}: no body to sign", path.display());
+    };
+    let body = if event["isBase64Encoded"] == true {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD
+            .decode(raw)
+            .context("--event: the body is not base64 though isBase64Encoded is true")?
+    } else {
+        raw.as_bytes().to_vec()
+    };
+    let secret = secret(&args.secret)?;
+    let timestamp = args.timestamp.map(Timestamp::from_secs).unwrap_or(now);
+    let (scheme, url) = scheme_and_url(args, &body)?;
+    let headers = scheme.sign(&SignRequest {
+        body: &body,
+        secret: &secret,
+        timestamp,
+        id: args.id.as_deref(),
+        github_event: &args.github_event,
+        github_hook_id: &args.github_hook_id,
+        url: url.as_deref(),
+    })?;
+    set_headers(&mut event, &headers);
+    Ok(serde_json::to_string_pretty(&event)? + "\n")
+}
+
 #[cfg(test)]
 mod tests {
     use hookgate_core::provider::Delivery;
+
+    use std::path::Path;
 
     use super::*;
 
@@ -158,7 +227,8 @@ mod tests {
             config: None,
             workspace: None,
             secret: secret.to_owned(),
-            body: body.to_owned(),
+            body: Some(body.to_owned()),
+            event: None,
             url: Some("http://127.0.0.1:8787/webhooks/x/ws-1".into()),
             timestamp: None,
             id: None,
@@ -213,6 +283,50 @@ mod tests {
                 curl.ends_with(&format!("--data-binary @'{}'", path.display())),
                 "{curl}"
             );
+        }
+    }
+
+    #[test]
+    fn an_api_gateway_fixture_is_re_signed_in_place_v1_and_v2() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../events/");
+        let now = Timestamp::now();
+        for (file, provider, secret) in [
+            ("apigw-v2-retell-call-ended.json", Provider::Retell, "key_x"),
+            (
+                "apigw-v1-stripe-payment-succeeded.json",
+                Provider::Stripe,
+                "whsec_x",
+            ),
+        ] {
+            let mut a = args(provider, Path::new("unused"), secret);
+            a.body = None;
+            a.event = Some(PathBuf::from(root).join(file));
+            let event: serde_json::Value = serde_json::from_str(&run(&a, now).unwrap()).unwrap();
+            let mut headers = http::HeaderMap::new();
+            for (name, value) in event["headers"].as_object().unwrap() {
+                headers.insert(
+                    http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                    value.as_str().unwrap().parse().unwrap(),
+                );
+            }
+            let body = event["body"].as_str().unwrap().as_bytes();
+            let delivery = Delivery {
+                headers: &headers,
+                body,
+                url: "https://unused",
+            };
+            let verified =
+                Scheme::fixed(provider)
+                    .unwrap()
+                    .verify(&delivery, &[Secret::new(secret)], now);
+            assert_eq!(verified, Ok(()), "{file}");
+            // v1 keeps both header maps in step, in the fixture's own case.
+            if let Some(multi) = event["multiValueHeaders"].as_object() {
+                assert_eq!(
+                    multi["Stripe-Signature"][0],
+                    event["headers"]["Stripe-Signature"]
+                );
+            }
         }
     }
 

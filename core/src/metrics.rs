@@ -36,9 +36,19 @@ pub fn render(dimensions: &[(&str, &str)], metrics: &[(&str, f64)], now: Timesta
     Value::Object(line).to_string()
 }
 
+static MUTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Stops [`emit`] writing, process-wide: for hosts whose stdout is a
+/// terminal report, not CloudWatch Logs (`hookgate demo`).
+pub fn mute() {
+    MUTED.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// Writes one EMF line to stdout (where Lambda sends it to CloudWatch Logs).
 pub fn emit(dimensions: &[(&str, &str)], metrics: &[(&str, f64)], now: Timestamp) {
-    println!("{}", render(dimensions, metrics, now));
+    if !MUTED.load(std::sync::atomic::Ordering::Relaxed) {
+        println!("{}", render(dimensions, metrics, now));
+    }
 }
 
 #[cfg(test)]

@@ -49,7 +49,20 @@ pub(crate) fn router(shared: AppState) -> Router {
 /// Applies the first matching fault before (or, for commit-then-drop, after)
 /// the route does its work.
 async fn inject_faults(State(shared): State<AppState>, request: Request, next: Next) -> Response {
-    let Some(fault) = shared.take_fault(request.uri().path()) else {
+    // Faults may target one action by text in the query or body: read the
+    // body (CRM requests are small) and hand it on unchanged.
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, 1024 * 1024).await else {
+        return (StatusCode::PAYLOAD_TOO_LARGE, "body too large").into_response();
+    };
+    let text = format!(
+        "{} {}",
+        parts.uri.query().unwrap_or_default(),
+        String::from_utf8_lossy(&bytes)
+    );
+    let fault = shared.take_fault(parts.uri.path(), &text);
+    let request = Request::from_parts(parts, axum::body::Body::from(bytes));
+    let Some(fault) = fault else {
         return next.run(request).await;
     };
     match fault.kind {

@@ -36,6 +36,9 @@ pub struct Fault {
     pub count: Option<u32>,
     /// How long it lasts from now (default: until cleared or used up).
     pub seconds: Option<u64>,
+    /// Only requests whose path, query or body contain this text (an action
+    /// key, say), so one action can be hit in the middle of other traffic.
+    pub matching: Option<String>,
 }
 
 fn root() -> String {
@@ -51,7 +54,22 @@ impl Fault {
             delay_ms: None,
             count: None,
             seconds: None,
+            matching: None,
         }
+    }
+
+    pub fn matching(mut self, text: &str) -> Self {
+        self.matching = Some(text.to_owned());
+        self
+    }
+
+    /// Whether a request to `path` carrying `text` (query and body) meets it.
+    pub(crate) fn applies(&self, path: &str, text: &str) -> bool {
+        path.starts_with(&self.path)
+            && self
+                .matching
+                .as_deref()
+                .is_none_or(|m| path.contains(m) || text.contains(m))
     }
 
     pub fn count(mut self, n: u32) -> Self {

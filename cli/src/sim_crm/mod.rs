@@ -64,6 +64,11 @@ impl SimCrm {
         self.shared.clear_faults();
     }
 
+    /// The simulator's state, for tasks that outlive a borrow of it.
+    pub(crate) fn shared(&self) -> Arc<Shared> {
+        self.shared.clone()
+    }
+
     /// Serves until the process ends (the `hookgate sim-crm` command).
     pub async fn wait(mut self) {
         let _ = (&mut self.task).await;

@@ -25,6 +25,8 @@ pub struct Task {
     pub body: Value,
     /// Upserts that updated it after creation.
     pub updates: u32,
+    /// When it was created, in milliseconds since the epoch.
+    pub created_ms: u64,
 }
 
 /// `GET /_sim/tasks`.
@@ -76,6 +78,9 @@ impl Inner {
             api,
             body,
             updates: 0,
+            created_ms: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64),
         });
         id
     }
@@ -141,15 +146,16 @@ impl Shared {
         self.changed.notify_waiters();
     }
 
-    /// The first live fault matching `path`, its budget spent by one.
-    pub fn take_fault(&self, path: &str) -> Option<Fault> {
+    /// The first live fault that applies to a request to `path` carrying
+    /// `text` (its query and body), its budget spent by one.
+    pub fn take_fault(&self, path: &str, text: &str) -> Option<Fault> {
         let now = Instant::now();
         let mut inner = self.lock();
         inner.faults.retain(|f| f.live(now));
         let active = inner
             .faults
             .iter_mut()
-            .find(|f| path.starts_with(&f.fault.path))?;
+            .find(|f| f.fault.applies(path, text))?;
         if let Some(n) = active.remaining.as_mut() {
             *n -= 1;
         }

@@ -28,24 +28,7 @@ fn resigned(name: &str, provider: Provider, secret: &str) -> lambda_http::Reques
             url: None,
         })
         .unwrap();
-    for (name, value) in signed.into_iter().filter(|(n, _)| *n != "content-type") {
-        for map in ["headers", "multiValueHeaders"] {
-            let Some(headers) = event[map].as_object_mut() else {
-                continue;
-            };
-            let existing = headers
-                .keys()
-                .find(|k| k.eq_ignore_ascii_case(&name))
-                .cloned();
-            let key = existing.unwrap_or_else(|| name.clone());
-            let v = if map == "headers" {
-                Value::from(value.clone())
-            } else {
-                Value::from(vec![value.clone()])
-            };
-            headers.insert(key, v);
-        }
-    }
+    hookgate_cli::sign::set_headers(&mut event, &signed);
     lambda_http::request::from_str(&event.to_string()).expect("a valid API Gateway event")
 }
 

@@ -2,7 +2,7 @@
 //! single source of truth) and `hookgate local` hosting the functions as
 //! Lambda would — a signed webhook over real HTTP becomes one CRM task.
 
-use std::{process::Command, sync::Arc, time::Duration};
+use std::{sync::Arc, time::Duration};
 
 use aws_sdk_ssm::types::ParameterType;
 use hookgate_cli::{
@@ -12,43 +12,15 @@ use hookgate_cli::{
 use hookgate_core::{Provider, secret::Secret};
 use hookgate_tests::{emulator::Emulator, webhook::Delivery};
 
-/// Runs `scripts/provision.py` against the shared emulator; its variables.
-fn provision(prefix: &str) -> Vec<(String, String)> {
-    let root = format!("{}/..", env!("CARGO_MANIFEST_DIR"));
-    let python = std::env::var("HOOKGATE_EMULATOR_PYTHON")
-        .unwrap_or_else(|_| format!("{root}/.venv/bin/python"));
-    let out = Command::new(python)
-        .arg(format!("{root}/scripts/provision.py"))
-        .args([
-            "--endpoint",
-            &Emulator::shared().endpoint,
-            "--prefix",
-            prefix,
-        ])
-        .args([
-            "--param",
-            "MaxReceiveCount=3",
-            "--param",
-            "ActionQueueVisibilitySeconds=2",
-        ])
-        .output()
-        .expect("run provision.py");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .filter_map(|l| l.split_once('=').map(|(k, v)| (k.to_owned(), v.to_owned())))
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_local_stack_provisioned_from_the_template_turns_a_signed_webhook_into_one_task() {
     let prefix = format!("loc{}", std::process::id());
-    let vars = provision(&prefix);
+    let vars = hookgate_cli::emulator::provision(
+        &Emulator::shared().endpoint,
+        &prefix,
+        &["MaxReceiveCount=3", "ActionQueueVisibilitySeconds=2"],
+    )
+    .unwrap();
     let var = |name: &str| {
         vars.iter()
             .find(|(k, _)| k == name)

@@ -5,6 +5,7 @@ mod apigw_events;
 mod aws_requests;
 mod crash_points;
 mod dedup;
+mod demo;
 mod dispatch;
 mod identity;
 mod local;

@@ -1,0 +1,471 @@
+//! `hookgate demo`: a realistic day of webhooks against the whole pipeline on
+//! the embedded AWS, with the simulated CRM misbehaving, a scripted operator,
+//! and a report that fails the run on a duplicate effect or a lost event.
+//!
+//! One process hosts everything but the emulator: the emulator (moto, a
+//! child process) with the resources provisioned from `infra/template.yaml`,
+//! the simulated CRM, `hookgate local` (the real handlers), the providers
+//! (the plan, played over HTTP and into the rule's target queue) and the
+//! operator (the same `Ops` code as the CLI). AWS clients carry an app name
+//! so the emulator can count the stack's requests apart from the demo's own.
+
+pub mod html;
+pub mod plan;
+pub mod play;
+pub mod report;
+
+use std::{
+    collections::BTreeMap,
+    path::PathBuf,
+    sync::{Arc, atomic::Ordering},
+    time::{Duration, Instant},
+};
+
+use anyhow::Context;
+use aws_sdk_sqs::types::QueueAttributeName;
+use aws_sdk_ssm::types::ParameterType;
+use hookgate_adapters::{DynamoInbox, DynamoLedger, DynamoTriage};
+use hookgate_core::{
+    InboxPk,
+    action::ActionKey,
+    config::Config,
+    ledger::ActionStatus,
+    ports::{InboxStore, Ledger, TriageStore},
+    triage::{TriageClass, TriageStatus},
+};
+use serde_json::{Value, json};
+
+use crate::{
+    emulator::{Emulator, repo_root},
+    local::{Local, LocalQueues},
+    ops::{DeployedOps, Selection},
+    sim_crm::{Fault, FaultKind, SimCrm},
+};
+use plan::{Incident, Plan, SECRETS};
+use play::{Progress, Target};
+use report::{Observed, Report};
+
+/// The app names the emulator counts requests by.
+pub const STACK_APP: &str = "hookgate-stack";
+const OPERATOR_APP: &str = "hookgate-operator";
+const DEMO_APP: &str = "hookgate-demo";
+
+/// `hookgate demo` options.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Unique background events to aim for.
+    pub events: usize,
+    pub seed: u64,
+    /// Where report.json and report.html go.
+    pub out: PathBuf,
+}
+
+fn say(start: Instant, text: &str) {
+    eprintln!("[{:>5.1}s] {text}", start.elapsed().as_secs_f64());
+}
+
+/// Plays the day and writes the report; `Ok(report)` even when an
+/// invariant failed (the caller exits non-zero on `!report.ok`).
+pub async fn run(options: &Options) -> anyhow::Result<Report> {
+    let start = Instant::now();
+    let plan = Arc::new(plan::plan(options.events, options.seed));
+    say(
+        start,
+        &format!(
+            "planned {} unique events, {} deliveries, a CRM outage at {:.0}–{:.0}s",
+            plan.events.len(),
+            plan.deliveries.len(),
+            plan.outage.0 as f64 / 1000.0,
+            plan.outage.1 as f64 / 1000.0
+        ),
+    );
+
+    let emulator = Emulator::start()?;
+    // Seconds, not minutes: an action failing through the outage reaches the
+    // DLQ after three receives 3 s apart.
+    let vars = emulator.provision(
+        "hookgate-demo",
+        &["MaxReceiveCount=3", "ActionQueueVisibilitySeconds=3"],
+    )?;
+    let var = |name: &str| {
+        vars.iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+            .with_context(|| format!("provisioning printed no {name}"))
+    };
+    say(
+        start,
+        &format!(
+            "emulator at {}, stack provisioned from infra/template.yaml",
+            emulator.endpoint
+        ),
+    );
+
+    let observer = emulator.sdk_config(DEMO_APP).await;
+    let ssm = aws_sdk_ssm::Client::new(&observer);
+    for (_, _, name, value) in SECRETS {
+        ssm.put_parameter()
+            .name(*name)
+            .value(*value)
+            .r#type(ParameterType::SecureString)
+            .overwrite(true)
+            .send()
+            .await?;
+    }
+
+    let sim = SimCrm::start(([127, 0, 0, 1], 0).into()).await?;
+    let text = std::fs::read_to_string(repo_root().join("config/demo.toml"))?;
+    let mut config = Config::from_toml(&text, |name| var(name).ok())?;
+    for destination in config.destinations.values_mut() {
+        destination.base_url = sim.base_url();
+    }
+    let config = Arc::new(config);
+    let stack = emulator.sdk_config(STACK_APP).await;
+    let queues = LocalQueues {
+        dead_letters: var("HOOKGATE_LOCAL_DEAD_LETTER_URLS")?
+            .split(',')
+            .map(str::to_owned)
+            .collect(),
+        events: var("HOOKGATE_LOCAL_EVENTS_URL")?,
+    };
+    let local = Local::start(
+        config.clone(),
+        &stack,
+        queues.clone(),
+        ([127, 0, 0, 1], 0).into(),
+    )
+    .await?;
+    say(
+        start,
+        &format!(
+            "hookgate local on http://{}, simulated CRM on {}",
+            local.addr,
+            sim.base_url()
+        ),
+    );
+
+    stage_incidents(&plan, &sim);
+    let sqs = aws_sdk_sqs::Client::new(&observer);
+    let target = Target {
+        http: reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .build()?,
+        base: format!("http://{}", local.addr),
+        sqs: sqs.clone(),
+        events_queue: queues.events.clone(),
+    };
+    let day = Instant::now();
+    let start_epoch_ms = epoch_ms();
+    let progress = Arc::new(Progress::default());
+    let outage = {
+        let sim_faults = sim_handle(&sim);
+        let (from, to) = plan.outage;
+        tokio::spawn(async move {
+            tokio::time::sleep_until((day + Duration::from_millis(from)).into()).await;
+            sim_faults(Fault::new("/", FaultKind::Refuse).seconds((to - from) / 1000));
+        })
+    };
+    let reporter = tokio::spawn(report_progress(
+        plan.clone(),
+        progress.clone(),
+        sim_tasks(&sim),
+        day,
+    ));
+    say(start, "playing the day");
+    let sent = play::play(plan.clone(), target, day, progress.clone()).await;
+    let _ = outage.await;
+    // Let the outage end before settling.
+    let outage_end = day + Duration::from_millis(plan.outage.1 + 500);
+    tokio::time::sleep_until(outage_end.into()).await;
+    say(
+        start,
+        "all deliveries sent; waiting for the queues to drain",
+    );
+    let mut all_queues = queues.dead_letters.clone();
+    all_queues.push(queues.events.clone());
+    all_queues.push(config.action_queue_url.clone());
+    settle(&sqs, &all_queues).await;
+
+    say(start, "operator: reviewing what triage holds");
+    let operator_aws = emulator.sdk_config(OPERATOR_APP).await;
+    let ops = DeployedOps::connect(config.clone(), &operator_aws)?;
+    let mut decisions = operate(&ops, &sim.base_url()).await?;
+    settle(&sqs, &all_queues).await;
+    // A re-queued action may fail again if the operator was early; look once more.
+    let again = operate(&ops, &sim.base_url()).await?;
+    for (k, v) in again {
+        *decisions.entry(k).or_default() += v;
+    }
+    settle(&sqs, &all_queues).await;
+    reporter.abort();
+    let played = day.elapsed();
+
+    say(start, "checking the stored state against the plan");
+    let observed = observe(&plan, &sent, &config, &observer, &sim, &emulator, decisions).await?;
+    let seconds = json!({
+        "day": (played.as_secs_f64() * 10.0).round() / 10.0,
+        "total": (start.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+    });
+    let report = report::build(
+        &plan,
+        options.seed,
+        options.events,
+        &sent,
+        &observed,
+        start_epoch_ms,
+        seconds,
+    );
+    drop(local);
+    std::fs::create_dir_all(&options.out)?;
+    std::fs::write(
+        options.out.join("report.json"),
+        serde_json::to_string_pretty(&report)?,
+    )?;
+    std::fs::write(options.out.join("report.html"), html::render(&report))?;
+    Ok(report)
+}
+
+fn epoch_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// The faults each staged incident needs, aimed at its action's business id.
+fn stage_incidents(plan: &Plan, sim: &SimCrm) {
+    for event in &plan.events {
+        let (Some(incident), Some(id)) = (event.incident, &event.business_id) else {
+            continue;
+        };
+        let once = |kind| Fault::new("/", kind).matching(id).count(1);
+        match incident {
+            Incident::LostAnswer => sim.add_fault(once(FaultKind::CommitThenDrop)),
+            Incident::UncertainFound => {
+                sim.add_fault(once(FaultKind::CommitThenDrop));
+                sim.add_fault(once(FaultKind::Status).status(503));
+            }
+            Incident::UncertainNotFound => {
+                sim.add_fault(once(FaultKind::Drop));
+                sim.add_fault(once(FaultKind::Status).status(503));
+            }
+            Incident::Poison => sim.add_fault(once(FaultKind::Status).status(422)),
+        }
+    }
+}
+
+/// A way to add faults from another task (the simulator stays owned here).
+fn sim_handle(sim: &SimCrm) -> impl Fn(Fault) + Send + 'static {
+    let shared = sim.shared();
+    move |fault| shared.add_fault(fault)
+}
+
+fn sim_tasks(sim: &SimCrm) -> impl Fn() -> usize + Send + 'static {
+    let shared = sim.shared();
+    move || shared.report().total
+}
+
+async fn report_progress(
+    plan: Arc<Plan>,
+    progress: Arc<Progress>,
+    tasks: impl Fn() -> usize,
+    day: Instant,
+) {
+    let intended = plan.intended_actions().len();
+    loop {
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let t = day.elapsed().as_millis() as u64;
+        let crm = if (plan.outage.0..plan.outage.1).contains(&t) {
+            "  CRM DOWN"
+        } else {
+            ""
+        };
+        eprintln!(
+            "        t={:>3}s  deliveries {:>5}/{}  accepted {:>5}  refused {:>3}  CRM tasks {:>4}/{}{crm}",
+            t / 1000,
+            progress.sent.load(Ordering::Relaxed),
+            plan.deliveries.len(),
+            progress.accepted.load(Ordering::Relaxed),
+            progress.refused.load(Ordering::Relaxed),
+            tasks(),
+            intended,
+        );
+    }
+}
+
+/// Waits until every queue is empty (visible, in flight and delayed) three
+/// checks in a row, or two minutes pass.
+async fn settle(sqs: &aws_sdk_sqs::Client, queues: &[String]) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut quiet = 0;
+    while quiet < 3 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        let mut depth = 0u64;
+        for url in queues {
+            let Ok(out) = sqs
+                .get_queue_attributes()
+                .queue_url(url)
+                .attribute_names(QueueAttributeName::All)
+                .send()
+                .await
+            else {
+                depth += 1;
+                continue;
+            };
+            for name in [
+                QueueAttributeName::ApproximateNumberOfMessages,
+                QueueAttributeName::ApproximateNumberOfMessagesNotVisible,
+                QueueAttributeName::ApproximateNumberOfMessagesDelayed,
+            ] {
+                depth += out
+                    .attributes()
+                    .and_then(|a| a.get(&name))
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .unwrap_or(0);
+            }
+        }
+        quiet = if depth == 0 { quiet + 1 } else { 0 };
+    }
+}
+
+/// The scripted operator, with the CLI's own operations: approve the outage
+/// in bulk now the CRM is back, re-inject the poison item after "fixing the
+/// CRM's validation rule", reject the collision (the first payload is the
+/// one kept), and reconcile each UNCERTAIN action with what the CRM shows.
+async fn operate(ops: &DeployedOps, crm: &str) -> anyhow::Result<BTreeMap<String, u64>> {
+    const WHO: &str = "demo-operator";
+    let mut done: BTreeMap<String, u64> = BTreeMap::new();
+    let held = ops.triage_list(TriageStatus::Held, None).await?.json;
+    let items = held.as_array().cloned().unwrap_or_default();
+    let outage = items
+        .iter()
+        .any(|i| i["class"] == TriageClass::DownstreamOutage.as_str());
+    if outage {
+        let selection = Selection {
+            class: Some(TriageClass::DownstreamOutage),
+            ..Selection::default()
+        };
+        let out = ops
+            .triage_approve(&[], Some(&selection), false, WHO, "CRM recovered", 100)
+            .await?;
+        *done.entry("approved_outage".into()).or_default() +=
+            out.json.as_array().map_or(0, |a| a.len() as u64);
+    }
+    for item in &items {
+        let id = item["id"].as_str().unwrap_or_default().to_owned();
+        match item["class"].as_str().unwrap_or_default() {
+            "key-collision" => {
+                ops.triage_reject(
+                    &id,
+                    WHO,
+                    "provider sent another payload under one id; the first is kept",
+                )
+                .await?;
+                *done.entry("rejected_collision".into()).or_default() += 1;
+            }
+            "poison" => {
+                ops.triage_approve(&[id], None, false, WHO, "CRM validation rule fixed", 100)
+                    .await?;
+                *done.entry("approved_poison".into()).or_default() += 1;
+            }
+            _ => {}
+        }
+    }
+    let uncertain = ops.actions_list(ActionStatus::Uncertain, None).await?.json;
+    let http = reqwest::Client::new();
+    for action in uncertain.as_array().cloned().unwrap_or_default() {
+        let key = action["key"].as_str().unwrap_or_default();
+        let found: Value = http
+            .get(format!("{crm}/tasks"))
+            .query(&[("external_ref", key)])
+            .send()
+            .await?
+            .json()
+            .await?;
+        let id = found["results"][0]["id"].as_str();
+        ops.actions_reconcile(key, id, WHO).await?;
+        let what = if id.is_some() {
+            "reconciled_found"
+        } else {
+            "reconciled_not_found"
+        };
+        *done.entry(what.into()).or_default() += 1;
+    }
+    Ok(done)
+}
+
+/// Reads what the stack stored: the inbox record of every planned event, the
+/// ledger record of every intended action, every triage item, the CRM's
+/// tasks and the emulator's request counts.
+#[allow(clippy::too_many_arguments)]
+async fn observe(
+    plan: &Plan,
+    sent: &[play::Sent],
+    config: &Config,
+    aws: &aws_config::SdkConfig,
+    sim: &SimCrm,
+    emulator: &Emulator,
+    operator: BTreeMap<String, u64>,
+) -> anyhow::Result<Observed> {
+    let ddb = aws_sdk_dynamodb::Client::new(aws);
+    let inbox = DynamoInbox::new(ddb.clone(), &config.inbox_table);
+    let mut observed = Observed {
+        operator,
+        ..Observed::default()
+    };
+    for key in report::inbox_keys(plan, sent).into_iter().flatten() {
+        let Ok(pk) = InboxPk::parse(&key) else {
+            continue;
+        };
+        if let Some(r) = inbox.get(&pk).await? {
+            let collisions = r.collision.map_or(0, |c| c.count);
+            observed.inbox.insert(
+                key,
+                (r.status.as_str().to_owned(), r.delivery_count, collisions),
+            );
+        }
+    }
+    let forged = ddb
+        .scan()
+        .table_name(&config.inbox_table)
+        .filter_expression("contains(pk, :f)")
+        .expression_attribute_values(
+            ":f",
+            aws_sdk_dynamodb::types::AttributeValue::S("forged".into()),
+        )
+        .select(aws_sdk_dynamodb::types::Select::Count)
+        .send()
+        .await?;
+    observed.forged_records = forged.count() as usize;
+
+    let ledger = DynamoLedger::new(ddb.clone(), config.require_actions_table()?);
+    for key in plan.intended_actions() {
+        let Ok(parsed) = ActionKey::parse(&key) else {
+            continue;
+        };
+        if let Some(record) = ledger.get(&parsed).await? {
+            observed
+                .ledger
+                .insert(key, record.status.as_str().to_owned());
+        }
+    }
+    let triage = DynamoTriage::new(ddb, config.require_triage_table()?);
+    for status in [
+        TriageStatus::Held,
+        TriageStatus::Approved,
+        TriageStatus::Reinjected,
+        TriageStatus::Discarded,
+    ] {
+        for item in triage.list(status).await? {
+            observed.triage.push((
+                item.class.as_str().to_owned(),
+                item.status.as_str().to_owned(),
+            ));
+        }
+    }
+    let tasks = sim.tasks();
+    observed.tasks_total = tasks.total;
+    observed.creations = tasks.creations_by_external_ref;
+    observed.task_times_ms = tasks.tasks.iter().map(|t| t.created_ms).collect();
+    observed.requests = emulator.requests().await?;
+    Ok(observed)
+}

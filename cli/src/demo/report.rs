@@ -1,0 +1,574 @@
+//! The demo's verdict: what the plan says should have happened, compared with
+//! what the stack stored and the CRM holds. Pure: it takes the plan, the
+//! delivery log and the observed state, and returns the report with its
+//! invariants (a failed one makes `hookgate demo` exit non-zero).
+
+use std::collections::{BTreeMap, HashMap};
+
+use hookgate_core::Provider;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::{
+    plan::{Incident, Kind, Plan},
+    play::Sent,
+};
+
+/// What the stack holds after the day (read by `observe`).
+#[derive(Debug, Clone, Default)]
+pub struct Observed {
+    /// Inbox records by partition key: (status, delivery_count, collision_count).
+    pub inbox: HashMap<String, (String, u32, u32)>,
+    /// Inbox records whose key contains `forged` (must be none).
+    pub forged_records: usize,
+    /// Ledger status of each intended action (missing: no record).
+    pub ledger: HashMap<String, String>,
+    /// CRM tasks created per external reference, and when each was created
+    /// (ms since the epoch).
+    pub creations: BTreeMap<String, u32>,
+    pub task_times_ms: Vec<u64>,
+    pub tasks_total: usize,
+    /// Triage items: (class, status).
+    pub triage: Vec<(String, String)>,
+    /// The emulator's request counts per app and operation.
+    pub requests: Value,
+    /// What the scripted operator did.
+    pub operator: BTreeMap<String, u64>,
+}
+
+/// One checked promise.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Invariant {
+    pub name: &'static str,
+    pub ok: bool,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub ok: bool,
+    pub seed: u64,
+    pub events_requested: usize,
+    pub seconds: Value,
+    pub deliveries: Value,
+    pub unique_events: usize,
+    pub duplicates_detected: u64,
+    pub rejected: BTreeMap<&'static str, u32>,
+    pub actions: Value,
+    pub triage: Value,
+    pub operator: BTreeMap<String, u64>,
+    pub ack_latency_ms: Value,
+    pub aws_requests: Value,
+    pub invariants: Vec<Invariant>,
+    /// Per second: deliveries accepted and CRM tasks created, cumulative.
+    pub timeline: Vec<(u64, u64, u64)>,
+    pub outage_secs: (f64, f64),
+}
+
+/// Nearest-rank percentile of sorted `values`.
+pub fn percentile(sorted: &[u64], p: f64) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// Operations the Lambda event source mapping performs in AWS (not the
+/// functions), and the local runner's queue housekeeping.
+const POLLING: [&str; 5] = [
+    "ReceiveMessage",
+    "DeleteMessage",
+    "DeleteMessageBatch",
+    "ChangeMessageVisibility",
+    "GetQueueAttributes",
+];
+
+/// The inbox key each planned event is stored under: from the ingress's
+/// answer for HTTP, from the envelope id for EventBridge.
+pub fn inbox_keys(plan: &Plan, sent: &[Sent]) -> Vec<Option<String>> {
+    let mut keys: Vec<Option<String>> = plan
+        .events
+        .iter()
+        .map(|e| {
+            (e.provider == Provider::Eventbridge).then(|| {
+                let envelope: Value = serde_json::from_str(&e.body).unwrap_or_default();
+                format!(
+                    "{}#eventbridge#{}",
+                    e.workspace,
+                    envelope["id"].as_str().unwrap_or_default()
+                )
+            })
+        })
+        .collect();
+    for s in sent {
+        if let (Kind::Copy { event, .. }, Some(key)) =
+            (&plan.deliveries[s.delivery].kind, &s.event_key)
+        {
+            let e = &plan.events[*event];
+            keys[*event] = Some(format!("{}#{}#{key}", e.workspace, e.provider));
+        }
+    }
+    keys
+}
+
+pub fn build(
+    plan: &Plan,
+    seed: u64,
+    events_requested: usize,
+    sent: &[Sent],
+    observed: &Observed,
+    start_epoch_ms: u64,
+    seconds: Value,
+) -> Report {
+    let mut invariants = Vec::new();
+    let mut check = |name: &'static str, ok: bool, detail: String| {
+        invariants.push(Invariant { name, ok, detail });
+    };
+
+    // Deliveries and their answers.
+    let mut rejected: BTreeMap<&'static str, u32> = BTreeMap::new();
+    let mut wrong_refusals = Vec::new();
+    let (mut http, mut eventbridge, mut accepted, mut errors) = (0u32, 0u32, 0u32, 0u32);
+    let mut verdicts: BTreeMap<String, u32> = BTreeMap::new();
+    let mut news: HashMap<usize, u32> = HashMap::new();
+    let mut collision_verdict = false;
+    let mut latencies: Vec<u64> = Vec::new();
+    for s in sent {
+        if s.error.is_some() {
+            errors += 1;
+        }
+        let delivery = &plan.deliveries[s.delivery];
+        match &delivery.kind {
+            Kind::Copy { event, .. } if plan.events[*event].provider == Provider::Eventbridge => {
+                eventbridge += 1;
+            }
+            _ => http += 1,
+        }
+        if let Some(l) = s.latency_us {
+            latencies.push(l);
+        }
+        if s.status == 202 {
+            accepted += 1;
+        }
+        if let Some(v) = &s.verdict {
+            *verdicts.entry(v.clone()).or_default() += 1;
+        }
+        match &delivery.kind {
+            Kind::Rejected { reason, .. } => {
+                *rejected.entry(reason.as_str()).or_default() += 1;
+                if s.status != reason.status() {
+                    wrong_refusals.push(format!("{} answered {}", reason.as_str(), s.status));
+                }
+            }
+            Kind::Copy { event, .. } if s.verdict.as_deref() == Some("new") => {
+                *news.entry(*event).or_default() += 1;
+            }
+            Kind::Collision { .. } => collision_verdict = s.verdict.as_deref() == Some("collision"),
+            Kind::Copy { .. } => {}
+        }
+    }
+    check(
+        "every forged, stale or oversized delivery refused with its status",
+        wrong_refusals.is_empty() && !rejected.is_empty(),
+        if wrong_refusals.is_empty() {
+            format!("{} refused", rejected.values().sum::<u32>())
+        } else {
+            wrong_refusals.join("; ")
+        },
+    );
+    check(
+        "refused deliveries wrote nothing",
+        observed.forged_records == 0,
+        format!(
+            "{} inbox records of forged deliveries",
+            observed.forged_records
+        ),
+    );
+    check(
+        "every delivery answered",
+        errors == 0,
+        format!("{errors} deliveries got no answer"),
+    );
+
+    // Events: one record each, every copy counted, all settled.
+    let keys = inbox_keys(plan, sent);
+    let (mut lost, mut miscounted, mut unsettled, mut twice_new) = (vec![], vec![], vec![], vec![]);
+    let mut duplicates_detected = 0u64;
+    for (i, event) in plan.events.iter().enumerate() {
+        let copies = plan.deliveries_of(i);
+        let Some((status, count, _)) = keys[i].as_ref().and_then(|k| observed.inbox.get(k)) else {
+            lost.push(format!("{} #{i}", event.label));
+            continue;
+        };
+        duplicates_detected += u64::from(count.saturating_sub(1));
+        if *count != copies {
+            miscounted.push(format!("#{i}: {count} of {copies}"));
+        }
+        if status == "RECEIVED" {
+            unsettled.push(format!("#{i}"));
+        }
+        if event.provider != Provider::Eventbridge && news.get(&i).copied().unwrap_or(0) != 1 {
+            twice_new.push(format!("#{i}: {} new", news.get(&i).copied().unwrap_or(0)));
+        }
+    }
+    let planned_repeats: u64 = (0..plan.events.len())
+        .map(|i| u64::from(plan.deliveries_of(i).saturating_sub(1)))
+        .sum();
+    check(
+        "no lost event: every accepted event has its inbox record",
+        lost.is_empty(),
+        format!(
+            "{} of {} missing {:?}",
+            lost.len(),
+            plan.events.len(),
+            first(&lost)
+        ),
+    );
+    check(
+        "every repeat recognised: delivery_count equals the copies sent",
+        miscounted.is_empty() && duplicates_detected == planned_repeats,
+        format!(
+            "{duplicates_detected} duplicates detected of {planned_repeats} sent {:?}",
+            first(&miscounted)
+        ),
+    );
+    check(
+        "exactly one delivery per event answered `new` (concurrent copies included)",
+        twice_new.is_empty(),
+        format!("{:?}", first(&twice_new)),
+    );
+    check(
+        "every event processed (none left RECEIVED)",
+        unsettled.is_empty(),
+        format!("{} unsettled {:?}", unsettled.len(), first(&unsettled)),
+    );
+    let collisions_stored: u32 = observed.inbox.values().map(|(_, _, c)| c).sum();
+    let collision_held = observed
+        .triage
+        .iter()
+        .any(|(class, _)| class == "key-collision");
+    check(
+        "the payload collision answered `collision`, kept the first body and was filed",
+        collision_verdict && collisions_stored == 1 && collision_held,
+        format!("verdict {collision_verdict}, stored {collisions_stored}, filed {collision_held}"),
+    );
+
+    // Actions: one task per intended action, nothing else.
+    let intended = plan.intended_actions();
+    let twice: Vec<_> = observed
+        .creations
+        .iter()
+        .filter(|(_, n)| **n > 1)
+        .map(|(k, n)| format!("{k} ×{n}"))
+        .collect();
+    let missing: Vec<_> = intended
+        .iter()
+        .filter(|k| !observed.creations.contains_key(*k))
+        .cloned()
+        .collect();
+    let unexpected: Vec<_> = observed
+        .creations
+        .keys()
+        .filter(|k| !intended.contains(*k))
+        .cloned()
+        .collect();
+    check(
+        "no duplicate effect: at most one CRM task per action",
+        twice.is_empty(),
+        format!("{:?}", first(&twice)),
+    );
+    check(
+        "every intended action has its CRM task, and nothing else does",
+        missing.is_empty() && unexpected.is_empty() && observed.tasks_total == intended.len(),
+        format!(
+            "{} intended, {} tasks; missing {:?}; unexpected {:?}",
+            intended.len(),
+            observed.tasks_total,
+            first(&missing),
+            first(&unexpected)
+        ),
+    );
+    let not_completed: Vec<_> = intended
+        .iter()
+        .filter(|k| observed.ledger.get(*k).map(String::as_str) != Some("COMPLETED"))
+        .map(|k| {
+            format!(
+                "{k}: {}",
+                observed.ledger.get(k).map_or("none", String::as_str)
+            )
+        })
+        .collect();
+    check(
+        "every intended action COMPLETED in the ledger",
+        not_completed.is_empty(),
+        format!(
+            "{} not completed {:?}",
+            not_completed.len(),
+            first(&not_completed)
+        ),
+    );
+    let held = observed.triage.iter().filter(|(_, s)| s == "HELD").count();
+    check(
+        "no failure left held: each was re-injected or decided",
+        held == 0,
+        format!("{held} held"),
+    );
+
+    let mut by_class: BTreeMap<&str, u32> = BTreeMap::new();
+    let mut by_status: BTreeMap<&str, u32> = BTreeMap::new();
+    for (class, status) in &observed.triage {
+        *by_class.entry(class).or_default() += 1;
+        *by_status.entry(status).or_default() += 1;
+    }
+    let incidents: BTreeMap<&str, usize> = plan
+        .events
+        .iter()
+        .filter_map(|e| e.incident.map(Incident::as_str))
+        .fold(BTreeMap::new(), |mut m, i| {
+            *m.entry(i).or_default() += 1;
+            m
+        });
+
+    latencies.sort_unstable();
+    let ms = |us: u64| us as f64 / 1000.0;
+    let (stack_total, stack_ops) = stack_requests(&observed.requests);
+    let deliveries_in = u64::from(accepted);
+
+    let mut timeline = Vec::new();
+    let last = sent.iter().map(|s| s.at_ms).max().unwrap_or(0);
+    let last_task = observed
+        .task_times_ms
+        .iter()
+        .map(|t| t.saturating_sub(start_epoch_ms))
+        .max()
+        .unwrap_or(0);
+    for second in 0..=(last.max(last_task) / 1000 + 1) {
+        let until = (second + 1) * 1000;
+        let d = sent
+            .iter()
+            .filter(|s| s.status == 202 && s.at_ms < until)
+            .count() as u64;
+        let t = observed
+            .task_times_ms
+            .iter()
+            .filter(|t| t.saturating_sub(start_epoch_ms) < until)
+            .count() as u64;
+        timeline.push((second, d, t));
+    }
+
+    let ok = invariants.iter().all(|i| i.ok);
+    Report {
+        ok,
+        seed,
+        events_requested,
+        seconds,
+        deliveries: json!({
+            "sent": sent.len(),
+            "http": http,
+            "eventbridge": eventbridge,
+            "accepted": accepted,
+            "verdicts": verdicts,
+        }),
+        unique_events: plan.events.len(),
+        duplicates_detected,
+        rejected,
+        actions: json!({
+            "intended": intended.len(),
+            "crm_tasks": observed.tasks_total,
+            "staged_incidents": incidents,
+            "ledger": observed.ledger.values().fold(BTreeMap::<&str, u32>::new(), |mut m, s| {
+                *m.entry(s.as_str()).or_default() += 1;
+                m
+            }),
+        }),
+        triage: json!({ "by_class": by_class, "by_status": by_status }),
+        operator: observed.operator.clone(),
+        ack_latency_ms: json!({
+            "p50": ms(percentile(&latencies, 50.0)),
+            "p99": ms(percentile(&latencies, 99.0)),
+            "max": ms(latencies.last().copied().unwrap_or(0)),
+            "samples": latencies.len(),
+        }),
+        aws_requests: json!({
+            "per_delivery": if deliveries_in == 0 { 0.0 } else {
+                (stack_total as f64 / deliveries_in as f64 * 100.0).round() / 100.0
+            },
+            "stack_total": stack_total,
+            "by_operation": stack_ops,
+            "excluded_polling": POLLING,
+            "all": observed.requests,
+        }),
+        invariants,
+        timeline,
+        outage_secs: (plan.outage.0 as f64 / 1000.0, plan.outage.1 as f64 / 1000.0),
+    }
+}
+
+/// The stack's own requests (the functions' work), without queue polling.
+fn stack_requests(requests: &Value) -> (u64, BTreeMap<String, u64>) {
+    let mut ops = BTreeMap::new();
+    let mut total = 0;
+    if let Some(map) = requests[super::STACK_APP].as_object() {
+        for (op, n) in map {
+            if POLLING.contains(&op.as_str()) {
+                continue;
+            }
+            let n = n.as_u64().unwrap_or(0);
+            total += n;
+            ops.insert(op.clone(), n);
+        }
+    }
+    (total, ops)
+}
+
+fn first(items: &[String]) -> &[String] {
+    &items[..items.len().min(3)]
+}
+
+/// The report as the terminal shows it.
+pub fn summary(r: &Report) -> String {
+    let mut out = String::new();
+    let d = &r.deliveries;
+    out.push_str(&format!(
+        "deliveries   {} sent ({} webhooks, {} EventBridge), {} accepted\n",
+        d["sent"], d["http"], d["eventbridge"], d["accepted"]
+    ));
+    out.push_str(&format!(
+        "events       {} unique, {} duplicates detected\n",
+        r.unique_events, r.duplicates_detected
+    ));
+    let rejected: Vec<String> = r.rejected.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    out.push_str(&format!("rejected     {}\n", rejected.join(", ")));
+    out.push_str(&format!(
+        "actions      {} intended, {} CRM tasks; ledger {}\n",
+        r.actions["intended"], r.actions["crm_tasks"], r.actions["ledger"]
+    ));
+    out.push_str(&format!("triage       {}\n", r.triage["by_class"]));
+    let operator: Vec<String> = r.operator.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    out.push_str(&format!("operator     {}\n", operator.join(", ")));
+    out.push_str(&format!(
+        "ack latency  p50 {} ms, p99 {} ms ({} webhooks)\n",
+        r.ack_latency_ms["p50"], r.ack_latency_ms["p99"], r.ack_latency_ms["samples"]
+    ));
+    out.push_str(&format!(
+        "AWS requests {} per accepted delivery ({} in all, queue polling excluded)\n",
+        r.aws_requests["per_delivery"], r.aws_requests["stack_total"]
+    ));
+    out.push_str(&format!("time         {}\n\n", r.seconds));
+    for i in &r.invariants {
+        out.push_str(&format!(
+            "{} {}{}\n",
+            if i.ok { "ok  " } else { "FAIL" },
+            i.name,
+            if i.ok {
+                String::new()
+            } else {
+                format!(" — {}", i.detail)
+            }
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::demo::plan::plan;
+
+    /// The delivery log and state of a perfect run of `p`.
+    fn perfect(p: &Plan) -> (Vec<Sent>, Observed) {
+        let mut sent = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for (i, d) in p.deliveries.iter().enumerate() {
+            let (status, verdict, key) = match &d.kind {
+                Kind::Copy { event, .. } => {
+                    let v = if seen.insert(*event) {
+                        "new"
+                    } else {
+                        "duplicate"
+                    };
+                    let eb = p.events[*event].provider == Provider::Eventbridge;
+                    (202, (!eb).then_some(v), Some(format!("k{event}")))
+                }
+                Kind::Collision { .. } => (202, Some("collision"), None),
+                Kind::Rejected { reason, .. } => (reason.status(), None, None),
+            };
+            sent.push(Sent {
+                delivery: i,
+                at_ms: d.at_ms,
+                status,
+                verdict: verdict.map(str::to_owned),
+                event_key: key,
+                latency_us: Some(1000 + i as u64),
+                error: None,
+            });
+        }
+        let mut observed = Observed::default();
+        for (i, key) in inbox_keys(p, &sent).into_iter().enumerate() {
+            let collisions = u32::from(i == 7);
+            observed.inbox.insert(
+                key.unwrap(),
+                ("PROCESSED".into(), p.deliveries_of(i), collisions),
+            );
+        }
+        for k in p.intended_actions() {
+            observed.creations.insert(k.clone(), 1);
+            observed.ledger.insert(k, "COMPLETED".into());
+        }
+        observed.tasks_total = observed.creations.len();
+        observed
+            .triage
+            .push(("key-collision".into(), "DISCARDED".into()));
+        (sent, observed)
+    }
+
+    fn failed(r: &Report) -> Vec<&str> {
+        r.invariants
+            .iter()
+            .filter(|i| !i.ok)
+            .map(|i| i.name)
+            .collect()
+    }
+
+    #[test]
+    fn a_perfect_run_passes_every_invariant() {
+        let p = plan(120, 2);
+        let (sent, observed) = perfect(&p);
+        let r = build(&p, 2, 120, &sent, &observed, 0, json!({}));
+        assert_eq!(failed(&r), Vec::<&str>::new());
+        assert!(r.ok);
+        assert_eq!(r.unique_events, p.events.len());
+    }
+
+    #[test]
+    fn a_second_task_a_lost_event_or_a_stored_forgery_fails_the_run() {
+        let p = plan(120, 2);
+        let (sent, mut observed) = perfect(&p);
+        let key = p.intended_actions().into_iter().next().unwrap();
+        observed.creations.insert(key, 2);
+        let r = build(&p, 2, 120, &sent, &observed, 0, json!({}));
+        assert!(!r.ok);
+        assert!(failed(&r).contains(&"no duplicate effect: at most one CRM task per action"));
+
+        let (sent, mut observed) = perfect(&p);
+        let any = observed.inbox.keys().next().unwrap().clone();
+        observed.inbox.remove(&any);
+        let r = build(&p, 2, 120, &sent, &observed, 0, json!({}));
+        assert!(failed(&r).contains(&"no lost event: every accepted event has its inbox record"));
+
+        let (sent, mut observed) = perfect(&p);
+        observed.forged_records = 1;
+        let r = build(&p, 2, 120, &sent, &observed, 0, json!({}));
+        assert_eq!(failed(&r), vec!["refused deliveries wrote nothing"]);
+    }
+
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        let v: Vec<u64> = (1..=100).collect();
+        assert_eq!(percentile(&v, 50.0), 50);
+        assert_eq!(percentile(&v, 99.0), 99);
+        assert_eq!(percentile(&[7], 99.0), 7);
+        assert_eq!(percentile(&[], 50.0), 0);
+    }
+}
