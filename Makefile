@@ -7,15 +7,21 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 VENV_PY := $(CURDIR)/$(VENV)/bin/python
+# SAM CLI, cargo-lambda and zig (infra/requirements.txt) live in their own venv:
+# their pins clash with the emulator's.
+TOOLS := .venv-tools
+SAM := SAM_CLI_TELEMETRY=0 $(CURDIR)/$(TOOLS)/bin/sam
 # Debug info roughly doubles target/ size and build time; tests do not need it.
 export CARGO_PROFILE_DEV_DEBUG ?= 0
 export HOOKGATE_EMULATOR_PYTHON ?= $(VENV_PY)
 
-.PHONY: test venv lint build bench coldstart emulator local demo clean
+.PHONY: test venv tools lint build invoke-fixtures bench coldstart emulator local demo sam-build deploy clean
 
-## test: everything CI checks — format, lints, unit and emulator-backed integration tests.
-test: venv lint
+## test: everything CI checks — format, lints (clippy, cfn-lint, sam validate),
+## unit and emulator-backed integration tests, every fixture through cargo lambda.
+test: venv tools lint
 	cargo test --workspace
+	$(MAKE) invoke-fixtures
 
 ## venv: the project venv with the pinned AWS emulator.
 venv: $(VENV)/.installed
@@ -26,10 +32,25 @@ $(VENV)/.installed: emulator/requirements.txt emulator/constraints.txt
 		-r emulator/requirements.txt -c emulator/constraints.txt
 	touch $@
 
-lint: venv
+## tools: SAM CLI, cargo-lambda and zig, pinned, in .venv-tools.
+tools: $(TOOLS)/.installed
+
+$(TOOLS)/.installed: infra/requirements.txt infra/constraints.txt
+	$(PYTHON) -m venv $(TOOLS)
+	$(TOOLS)/bin/pip install --quiet --disable-pip-version-check \
+		-r infra/requirements.txt -c infra/constraints.txt
+	touch $@
+
+lint: venv tools
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	$(VENV)/bin/cfn-lint infra/template.yaml
+	$(SAM) validate --lint --template infra/template.yaml --region us-east-1
+
+## invoke-fixtures: every events/ fixture through cargo lambda watch + invoke.
+invoke-fixtures: venv tools
+	cargo build -p hookgate-cli
+	scripts/invoke-fixtures.sh
 
 build:
 	cargo build --workspace
@@ -63,4 +84,4 @@ demo: venv
 	target/debug/hookgate demo --events $(EVENTS) --seed $(SEED) --out target/demo
 
 clean:
-	rm -rf $(VENV) target
+	rm -rf $(VENV) $(TOOLS) target .aws-sam

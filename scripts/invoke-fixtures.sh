@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# `make invoke-fixtures` (part of `make test`): every fixture in events/ through
+# `cargo lambda watch` + `cargo lambda invoke`, exactly as the README shows,
+# against the local emulator with resources provisioned from the template.
+# Checks each answer and the state it leaves (inbox record, triage item).
+#
+# Signed fixtures go stale (providers allow minutes), so they are re-signed
+# with `hookgate sign --event` just before each invoke.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=.venv/bin/python
+TOOLS=.venv-tools/bin
+HOOKGATE=target/debug/hookgate
+WORK=$(mktemp -d)
+PORT=${HOOKGATE_INVOKE_PORT:-9111}
+PIDS=()
+cleanup() {
+  for pid in "${PIDS[@]}"; do kill -- "-$pid" 2>/dev/null || kill "$pid" 2>/dev/null || true; done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+fail() { echo "invoke-fixtures: FAIL: $*" >&2; exit 1; }
+
+# The emulator, in its own process group so cleanup ends all of it.
+: > "$WORK/emulator.log"
+setsid "$PY" emulator/server.py --port 0 --no-stdin-watch > "$WORK/emulator.log" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 100); do grep -q listening "$WORK/emulator.log" && break; sleep 0.1; done
+ENDPOINT="http://$(sed -n 's/^listening //p' "$WORK/emulator.log")"
+
+export AWS_ENDPOINT_URL="$ENDPOINT" AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test
+"$PY" scripts/provision.py --endpoint "$ENDPOINT" --prefix fixtures > "$WORK/stack.env"
+set -a
+# shellcheck disable=SC1091
+source "$WORK/stack.env"
+HOOKGATE_CONFIG=config/fixtures.toml
+# The documented test secrets (README, "Test secrets").
+HOOKGATE_SECRET_WS1_RETELL=key_test_ws1_retell
+HOOKGATE_SECRET_WS1_STRIPE=whsec_test_ws1_stripe
+set +a
+
+PATH="$PWD/$TOOLS:$PATH"
+setsid cargo lambda watch --invoke-address 127.0.0.1 --invoke-port "$PORT" > "$WORK/watch.log" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 100); do
+  (echo > "/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break
+  sleep 0.2
+done
+
+invoke() { # function, data file → the function's answer on stdout
+  cargo lambda invoke "$1" --invoke-address 127.0.0.1 --invoke-port "$PORT" \
+    --data-file "$2" --output-format json 2> "$WORK/invoke.err" \
+    || { cat "$WORK/invoke.err" "$WORK/watch.log" >&2; fail "cargo lambda invoke $1 --data-file $2"; }
+}
+field() { "$PY" -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1], {"d": d, "json": json}))' "$1"; }
+expect() { # what, got, want
+  [ "$2" = "$3" ] || fail "$1: got '$2', want '$3'"
+  echo "ok  $1"
+}
+
+# Webhooks, v2 and v1, re-signed now.
+"$HOOKGATE" sign --provider retell --secret env:HOOKGATE_SECRET_WS1_RETELL \
+  --event events/apigw-v2-retell-call-ended.json > "$WORK/v2.json"
+out=$(invoke ingress "$WORK/v2.json")
+expect "ingress, API Gateway v2 retell call_ended: status" "$(field 'd["statusCode"]' <<< "$out")" 202
+expect "ingress, API Gateway v2: verdict" "$(field 'json.loads(d["body"])["verdict"]' <<< "$out")" new
+
+"$HOOKGATE" sign --provider stripe --secret env:HOOKGATE_SECRET_WS1_STRIPE \
+  --event events/apigw-v1-stripe-payment-succeeded.json > "$WORK/v1.json"
+out=$(invoke ingress "$WORK/v1.json")
+expect "ingress, API Gateway v1 stripe payment: status" "$(field 'd["statusCode"]' <<< "$out")" 202
+
+out=$(invoke ingress events/apigw-v2-retell-invalid-signature.json)
+expect "ingress, invalid signature: status" "$(field 'd["statusCode"]' <<< "$out")" 401
+"$HOOKGATE" inbox show ws-1 retell call_ended:call_fixture_forged --config config/fixtures.toml > /dev/null \
+  && fail "the invalid signature was stored" || expect "ingress, invalid signature: nothing stored (inbox show exits 3)" "$?" 3
+
+# The EventBridge rule target path.
+invoke ingress events/eventbridge-connect-contact-event.json > /dev/null
+record=$("$HOOKGATE" inbox show ws-1 eventbridge 5b3a2f1e-8c4d-4e6f-9a0b-1c2d3e4f5a6b --config config/fixtures.toml --json)
+expect "ingress, EventBridge Connect event: stored" "$(field 'd["status"]' <<< "$record")" RECEIVED
+
+# The action worker's SQS batch, naming the v2 webhook's inbox record.
+out=$(invoke action events/sqs-action-batch.json)
+expect "action, SQS batch: no failed item" "$(field 'len(d["batchItemFailures"])' <<< "$out")" 0
+record=$("$HOOKGATE" inbox show ws-1 retell call_ended:call_fixture_v2 --config config/fixtures.toml --json)
+expect "action, SQS batch: inbox record settled (no rule for call_ended)" "$(field 'd["status"]' <<< "$record")" IGNORED
+
+# The sweep's schedule event.
+invoke sweep events/schedule-sweep.json > /dev/null
+echo "ok  sweep, schedule event"
+
+# A dead letter → a held triage item.
+out=$(invoke dlq-triage events/sqs-dlq-batch.json)
+expect "dlq-triage, DLQ batch: no failed item" "$(field 'len(d["batchItemFailures"])' <<< "$out")" 0
+held=$("$HOOKGATE" triage list --config config/fixtures.toml --json)
+expect "dlq-triage, DLQ batch: one item held" "$(field 'len(d)' <<< "$held")" 1
+item=$(field 'd[0]["id"]' <<< "$held")
+
+# The ops route approves it, with the caller's IAM identity recorded.
+sed "s/ITEM_ID/$item/g" events/apigw-v2-ops-approve.json > "$WORK/approve.json"
+out=$(invoke ops "$WORK/approve.json")
+expect "ops, approve route: status" "$(field 'd["statusCode"]' <<< "$out")" 200
+shown=$("$HOOKGATE" triage show "$item" --config config/fixtures.toml --json)
+expect "ops, approve route: decided by the caller" "$(field 'd["decided_by"]' <<< "$shown")" \
+  "arn:aws:sts::123456789012:assumed-role/hookgate-operator/oncall"
+echo "invoke-fixtures: every fixture invoked through cargo lambda"
