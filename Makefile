@@ -15,7 +15,7 @@ SAM := SAM_CLI_TELEMETRY=0 $(CURDIR)/$(TOOLS)/bin/sam
 export CARGO_PROFILE_DEV_DEBUG ?= 0
 export HOOKGATE_EMULATOR_PYTHON ?= $(VENV_PY)
 
-.PHONY: test venv tools lint build invoke-fixtures bench coldstart emulator local demo sam-build deploy clean
+.PHONY: test venv tools lint build invoke-fixtures bench coldstart emulator local demo deploy clean
 
 ## test: everything CI checks — format, lints (clippy, cfn-lint, sam validate),
 ## unit and emulator-backed integration tests, every fixture through cargo lambda.
@@ -82,6 +82,12 @@ SEED ?= 42
 demo: venv
 	cargo build -p hookgate-cli
 	target/debug/hookgate demo --events $(EVENTS) --seed $(SEED) --out target/demo
+
+## deploy: check the config against the retry windows, sam build, sam deploy
+## --guided (your AWS credentials). See scripts/deploy.sh for the variables.
+deploy: venv tools
+	cargo build -p hookgate-cli
+	scripts/deploy.sh
 
 clean:
 	rm -rf $(VENV) $(TOOLS) target .aws-sam

@@ -56,6 +56,14 @@ enum Command {
         #[arg(long, default_value = "target/demo")]
         out: PathBuf,
     },
+    /// Validate a config as the functions will load it (HOOKGATE_* variables
+    /// override the file): inbox TTL vs re-delivery windows, rules,
+    /// destinations, secret references. `make deploy` runs it first.
+    CheckConfig {
+        /// The config file (default: $HOOKGATE_CONFIG).
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
     /// Look up an inbox record.
     Inbox {
         #[command(flatten)]
@@ -196,16 +204,21 @@ fn parse_status(s: &str) -> Result<ActionStatus, String> {
     s.to_ascii_uppercase().replace('-', "_").parse()
 }
 
-fn ops(common: &Common) -> anyhow::Result<(tokio::runtime::Runtime, DeployedOps)> {
-    let runtime = tokio::runtime::Runtime::new()?;
-    let config = match &common.config {
+/// The config at `path` (or $HOOKGATE_CONFIG), HOOKGATE_* variables applied.
+fn load_config(path: Option<&PathBuf>) -> anyhow::Result<Config> {
+    Ok(match path {
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read --config {}", path.display()))?;
             Config::from_toml(&text, |name| std::env::var(name).ok())?
         }
         None => Config::load()?,
-    };
+    })
+}
+
+fn ops(common: &Common) -> anyhow::Result<(tokio::runtime::Runtime, DeployedOps)> {
+    let runtime = tokio::runtime::Runtime::new()?;
+    let config = load_config(common.config.as_ref())?;
     let aws = runtime.block_on(hookgate_adapters::clients::sdk_config());
     let ops = DeployedOps::connect(Arc::new(config), &aws)?;
     Ok((runtime, ops))
@@ -271,6 +284,16 @@ fn main() -> anyhow::Result<()> {
                 options.out.join("report.html").display()
             );
             std::process::exit(if report.ok { 0 } else { 1 });
+        }
+        Command::CheckConfig { config } => {
+            let config = load_config(config.as_ref())?;
+            println!(
+                "config ok: inbox TTL {} s ≥ twice the longest re-delivery window; {} workspaces, {} rules, {} destinations",
+                config.inbox_ttl.as_secs(),
+                config.workspaces.len(),
+                config.rules.len(),
+                config.destinations.len()
+            );
         }
         Command::Inbox {
             common,
