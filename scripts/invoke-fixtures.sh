@@ -63,6 +63,7 @@ expect() { # what, got, want
 "$HOOKGATE" sign --provider retell --secret env:HOOKGATE_SECRET_WS1_RETELL \
   --event events/apigw-v2-retell-call-ended.json > "$WORK/v2.json"
 out=$(invoke ingress "$WORK/v2.json")
+echo "    cargo lambda invoke ingress answered: $out"
 expect "ingress, API Gateway v2 retell call_ended: status" "$(field 'd["statusCode"]' <<< "$out")" 202
 expect "ingress, API Gateway v2: verdict" "$(field 'json.loads(d["body"])["verdict"]' <<< "$out")" new
 
