@@ -1,7 +1,8 @@
 # hookgate — one entry point for everything a user or CI runs.
 #
 # Needs only the Rust toolchain and Python 3: the emulator (moto's server,
-# pinned in emulator/) is installed into a project-local venv, .venv/.
+# pinned in emulator/) is installed into a project-local venv, .venv/, and the
+# SAM CLI, cargo-lambda and zig (pinned in infra/) into .venv-tools/.
 
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -15,13 +16,14 @@ SAM := SAM_CLI_TELEMETRY=0 $(CURDIR)/$(TOOLS)/bin/sam
 export CARGO_PROFILE_DEV_DEBUG ?= 0
 export HOOKGATE_EMULATOR_PYTHON ?= $(VENV_PY)
 
-.PHONY: test venv tools lint build invoke-fixtures bench coldstart emulator local demo deploy clean
+.PHONY: test venv tools lint build invoke-fixtures bench coldstart emulator local demo deploy sam-build deploy-check clean
 
 ## test: everything CI checks — format, lints (clippy, cfn-lint, sam validate),
 ## unit and emulator-backed integration tests, every fixture through cargo lambda.
 test: venv tools lint
 	cargo test --workspace
 	$(MAKE) invoke-fixtures
+	$(MAKE) deploy-check
 
 ## venv: the project venv with the pinned AWS emulator.
 venv: $(VENV)/.installed
@@ -88,6 +90,25 @@ demo: venv
 deploy: venv tools
 	cargo build -p hookgate-cli
 	scripts/deploy.sh
+
+## sam-build: the check, then `sam build` only (arm64 via cargo-lambda + zig).
+sam-build: venv tools
+	cargo build -p hookgate-cli
+	BUILD_ONLY=1 scripts/deploy.sh
+
+## deploy-check: make deploy's refusal, tested: a TTL below twice the longest
+## re-delivery window stops it before anything is built; the defaults pass.
+deploy-check: venv
+	cargo build -p hookgate-cli
+	@out=$$(CHECK_ONLY=1 INBOX_TTL_SECONDS=3600 scripts/deploy.sh 2>&1); rc=$$?; \
+	  [ $$rc -eq 1 ] && grep -q "refusing to deploy" <<< "$$out" \
+	  && grep -q "the TTL must be at least 518400 s" <<< "$$out" \
+	  || { echo "deploy-check: a 3600 s TTL was not refused: $$out" >&2; exit 1; }
+	@out=$$(CHECK_ONLY=1 RULE_MAX_EVENT_AGE_SECONDS=345600 scripts/deploy.sh 2>&1); rc=$$?; \
+	  [ $$rc -eq 1 ] && grep -q "eventbridge" <<< "$$out" \
+	  || { echo "deploy-check: a 4-day rule MaxEventAge was not refused: $$out" >&2; exit 1; }
+	CHECK_ONLY=1 scripts/deploy.sh
+	@echo "deploy-check: ok"
 
 clean:
 	rm -rf $(VENV) $(TOOLS) target .aws-sam

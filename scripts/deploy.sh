@@ -7,6 +7,8 @@
 #   HOOKGATE_DEPLOY_CONFIG  the config to bundle (default config/hookgate.example.toml)
 #   INBOX_TTL_SECONDS, RULE_MAX_EVENT_AGE_SECONDS, ASYNC_MAX_EVENT_AGE_SECONDS
 #                           stack parameters (default: the template's defaults)
+#   CHECK_ONLY=1            stop after the check (`make deploy-check`, in `make test`)
+#   BUILD_ONLY=1            stop after `sam build` (`make sam-build`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,5 +39,6 @@ rustup target list --installed | grep -q aarch64-unknown-linux-gnu \
   || rustup target add aarch64-unknown-linux-gnu
 export SAM_CLI_TELEMETRY=0 SAM_CLI_BETA_RUST_CARGO_LAMBDA=1 PATH="$PWD/.venv-tools/bin:$PATH"
 sam build --template infra/template.yaml
+[ "${BUILD_ONLY:-}" = 1 ] && exit 0
 sam deploy --guided --parameter-overrides \
   "InboxTtlSeconds=$TTL RuleMaxEventAgeSeconds=$RULE AsyncMaxEventAgeSeconds=$ASYNC"

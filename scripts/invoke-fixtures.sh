@@ -63,7 +63,7 @@ expect() { # what, got, want
 "$HOOKGATE" sign --provider retell --secret env:HOOKGATE_SECRET_WS1_RETELL \
   --event events/apigw-v2-retell-call-ended.json > "$WORK/v2.json"
 out=$(invoke ingress "$WORK/v2.json")
-echo "    cargo lambda invoke ingress answered: $out"
+echo "    cargo lambda invoke ingress answered: $(field 'json.dumps(d, separators=(",", ":"))' <<< "$out")"
 expect "ingress, API Gateway v2 retell call_ended: status" "$(field 'd["statusCode"]' <<< "$out")" 202
 expect "ingress, API Gateway v2: verdict" "$(field 'json.loads(d["body"])["verdict"]' <<< "$out")" new
 
@@ -84,6 +84,7 @@ expect "ingress, EventBridge Connect event: stored" "$(field 'd["status"]' <<< "
 
 # The action worker's SQS batch, naming the v2 webhook's inbox record.
 out=$(invoke action events/sqs-action-batch.json)
+echo "    cargo lambda invoke action answered: $(field 'json.dumps(d, separators=(",", ":"))' <<< "$out")"
 expect "action, SQS batch: no failed item" "$(field 'len(d["batchItemFailures"])' <<< "$out")" 0
 record=$("$HOOKGATE" inbox show ws-1 retell call_ended:call_fixture_v2 --config config/fixtures.toml --json)
 expect "action, SQS batch: inbox record settled (no rule for call_ended)" "$(field 'd["status"]' <<< "$record")" IGNORED

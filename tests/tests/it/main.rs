@@ -13,6 +13,7 @@ mod logs;
 mod operate;
 mod rejects;
 mod secrets;
+mod sim_crm;
 mod sources;
 mod triage;
 mod worker;
