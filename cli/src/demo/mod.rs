@@ -10,12 +10,13 @@
 //! so the emulator can count the stack's requests apart from the demo's own.
 
 pub mod html;
+mod observe;
+mod operator;
 pub mod plan;
 pub mod play;
 pub mod report;
 
 use std::{
-    collections::BTreeMap,
     path::PathBuf,
     sync::{Arc, atomic::Ordering},
     time::{Duration, Instant},
@@ -24,26 +25,18 @@ use std::{
 use anyhow::Context;
 use aws_sdk_sqs::types::QueueAttributeName;
 use aws_sdk_ssm::types::ParameterType;
-use hookgate_adapters::{DynamoInbox, DynamoLedger, DynamoTriage};
-use hookgate_core::{
-    InboxPk,
-    action::ActionKey,
-    config::Config,
-    ledger::ActionStatus,
-    ports::{InboxStore, Ledger, TriageStore},
-    triage::{TriageClass, TriageStatus},
-};
-use serde_json::{Value, json};
+use hookgate_core::config::Config;
+use serde_json::json;
 
 use crate::{
     emulator::{Emulator, repo_root},
     local::{Local, LocalQueues},
-    ops::{DeployedOps, Selection},
+    ops::DeployedOps,
     sim_crm::{Fault, FaultKind, SimCrm},
 };
 use plan::{Incident, Plan, SECRETS};
 use play::{Progress, Target};
-use report::{Observed, Report};
+use report::Report;
 
 /// The app names the emulator counts requests by.
 pub const STACK_APP: &str = "hookgate-stack";
@@ -189,10 +182,10 @@ pub async fn run(options: &Options) -> anyhow::Result<Report> {
     say(start, "operator: reviewing what triage holds");
     let operator_aws = emulator.sdk_config(OPERATOR_APP).await;
     let ops = DeployedOps::connect(config.clone(), &operator_aws)?;
-    let mut decisions = operate(&ops, &sim.base_url()).await?;
+    let mut decisions = operator::operate(&ops, &sim.base_url()).await?;
     settle(&sqs, &all_queues).await;
     // A re-queued action may fail again if the operator was early; look once more.
-    let again = operate(&ops, &sim.base_url()).await?;
+    let again = operator::operate(&ops, &sim.base_url()).await?;
     for (k, v) in again {
         *decisions.entry(k).or_default() += v;
     }
@@ -201,7 +194,8 @@ pub async fn run(options: &Options) -> anyhow::Result<Report> {
     let played = day.elapsed();
 
     say(start, "checking the stored state against the plan");
-    let observed = observe(&plan, &sent, &config, &observer, &sim, &emulator, decisions).await?;
+    let observed =
+        observe::observe(&plan, &sent, &config, &observer, &sim, &emulator, decisions).await?;
     let seconds = json!({
         "day": (played.as_secs_f64() * 10.0).round() / 10.0,
         "total": (start.elapsed().as_secs_f64() * 10.0).round() / 10.0,
@@ -325,147 +319,4 @@ async fn settle(sqs: &aws_sdk_sqs::Client, queues: &[String]) {
         }
         quiet = if depth == 0 { quiet + 1 } else { 0 };
     }
-}
-
-/// The scripted operator, with the CLI's own operations: approve the outage
-/// in bulk now the CRM is back, re-inject the poison item after "fixing the
-/// CRM's validation rule", reject the collision (the first payload is the
-/// one kept), and reconcile each UNCERTAIN action with what the CRM shows.
-async fn operate(ops: &DeployedOps, crm: &str) -> anyhow::Result<BTreeMap<String, u64>> {
-    const WHO: &str = "demo-operator";
-    let mut done: BTreeMap<String, u64> = BTreeMap::new();
-    let held = ops.triage_list(TriageStatus::Held, None).await?.json;
-    let items = held.as_array().cloned().unwrap_or_default();
-    let outage = items
-        .iter()
-        .any(|i| i["class"] == TriageClass::DownstreamOutage.as_str());
-    if outage {
-        let selection = Selection {
-            class: Some(TriageClass::DownstreamOutage),
-            ..Selection::default()
-        };
-        let out = ops
-            .triage_approve(&[], Some(&selection), false, WHO, "CRM recovered", 100)
-            .await?;
-        *done.entry("approved_outage".into()).or_default() +=
-            out.json.as_array().map_or(0, |a| a.len() as u64);
-    }
-    for item in &items {
-        let id = item["id"].as_str().unwrap_or_default().to_owned();
-        match item["class"].as_str().unwrap_or_default() {
-            "key-collision" => {
-                ops.triage_reject(
-                    &id,
-                    WHO,
-                    "provider sent another payload under one id; the first is kept",
-                )
-                .await?;
-                *done.entry("rejected_collision".into()).or_default() += 1;
-            }
-            "poison" => {
-                ops.triage_approve(&[id], None, false, WHO, "CRM validation rule fixed", 100)
-                    .await?;
-                *done.entry("approved_poison".into()).or_default() += 1;
-            }
-            _ => {}
-        }
-    }
-    let uncertain = ops.actions_list(ActionStatus::Uncertain, None).await?.json;
-    let http = reqwest::Client::new();
-    for action in uncertain.as_array().cloned().unwrap_or_default() {
-        let key = action["key"].as_str().unwrap_or_default();
-        let found: Value = http
-            .get(format!("{crm}/tasks"))
-            .query(&[("external_ref", key)])
-            .send()
-            .await?
-            .json()
-            .await?;
-        let id = found["results"][0]["id"].as_str();
-        ops.actions_reconcile(key, id, WHO).await?;
-        let what = if id.is_some() {
-            "reconciled_found"
-        } else {
-            "reconciled_not_found"
-        };
-        *done.entry(what.into()).or_default() += 1;
-    }
-    Ok(done)
-}
-
-/// Reads what the stack stored: the inbox record of every planned event, the
-/// ledger record of every intended action, every triage item, the CRM's
-/// tasks and the emulator's request counts.
-#[allow(clippy::too_many_arguments)]
-async fn observe(
-    plan: &Plan,
-    sent: &[play::Sent],
-    config: &Config,
-    aws: &aws_config::SdkConfig,
-    sim: &SimCrm,
-    emulator: &Emulator,
-    operator: BTreeMap<String, u64>,
-) -> anyhow::Result<Observed> {
-    let ddb = aws_sdk_dynamodb::Client::new(aws);
-    let inbox = DynamoInbox::new(ddb.clone(), &config.inbox_table);
-    let mut observed = Observed {
-        operator,
-        ..Observed::default()
-    };
-    for key in report::inbox_keys(plan, sent).into_iter().flatten() {
-        let Ok(pk) = InboxPk::parse(&key) else {
-            continue;
-        };
-        if let Some(r) = inbox.get(&pk).await? {
-            let collisions = r.collision.map_or(0, |c| c.count);
-            observed.inbox.insert(
-                key,
-                (r.status.as_str().to_owned(), r.delivery_count, collisions),
-            );
-        }
-    }
-    let forged = ddb
-        .scan()
-        .table_name(&config.inbox_table)
-        .filter_expression("contains(pk, :f)")
-        .expression_attribute_values(
-            ":f",
-            aws_sdk_dynamodb::types::AttributeValue::S("forged".into()),
-        )
-        .select(aws_sdk_dynamodb::types::Select::Count)
-        .send()
-        .await?;
-    observed.forged_records = forged.count() as usize;
-
-    let ledger = DynamoLedger::new(ddb.clone(), config.require_actions_table()?);
-    for key in plan.intended_actions() {
-        let Ok(parsed) = ActionKey::parse(&key) else {
-            continue;
-        };
-        if let Some(record) = ledger.get(&parsed).await? {
-            observed
-                .ledger
-                .insert(key, record.status.as_str().to_owned());
-        }
-    }
-    let triage = DynamoTriage::new(ddb, config.require_triage_table()?);
-    for status in [
-        TriageStatus::Held,
-        TriageStatus::Approved,
-        TriageStatus::Reinjected,
-        TriageStatus::Discarded,
-    ] {
-        for item in triage.list(status).await? {
-            observed.triage.push((
-                item.class.as_str().to_owned(),
-                item.status.as_str().to_owned(),
-            ));
-        }
-    }
-    let tasks = sim.tasks();
-    observed.tasks_total = tasks.total;
-    observed.creations = tasks.creations_by_external_ref;
-    observed.task_times_ms = tasks.tasks.iter().map(|t| t.created_ms).collect();
-    observed.requests = emulator.requests().await?;
-    Ok(observed)
 }
