@@ -13,20 +13,21 @@ fn escape(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// Deliveries accepted and CRM tasks created, cumulative per second.
+/// Deliveries accepted, unique events and CRM tasks created, cumulative per
+/// second, each line labelled with its final value.
 fn timeline_svg(r: &Report) -> String {
     let (w, h, pad) = (720.0, 280.0, 44.0);
     let last = r.timeline.last().map_or(1, |t| t.0.max(1)) as f64;
     let top = r
         .timeline
         .iter()
-        .map(|t| t.1.max(t.2))
+        .map(|t| t.1.max(t.2).max(t.3))
         .max()
         .unwrap_or(1)
         .max(1) as f64;
     let x = |s: f64| pad + s / last * (w - 2.0 * pad);
     let y = |v: f64| h - pad - v / top * (h - 2.0 * pad);
-    let line = |pick: fn(&(u64, u64, u64)) -> u64| {
+    let line = |pick: fn(&(u64, u64, u64, u64)) -> u64| {
         r.timeline
             .iter()
             .map(|t| format!("{:.1},{:.1}", x(t.0 as f64), y(pick(t) as f64)))
@@ -41,12 +42,14 @@ fn timeline_svg(r: &Report) -> String {
 <line x1="{pad}" y1="{base:.1}" x2="{right:.1}" y2="{base:.1}" stroke="#999"/>
 <line x1="{pad}" y1="{pad}" x2="{pad}" y2="{base:.1}" stroke="#999"/>
 <polyline fill="none" stroke="#2563eb" stroke-width="2" points="{d}"/>
+<polyline fill="none" stroke="#7c3aed" stroke-width="2" points="{u}"/>
 <polyline fill="none" stroke="#16a34a" stroke-width="2" points="{t}"/>
 <text x="{pad}" y="{lx:.1}" font-size="11">0</text>
 <text x="{right:.1}" y="{lx:.1}" font-size="11" text-anchor="end">{last}s</text>
 <text x="{lbl:.1}" y="{pad}" font-size="11" text-anchor="end">{top}</text>
 <text x="{legend:.1}" y="20" font-size="12" fill="#2563eb">deliveries accepted</text>
-<text x="{legend2:.1}" y="20" font-size="12" fill="#16a34a">CRM tasks created</text>
+<text x="{legend2:.1}" y="20" font-size="12" fill="#7c3aed">unique events</text>
+<text x="{legend3:.1}" y="20" font-size="12" fill="#16a34a">CRM tasks created (one per action)</text>
 "##,
         ox = x(o0),
         ow = (x(o1.min(last)) - x(o0)).max(0.0),
@@ -55,12 +58,24 @@ fn timeline_svg(r: &Report) -> String {
         base = h - pad,
         right = w - pad,
         d = line(|t| t.1),
-        t = line(|t| t.2),
+        u = line(|t| t.2),
+        t = line(|t| t.3),
         lx = h - pad + 16.0,
         lbl = pad - 4.0,
         legend = pad,
-        legend2 = pad + 170.0,
+        legend2 = pad + 150.0,
+        legend3 = pad + 260.0,
     );
+    if let Some(end) = r.timeline.last() {
+        for (value, color) in [(end.1, "#2563eb"), (end.2, "#7c3aed"), (end.3, "#16a34a")] {
+            let _ = write!(
+                svg,
+                r#"<text x="{:.1}" y="{:.1}" font-size="11" fill="{color}">{value}</text>"#,
+                w - pad + 4.0,
+                y(value as f64) + 4.0
+            );
+        }
+    }
     svg.push_str("</svg>");
     svg
 }
@@ -124,7 +139,7 @@ tr.fail td {{ background: #fee2e2; }} pre {{ background: #f6f6f6; padding: 1rem;
 <pre>{summary}</pre>
 <h2>Deliveries vs effects</h2>
 {timeline}
-<p>Every delivery (repeats included) is acknowledged at once; CRM tasks follow once per business action. The shaded window is the simulated CRM outage: deliveries keep being accepted, effects wait in the DLQ for triage and approval.</p>
+<p>Every delivery (repeats included) is acknowledged at once; repeats collapse into unique events; CRM tasks follow once per business action (not every event asks for one). The shaded window is the simulated CRM outage: deliveries keep being accepted, effects wait in the DLQ for triage and approval.</p>
 <h2>Triage items by class</h2>
 {classes}
 <h2>Invariants</h2>

@@ -60,8 +60,9 @@ pub struct Report {
     pub ack_latency_ms: Value,
     pub aws_requests: Value,
     pub invariants: Vec<Invariant>,
-    /// Per second: deliveries accepted and CRM tasks created, cumulative.
-    pub timeline: Vec<(u64, u64, u64)>,
+    /// Per second, cumulative: deliveries accepted, unique events first
+    /// accepted, CRM tasks created.
+    pub timeline: Vec<(u64, u64, u64, u64)>,
     pub outage_secs: (f64, f64),
 }
 
@@ -349,12 +350,16 @@ pub fn build(
             .iter()
             .filter(|s| s.status == 202 && s.at_ms < until)
             .count() as u64;
+        let u = sent
+            .iter()
+            .filter(|s| s.at_ms < until && first_copy(plan, s))
+            .count() as u64;
         let t = observed
             .task_times_ms
             .iter()
             .filter(|t| t.saturating_sub(start_epoch_ms) < until)
             .count() as u64;
-        timeline.push((second, d, t));
+        timeline.push((second, d, u, t));
     }
 
     let ok = invariants.iter().all(|i| i.ok);
@@ -402,6 +407,17 @@ pub fn build(
         invariants,
         timeline,
         outage_secs: (plan.outage.0 as f64 / 1000.0, plan.outage.1 as f64 / 1000.0),
+    }
+}
+
+/// Whether `s` is the accepted delivery that made its event new (HTTP: the
+/// `new` verdict; EventBridge: the first copy handed to the rule's target).
+fn first_copy(plan: &Plan, s: &Sent) -> bool {
+    match &plan.deliveries[s.delivery].kind {
+        Kind::Copy { event, copy } if plan.events[*event].provider == Provider::Eventbridge => {
+            s.status == 202 && *copy == 0
+        }
+        _ => s.verdict.as_deref() == Some("new"),
     }
 }
 
