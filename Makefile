@@ -51,11 +51,11 @@ lint: venv tools
 
 ## invoke-fixtures: every events/ fixture through cargo lambda watch + invoke.
 invoke-fixtures: venv tools
-	cargo build -p hookgate-cli
+	cargo build --workspace --bins
 	scripts/invoke-fixtures.sh
 
 build:
-	cargo build --workspace
+	cargo build --workspace --bins
 
 ## bench: the ingress hot path (verify + parse + event key) per provider.
 bench:
@@ -68,7 +68,7 @@ coldstart: venv
 
 ## local: emulator + resources from infra/template.yaml + simulated CRM + hookgate local (Ctrl-C stops).
 local: venv
-	cargo build -p hookgate-cli
+	cargo build --workspace --bins
 	scripts/local.sh
 
 ## emulator: the local AWS on 127.0.0.1:$(PORT) in the foreground (Ctrl-C stops it).
@@ -82,24 +82,24 @@ emulator: venv
 EVENTS ?= 300
 SEED ?= 42
 demo: venv
-	cargo build -p hookgate-cli
+	cargo build --workspace --bins
 	target/debug/hookgate demo --events $(EVENTS) --seed $(SEED) --out target/demo
 
 ## deploy: check the config against the retry windows, sam build, sam deploy
 ## --guided (your AWS credentials). See scripts/deploy.sh for the variables.
 deploy: venv tools
-	cargo build -p hookgate-cli
+	cargo build --workspace --bins
 	scripts/deploy.sh
 
 ## sam-build: the check, then `sam build` only (arm64 via cargo-lambda + zig).
 sam-build: venv tools
-	cargo build -p hookgate-cli
+	cargo build --workspace --bins
 	BUILD_ONLY=1 scripts/deploy.sh
 
 ## deploy-check: make deploy's refusal, tested: a TTL below twice the longest
 ## re-delivery window stops it before anything is built; the defaults pass.
 deploy-check: venv
-	cargo build -p hookgate-cli
+	cargo build --workspace --bins
 	@out=$$(CHECK_ONLY=1 INBOX_TTL_SECONDS=3600 scripts/deploy.sh 2>&1); rc=$$?; \
 	  [ $$rc -eq 1 ] && grep -q "refusing to deploy" <<< "$$out" \
 	  && grep -q "the TTL must be at least 518400 s" <<< "$$out" \
