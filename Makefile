@@ -59,7 +59,7 @@ build:
 
 ## bench: the ingress hot path (verify + parse + event key) per provider.
 bench:
-	cargo bench -p hookgate-core --bench hot_path
+	cargo bench -p hookgate-bench --bench hot_path
 
 ## coldstart: cold start and peak RSS of the release ingress binary (scripts/coldstart.py).
 coldstart: venv
