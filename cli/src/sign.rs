@@ -140,6 +140,26 @@ pub fn set_headers(event: &mut serde_json::Value, signed: &[(String, String)]) {
     }
 }
 
+/// Header name and value pairs, as a provider sends them.
+type Headers = Vec<(String, String)>;
+
+/// The provider's headers for `body`, and the URL to call (Twilio's is signed).
+fn signed(args: &Args, body: &[u8], now: Timestamp) -> anyhow::Result<(Headers, Option<String>)> {
+    let secret = secret(&args.secret)?;
+    let timestamp = args.timestamp.map(Timestamp::from_secs).unwrap_or(now);
+    let (scheme, url) = scheme_and_url(args, body)?;
+    let headers = scheme.sign(&SignRequest {
+        body,
+        secret: &secret,
+        timestamp,
+        id: args.id.as_deref(),
+        github_event: &args.github_event,
+        github_hook_id: &args.github_hook_id,
+        url: url.as_deref(),
+    })?;
+    Ok((headers, url))
+}
+
 /// The headers, one `Name: value` per line, then a curl line; with
 /// `--event`, the re-signed event instead.
 pub fn run(args: &Args, now: Timestamp) -> anyhow::Result<String> {
@@ -152,18 +172,7 @@ pub fn run(args: &Args, now: Timestamp) -> anyhow::Result<String> {
         .context("--body or --event is required")?;
     let body =
         std::fs::read(path).with_context(|| format!("cannot read --body {}", path.display()))?;
-    let secret = secret(&args.secret)?;
-    let timestamp = args.timestamp.map(Timestamp::from_secs).unwrap_or(now);
-    let (scheme, url) = scheme_and_url(args, &body)?;
-    let headers = scheme.sign(&SignRequest {
-        body: &body,
-        secret: &secret,
-        timestamp,
-        id: args.id.as_deref(),
-        github_event: &args.github_event,
-        github_hook_id: &args.github_hook_id,
-        url: url.as_deref(),
-    })?;
+    let (headers, url) = signed(args, &body, now)?;
     let mut out = String::new();
     let mut curl = format!(
         "curl -sS -X POST {}",
@@ -197,18 +206,7 @@ fn resign(args: &Args, path: &std::path::Path, now: Timestamp) -> anyhow::Result
     } else {
         raw.as_bytes().to_vec()
     };
-    let secret = secret(&args.secret)?;
-    let timestamp = args.timestamp.map(Timestamp::from_secs).unwrap_or(now);
-    let (scheme, url) = scheme_and_url(args, &body)?;
-    let headers = scheme.sign(&SignRequest {
-        body: &body,
-        secret: &secret,
-        timestamp,
-        id: args.id.as_deref(),
-        github_event: &args.github_event,
-        github_hook_id: &args.github_hook_id,
-        url: url.as_deref(),
-    })?;
+    let (headers, _) = signed(args, &body, now)?;
     set_headers(&mut event, &headers);
     Ok(serde_json::to_string_pretty(&event)? + "\n")
 }
