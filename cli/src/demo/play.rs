@@ -20,7 +20,7 @@ use hookgate_core::{
 use super::plan::{Delivery, Kind, Plan, Reject, TWILIO_PUBLIC_URL, secret_of};
 
 /// What happened to one delivery.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Sent {
     /// Index into the plan's deliveries.
     pub delivery: usize,
@@ -102,15 +102,7 @@ struct Request {
 }
 
 async fn send(plan: &Plan, delivery: &Delivery, target: &Target) -> Sent {
-    let mut sent = Sent {
-        delivery: 0,
-        at_ms: 0,
-        status: 0,
-        verdict: None,
-        event_key: None,
-        latency_us: None,
-        error: None,
-    };
+    let mut sent = Sent::default();
     let request = match &delivery.kind {
         Kind::Copy { event, .. } => {
             let event = &plan.events[*event];
