@@ -12,16 +12,27 @@ VENV_PY := $(CURDIR)/$(VENV)/bin/python
 # their pins clash with the emulator's.
 TOOLS := .venv-tools
 SAM := SAM_CLI_TELEMETRY=0 $(CURDIR)/$(TOOLS)/bin/sam
+# checkov (infra/scan-requirements.txt, every dependency pinned in
+# infra/scan-constraints.txt) lives in a third venv: its tree is large.
+SCAN := .venv-scan
+# The SAM transform's output (scripts/transform.py), what CloudFormation creates.
+TRANSFORMED := target/infra/template.json
 # Debug info roughly doubles target/ size and build time; tests do not need it.
 export CARGO_PROFILE_DEV_DEBUG ?= 0
 export HOOKGATE_EMULATOR_PYTHON ?= $(VENV_PY)
 
-.PHONY: test venv tools lint build invoke-fixtures bench coldstart emulator local demo deploy sam-build deploy-check clean
+.PHONY: test venv tools scan-venv infra-transform infra-check infra-selftest lint build invoke-fixtures bench coldstart emulator local demo deploy sam-build deploy-check clean
 
-## test: everything CI checks — format, lints (clippy, cfn-lint, sam validate),
-## unit and emulator-backed integration tests, every fixture through cargo lambda.
-test: venv tools lint
-	cargo test --workspace
+## test: everything CI checks — format, lints (clippy, cfn-lint, sam validate,
+## the real SAM transform, cfn-lint and checkov on its output), unit and
+## emulator-backed integration tests (recording every AWS call and EMF line),
+## the IAM and alarm checks over those recordings, every fixture through cargo
+## lambda, and make deploy's refusals.
+test: venv tools lint iam-tools
+	@rm -rf target/checks && mkdir -p target/checks
+	HOOKGATE_CALL_LOG=$(CURDIR)/$(CALL_LOG) HOOKGATE_EMF_LOG=$(CURDIR)/$(EMF_LOG) \
+		cargo test --workspace
+	$(MAKE) iam-check alarm-check
 	$(MAKE) invoke-fixtures
 	$(MAKE) deploy-check
 
@@ -43,11 +54,45 @@ $(TOOLS)/.installed: infra/requirements.txt infra/constraints.txt
 		-r infra/requirements.txt -c infra/constraints.txt
 	touch $@
 
+## scan-venv: checkov, pinned with all its dependencies, in .venv-scan.
+scan-venv: $(SCAN)/.installed
+
+$(SCAN)/.installed: infra/scan-requirements.txt infra/scan-constraints.txt
+	$(PYTHON) -m venv $(SCAN)
+	$(SCAN)/bin/pip install --quiet --disable-pip-version-check \
+		-r infra/scan-requirements.txt -c infra/scan-constraints.txt
+	touch $@
+
 lint: venv tools
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	$(VENV)/bin/cfn-lint infra/template.yaml
 	$(SAM) validate --lint --template infra/template.yaml --region us-east-1
+	$(MAKE) infra-check
+
+## infra-transform: the real SAM transform (pinned aws-sam-translator) of
+## infra/template.yaml into target/infra/template.json; fails on any error.
+infra-transform: tools
+	$(TOOLS)/bin/python scripts/transform.py --out $(TRANSFORMED)
+
+## infra-check: the template as CloudFormation will create it — the transform,
+## cfn-lint on the raw template and on the transformed output, checkov on the
+## output (zero unsuppressed findings), the structural checks
+## (scripts/check_infra.py) and the broken-copy self-test. No cargo.
+infra-check: venv tools scan-venv infra-transform
+	$(VENV)/bin/cfn-lint infra/template.yaml
+	@# W2001 (unused parameter): the transform inlines AsyncMaxRetryAttempts
+	@# into the EventInvokeConfig, as CloudFormation does with the stack's value.
+	$(VENV)/bin/cfn-lint --ignore-checks W2001 -- $(TRANSFORMED)
+	$(SCAN)/bin/checkov --quiet --compact --framework cloudformation \
+		--skip-download -f $(TRANSFORMED)
+	$(TOOLS)/bin/python scripts/check_infra.py $(TRANSFORMED)
+	$(MAKE) infra-selftest
+
+## infra-selftest: each broken copy of the template (infra/fixtures/) is
+## refused by the transform or by check_infra; an accepted one fails the build.
+infra-selftest: tools scan-venv
+	$(TOOLS)/bin/python scripts/infra_selftest.py
 
 ## invoke-fixtures: every events/ fixture through cargo lambda watch + invoke.
 invoke-fixtures: venv tools
@@ -87,28 +132,71 @@ demo: venv
 
 ## deploy: check the config against the retry windows, sam build, sam deploy
 ## --guided (your AWS credentials). See scripts/deploy.sh for the variables.
-deploy: venv tools
+deploy: venv tools infra-transform
 	cargo build --workspace --bins
 	scripts/deploy.sh
 
 ## sam-build: the check, then `sam build` only (arm64 via cargo-lambda + zig).
-sam-build: venv tools
+sam-build: venv tools infra-transform
 	cargo build --workspace --bins
 	BUILD_ONLY=1 scripts/deploy.sh
 
-## deploy-check: make deploy's refusal, tested: a TTL below twice the longest
-## re-delivery window stops it before anything is built; the defaults pass.
-deploy-check: venv
+## deploy-check: make deploy's refusals, tested: a TTL below twice the longest
+## re-delivery window, a 4-day rule MaxEventAge, and the reference config
+## (env: secrets, a loopback CRM, the placeholder account) stop it before
+## anything is built; config/deploy.example.toml passes.
+deploy-check: venv infra-transform
 	cargo build --workspace --bins
 	@out=$$(CHECK_ONLY=1 INBOX_TTL_SECONDS=3600 scripts/deploy.sh 2>&1); rc=$$?; \
 	  [ $$rc -eq 1 ] && grep -q "refusing to deploy" <<< "$$out" \
 	  && grep -q "the TTL must be at least 518400 s" <<< "$$out" \
 	  || { echo "deploy-check: a 3600 s TTL was not refused: $$out" >&2; exit 1; }
-	@out=$$(CHECK_ONLY=1 RULE_MAX_EVENT_AGE_SECONDS=345600 scripts/deploy.sh 2>&1); rc=$$?; \
+	@out=$$(CHECK_ONLY=1 RULE_MAX_EVENT_AGE_SECONDS=345600 \
+	    HOOKGATE_DEPLOY_CONFIG=config/hookgate.example.toml scripts/deploy.sh 2>&1); rc=$$?; \
 	  [ $$rc -eq 1 ] && grep -q "eventbridge" <<< "$$out" \
 	  || { echo "deploy-check: a 4-day rule MaxEventAge was not refused: $$out" >&2; exit 1; }
+	@out=$$(CHECK_ONLY=1 HOOKGATE_DEPLOY_CONFIG=config/hookgate.example.toml scripts/deploy.sh 2>&1); rc=$$?; \
+	  [ $$rc -eq 1 ] && grep -q "the template sets no variable HOOKGATE_SECRET_WS42_RETELL" <<< "$$out" \
+	  && grep -q "base_url http://127.0.0.1:8788 is a loopback address" <<< "$$out" \
+	  && grep -q "documentation placeholder" <<< "$$out" \
+	  || { echo "deploy-check: the reference config was not refused: $$out" >&2; exit 1; }
 	CHECK_ONLY=1 scripts/deploy.sh
 	@echo "deploy-check: ok"
 
 clean:
-	rm -rf $(VENV) $(TOOLS) target .aws-sam
+	rm -rf $(VENV) $(TOOLS) $(SCAN) target .aws-sam
+
+# ---- IAM and alarms proven by the tests (docs/iam.md) ----------------------
+# `make test` runs cargo test with HOOKGATE_CALL_LOG / HOOKGATE_EMF_LOG set to
+# these paths; the checks read them with the transformed template.
+CALL_LOG ?= target/checks/calls.jsonl
+EMF_LOG ?= target/checks/emf.jsonl
+TRANSFORMED ?= target/infra/template.json
+IAM_CHECK := tools/iam-check
+
+.PHONY: iam-check alarm-check iam-tools
+
+## iam-tools: the IAM check's pinned node packages (npm ci, when the lock changes).
+iam-tools: $(IAM_CHECK)/node_modules/.installed
+
+$(IAM_CHECK)/node_modules/.installed: $(IAM_CHECK)/package.json $(IAM_CHECK)/package-lock.json
+	cd $(IAM_CHECK) && npm ci --no-audit --no-fund --ignore-scripts
+	touch $@
+
+## iam-check: every recorded AWS call allowed by its function's role (or the
+## operator policy) in the transformed template; unexercised grants need a
+## reason. Then the broken copy (ingress without dynamodb:PutItem) must fail.
+iam-check: iam-tools infra-transform
+	@mkdir -p target/checks
+	node $(IAM_CHECK)/check.mjs --template $(TRANSFORMED) --calls $(CALL_LOG) \
+		--operator-policy docs/operator-policy.json --report target/checks/iam-report.json
+	node $(IAM_CHECK)/check.mjs --template $(TRANSFORMED) --calls $(CALL_LOG) \
+		--operator-policy docs/operator-policy.json --self-test ingress=dynamodb:PutItem
+
+## alarm-check: every alarm watches a series the captured EMF lines (or a
+## metric filter) emit; then a copy with one alarm's Dimensions removed must fail.
+alarm-check: venv infra-transform
+	@mkdir -p target/checks
+	$(VENV_PY) scripts/check_alarms.py --template $(TRANSFORMED) --emf $(EMF_LOG)
+	$(VENV_PY) scripts/check_alarms.py --template $(TRANSFORMED) --emf $(EMF_LOG) \
+		--self-test --self-test-out target/checks/alarm-self-test-template.json

@@ -14,18 +14,30 @@ Why a wrapper and not `moto_server`:
   `make demo` can state AWS requests per delivery as AWS would bill them.
 * The server exits when its standard input closes, so it never outlives the
   test process or `make` recipe that started it, even after a crash.
+* CloudWatch's DescribeAlarms is answered in Smithy RPC v2 CBOR, the protocol
+  the Rust SDK speaks and moto does not (`CloudWatchCbor`).
+* With `HOOKGATE_CALL_LOG=PATH` every request is appended to PATH as one JSON
+  line, `{"app": "ingress", "action": "dynamodb:PutItem", "resources":
+  ["arn:aws:dynamodb:us-east-1:123456789012:table/NAME"]}`: the IAM action the
+  request needs and the ARNs it is authorized against, for `make iam-check`
+  (tools/iam-check). One write(2) per line on an O_APPEND descriptor, so the
+  emulators of concurrent test binaries can share one file.
 
 moto never expires TTL items; the inbox's conditional put copes with that
 (`attribute_not_exists(pk) OR expires_at < :now`).
 """
 
 import argparse
+import io
 import json
 import os
 import re
 import sys
 import threading
+from urllib.parse import parse_qs, unquote
 
+import cbor2
+from moto.cloudwatch.models import cloudwatch_backends
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 from werkzeug.serving import WSGIRequestHandler, make_server
 
@@ -82,6 +94,362 @@ class CountRequests:
         return self.app(environ, start_response)
 
 
+ACCOUNT = "123456789012"
+REGION = "us-east-1"
+# Credential scope service (SigV4) or X-Amz-Target prefix -> IAM prefix.
+SCOPE_PREFIX = {"monitoring": "cloudwatch", "execute-api": "execute-api"}
+TARGET_PREFIX = {
+    "DynamoDB_20120810": "dynamodb",
+    "DynamoDBStreams_20120810": "dynamodb",
+    "AmazonSQS": "sqs",
+    "AWSEvents": "events",
+    "AmazonSSM": "ssm",
+    "secretsmanager": "secretsmanager",
+    "GraniteServiceVersion20100801": "cloudwatch",
+    "AWSSecurityTokenServiceV20110615": "sts",
+    "Logs_20140328": "logs",
+}
+SCOPE = re.compile(r"Credential=[^/]+/\d{8}/[^/]+/([^/]+)/aws4_request")
+# Batch APIs are authorized as their single-message actions.
+SQS_ACTION = {
+    "SendMessageBatch": "SendMessage",
+    "DeleteMessageBatch": "DeleteMessage",
+    "ChangeMessageVisibilityBatch": "ChangeMessageVisibility",
+}
+# DynamoDB transactions have no IAM action of their own: each item is
+# authorized as the single-item action.
+TRANSACT_ACTION = {
+    "Put": "PutItem",
+    "Update": "UpdateItem",
+    "Delete": "DeleteItem",
+    "ConditionCheck": "ConditionCheckItem",
+    "Get": "GetItem",
+}
+
+
+def arn(service, resource):
+    return f"arn:aws:{service}:{REGION}:{ACCOUNT}:{resource}"
+
+
+def table_arn(name, index=None):
+    if name.startswith("arn:"):
+        base = name
+    else:
+        base = arn("dynamodb", f"table/{name}")
+    return f"{base}/index/{index}" if index else base
+
+
+def queue_arn(url_or_name):
+    if url_or_name.startswith("arn:"):
+        return url_or_name
+    name = url_or_name.rstrip("/").rsplit("/", 1)[-1]
+    return arn("sqs", name)
+
+
+def bus_arn(name):
+    name = name or "default"
+    return name if name.startswith("arn:") else arn("events", f"event-bus/{name}")
+
+
+def rule_arn(name, bus):
+    if name.startswith("arn:"):
+        return name
+    if bus and bus != "default":
+        bus = bus.rsplit("/", 1)[-1]
+        return arn("events", f"rule/{bus}/{name}")
+    return arn("events", f"rule/{name}")
+
+
+def parameter_arn(name):
+    return name if name.startswith("arn:") else arn("ssm", "parameter/" + name.lstrip("/"))
+
+
+def secret_arn(name):
+    return name if name.startswith("arn:") else arn("secretsmanager", f"secret:{name}")
+
+
+def function_arn(name):
+    name = unquote(name)
+    if name.startswith("arn:"):
+        return name
+    if ":" in name:  # ACCOUNT:function:NAME partial ARNs, or NAME:QUALIFIER
+        return arn("lambda", "function:" + name.rsplit("function:", 1)[-1])
+    return arn("lambda", f"function:{name}")
+
+
+def dynamodb_calls(op, body):
+    """[(IAM action, [ARNs])] for one DynamoDB request."""
+    if op in ("BatchGetItem", "BatchWriteItem"):
+        return [(op, [table_arn(t) for t in body.get("RequestItems", {})])]
+    if op in ("TransactWriteItems", "TransactGetItems"):
+        per_action = {}
+        for item in body.get("TransactItems", []):
+            for kind, spec in item.items():
+                action = TRANSACT_ACTION.get(kind, kind)
+                arns = per_action.setdefault(action, [])
+                target = table_arn(spec.get("TableName", ""))
+                if target not in arns:
+                    arns.append(target)
+        return list(per_action.items())
+    if op in ("ListTables", "DescribeLimits", "DescribeEndpoints"):
+        return [(op, ["*"])]
+    name = body.get("TableName") or body.get("TableArn") or body.get("ResourceArn")
+    if not name:
+        return [(op, [])]
+    return [(op, [table_arn(name, body.get("IndexName"))])]
+
+
+def sqs_calls(op, params, path):
+    """params: the JSON body or the query-protocol form (single values)."""
+    action = SQS_ACTION.get(op, op)
+    url = params.get("QueueUrl")
+    if not url and params.get("QueueName"):
+        url = params["QueueName"]
+    if not url and path.strip("/").count("/") == 1:  # query protocol: POST /ACCOUNT/NAME
+        url = path
+    if op == "ListQueues":
+        return [(action, ["*"])]
+    return [(action, [queue_arn(url)] if url else [])]
+
+
+def events_calls(op, body):
+    if op == "PutEvents":
+        arns = []
+        for entry in body.get("Entries", []):
+            target = bus_arn(entry.get("EventBusName"))
+            if target not in arns:
+                arns.append(target)
+        return [(op, arns or [bus_arn(None)])]
+    if op in ("ListTargetsByRule", "PutTargets", "RemoveTargets"):
+        return [(op, [rule_arn(body.get("Rule", ""), body.get("EventBusName"))])]
+    if op in ("DescribeRule", "PutRule", "DeleteRule", "EnableRule", "DisableRule"):
+        return [(op, [rule_arn(body.get("Name", ""), body.get("EventBusName"))])]
+    if op in ("DescribeEventBus", "CreateEventBus", "DeleteEventBus"):
+        return [(op, [bus_arn(body.get("Name"))])]
+    if op == "ListRules":
+        return [(op, ["*"])]
+    return [(op, [])]
+
+
+def ssm_calls(op, body):
+    if op == "GetParameters":
+        return [(op, [parameter_arn(n) for n in body.get("Names", [])])]
+    if op == "GetParametersByPath":
+        return [(op, [parameter_arn(body.get("Path", ""))])]
+    if "Name" in body:
+        return [(op, [parameter_arn(body["Name"])])]
+    return [(op, [])]
+
+
+def secrets_calls(op, body):
+    if op == "CreateSecret" and "Name" in body:
+        return [(op, [secret_arn(body["Name"])])]
+    if "SecretId" in body:
+        return [(op, [secret_arn(body["SecretId"])])]
+    return [(op, ["*"] if op in ("ListSecrets", "GetRandomPassword") else [])]
+
+
+# Lambda's REST API: (method, path after the version, ...) -> IAM action.
+LAMBDA_FUNCTION_OPS = {
+    ("GET", ""): "GetFunction",
+    ("DELETE", ""): "DeleteFunction",
+    ("GET", "configuration"): "GetFunctionConfiguration",
+    ("PUT", "configuration"): "UpdateFunctionConfiguration",
+    ("PUT", "code"): "UpdateFunctionCode",
+    ("POST", "invocations"): "InvokeFunction",
+    ("POST", "invoke-async"): "InvokeAsync",
+    ("GET", "policy"): "GetPolicy",
+    ("POST", "policy"): "AddPermission",
+    ("GET", "event-invoke-config"): "GetFunctionEventInvokeConfig",
+    ("PUT", "event-invoke-config"): "PutFunctionEventInvokeConfig",
+    ("POST", "event-invoke-config"): "UpdateFunctionEventInvokeConfig",
+    ("DELETE", "event-invoke-config"): "DeleteFunctionEventInvokeConfig",
+    ("GET", "concurrency"): "GetFunctionConcurrency",
+    ("PUT", "concurrency"): "PutFunctionConcurrency",
+    ("GET", "versions"): "ListVersionsByFunction",
+    ("POST", "versions"): "PublishVersion",
+    ("GET", "aliases"): "ListAliases",
+    ("GET", "url"): "GetFunctionUrlConfig",
+}
+
+
+def lambda_calls(method, path):
+    parts = [unquote(p) for p in path.strip("/").split("/")]
+    if len(parts) >= 2 and parts[1] == "functions":
+        if len(parts) == 2:
+            return [("CreateFunction" if method == "POST" else "ListFunctions", ["*"])]
+        rest = "/".join(parts[3:])
+        if rest.startswith("policy/") and method == "DELETE":
+            return [("RemovePermission", [function_arn(parts[2])])]
+        op = LAMBDA_FUNCTION_OPS.get((method, rest))
+        if op is None:
+            op = f"{method} /{'/'.join(parts[1:2] + parts[3:])}"
+        return [(op, [function_arn(parts[2])])]
+    if len(parts) >= 2 and parts[1] == "event-source-mappings":
+        if len(parts) == 2 or not parts[2]:
+            return [("ListEventSourceMappings" if method == "GET" else "CreateEventSourceMapping",
+                     ["*"])]
+        op = {"GET": "GetEventSourceMapping", "PUT": "UpdateEventSourceMapping",
+              "DELETE": "DeleteEventSourceMapping"}.get(method, method)
+        return [(op, [arn("lambda", f"event-source-mapping:{parts[2]}")])]
+    return [(f"{method} /{'/'.join(parts[1:])}", [])]
+
+
+def json_body(body):
+    try:
+        value = json.loads(body or b"{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def form_body(body, query):
+    form = parse_qs(query or "")
+    try:
+        form.update(parse_qs(body.decode()))
+    except UnicodeDecodeError:
+        pass
+    return {k: v[0] for k, v in form.items()}
+
+
+def describe(environ, body):
+    """The IAM calls one request needs: [("prefix:Action", [ARNs])]."""
+    path = environ.get("PATH_INFO", "")
+    method = environ.get("REQUEST_METHOD", "")
+    if path.startswith("/_hookgate/"):
+        return [(f"hookgate-emulator:{method} {path}", [])]
+    target = environ.get("HTTP_X_AMZ_TARGET", "")
+    scope = SCOPE.search(environ.get("HTTP_AUTHORIZATION", ""))
+    service = scope.group(1) if scope else ""
+    if target:
+        prefix, _, op = target.rpartition(".")
+        service = TARGET_PREFIX.get(prefix, service or prefix.lower())
+        params = json_body(body)
+    elif path.startswith("/service/") and "/operation/" in path:
+        # Smithy RPC v2 (CBOR): /service/SERVICE/operation/OP.
+        prefix = path.split("/")[2]
+        op = path.rsplit("/", 1)[-1]
+        service = TARGET_PREFIX.get(prefix, service or prefix.lower())
+        params = {}
+    elif service == "lambda" or re.match(r"^/20\d\d-\d\d-\d\d/", path):
+        return [(f"lambda:{op}", arns) for op, arns in lambda_calls(method, path)]
+    else:
+        params = form_body(body, environ.get("QUERY_STRING"))
+        op = params.get("Action", f"{method} {path}")
+        if not service:
+            service = "sqs" if "QueueUrl" in params or "QueueName" in params else "unknown"
+    service = SCOPE_PREFIX.get(service, service)
+    if service == "dynamodb":
+        calls = dynamodb_calls(op, params)
+    elif service == "sqs":
+        calls = sqs_calls(op, params, path)
+    elif service == "events":
+        calls = events_calls(op, params)
+    elif service == "ssm":
+        calls = ssm_calls(op, params)
+    elif service == "secretsmanager":
+        calls = secrets_calls(op, params)
+    elif service in ("cloudwatch", "sts"):
+        calls = [(op, ["*"])]
+    else:
+        calls = [(op, [])]
+    return [(f"{service}:{action}", arns) for action, arns in calls]
+
+
+class RecordCalls:
+    """WSGI middleware: appends each request's IAM action and resource ARNs to
+    the file named by HOOKGATE_CALL_LOG, one JSON line per call."""
+
+    def __init__(self, app, path):
+        self.app = app
+        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    def __call__(self, environ, start_response):
+        try:
+            body = self.read_body(environ)
+            agent = environ.get("HTTP_X_AMZ_USER_AGENT", "") + " " + environ.get("HTTP_USER_AGENT", "")
+            match = APP.search(agent)
+            app = match.group(1) if match else "other"
+            lines = []
+            calls = describe(environ, body)
+            for action, resources in calls:
+                line = {"app": app, "action": action, "resources": resources}
+                if len(calls) > 1:  # a transaction: name the API it came from
+                    line["operation"] = environ.get("HTTP_X_AMZ_TARGET", "").rsplit(".", 1)[-1]
+                lines.append(json.dumps(line, separators=(",", ":")) + "\n")
+            # One write(2) for the request's lines: O_APPEND keeps it whole.
+            os.write(self.fd, "".join(lines).encode())
+        except Exception as error:  # never break a request because of the log
+            print(f"call log: {error!r}", file=sys.stderr, flush=True)
+        return self.app(environ, start_response)
+
+    @staticmethod
+    def read_body(environ):
+        """Reads the request body and puts it back for moto."""
+        stream = environ.get("wsgi.input")
+        if stream is None:
+            return b""
+        length = environ.get("CONTENT_LENGTH")
+        if length:
+            body = stream.read(int(length))
+        elif environ.get("wsgi.input_terminated"):
+            body = stream.read()
+        else:
+            body = b""
+        environ["wsgi.input"] = io.BytesIO(body)
+        return body
+
+
+class CloudWatchCbor:
+    """WSGI middleware: the CloudWatch reads `hookgate doctor` makes, in the
+    protocol the Rust SDK speaks.
+
+    aws-sdk-cloudwatch sends Smithy RPC v2 CBOR (`POST /service/
+    GraniteServiceVersion20100801/operation/DescribeAlarms`, header
+    `smithy-protocol: rpc-v2-cbor`); moto 5.2.5 only parses the query
+    protocol, so such a request answers 500. This answers DescribeAlarms from
+    moto's own CloudWatch backend, encoded as CBOR; other CBOR operations get
+    a clear 501. Alarms are created through the query protocol (boto3,
+    `scripts/provision.py`).
+    """
+
+    PATH = "/service/GraniteServiceVersion20100801/operation/"
+
+    def __init__(self, app):
+        self.app = app
+
+    def __call__(self, environ, start_response):
+        path = environ.get("PATH_INFO", "")
+        if environ.get("HTTP_SMITHY_PROTOCOL") != "rpc-v2-cbor" or not path.startswith(self.PATH):
+            return self.app(environ, start_response)
+        operation = path[len(self.PATH):]
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        body = environ["wsgi.input"].read(length) if length else b""
+        request = cbor2.loads(body) if body else {}
+        scope = re.search(r"Credential=[^/]+/[^/]+/([^/]+)/", environ.get("HTTP_AUTHORIZATION", ""))
+        backend = cloudwatch_backends["123456789012"][scope.group(1) if scope else "us-east-1"]
+        if operation != "DescribeAlarms":
+            status, answer = "501 Not Implemented", {"__type": "NotImplemented", "message": operation}
+        else:
+            prefix = request.get("AlarmNamePrefix", "")
+            alarms = [a for a in backend.describe_alarms() if a.name.startswith(prefix) and not a.rule]
+            status, answer = "200 OK", {"MetricAlarms": [self.alarm(a) for a in alarms], "CompositeAlarms": []}
+        start_response(status, [("Content-Type", "application/cbor"), ("smithy-protocol", "rpc-v2-cbor")])
+        return [cbor2.dumps(answer)]
+
+    @staticmethod
+    def alarm(a):
+        fields = {
+            "AlarmName": a.name, "AlarmArn": a.alarm_arn, "Namespace": a.namespace,
+            "MetricName": a.metric_name, "Statistic": a.statistic, "Period": a.period,
+            "EvaluationPeriods": a.evaluation_periods, "Threshold": a.threshold,
+            "ComparisonOperator": a.comparison_operator, "StateValue": a.state_value,
+            "Dimensions": [{"Name": d.name, "Value": d.value} for d in a.dimensions],
+            "AlarmActions": list(a.alarm_actions or []),
+        }
+        return {k: v for k, v in fields.items() if v is not None}
+
+
 class QuietHandler(WSGIRequestHandler):
     def log_request(self, *args, **kwargs):
         if os.environ.get("HOOKGATE_EMULATOR_VERBOSE"):
@@ -101,7 +469,9 @@ def main():
                         help="keep running after stdin closes (stop it by PID)")
     args = parser.parse_args()
 
-    app = CountRequests(SerializeDynamoDB(DomainDispatcherApplication(create_backend_app)))
+    app = CountRequests(SerializeDynamoDB(CloudWatchCbor(DomainDispatcherApplication(create_backend_app))))
+    if os.environ.get("HOOKGATE_CALL_LOG"):
+        app = RecordCalls(app, os.environ["HOOKGATE_CALL_LOG"])
     server = make_server(args.host, args.port, app, threaded=True, request_handler=QuietHandler)
     print(f"listening {args.host}:{server.server_port}", flush=True)
     if not args.no_stdin_watch:

@@ -25,7 +25,8 @@ export AWS_ENDPOINT_URL="http://127.0.0.1:$EMULATOR_PORT" AWS_REGION=us-east-1
 export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test
 # Seconds, not minutes: an outage reaches the DLQ quickly.
 "$PY" scripts/provision.py --endpoint "$AWS_ENDPOINT_URL" \
-  --param MaxReceiveCount=3 --param ActionQueueVisibilitySeconds=3 > .local/stack.env
+  --param MaxReceiveCount=3 --param ActionQueueVisibilitySeconds=3 \
+  --param ActionTimeoutSeconds=3 > .local/stack.env
 set -a
 # shellcheck disable=SC1091
 source .local/stack.env

@@ -27,3 +27,14 @@ pub async fn sdk_config() -> SdkConfig {
         .load()
         .await
 }
+
+/// `aws` tagged as `function`'s (the SDK's `app/NAME` user-agent part). A
+/// host that runs several functions in one process (`hookgate local`, the
+/// tests) gives each its own, so the emulator can tell their calls apart and
+/// the IAM check can hold each call against that function's role.
+pub fn for_function(aws: &SdkConfig, function: &str) -> SdkConfig {
+    match aws_config::AppName::new(function.to_owned()) {
+        Ok(name) => aws.to_builder().app_name(name).build(),
+        Err(_) => aws.clone(),
+    }
+}

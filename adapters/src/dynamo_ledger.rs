@@ -1,9 +1,10 @@
 //! The Actions ledger over DynamoDB: every transition one conditional write.
 //!
-//! Item layout (DESIGN.md, "Actions table"), plus `open_status` — the status
-//! while the action is not COMPLETED, removed on completion — which keys the
-//! sparse `open` index (with `created_at`) that operators and alarms query for
-//! pending, failed and uncertain work. Lease expiry is epoch ms.
+//! Item layout (docs/design.md, "Actions table"), plus `open_bucket` — the
+//! status while the action is not COMPLETED, sharded (`IN_PROGRESS#3`, see
+//! `hookgate_core::shard`) and removed on completion — which keys the sparse
+//! `open` index (with `created_at`) that operators query for pending, failed
+//! and uncertain work. Lease expiry is epoch ms.
 
 use std::time::Duration;
 
@@ -18,12 +19,18 @@ use hookgate_core::{
     action::{ActionKey, ActionRequest},
     ledger::{ActionRecord, ActionStatus, Claim, ErrorKind, claim},
     ports::{Ledger, Reserve, Settle, StoreError},
+    shard,
 };
 
 use crate::{
     attrs::{Item, get_n, get_s, n, opt_n, opt_s, s},
     ddb::{applied, unavailable},
 };
+
+/// The sharded `open` index key of `key` in `status`.
+fn open_bucket(key: &ActionKey, status: ActionStatus) -> AttributeValue {
+    s(shard::bucket(status.as_str(), key.as_str()))
+}
 
 #[derive(Debug, Clone)]
 pub struct DynamoLedger {
@@ -39,32 +46,29 @@ impl DynamoLedger {
         }
     }
 
-    /// Actions not COMPLETED with `status`, oldest first (the sparse `open`
-    /// index, then one read per action).
+    /// Actions not COMPLETED with `status`, oldest first (every shard of the
+    /// sparse `open` index, then one read per action).
     pub async fn list_open(&self, status: ActionStatus) -> Result<Vec<ActionRecord>, StoreError> {
         let mut keys = Vec::new();
-        let mut start = None;
-        loop {
-            let out = self
+        for bucket in shard::buckets(status.as_str()) {
+            let items: Vec<Item> = self
                 .client
                 .query()
                 .table_name(&self.table)
                 .index_name(crate::schema::OPEN_INDEX)
-                .key_condition_expression("open_status = :status")
-                .expression_attribute_values(":status", s(status.as_str()))
-                .set_exclusive_start_key(start)
+                .key_condition_expression("open_bucket = :bucket")
+                .expression_attribute_values(":bucket", s(bucket))
+                .into_paginator()
+                .items()
                 .send()
+                .collect::<Result<_, _>>()
                 .await
                 .map_err(unavailable)?;
-            for item in out.items() {
+            for item in &items {
                 keys.push(
                     ActionKey::parse(get_s(item, "pk").map_err(StoreError::Corrupt)?)
                         .map_err(StoreError::Corrupt)?,
                 );
-            }
-            start = out.last_evaluated_key().cloned();
-            if start.is_none() {
-                break;
             }
         }
         let mut records = Vec::with_capacity(keys.len());
@@ -73,6 +77,7 @@ impl DynamoLedger {
                 records.push(record);
             }
         }
+        records.sort_by_key(|r| r.created_at);
         Ok(records)
     }
 
@@ -109,7 +114,7 @@ impl DynamoLedger {
             .table_name(&self.table)
             .key("pk", s(request.key.as_str()))
             .update_expression(
-                "SET #status = :ip, open_status = :ip, lease_owner = :owner, lease_expires_at = :until, \
+                "SET #status = :ip, open_bucket = :open, lease_owner = :owner, lease_expires_at = :until, \
                  updated_at = :now, attempts = attempts + :one ADD inbox_pks :pks",
             )
             .condition_expression(
@@ -117,6 +122,7 @@ impl DynamoLedger {
             )
             .expression_attribute_names("#status", "status")
             .expression_attribute_values(":ip", s(ActionStatus::InProgress.as_str()))
+            .expression_attribute_values(":open", open_bucket(&request.key, ActionStatus::InProgress))
             .expression_attribute_values(":pending", s(ActionStatus::Pending.as_str()))
             .expression_attribute_values(":owner", s(owner))
             .expression_attribute_values(":until", n(now.plus(lease).as_millis()))
@@ -140,11 +146,13 @@ impl Ledger for DynamoLedger {
         lease: Duration,
         retention: Duration,
     ) -> Result<Reserve, StoreError> {
-        let in_progress = s(ActionStatus::InProgress.as_str());
         let item = Item::from([
             ("pk".to_owned(), s(request.key.as_str())),
-            ("status".to_owned(), in_progress.clone()),
-            ("open_status".to_owned(), in_progress),
+            ("status".to_owned(), s(ActionStatus::InProgress.as_str())),
+            (
+                "open_bucket".to_owned(),
+                open_bucket(&request.key, ActionStatus::InProgress),
+            ),
             ("request_sha256".to_owned(), s(&request.request_sha256)),
             ("attempts".to_owned(), n(1)),
             ("lease_owner".to_owned(), s(owner)),
@@ -222,13 +230,14 @@ impl Ledger for DynamoLedger {
         let update = match (status, error) {
             (ActionStatus::Completed, _) => {
                 "SET #status = :status, destination_ref = :ref, updated_at = :now \
-                 REMOVE open_status, lease_owner, lease_expires_at"
+                 REMOVE open_bucket, lease_owner, lease_expires_at"
             }
             (_, Some((kind, message))) => {
                 request = request
                     .expression_attribute_values(":kind", s(kind.as_str()))
-                    .expression_attribute_values(":error", s(message));
-                "SET #status = :status, open_status = :status, last_error_kind = :kind, last_error = :error, \
+                    .expression_attribute_values(":error", s(message))
+                    .expression_attribute_values(":open", open_bucket(key, status));
+                "SET #status = :status, open_bucket = :open, last_error_kind = :kind, last_error = :error, \
                  updated_at = :now REMOVE lease_owner, lease_expires_at"
             }
             (_, None) => unreachable!("only completion carries no error"),
@@ -277,15 +286,16 @@ impl Ledger for DynamoLedger {
         request = match found {
             Some(id) => request
                 .update_expression(
-                    "SET #status = :done, destination_ref = :ref, reconciled_by = :who, updated_at = :now REMOVE open_status",
+                    "SET #status = :done, destination_ref = :ref, reconciled_by = :who, updated_at = :now REMOVE open_bucket",
                 )
                 .expression_attribute_values(":done", s(ActionStatus::Completed.as_str()))
                 .expression_attribute_values(":ref", s(id)),
             None => request
                 .update_expression(
-                    "SET #status = :pending, open_status = :pending, reconciled_by = :who, updated_at = :now",
+                    "SET #status = :pending, open_bucket = :open, reconciled_by = :who, updated_at = :now",
                 )
-                .expression_attribute_values(":pending", s(ActionStatus::Pending.as_str())),
+                .expression_attribute_values(":pending", s(ActionStatus::Pending.as_str()))
+                .expression_attribute_values(":open", open_bucket(key, ActionStatus::Pending)),
         };
         applied(request.send().await)
     }
@@ -293,8 +303,9 @@ impl Ledger for DynamoLedger {
     async fn reopen(&self, key: &ActionKey, now: Timestamp) -> Result<bool, StoreError> {
         let result = self
             .update_from(key, ActionStatus::Failed, now)
-            .update_expression("SET #status = :pending, open_status = :pending, updated_at = :now")
+            .update_expression("SET #status = :pending, open_bucket = :open, updated_at = :now")
             .expression_attribute_values(":pending", s(ActionStatus::Pending.as_str()))
+            .expression_attribute_values(":open", open_bucket(key, ActionStatus::Pending))
             .send()
             .await;
         applied(result)

@@ -2,9 +2,10 @@
 //! letter is one item, conditional status transitions so a decision is
 //! recorded once, and alert markers so an outage alerts once.
 //!
-//! Layout (DESIGN.md, "Triage table"): pk = the deterministic item id; the
-//! evidence is stored as JSON; GSI `by_status` on `status` + `first_seen`
-//! (all attributes projected, so listing needs no further reads). Alert
+//! Layout (docs/design.md, "Triage table"): pk = the deterministic item id;
+//! the evidence is stored as JSON; GSI `by_status` on `status_bucket` (the
+//! status, sharded: `HELD#5`, see `hookgate_core::shard`) + `first_seen` (all
+//! attributes projected, so listing needs no further reads). Alert
 //! markers are items `alert#{marker}` without a status (outside the index),
 //! expiring after a day.
 
@@ -12,6 +13,7 @@ use aws_sdk_dynamodb::Client;
 use hookgate_core::{
     Timestamp,
     ports::{Filed, StoreError, TriageStore},
+    shard,
     triage::{TriageItem, TriageStatus},
 };
 
@@ -81,28 +83,26 @@ impl TriageStore for DynamoTriage {
 
     async fn list(&self, status: TriageStatus) -> Result<Vec<TriageItem>, StoreError> {
         let mut items = Vec::new();
-        let mut start = None;
-        loop {
-            let out = self
+        for bucket in shard::buckets(status.as_str()) {
+            let page: Vec<Item> = self
                 .client
                 .query()
                 .table_name(&self.table)
                 .index_name(STATUS_INDEX)
-                .key_condition_expression("#status = :status")
-                .expression_attribute_names("#status", "status")
-                .expression_attribute_values(":status", s(status.as_str()))
-                .set_exclusive_start_key(start)
+                .key_condition_expression("status_bucket = :bucket")
+                .expression_attribute_values(":bucket", s(bucket))
+                .into_paginator()
+                .items()
                 .send()
+                .collect::<Result<_, _>>()
                 .await
                 .map_err(unavailable)?;
-            for item in out.items() {
+            for item in &page {
                 items.push(from_item(item)?);
             }
-            start = out.last_evaluated_key().cloned();
-            if start.is_none() {
-                return Ok(items);
-            }
         }
+        items.sort_by_key(|i| i.first_seen);
+        Ok(items)
     }
 
     async fn transition(
@@ -121,11 +121,12 @@ impl TriageStore for DynamoTriage {
             .key("pk", s(id))
             .condition_expression("#status = :from")
             .update_expression(
-                "SET #status = :to, decided_by = :who, decided_at = :now, reason = :why",
+                "SET #status = :to, status_bucket = :bucket, decided_by = :who, decided_at = :now, reason = :why",
             )
             .expression_attribute_names("#status", "status")
             .expression_attribute_values(":from", s(from.as_str()))
             .expression_attribute_values(":to", s(to.as_str()))
+            .expression_attribute_values(":bucket", s(shard::bucket(to.as_str(), id)))
             .expression_attribute_values(":who", s(who))
             .expression_attribute_values(":why", s(why))
             .expression_attribute_values(":now", n(now.as_millis()))
@@ -153,6 +154,10 @@ fn to_item(t: &TriageItem) -> Item {
         ("pk".to_owned(), s(&t.id)),
         ("class".to_owned(), s(t.class.as_str())),
         ("status".to_owned(), s(t.status.as_str())),
+        (
+            "status_bucket".to_owned(),
+            s(shard::bucket(t.status.as_str(), &t.id)),
+        ),
         ("source".to_owned(), s(t.source.as_str())),
         (
             "evidence".to_owned(),

@@ -4,7 +4,7 @@
 //!
 //! Both: key `pk` (S), TTL on `expires_at`, one sparse keys-only index. Inbox:
 //! `pending` on `pending_bucket` (S) + `pending_since` (N), which the sweep
-//! queries, never scans. Actions: `open` on `open_status` (S) + `created_at`
+//! queries, never scans. Actions: `open` on `open_bucket` (S) + `created_at`
 //! (N), the actions not COMPLETED.
 
 use aws_sdk_dynamodb::{
@@ -50,13 +50,19 @@ pub async fn create_inbox_table(client: &Client, name: &str) -> Result<(), Strin
 /// Creates the Triage table `name`: `by_status` index on `status` +
 /// `first_seen`, all attributes projected; TTL on `expires_at` (alert markers).
 pub async fn create_triage_table(client: &Client, name: &str) -> Result<(), String> {
-    create_table(client, name, (STATUS_INDEX, "status", "first_seen"), &["*"]).await
+    create_table(
+        client,
+        name,
+        (STATUS_INDEX, "status_bucket", "first_seen"),
+        &["*"],
+    )
+    .await
 }
 
 /// Creates the Actions ledger table `name`: sparse `open` index on
-/// `open_status` + `created_at`, TTL on `expires_at`.
+/// `open_bucket` + `created_at`, TTL on `expires_at`.
 pub async fn create_actions_table(client: &Client, name: &str) -> Result<(), String> {
-    create_table(client, name, (OPEN_INDEX, "open_status", "created_at"), &[]).await
+    create_table(client, name, (OPEN_INDEX, "open_bucket", "created_at"), &[]).await
 }
 
 /// A table keyed by `pk` with one sparse index (string hash, number range,

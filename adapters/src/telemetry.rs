@@ -3,8 +3,12 @@
 
 use tracing_subscriber::EnvFilter;
 
-/// Installs the process-wide JSON subscriber; call once, first thing in `main`.
+/// Installs the process-wide JSON subscriber and names the metrics' `service`
+/// (`HOOKGATE_SERVICE`, the stack's name); call once, first thing in `main`.
 pub fn init() {
+    if let Ok(service) = std::env::var("HOOKGATE_SERVICE") {
+        hookgate_core::metrics::set_service(&service);
+    }
     tracing_subscriber::fmt()
         .json()
         .with_env_filter(

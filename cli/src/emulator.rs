@@ -16,6 +16,8 @@ use anyhow::{Context, bail};
 use aws_config::{AppName, BehaviorVersion, Region, SdkConfig};
 use aws_sdk_dynamodb::config::Credentials;
 
+use crate::limits::StackLimits;
+
 /// The repository this binary was built from (the emulator and the
 /// provisioning script live there).
 pub fn repo_root() -> PathBuf {
@@ -113,6 +115,34 @@ pub async fn sdk_config(endpoint: &str, app: &str) -> SdkConfig {
         loader = loader.app_name(name);
     }
     loader.load().await
+}
+
+/// The functions' limits as the transformed template sets them (with
+/// `params` overrides), read by `scripts/provision.py --settings-only`
+/// without an emulator.
+pub fn template_limits(params: &[&str]) -> anyhow::Result<StackLimits> {
+    let mut command = Command::new(python());
+    command
+        .arg(repo_root().join("scripts/provision.py"))
+        .arg("--settings-only");
+    for param in params {
+        command.args(["--param", param]);
+    }
+    let out = command
+        .output()
+        .context("cannot run scripts/provision.py")?;
+    if !out.status.success() {
+        bail!(
+            "reading the template's function settings failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let json = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("HOOKGATE_LOCAL_FUNCTIONS="))
+        .context("provision.py --settings-only printed no HOOKGATE_LOCAL_FUNCTIONS")?;
+    StackLimits::parse(json)
 }
 
 /// Runs `scripts/provision.py` against `endpoint`; `params` are

@@ -3,6 +3,7 @@
 
 pub mod demo;
 pub mod emulator;
+pub mod limits;
 pub mod local;
 pub mod ops;
 pub mod sign;

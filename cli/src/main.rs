@@ -6,6 +6,7 @@ use std::{path::PathBuf, sync::Arc};
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use hookgate_cli::{
+    limits::StackLimits,
     local::{Local, LocalQueues},
     ops::{DeployedOps, Output, Selection, parse_age},
     sim_crm::SimCrm,
@@ -63,6 +64,13 @@ enum Command {
         /// The config file (default: $HOOKGATE_CONFIG).
         #[arg(long)]
         config: Option<PathBuf>,
+        /// Also refuse what would fail in Lambda: secret references the
+        /// deployed roles cannot read (`env:` variables other than these,
+        /// SSM outside /hookgate/, Secrets Manager outside hookgate/),
+        /// loopback destinations, the placeholder account. The value lists
+        /// the variables the template sets, comma-separated.
+        #[arg(long, value_name = "TEMPLATE_ENV")]
+        deploy: Option<String>,
     },
     /// Look up an inbox record.
     Inbox {
@@ -96,6 +104,9 @@ enum Command {
         /// The rule's event bus.
         #[arg(long, default_value = "default")]
         bus: String,
+        /// The stack's name: its alarms (named `{stack}-…`) are checked.
+        #[arg(long)]
+        stack: Option<String>,
         /// The deployed ingress function (its async MaximumEventAge is read).
         #[arg(long, requires = "action_function")]
         ingress_function: Option<String>,
@@ -258,11 +269,9 @@ fn main() -> anyhow::Result<()> {
                 let config = Arc::new(Config::load()?);
                 let aws = hookgate_adapters::clients::sdk_config().await;
                 let var = |name: &str| std::env::var(name).with_context(|| format!("{name} is not set (run make local)"));
-                let queues = LocalQueues {
-                    dead_letters: var("HOOKGATE_LOCAL_DEAD_LETTER_URLS")?.split(',').map(str::to_owned).collect(),
-                    events: var("HOOKGATE_LOCAL_EVENTS_URL")?,
-                };
-                let local = Local::start(config, &aws, queues, ([127, 0, 0, 1], port).into()).await?;
+                let limits = StackLimits::parse(&var("HOOKGATE_LOCAL_FUNCTIONS")?)?;
+                let queues = LocalQueues { events: var("HOOKGATE_LOCAL_EVENTS_URL")? };
+                let local = Local::start(config, &aws, &limits, queues, ([127, 0, 0, 1], port).into()).await?;
                 println!("hookgate local: POST http://{}/webhooks/{{provider}}/{{workspace}}", local.addr);
                 println!("sign a request with: hookgate sign --provider retell --secret env:NAME --body body.json --url http://{}/webhooks/retell/ws-42", local.addr);
                 println!("Ctrl-C stops it.");
@@ -285,8 +294,18 @@ fn main() -> anyhow::Result<()> {
             );
             std::process::exit(if report.ok { 0 } else { 1 });
         }
-        Command::CheckConfig { config } => {
+        Command::CheckConfig { config, deploy } => {
             let config = load_config(config.as_ref())?;
+            if let Some(names) = deploy {
+                let env = names.split(',').map(str::to_owned).collect();
+                let problems = hookgate_core::deployable::problems(&config, &env);
+                if !problems.is_empty() {
+                    anyhow::bail!(
+                        "this config would not work as deployed:\n  - {}",
+                        problems.join("\n  - ")
+                    );
+                }
+            }
             println!(
                 "config ok: inbox TTL {} s ≥ twice the longest re-delivery window; {} workspaces, {} rules, {} destinations",
                 config.inbox_ttl.as_secs(),
@@ -362,11 +381,15 @@ fn main() -> anyhow::Result<()> {
             bus,
             ingress_function,
             action_function,
+            stack,
         } => {
             let (rt, ops) = ops(&common)?;
             let rule = rule.as_deref().map(|r| (r, bus.as_str()));
             let functions = ingress_function.as_deref().zip(action_function.as_deref());
-            print(rt.block_on(ops.doctor(rule, functions))?, common.json)
+            print(
+                rt.block_on(ops.doctor(rule, functions, stack.as_deref()))?,
+                common.json,
+            )
         }
         Command::Stats { common, since } => {
             let (rt, ops) = ops(&common)?;

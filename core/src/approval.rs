@@ -15,7 +15,7 @@ use crate::{
     InboxPk, Timestamp,
     action::ActionKey,
     config::Config,
-    inbox::{Origin, Verdict},
+    inbox::{InboxRecord, Origin, Verdict},
     ingress::EventError,
     ledger::ActionStatus,
     message::{MessageKind, QueueMessage},
@@ -53,6 +53,12 @@ pub enum ApprovalError {
         "triage item {0} carries nothing that can be re-injected (no inbox record, no event): reject it"
     )]
     NotReinjectable(String),
+    #[error(
+        "the inbox record {0} has expired (its TTL passed): there is nothing to re-queue; \
+         the original is in the triage item's evidence: reject the item, or have the provider \
+         send the event again"
+    )]
+    Expired(String),
     #[error("no action {0}")]
     NoAction(String),
     #[error("action {key} is {status}, not UNCERTAIN: nothing to reconcile")]
@@ -136,6 +142,15 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
             ) && !item.evidence.unparseable;
         if !reinjectable {
             return Err(ApprovalError::NotReinjectable(id.to_owned()));
+        }
+        // Refused before anything is recorded: the item stays for a decision
+        // (reject) instead of reading REINJECTED over nothing.
+        if let Some(pk) = item
+            .inbox_pk
+            .as_deref()
+            .and_then(|pk| InboxPk::parse(pk).ok())
+        {
+            self.live_record(&pk, now).await?;
         }
         match item.status {
             TriageStatus::Held => {
@@ -237,6 +252,23 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
             .get(key)
             .await?
             .ok_or_else(|| ApprovalError::NoAction(key.to_string()))?;
+        let requeue = match found {
+            Some(_) => None,
+            None => {
+                let Some(pk) = record
+                    .inbox_pks
+                    .first()
+                    .and_then(|pk| InboxPk::parse(pk).ok())
+                else {
+                    return Err(ApprovalError::Reinjection(format!(
+                        "{key} names no inbox record"
+                    )));
+                };
+                // Re-queueing needs the event: refused, still UNCERTAIN.
+                self.live_record(&pk, now).await?;
+                Some(pk)
+            }
+        };
         if !self.ledger.reconcile(key, found, who, now).await? {
             return Err(ApprovalError::NotUncertain {
                 key: key.to_string(),
@@ -261,18 +293,10 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
                 now,
             )
             .await?;
-        match found {
-            Some(id) => Ok(Reconciled::Completed(id.to_owned())),
-            None => {
-                let Some(pk) = record
-                    .inbox_pks
-                    .first()
-                    .and_then(|pk| InboxPk::parse(pk).ok())
-                else {
-                    return Err(ApprovalError::Reinjection(format!(
-                        "{key} names no inbox record"
-                    )));
-                };
+        match (found, requeue) {
+            (Some(id), _) => Ok(Reconciled::Completed(id.to_owned())),
+            (None, None) => unreachable!("not found always names the record to re-queue"),
+            (None, Some(pk)) => {
                 self.inbox.reopen(&pk, now).await?;
                 self.queue
                     .send(
@@ -283,6 +307,19 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
                     .map_err(|e| ApprovalError::Reinjection(e.to_string()))?;
                 Ok(Reconciled::Requeued(pk.to_string()))
             }
+        }
+    }
+
+    /// The inbox record of `pk`, refused when TTL has removed it or is about
+    /// to (DynamoDB deletes expired items up to days after `expires_at`).
+    async fn live_record(
+        &self,
+        pk: &InboxPk,
+        now: Timestamp,
+    ) -> Result<InboxRecord, ApprovalError> {
+        match self.inbox.get(pk).await? {
+            Some(record) if record.expires_at > now => Ok(record),
+            _ => Err(ApprovalError::Expired(pk.to_string())),
         }
     }
 

@@ -54,6 +54,39 @@ pub enum ConfigError {
         needed_secs: u64,
         source_name: String,
     },
+    #[error(
+        "the action function's timeout of {timeout_ms} ms cannot fit the {needed_ms} ms that the \
+         actions of {event} may take (each action: twice its destination's timeout, plus \
+         {margin_ms} ms for the ledger): raise HOOKGATE_ACTION_TIMEOUT_SECS (ActionTimeoutSeconds) \
+         or lower the destinations' timeout_ms"
+    )]
+    ActionTimeoutTooShort {
+        timeout_ms: u128,
+        needed_ms: u128,
+        margin_ms: u128,
+        event: String,
+    },
+    #[error(
+        "the action queue's visibility timeout of {visibility_secs} s is shorter than the action \
+         function's timeout of {timeout_secs} s: a message would return while it is still being \
+         processed (AWS also refuses such an event source mapping)"
+    )]
+    VisibilityTooShort {
+        visibility_secs: u64,
+        timeout_secs: u64,
+    },
+    #[error(
+        "sweep age of {sweep_secs} s is inside the action queue's retry window of {window_secs} s \
+         (visibility {visibility_secs} s × maxReceiveCount {receives}): the sweep would re-queue \
+         records that SQS is still retrying; set HOOKGATE_SWEEP_AGE_SECS to at least {window_secs} \
+         or leave it unset"
+    )]
+    SweepInsideRetryWindow {
+        sweep_secs: u64,
+        window_secs: u64,
+        visibility_secs: u64,
+        receives: u64,
+    },
 }
 
 /// The validated configuration.
@@ -77,14 +110,34 @@ pub struct Config {
     pub event_bus: String,
     /// How long a worker's claim on an action lasts before another may take over.
     pub lease: Duration,
-    /// The sweep re-queues inbox records left RECEIVED longer than this.
+    /// The sweep re-queues inbox records left RECEIVED longer than this;
+    /// never inside the action queue's retry window ([`Config::retry_window`]).
     pub sweep_age: Duration,
     /// The action function's timeout (the queue's visibility must be ≥ 6×).
     pub action_timeout: Duration,
+    /// The action queue's visibility timeout and maxReceiveCount, as the
+    /// template sets them (`None` where the host does not say).
+    pub action_queue: Option<QueueRetry>,
     /// How long ledger records live (never shorter than the inbox TTL).
     pub ledger_retention: Duration,
     pub destinations: BTreeMap<String, DestinationConfig>,
     pub rules: Vec<Rule>,
+}
+
+/// How SQS retries a message of the action queue: it returns after the
+/// visibility timeout, up to `max_receives` times, then goes to the DLQ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueRetry {
+    pub visibility: Duration,
+    pub max_receives: u32,
+}
+
+impl QueueRetry {
+    /// How long a message can stay in the queue's retries before it is
+    /// dead-lettered: a record RECEIVED for less may still be in flight.
+    pub fn window(&self) -> Duration {
+        self.visibility * self.max_receives
+    }
 }
 
 /// Which CRM API a destination speaks.
@@ -345,16 +398,25 @@ impl Config {
                     .lease_secs
                     .unwrap_or(Self::DEFAULT_LEASE.as_secs()),
             )?),
-            sweep_age: Duration::from_secs(number(
-                "HOOKGATE_SWEEP_AGE_SECS",
-                file.actions
-                    .sweep_age_secs
-                    .unwrap_or(Self::DEFAULT_SWEEP_AGE.as_secs()),
-            )?),
+            sweep_age: Duration::ZERO,
             action_timeout: Duration::from_secs(number(
                 "HOOKGATE_ACTION_TIMEOUT_SECS",
                 file.actions.function_timeout_secs.unwrap_or(30),
             )?),
+            action_queue: match (
+                env("HOOKGATE_ACTION_QUEUE_VISIBILITY_SECS"),
+                env("HOOKGATE_MAX_RECEIVE_COUNT"),
+            ) {
+                (Some(_), Some(_)) => Some(QueueRetry {
+                    visibility: Duration::from_secs(number(
+                        "HOOKGATE_ACTION_QUEUE_VISIBILITY_SECS",
+                        0,
+                    )?),
+                    max_receives: u32::try_from(number("HOOKGATE_MAX_RECEIVE_COUNT", 0)?)
+                        .unwrap_or(u32::MAX),
+                }),
+                _ => None,
+            },
             ledger_retention: Duration::ZERO,
             destinations: file.destinations,
             rules: file.rules,
@@ -367,9 +429,82 @@ impl Config {
             ),
             config.inbox_ttl,
         );
+        let explicit_sweep = match env("HOOKGATE_SWEEP_AGE_SECS") {
+            Some(_) => Some(number("HOOKGATE_SWEEP_AGE_SECS", 0)?),
+            None => file.actions.sweep_age_secs,
+        };
+        config.sweep_age = config.resolve_sweep_age(explicit_sweep.map(Duration::from_secs))?;
         config.check_ttl()?;
         config.check_actions()?;
+        config.check_action_timeout()?;
         Ok(config)
+    }
+
+    /// Room for an action's ledger writes beside its destination calls.
+    pub const LEDGER_MARGIN: Duration = Duration::from_secs(1);
+
+    /// The worst case of one action on `destination`: a create whose answer
+    /// is lost, one more call (the same key again, or a lookup), and the
+    /// ledger writes around them.
+    pub fn action_budget(&self, destination: &str) -> Duration {
+        let timeout_ms = self
+            .destinations
+            .get(destination)
+            .map_or_else(default_timeout_ms, |d| d.timeout_ms);
+        Duration::from_millis(timeout_ms) * 2 + Self::LEDGER_MARGIN
+    }
+
+    /// The sweep age: the configured one, refused inside the queue's retry
+    /// window; by default the larger of [`Self::DEFAULT_SWEEP_AGE`] and that
+    /// window plus a minute.
+    fn resolve_sweep_age(&self, explicit: Option<Duration>) -> Result<Duration, ConfigError> {
+        let Some(queue) = self.action_queue else {
+            return Ok(explicit.unwrap_or(Self::DEFAULT_SWEEP_AGE));
+        };
+        let window = queue.window();
+        match explicit {
+            Some(age) if age < window => Err(ConfigError::SweepInsideRetryWindow {
+                sweep_secs: age.as_secs(),
+                window_secs: window.as_secs(),
+                visibility_secs: queue.visibility.as_secs(),
+                receives: u64::from(queue.max_receives),
+            }),
+            Some(age) => Ok(age),
+            None => Ok(Self::DEFAULT_SWEEP_AGE.max(window + Duration::from_secs(60))),
+        }
+    }
+
+    /// The function timeout holds the worst case of every event's actions
+    /// (they run one after another), and the queue does not return a message
+    /// before the function's timeout.
+    fn check_action_timeout(&self) -> Result<(), ConfigError> {
+        if let Some(q) = self.action_queue
+            && q.visibility < self.action_timeout
+        {
+            return Err(ConfigError::VisibilityTooShort {
+                visibility_secs: q.visibility.as_secs(),
+                timeout_secs: self.action_timeout.as_secs(),
+            });
+        }
+        let mut per_event: BTreeMap<String, Duration> = BTreeMap::new();
+        for rule in &self.rules {
+            for event_type in &rule.event_types {
+                let event = format!("{}/{} {event_type}", rule.workspace, rule.provider);
+                *per_event.entry(event).or_default() += self.action_budget(&rule.destination);
+            }
+        }
+        let worst = per_event.into_iter().max_by_key(|(_, needed)| *needed);
+        match worst {
+            Some((event, needed)) if needed > self.action_timeout => {
+                Err(ConfigError::ActionTimeoutTooShort {
+                    timeout_ms: self.action_timeout.as_millis(),
+                    needed_ms: needed.as_millis(),
+                    margin_ms: Self::LEDGER_MARGIN.as_millis(),
+                    event,
+                })
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Destinations are usable and every rule names an existing one.
@@ -690,6 +825,102 @@ mod tests {
         let c = Config::from_toml(BASE, env).unwrap();
         assert_eq!(c.inbox_table, "from-env");
         assert_eq!(c.max_body_bytes, 1024);
+    }
+
+    /// The template's defaults for the action queue (item 8 of the
+    /// deployability review): 180 s visibility, 5 receives.
+    fn template_queue(name: &str) -> Option<String> {
+        match name {
+            "HOOKGATE_ACTION_QUEUE_VISIBILITY_SECS" => Some("180".to_owned()),
+            "HOOKGATE_MAX_RECEIVE_COUNT" => Some("5".to_owned()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn the_default_sweep_age_waits_out_the_queue_retry_window() {
+        let c = Config::from_toml(BASE, template_queue).unwrap();
+        // 180 s × 5 receives = 900 s in retry; one more minute of room.
+        assert_eq!(c.sweep_age, Duration::from_secs(960));
+        assert_eq!(
+            Config::from_toml(BASE, no_env).unwrap().sweep_age,
+            Config::DEFAULT_SWEEP_AGE
+        );
+    }
+
+    #[test]
+    fn a_sweep_age_inside_the_retry_window_is_refused() {
+        let env = |name: &str| match name {
+            "HOOKGATE_SWEEP_AGE_SECS" => Some("300".to_owned()),
+            other => template_queue(other),
+        };
+        let err = Config::from_toml(BASE, env).unwrap_err();
+        assert_eq!(
+            err,
+            ConfigError::SweepInsideRetryWindow {
+                sweep_secs: 300,
+                window_secs: 900,
+                visibility_secs: 180,
+                receives: 5
+            }
+        );
+        assert!(err.to_string().contains("at least 900"), "{err}");
+    }
+
+    #[test]
+    fn a_visibility_below_the_function_timeout_is_refused() {
+        let env = |name: &str| match name {
+            "HOOKGATE_ACTION_QUEUE_VISIBILITY_SECS" => Some("20".to_owned()),
+            "HOOKGATE_MAX_RECEIVE_COUNT" => Some("5".to_owned()),
+            _ => None,
+        };
+        assert_eq!(
+            Config::from_toml(BASE, env).unwrap_err(),
+            ConfigError::VisibilityTooShort {
+                visibility_secs: 20,
+                timeout_secs: 30
+            }
+        );
+    }
+
+    const TWO_ACTIONS: &str = r#"
+        [destinations.crm]
+        kind = "http"
+        base_url = "http://crm"
+        timeout_ms = 8000
+        [[rules]]
+        workspace = "ws-1"
+        provider = "retell"
+        event_types = ["call_ended"]
+        action = "task_a"
+        destination = "crm"
+        business_id = ["/call/call_id"]
+        [[rules]]
+        workspace = "ws-1"
+        provider = "retell"
+        event_types = ["call_ended"]
+        action = "task_b"
+        destination = "crm"
+        business_id = ["/call/call_id"]
+    "#;
+
+    #[test]
+    fn actions_that_cannot_fit_the_function_timeout_are_refused() {
+        let text = format!("{BASE}\n{TWO_ACTIONS}");
+        // Two actions × (2 × 8 s + 1 s) = 34 s > the 30 s default timeout.
+        let err = Config::from_toml(&text, no_env).unwrap_err();
+        assert_eq!(
+            err,
+            ConfigError::ActionTimeoutTooShort {
+                timeout_ms: 30_000,
+                needed_ms: 34_000,
+                margin_ms: 1_000,
+                event: "ws-1/retell call_ended".into()
+            }
+        );
+        let roomy = |name: &str| (name == "HOOKGATE_ACTION_TIMEOUT_SECS").then(|| "34".to_owned());
+        let c = Config::from_toml(&text, roomy).unwrap();
+        assert_eq!(c.action_budget("crm"), Duration::from_secs(17));
     }
 
     #[test]

@@ -33,7 +33,47 @@ pub struct Facts {
     pub queue_max_receives: Option<u32>,
     /// The action function's timeout.
     pub action_timeout: Duration,
+    /// The rule target's dead-letter queue ARN, as deployed (`None`: no rule
+    /// checked; `Some(None)`: the target has none).
+    pub rule_dead_letter: Option<Option<String>>,
+    /// The dead-letter queues found (the action queue's, the rule target's,
+    /// the ingress's on-failure queue), each with whether it redrives the
+    /// letters triage cannot file to a parking queue.
+    pub dlq_redrive: Vec<(String, bool)>,
+    /// The stack's alarms (`None`: not read).
+    pub alarms: Option<Vec<Alarm>>,
 }
+
+/// One deployed CloudWatch alarm, as DescribeAlarms gives it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Alarm {
+    pub name: String,
+    pub namespace: String,
+    pub metric: String,
+    /// The names of its dimensions.
+    pub dimensions: Vec<String>,
+    /// How many actions it triggers in ALARM.
+    pub actions: usize,
+}
+
+/// The failure classes that must each have an alarm that can fire:
+/// (namespace, metric, what it means).
+pub const REQUIRED_ALARMS: &[(&str, &str, &str)] = &[
+    (
+        "hookgate",
+        "IngressUnavailable",
+        "ingress 5xx / storage failure",
+    ),
+    ("hookgate", "ActionsUncertain", "uncertain actions"),
+    ("hookgate", "DispatchFailures", "queue sends failed"),
+    (
+        "AWS/SQS",
+        "ApproximateAgeOfOldestMessage",
+        "a queue triage must drain",
+    ),
+    ("AWS/Lambda", "Errors", "function errors"),
+    ("AWS/Lambda", "Throttles", "function throttles"),
+];
 
 /// One check's verdict.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -115,6 +155,44 @@ pub fn diagnose(facts: &Facts) -> Vec<Check> {
             None => "no DLQ: failing messages would retry until they expire".into(),
         },
     ));
+    if let Some(dead_letter) = &facts.rule_dead_letter {
+        checks.push(check(
+            "rule target has a dead-letter queue",
+            dead_letter.is_some(),
+            match dead_letter {
+                Some(arn) => format!("events that exhaust the rule's retries go to {arn}"),
+                None => {
+                    "no DeadLetterConfig: an event that exhausts the rule's retries is lost".into()
+                }
+            },
+        ));
+    }
+    if !facts.dlq_redrive.is_empty() {
+        let without: Vec<&str> = facts
+            .dlq_redrive
+            .iter()
+            .filter(|(_, redrives)| !redrives)
+            .map(|(queue, _)| queue.as_str())
+            .collect();
+        checks.push(check(
+            "dead-letter queues have a redrive policy",
+            without.is_empty(),
+            if without.is_empty() {
+                format!(
+                    "{} dead-letter queues park what triage cannot file",
+                    facts.dlq_redrive.len()
+                )
+            } else {
+                format!(
+                    "no redrive on {}: a letter triage cannot file returns to it for 14 days",
+                    without.join(", ")
+                )
+            },
+        ));
+    }
+    if let Some(alarms) = &facts.alarms {
+        checks.extend(check_alarms(alarms));
+    }
     if let Some(visibility) = facts.queue_visibility {
         let needed = facts.action_timeout * 6;
         checks.push(check(
@@ -129,6 +207,62 @@ pub fn diagnose(facts: &Facts) -> Vec<Check> {
         ));
     }
     checks
+}
+
+/// Every alarm notifies someone, hookgate's alarms watch the series the code
+/// emits for the whole stack (`service`), and every failure class has one.
+fn check_alarms(alarms: &[Alarm]) -> Vec<Check> {
+    let silent: Vec<&str> = alarms
+        .iter()
+        .filter(|a| a.actions == 0)
+        .map(|a| a.name.as_str())
+        .collect();
+    let blind: Vec<&str> = alarms
+        .iter()
+        .filter(|a| a.namespace == crate::metrics::NAMESPACE && a.dimensions != ["service"])
+        .map(|a| a.name.as_str())
+        .collect();
+    let missing: Vec<String> = REQUIRED_ALARMS
+        .iter()
+        .filter(|(ns, metric, _)| {
+            !alarms
+                .iter()
+                .any(|a| a.namespace == *ns && a.metric == *metric && a.actions > 0)
+        })
+        .map(|(ns, metric, what)| format!("{ns} {metric} ({what})"))
+        .collect();
+    vec![
+        check(
+            "every alarm has an action",
+            silent.is_empty(),
+            if silent.is_empty() {
+                format!("{} alarms notify the alert topic", alarms.len())
+            } else {
+                format!("no AlarmActions: {}", silent.join(", "))
+            },
+        ),
+        check(
+            "hookgate alarms watch the service series",
+            blind.is_empty(),
+            if blind.is_empty() {
+                "dimension service, the series every EMF line includes".into()
+            } else {
+                format!(
+                    "these watch a series no code emits (dimensions other than [service]): {}",
+                    blind.join(", ")
+                )
+            },
+        ),
+        check(
+            "every failure class has an alarm",
+            missing.is_empty(),
+            if missing.is_empty() {
+                format!("{} classes covered", REQUIRED_ALARMS.len())
+            } else {
+                format!("no alarm on {}", missing.join("; "))
+            },
+        ),
+    ]
 }
 
 #[cfg(test)]
@@ -147,7 +281,71 @@ mod tests {
             queue_visibility: Some(Duration::from_secs(180)),
             queue_max_receives: Some(5),
             action_timeout: Duration::from_secs(30),
+            ..Facts::default()
         }
+    }
+
+    fn alarm(namespace: &str, metric: &str, dimensions: &[&str]) -> Alarm {
+        Alarm {
+            name: format!("stack-{metric}"),
+            namespace: namespace.into(),
+            metric: metric.into(),
+            dimensions: dimensions.iter().map(|d| (*d).to_owned()).collect(),
+            actions: 1,
+        }
+    }
+
+    fn every_required_alarm() -> Vec<Alarm> {
+        REQUIRED_ALARMS
+            .iter()
+            .map(|(ns, metric, _)| {
+                let dims: &[&str] = if *ns == "hookgate" {
+                    &["service"]
+                } else {
+                    &["QueueName"]
+                };
+                alarm(ns, metric, dims)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn alarms_without_dimensions_actions_or_a_class_are_reported() {
+        let mut f = facts(48, 86_400);
+        f.alarms = Some(every_required_alarm());
+        f.rule_dead_letter = Some(Some("arn:aws:sqs:us-east-1:1:stack-RuleDlq".into()));
+        f.dlq_redrive = vec![("stack-ActionDlq".into(), true)];
+        assert!(failed(&diagnose(&f)).is_empty());
+
+        let mut alarms = every_required_alarm();
+        alarms[0].dimensions.clear();
+        alarms[1].actions = 0;
+        alarms.retain(|a| a.metric != "Throttles");
+        f.alarms = Some(alarms);
+        f.rule_dead_letter = Some(None);
+        f.dlq_redrive = vec![
+            ("stack-ActionDlq".into(), true),
+            ("stack-RuleDlq".into(), false),
+        ];
+        let checks = diagnose(&f);
+        assert_eq!(
+            failed(&checks),
+            [
+                "rule target has a dead-letter queue",
+                "dead-letter queues have a redrive policy",
+                "every alarm has an action",
+                "hookgate alarms watch the service series",
+                "every failure class has an alarm"
+            ]
+        );
+        let missing = checks
+            .iter()
+            .find(|c| c.name == "every failure class has an alarm")
+            .unwrap();
+        assert_eq!(
+            missing.message,
+            "no alarm on hookgate ActionsUncertain (uncertain actions); AWS/Lambda Throttles (function throttles)"
+        );
     }
 
     fn failed(checks: &[Check]) -> Vec<&'static str> {

@@ -12,7 +12,7 @@ use crate::{InboxPk, Timestamp, crypto, provider::Identity};
 
 /// How many partitions the sparse "pending" index is spread over; the sweep
 /// queries each.
-pub const PENDING_BUCKETS: u64 = 8;
+pub const PENDING_BUCKETS: u64 = crate::shard::SHARDS;
 
 /// Processing state of an inbox record (see the contracts in DESIGN.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -217,9 +217,7 @@ pub fn on_repeat(stored: &InboxRecord, sha256: &str, now: Timestamp, grace: Dura
 /// The pending-index partition of `pk`: a stable hash spread over
 /// [`PENDING_BUCKETS`] so no single index partition takes every insert.
 pub fn pending_bucket(pk: &InboxPk) -> String {
-    let digest = crypto::sha256_hex(pk.to_string().as_bytes());
-    let n = u64::from_str_radix(&digest[..8], 16).unwrap_or(0) % PENDING_BUCKETS;
-    format!("pending-{n}")
+    format!("pending-{}", crate::shard::shard(&pk.to_string()))
 }
 
 #[cfg(test)]

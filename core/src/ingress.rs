@@ -178,8 +178,18 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold> Ingress<S, Q, K, H
     pub async fn handle(&self, req: WebhookRequest<'_>, now: Timestamp) -> Reply {
         let started = Instant::now();
         let outcome = self.process(&req, now).await;
-        log_delivery(req.provider, req.workspace, now, &outcome, started);
+        let known = self.known(&req);
+        log_delivery(req.provider, req.workspace, known, now, &outcome, started);
         outcome.reply()
+    }
+
+    /// Whether the URL names a configured binding: only then do its segments
+    /// become metric dimensions.
+    fn known(&self, req: &WebhookRequest<'_>) -> bool {
+        match (req.provider.parse(), WorkspaceId::parse(req.workspace)) {
+            (Ok(provider), Ok(workspace)) => self.config.binding(&workspace, provider).is_some(),
+            _ => false,
+        }
     }
 
     /// Handles one event of an EventBridge rule (Lambda's asynchronous
@@ -193,13 +203,21 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold> Ingress<S, Q, K, H
             Ok((workspace, outcome)) => (workspace, outcome),
             Err(e) => {
                 let outcome = Outcome::refused(400, "", e.to_string());
-                log_delivery(Provider::Eventbridge.as_str(), "", now, &outcome, started);
+                log_delivery(
+                    Provider::Eventbridge.as_str(),
+                    metrics::UNKNOWN,
+                    true,
+                    now,
+                    &outcome,
+                    started,
+                );
                 return Err(e);
             }
         };
         log_delivery(
             Provider::Eventbridge.as_str(),
             workspace.as_str(),
+            true,
             now,
             &outcome,
             started,
@@ -447,17 +465,28 @@ fn storage_failed(key: EventKey, e: &crate::ports::StoreError) -> Outcome {
 }
 
 /// The one structured line per delivery (never the body, never a secret),
-/// and its metrics.
+/// and its metrics: under the provider and workspace when `known` (a
+/// configured binding), else under [`metrics::UNKNOWN`], so a probe of made-up
+/// URLs cannot mint metric series.
 fn log_delivery(
     provider: &str,
     workspace: &str,
+    known: bool,
     now: Timestamp,
     outcome: &Outcome,
     started: Instant,
 ) {
     let counted = |v: Verdict| f64::from(u8::from(outcome.verdict == Some(v)));
+    let (metric_provider, metric_workspace) = if known {
+        (provider, workspace)
+    } else {
+        (metrics::UNKNOWN, metrics::UNKNOWN)
+    };
     metrics::emit(
-        &[("provider", provider), ("workspace", workspace)],
+        &[
+            ("provider", metric_provider),
+            ("workspace", metric_workspace),
+        ],
         &[
             ("Deliveries", 1.0),
             ("Duplicates", counted(Verdict::Duplicate)),

@@ -111,7 +111,22 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
     /// message id and its receive count), so a lease is never mistaken for
     /// another attempt's.
     pub async fn process(&self, body: &str, owner: &str, now: Timestamp) -> MessageOutcome {
-        match self.try_process(body, owner, now).await {
+        self.process_until(body, owner, now, None).await
+    }
+
+    /// [`Worker::process`] within an invocation that ends at `deadline` (the
+    /// Lambda context's): an action is started only if its worst case
+    /// ([`Config::action_budget`]), after the worst case of the actions before
+    /// it, ends before the deadline. The rest return to the queue unstarted,
+    /// holding no lease, instead of being cut off mid-call by the timeout.
+    pub async fn process_until(
+        &self,
+        body: &str,
+        owner: &str,
+        now: Timestamp,
+        deadline: Option<Timestamp>,
+    ) -> MessageOutcome {
+        match self.try_process(body, owner, now, deadline).await {
             Ok(outcome) => outcome,
             Err(e) => MessageOutcome::Retry(e.to_string()),
         }
@@ -122,6 +137,7 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
         body: &str,
         owner: &str,
         now: Timestamp,
+        deadline: Option<Timestamp>,
     ) -> Result<MessageOutcome, StoreError> {
         let Some(pk) = serde_json::from_str::<QueueMessage>(body)
             .ok()
@@ -168,7 +184,16 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
         };
         let inbox_pk = pk.to_string();
         let mut retries = Vec::new();
+        let mut worst_end = now;
         for request in &requests {
+            worst_end = worst_end.plus(self.config.action_budget(&request.destination));
+            if deadline.is_some_and(|d| worst_end > d) {
+                retries.push(format!(
+                    "{}: not started, its worst case would outlast the function timeout",
+                    request.key
+                ));
+                break;
+            }
             if let ActionOutcome::Retry(reason) =
                 self.run_action(request, &inbox_pk, owner, now).await?
             {

@@ -20,6 +20,7 @@ impl Emulator {
     pub fn shared() -> &'static Emulator {
         static EMULATOR: OnceLock<Emulator> = OnceLock::new();
         EMULATOR.get_or_init(|| {
+            crate::metrics::install();
             let running =
                 hookgate_cli::emulator::Emulator::start().unwrap_or_else(|e| panic!("{e:#}"));
             Emulator {
@@ -30,7 +31,16 @@ impl Emulator {
     }
 
     /// An SDK config for the emulator: dummy credentials, a fixed region.
+    /// Its calls are the tests' own (setup and inspection).
     pub async fn sdk_config(&self) -> SdkConfig {
         hookgate_cli::emulator::sdk_config(&self.endpoint, "hookgate-tests").await
+    }
+
+    /// An SDK config for one function's clients (`ingress`, `action`,
+    /// `dlq-triage`, `sweep`, `ops`) or the `operator`'s CLI: the emulator
+    /// logs its calls under that name, and the IAM check holds them against
+    /// that function's role.
+    pub async fn function_config(&self, function: &str) -> SdkConfig {
+        hookgate_cli::emulator::sdk_config(&self.endpoint, function).await
     }
 }

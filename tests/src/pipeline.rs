@@ -3,7 +3,11 @@
 //! that hands SQS messages to the action Lambda's handler as the SQS event
 //! source does (deleting only what the batch response did not report failed).
 
-use std::{sync::Arc, time::Duration};
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
 
 use aws_sdk_sqs::types::QueueAttributeName;
 use hookgate_action::handle;
@@ -11,7 +15,10 @@ use hookgate_adapters::{
     CrmDestination, DynamoInbox, DynamoLedger, DynamoTriage, SqsActionQueue,
     alerts::EventBridgeAlerts, schema::create_actions_table,
 };
-use hookgate_cli::sim_crm::SimCrm;
+use hookgate_cli::{
+    limits::{Invocation, StackLimits},
+    sim_crm::SimCrm,
+};
 use hookgate_core::{action::ActionKey, ledger::ActionRecord, ports::Ledger, worker::Worker};
 use hookgate_core::{approval::Approvals, dlq::Triager, hold::Holder};
 use serde_json::json;
@@ -23,8 +30,22 @@ use hookgate_adapters::counter::RequestCounter;
 use crate::{
     crash::{Crash, Step},
     emulator::Emulator,
-    stack::{Stack, StackOptions, TestHolder},
+    stack::{Stack, StackOptions, TestHolder, unique},
 };
+
+/// The transformed template's function limits for `params`, read once per
+/// parameter set and process.
+fn template_limits(params: &[&str]) -> StackLimits {
+    static CACHE: Mutex<BTreeMap<String, StackLimits>> = Mutex::new(BTreeMap::new());
+    let key = params.join(",");
+    let mut cache = CACHE.lock().expect("limits cache");
+    cache
+        .entry(key)
+        .or_insert_with(|| {
+            hookgate_cli::emulator::template_limits(params).unwrap_or_else(|e| panic!("{e:#}"))
+        })
+        .clone()
+}
 
 /// How many receives before SQS moves a message to the DLQ.
 pub const MAX_RECEIVES: u32 = 4;
@@ -37,7 +58,7 @@ lease_secs = 30
 [destinations.crm]
 kind = "http"
 base_url = "{sim}"
-timeout_ms = 400
+timeout_ms = 600
 
 [destinations.crm-lookup]
 kind = "http"
@@ -119,6 +140,14 @@ pub struct Pipeline {
     pub triage: DynamoTriage,
     /// An SQS queue behind an EventBridge rule matching the triage alerts.
     pub alert_queue_url: String,
+    /// How the action function is invoked: the transformed template's batch
+    /// size, batching window and timeout.
+    pub action: Invocation,
+    /// How the triage function is invoked from the action DLQ.
+    pub triage_invocation: Invocation,
+    /// The event source mappings' clients: they poll with the function's role.
+    action_sqs: aws_sdk_sqs::Client,
+    triage_sqs: aws_sdk_sqs::Client,
 }
 
 pub type TestTriager = Triager<DynamoInbox, DynamoLedger, TestHolder>;
@@ -186,13 +215,36 @@ impl Pipeline {
     }
 
     /// With extra `HOOKGATE_*` overrides (e.g. a one-second lease).
-    pub async fn with_env(name: &str, mut env: Vec<(&'static str, String)>) -> Pipeline {
+    pub async fn with_env(name: &str, env: Vec<(&'static str, String)>) -> Pipeline {
+        Self::with_template(name, env, &[]).await
+    }
+
+    /// With template parameter overrides (`ActionTimeoutSeconds=2`): the
+    /// action function runs under the limits the transformed template then
+    /// gives it, and its config gets the timeout the template would set.
+    pub async fn with_template(
+        name: &str,
+        mut env: Vec<(&'static str, String)>,
+        params: &[&str],
+    ) -> Pipeline {
+        let limits = template_limits(params);
+        let action_limits = limits.function("action").expect("an action function");
+        let action = Invocation::of(action_limits, "ActionQueue").expect("an action source");
+        let triage_invocation = Invocation::of(
+            limits.function("dlq-triage").expect("a triage function"),
+            "ActionDlq",
+        )
+        .expect("a triage source on the action DLQ");
+        env.push((
+            "HOOKGATE_ACTION_TIMEOUT_SECS",
+            action_limits.timeout_secs.to_string(),
+        ));
         let sim = SimCrm::start(([127, 0, 0, 1], 0).into())
             .await
             .expect("start sim-crm");
-        let actions_table = format!("{name}-actions-{}", std::process::id());
-        let triage_table = format!("{name}-triage-{}", std::process::id());
-        let bus = format!("{name}-bus-{}", std::process::id());
+        let actions_table = unique(name, "ActionsTable");
+        let triage_table = unique(name, "TriageTable");
+        let bus = unique(name, "bus");
         env.push(("HOOKGATE_ACTIONS_TABLE", actions_table.clone()));
         env.push(("HOOKGATE_TRIAGE_TABLE", triage_table.clone()));
         env.push(("HOOKGATE_EVENT_BUS", bus.clone()));
@@ -220,7 +272,7 @@ impl Pipeline {
         let dlq_url = stack
             .sqs
             .create_queue()
-            .queue_name(format!("{}-dlq", stack.queue_name))
+            .queue_name(format!("{}-ActionDlq", stack.queue_name))
             .send()
             .await
             .expect("create dlq")
@@ -242,17 +294,23 @@ impl Pipeline {
         let destinations = hookgate_action::destinations(&stack.config, &NoSecrets)
             .await
             .expect("destinations");
+        // The tests' own view of the ledger (inspection, crash wrappers).
         let ledger = DynamoLedger::new(stack.ddb.clone(), &actions_table);
+        let emulator = Emulator::shared();
+        let action_aws = emulator.function_config("action").await;
         let worker_ddb_requests = RequestCounter::default();
         let counted = aws_sdk_dynamodb::Client::from_conf(
-            aws_sdk_dynamodb::config::Builder::from(&aws)
+            aws_sdk_dynamodb::config::Builder::from(&action_aws)
                 .interceptor(worker_ddb_requests.clone())
                 .build(),
         );
-        let holder = Holder::new(
-            DynamoTriage::new(stack.ddb.clone(), &triage_table),
-            EventBridgeAlerts::new(aws_sdk_eventbridge::Client::new(&aws), &bus),
-        );
+        let holder_of = |aws: &aws_config::SdkConfig| {
+            Holder::new(
+                DynamoTriage::new(aws_sdk_dynamodb::Client::new(aws), &triage_table),
+                EventBridgeAlerts::new(aws_sdk_eventbridge::Client::new(aws), &bus),
+            )
+        };
+        let holder = holder_of(&action_aws);
         let worker = Worker::new(
             stack.config.clone(),
             DynamoInbox::new(counted.clone(), &stack.inbox_table),
@@ -260,18 +318,22 @@ impl Pipeline {
             destinations,
             holder.clone(),
         );
+        let triage_aws = emulator.function_config("dlq-triage").await;
+        let triage_ddb = aws_sdk_dynamodb::Client::new(&triage_aws);
         let triager = Triager::new(
             stack.config.clone(),
-            DynamoInbox::new(stack.ddb.clone(), &stack.inbox_table),
-            ledger.clone(),
-            holder.clone(),
+            DynamoInbox::new(triage_ddb.clone(), &stack.inbox_table),
+            DynamoLedger::new(triage_ddb, &actions_table),
+            holder_of(&triage_aws),
         );
+        let ops_aws = emulator.function_config("ops").await;
+        let ops_ddb = aws_sdk_dynamodb::Client::new(&ops_aws);
         let approvals = Approvals::new(
             stack.config.clone(),
-            DynamoTriage::new(stack.ddb.clone(), &triage_table),
-            DynamoInbox::new(stack.ddb.clone(), &stack.inbox_table),
-            ledger.clone(),
-            SqsActionQueue::new(stack.sqs.clone(), &stack.queue_url),
+            DynamoTriage::new(ops_ddb.clone(), &triage_table),
+            DynamoInbox::new(ops_ddb.clone(), &stack.inbox_table),
+            DynamoLedger::new(ops_ddb, &actions_table),
+            SqsActionQueue::new(aws_sdk_sqs::Client::new(&ops_aws), &stack.queue_url),
             stack.ingress.clone(),
         );
         Pipeline {
@@ -286,15 +348,24 @@ impl Pipeline {
             worker_ddb_requests,
             ledger,
             dlq_url,
+            action,
+            triage_invocation,
+            action_sqs: aws_sdk_sqs::Client::new(&action_aws),
+            triage_sqs: aws_sdk_sqs::Client::new(&triage_aws),
         }
     }
 
-    /// Receives one batch (up to 10) and runs it through the action handler
-    /// as the SQS event source does; returns how many messages it received.
+    /// One invocation of the action function as its SQS event source makes
+    /// it (the template's batch size and timeout); returns how many messages
+    /// it received.
     pub async fn poll_once(&self) -> usize {
-        hookgate_cli::local::poll_once(&self.stack.sqs, &self.stack.queue_url, 0, |event| async {
-            handle(&self.worker, event).await
-        })
+        hookgate_cli::local::poll_once(
+            &self.action_sqs,
+            &self.stack.queue_url,
+            0,
+            self.action,
+            |event, deadline| async move { handle(&self.worker, event, Some(deadline)).await },
+        )
         .await
         .expect("poll the action queue")
     }
@@ -321,17 +392,22 @@ impl Pipeline {
     pub async fn triage_dlq(&self) -> usize {
         let mut handled = 0;
         loop {
-            let n =
-                hookgate_cli::local::poll_once(&self.stack.sqs, &self.dlq_url, 0, |event| async {
+            let n = hookgate_cli::local::poll_once(
+                &self.triage_sqs,
+                &self.dlq_url,
+                0,
+                self.triage_invocation,
+                |event, _| async {
                     let response = hookgate_dlq_triage::handle(&self.triager, event).await;
                     assert!(
                         response.batch_item_failures.is_empty(),
                         "every dead letter filed"
                     );
                     response
-                })
-                .await
-                .expect("poll the DLQ");
+                },
+            )
+            .await
+            .expect("poll the DLQ");
             if n == 0 {
                 return handled;
             }

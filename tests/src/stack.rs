@@ -159,10 +159,13 @@ pub struct StackOptions {
     pub extra_config: String,
 }
 
-fn unique(name: &str) -> String {
+/// A name unique to this process and call, ending in the template's logical
+/// id of the resource it stands for (`…-InboxTable`): the IAM check maps a
+/// recorded call's resource to the deployed one by that suffix.
+pub fn unique(name: &str, logical_id: &str) -> String {
     static N: AtomicU32 = AtomicU32::new(0);
     format!(
-        "hg-{}-{}-{name}",
+        "hg-{}-{}-{name}-{logical_id}",
         std::process::id(),
         N.fetch_add(1, Ordering::SeqCst)
     )
@@ -178,8 +181,8 @@ impl Stack {
         let aws = emulator.sdk_config().await;
         let ddb = aws_sdk_dynamodb::Client::new(&aws);
         let sqs = aws_sdk_sqs::Client::new(&aws);
-        let inbox_table = unique(name);
-        let queue_name = unique(name);
+        let inbox_table = unique(name, "InboxTable");
+        let queue_name = unique(name, "ActionQueue");
         if !options.without_inbox {
             create_inbox_table(&ddb, &inbox_table)
                 .await
@@ -192,7 +195,7 @@ impl Stack {
         let env: HashMap<&str, String> = [
             ("HOOKGATE_INBOX_TABLE", inbox_table.clone()),
             ("HOOKGATE_ACTION_QUEUE_URL", queue_url.clone()),
-            ("HOOKGATE_TRIAGE_TABLE", format!("{inbox_table}-triage")),
+            ("HOOKGATE_TRIAGE_TABLE", unique(name, "TriageTable")),
         ]
         .into_iter()
         .chain(options.env)
@@ -206,8 +209,10 @@ impl Stack {
         create_triage_table(&ddb, &triage_table)
             .await
             .expect("create triage table");
+        // The ingress's clients, tagged as the ingress function's.
+        let aws = emulator.function_config("ingress").await;
         let holder = Holder::new(
-            DynamoTriage::new(ddb.clone(), &triage_table),
+            DynamoTriage::new(aws_sdk_dynamodb::Client::new(&aws), &triage_table),
             EventBridgeAlerts::new(aws_sdk_eventbridge::Client::new(&aws), &config.event_bus),
         );
         let secrets = TestSecrets {

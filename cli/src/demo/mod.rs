@@ -30,6 +30,7 @@ use serde_json::json;
 
 use crate::{
     emulator::{Emulator, repo_root},
+    limits::StackLimits,
     local::{Local, LocalQueues},
     ops::DeployedOps,
     sim_crm::{Fault, FaultKind, SimCrm},
@@ -39,8 +40,11 @@ use play::{Progress, Target};
 use report::Report;
 
 /// The app names the emulator counts requests by.
-pub const STACK_APP: &str = "hookgate-stack";
-const OPERATOR_APP: &str = "hookgate-operator";
+/// The functions `hookgate local` hosts, each with its own tagged clients:
+/// the stack's requests are theirs.
+pub const FUNCTION_APPS: &[&str] = &["ingress", "action", "dlq-triage", "sweep"];
+/// The operator's CLI (its calls are held against the operator policy).
+const OPERATOR_APP: &str = "operator";
 const DEMO_APP: &str = "hookgate-demo";
 
 /// `hookgate demo` options.
@@ -78,7 +82,11 @@ pub async fn run(options: &Options) -> anyhow::Result<Report> {
     // DLQ after three receives 3 s apart.
     let vars = emulator.provision(
         "hookgate-demo",
-        &["MaxReceiveCount=3", "ActionQueueVisibilitySeconds=3"],
+        &[
+            "MaxReceiveCount=3",
+            "ActionQueueVisibilitySeconds=3",
+            "ActionTimeoutSeconds=3",
+        ],
     )?;
     let var = |name: &str| {
         vars.iter()
@@ -113,17 +121,15 @@ pub async fn run(options: &Options) -> anyhow::Result<Report> {
         destination.base_url = sim.base_url();
     }
     let config = Arc::new(config);
-    let stack = emulator.sdk_config(STACK_APP).await;
+    let stack = emulator.sdk_config("hookgate-local").await;
+    let limits = StackLimits::parse(&var("HOOKGATE_LOCAL_FUNCTIONS")?)?;
     let queues = LocalQueues {
-        dead_letters: var("HOOKGATE_LOCAL_DEAD_LETTER_URLS")?
-            .split(',')
-            .map(str::to_owned)
-            .collect(),
         events: var("HOOKGATE_LOCAL_EVENTS_URL")?,
     };
     let local = Local::start(
         config.clone(),
         &stack,
+        &limits,
         queues.clone(),
         ([127, 0, 0, 1], 0).into(),
     )
@@ -174,7 +180,10 @@ pub async fn run(options: &Options) -> anyhow::Result<Report> {
         start,
         "all deliveries sent; waiting for the queues to drain",
     );
-    let mut all_queues = queues.dead_letters.clone();
+    let mut all_queues: Vec<String> = var("HOOKGATE_LOCAL_DEAD_LETTER_URLS")?
+        .split(',')
+        .map(str::to_owned)
+        .collect();
     all_queues.push(queues.events.clone());
     all_queues.push(config.action_queue_url.clone());
     settle(&sqs, &all_queues).await;

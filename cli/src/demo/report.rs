@@ -425,15 +425,16 @@ fn first_copy(plan: &Plan, s: &Sent) -> bool {
 fn stack_requests(requests: &Value) -> (u64, BTreeMap<String, u64>) {
     let mut ops = BTreeMap::new();
     let mut total = 0;
-    if let Some(map) = requests[super::STACK_APP].as_object() {
-        for (op, n) in map {
-            if POLLING.contains(&op.as_str()) {
-                continue;
-            }
-            let n = n.as_u64().unwrap_or(0);
-            total += n;
-            ops.insert(op.clone(), n);
+    let per_function = super::FUNCTION_APPS
+        .iter()
+        .filter_map(|app| requests[*app].as_object());
+    for (op, n) in per_function.flatten() {
+        if POLLING.contains(&op.as_str()) {
+            continue;
         }
+        let n = n.as_u64().unwrap_or(0);
+        total += n;
+        *ops.entry(op.clone()).or_default() += n;
     }
     (total, ops)
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 use aws_sdk_sqs::types::QueueAttributeName;
 use hookgate_core::{
     approval::EventIngress,
-    doctor::{Facts, diagnose},
+    doctor::{Alarm, Facts, diagnose},
 };
 use serde_json::{Value, json};
 
@@ -14,13 +14,17 @@ use super::{Ops, Output, exit, table};
 
 impl<E: EventIngress> Ops<E> {
     /// Checks the stack; `rule` names the EventBridge rule (and its bus) whose
-    /// target is the ingress, when there is one; `functions` the deployed
-    /// ingress and action functions, whose async MaximumEventAge and timeout
-    /// are then read from Lambda instead of taken from the configuration.
+    /// target is the ingress, when there is one (its retry window and
+    /// dead-letter queue are read); `functions` the deployed ingress and
+    /// action functions, whose async MaximumEventAge and timeout are then read
+    /// from Lambda instead of taken from the configuration; `stack` the prefix
+    /// of the stack's alarm names (CloudFormation names them
+    /// `{stack}-{LogicalId}-…`), whose alarms are then checked.
     pub async fn doctor(
         &self,
         rule: Option<(&str, &str)>,
         functions: Option<(&str, &str)>,
+        stack: Option<&str>,
     ) -> anyhow::Result<Output> {
         let config = &self.config;
         let mut facts = Facts {
@@ -52,6 +56,18 @@ impl<E: EventIngress> Ops<E> {
                 // EventBridge's default when the target sets no RetryPolicy.
                 .unwrap_or(86_400);
             facts.rule_max_age = Some(Duration::from_secs(u64::try_from(age).unwrap_or(0)));
+            let dead_letter = targets
+                .targets()
+                .iter()
+                .find_map(|t| t.dead_letter_config()?.arn())
+                .map(str::to_owned);
+            if let Some(arn) = &dead_letter {
+                facts.dlq_redrive.push(self.dlq_redrives(arn).await?);
+            }
+            facts.rule_dead_letter = Some(dead_letter);
+        }
+        if let Some(prefix) = stack {
+            facts.alarms = Some(self.alarms(prefix).await?);
         }
         if let Some((ingress, action)) = functions {
             let invoke = self
@@ -61,6 +77,13 @@ impl<E: EventIngress> Ops<E> {
                 .send()
                 .await?;
             let deployed = invoke.maximum_event_age_in_seconds().unwrap_or(21_600);
+            let on_failure = invoke
+                .destination_config()
+                .and_then(|d| d.on_failure()?.destination())
+                .filter(|arn| arn.starts_with("arn:aws:sqs:"));
+            if let Some(arn) = on_failure {
+                facts.dlq_redrive.push(self.dlq_redrives(arn).await?);
+            }
             facts.configured_async_max_age = Some(facts.async_max_age);
             facts.async_max_age = Duration::from_secs(u64::try_from(deployed).unwrap_or(0));
             let action = self
@@ -106,6 +129,13 @@ impl<E: EventIngress> Ops<E> {
                 _ => None,
             })
             .and_then(|n| u32::try_from(n).ok());
+        if let Some(dlq) = attrs
+            .and_then(|a| a.get(&QueueAttributeName::RedrivePolicy))
+            .and_then(|p| serde_json::from_str::<Value>(p).ok())
+            .and_then(|p| p["deadLetterTargetArn"].as_str().map(str::to_owned))
+        {
+            facts.dlq_redrive.push(self.dlq_redrives(&dlq).await?);
+        }
 
         let checks = diagnose(&facts);
         let rows: Vec<Vec<String>> = checks
@@ -129,5 +159,50 @@ impl<E: EventIngress> Ops<E> {
             output.code = exit::FAILED;
         }
         Ok(output)
+    }
+
+    /// The queue behind `arn` (a dead-letter queue), and whether it has a
+    /// redrive policy.
+    async fn dlq_redrives(&self, arn: &str) -> anyhow::Result<(String, bool)> {
+        let name = arn.rsplit(':').next().unwrap_or_default();
+        let url = self.sqs.get_queue_url().queue_name(name).send().await?;
+        let attrs = self
+            .sqs
+            .get_queue_attributes()
+            .queue_url(url.queue_url().unwrap_or_default())
+            .attribute_names(QueueAttributeName::RedrivePolicy)
+            .send()
+            .await?;
+        let redrives = attrs
+            .attributes()
+            .is_some_and(|a| a.contains_key(&QueueAttributeName::RedrivePolicy));
+        Ok((name.to_owned(), redrives))
+    }
+
+    /// The alarms whose names start with `prefix`.
+    async fn alarms(&self, prefix: &str) -> anyhow::Result<Vec<Alarm>> {
+        let pages: Vec<_> = self
+            .cloudwatch
+            .describe_alarms()
+            .alarm_name_prefix(prefix)
+            .into_paginator()
+            .send()
+            .collect::<Result<_, _>>()
+            .await?;
+        Ok(pages
+            .iter()
+            .flat_map(|page| page.metric_alarms())
+            .map(|a| Alarm {
+                name: a.alarm_name().unwrap_or_default().to_owned(),
+                namespace: a.namespace().unwrap_or_default().to_owned(),
+                metric: a.metric_name().unwrap_or_default().to_owned(),
+                dimensions: a
+                    .dimensions()
+                    .iter()
+                    .filter_map(|d| d.name().map(str::to_owned))
+                    .collect(),
+                actions: a.alarm_actions().len(),
+            })
+            .collect())
     }
 }

@@ -8,7 +8,7 @@
 
 use std::{collections::HashMap, sync::Arc};
 
-use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
+use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
 use hookgate_adapters::{
     AwsSecrets, CrmDestination, DynamoInbox, DynamoLedger, DynamoTriage, alerts::EventBridgeAlerts,
     clients::SdkConfig,
@@ -64,42 +64,75 @@ pub async fn destinations(
     Ok(out)
 }
 
-/// Handles one SQS batch.
-pub async fn handle<S, L, D, H>(worker: &Worker<S, L, D, H>, event: SqsEvent) -> SqsBatchResponse
+/// Handles one SQS batch in an invocation that ends at `deadline` (the
+/// Lambda context's; `None` where the host sets no limit).
+///
+/// The messages run concurrently: a batch takes as long as its slowest
+/// message, not the sum of them, so ten slow CRM calls fit the function's
+/// timeout. Within a message the worker starts an action only if its worst
+/// case ends before `deadline`; the others return to the queue unstarted.
+pub async fn handle<S, L, D, H>(
+    worker: &Worker<S, L, D, H>,
+    event: SqsEvent,
+    deadline: Option<Timestamp>,
+) -> SqsBatchResponse
 where
     S: InboxStore,
     L: Ledger,
     D: Destination,
     H: Hold,
 {
-    let mut failures = Vec::new();
-    for message in event.records {
-        let id = message.message_id.clone().unwrap_or_default();
-        let receives = message
-            .attributes
-            .get("ApproximateReceiveCount")
-            .cloned()
-            .unwrap_or_else(|| "1".to_owned());
-        let owner = format!("{id}:{receives}");
-        let body = message.body.as_deref().unwrap_or_default();
-        let span = tracing::info_span!("message", message_id = %id, receives = %receives);
-        let outcome = worker
-            .process(body, &owner, Timestamp::now())
-            .instrument(span.clone())
-            .await;
-        let _entered = span.enter();
-        match outcome {
-            MessageOutcome::Done(summary) => tracing::info!(summary, "message settled"),
-            MessageOutcome::Retry(reason) => {
-                tracing::warn!(reason, "message returns to the queue");
-                let mut failure = BatchItemFailure::default();
-                failure.item_identifier = id;
-                failures.push(failure);
-            }
+    let now = Timestamp::now();
+    let outcomes = futures_util::future::join_all(
+        event
+            .records
+            .into_iter()
+            .map(|message| handle_message(worker, message, now, deadline)),
+    )
+    .await;
+    let mut response = SqsBatchResponse::default();
+    response.batch_item_failures = outcomes.into_iter().flatten().collect();
+    response
+}
+
+/// One message: `Some(failure)` when it must come back.
+async fn handle_message<S, L, D, H>(
+    worker: &Worker<S, L, D, H>,
+    message: SqsMessage,
+    now: Timestamp,
+    deadline: Option<Timestamp>,
+) -> Option<BatchItemFailure>
+where
+    S: InboxStore,
+    L: Ledger,
+    D: Destination,
+    H: Hold,
+{
+    let id = message.message_id.clone().unwrap_or_default();
+    let receives = message
+        .attributes
+        .get("ApproximateReceiveCount")
+        .cloned()
+        .unwrap_or_else(|| "1".to_owned());
+    let owner = format!("{id}:{receives}");
+    let body = message.body.as_deref().unwrap_or_default();
+    let span = tracing::info_span!("message", message_id = %id, receives = %receives);
+    let outcome = worker
+        .process_until(body, &owner, now, deadline)
+        .instrument(span.clone())
+        .await;
+    let _entered = span.enter();
+    match outcome {
+        MessageOutcome::Done(summary) => {
+            tracing::info!(summary, "message settled");
+            None
+        }
+        MessageOutcome::Retry(reason) => {
+            tracing::warn!(reason, "message returns to the queue");
+            // Non-exhaustive upstream: build by field.
+            let mut failure = BatchItemFailure::default();
+            failure.item_identifier = id;
+            Some(failure)
         }
     }
-    // Both event types are non-exhaustive upstream: build by field.
-    let mut response = SqsBatchResponse::default();
-    response.batch_item_failures = failures;
-    response
 }

@@ -78,7 +78,8 @@ fn refused(e: &ApprovalError) -> Response<Body> {
         ApprovalError::NotFound(_) | ApprovalError::NoAction(_) => 404,
         ApprovalError::AlreadyDecided { .. }
         | ApprovalError::NotUncertain { .. }
-        | ApprovalError::NotReinjectable(_) => 409,
+        | ApprovalError::NotReinjectable(_)
+        | ApprovalError::Expired(_) => 409,
         ApprovalError::Reinjection(_) | ApprovalError::Store(_) => 503,
     };
     answer(status, json!({"error": e.to_string()}))

@@ -150,7 +150,15 @@ async fn ingress_crash_after_the_put_is_healed_by_the_sweep_when_the_provider_ne
     inbox.put_new(&record, received).await.unwrap();
     assert_eq!(p.queue_depth(&p.stack.queue_url).await, 0);
 
-    let queue = SqsActionQueue::new(p.stack.sqs.clone(), &p.stack.queue_url);
+    // The sweep function's own clients.
+    let sweep_aws = hookgate_tests::emulator::Emulator::shared()
+        .function_config("sweep")
+        .await;
+    let inbox = DynamoInbox::new(
+        aws_sdk_dynamodb::Client::new(&sweep_aws),
+        &p.stack.inbox_table,
+    );
+    let queue = SqsActionQueue::new(aws_sdk_sqs::Client::new(&sweep_aws), &p.stack.queue_url);
     let later = Timestamp::from_millis(received.as_millis() + 1000);
     let report = sweep(&inbox, &queue, Duration::from_millis(500), 100, later)
         .await

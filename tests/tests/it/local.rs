@@ -6,6 +6,7 @@ use std::{sync::Arc, time::Duration};
 
 use aws_sdk_ssm::types::ParameterType;
 use hookgate_cli::{
+    limits::StackLimits,
     local::{Local, LocalQueues},
     sim_crm::SimCrm,
 };
@@ -18,7 +19,11 @@ async fn the_local_stack_provisioned_from_the_template_turns_a_signed_webhook_in
     let vars = hookgate_cli::emulator::provision(
         &Emulator::shared().endpoint,
         &prefix,
-        &["MaxReceiveCount=3", "ActionQueueVisibilitySeconds=2"],
+        &[
+            "MaxReceiveCount=3",
+            "ActionQueueVisibilitySeconds=2",
+            "ActionTimeoutSeconds=2",
+        ],
     )
     .unwrap();
     let var = |name: &str| {
@@ -74,7 +79,8 @@ async fn the_local_stack_provisioned_from_the_template_turns_a_signed_webhook_in
 
     // The runner, with its secret in SSM and a simulated CRM.
     let sim = SimCrm::start(([127, 0, 0, 1], 0).into()).await.unwrap();
-    let secret_name = format!("/{prefix}/retell");
+    // Under /hookgate/: the only SSM path the functions' roles may read.
+    let secret_name = format!("/hookgate/{prefix}/retell");
     aws_sdk_ssm::Client::new(&aws)
         .put_parameter()
         .name(&secret_name)
@@ -90,6 +96,7 @@ async fn the_local_stack_provisioned_from_the_template_turns_a_signed_webhook_in
         [destinations.crm]
         kind = "http"
         base_url = "{sim}"
+        timeout_ms = 500
         [[rules]]
         workspace = "ws-1"
         provider = "retell"
@@ -104,16 +111,22 @@ async fn the_local_stack_provisioned_from_the_template_turns_a_signed_webhook_in
         vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
     })
     .unwrap();
+    let limits = StackLimits::parse(&var("HOOKGATE_LOCAL_FUNCTIONS")).unwrap();
+    let action = limits.function("action").unwrap();
+    assert_eq!(action.timeout_secs, 2, "the template's timeout, overridden");
+    assert_eq!(action.source("ActionQueue").unwrap().batch_size, 10);
     let queues = LocalQueues {
-        dead_letters: var("HOOKGATE_LOCAL_DEAD_LETTER_URLS")
-            .split(',')
-            .map(str::to_owned)
-            .collect(),
         events: var("HOOKGATE_LOCAL_EVENTS_URL"),
     };
-    let local = Local::start(Arc::new(config), &aws, queues, ([127, 0, 0, 1], 0).into())
-        .await
-        .unwrap();
+    let local = Local::start(
+        Arc::new(config),
+        &aws,
+        &limits,
+        queues,
+        ([127, 0, 0, 1], 0).into(),
+    )
+    .await
+    .unwrap();
 
     let body = r#"{"event":"call_analyzed","call":{"call_id":"c-local","call_analysis":{"custom_analysis_data":{"callback_request_id":"cb-local"}}}}"#;
     let delivery = Delivery::new(

@@ -8,6 +8,7 @@ mod dedup;
 mod demo;
 mod dispatch;
 mod identity;
+mod limits;
 mod local;
 mod logs;
 mod operate;

@@ -23,11 +23,20 @@ fn show(command: &str, output: &hookgate_cli::ops::Output) {
     println!("$ hookgate {command}\n{}", output.text);
 }
 
+/// The operator's SDK config: its calls are held against the operator policy.
+async fn operator() -> aws_config::SdkConfig {
+    hookgate_tests::emulator::Emulator::shared()
+        .function_config("operator")
+        .await
+}
+
 async fn ops(p: &Pipeline) -> Ops<Arc<TestIngress>> {
-    let aws = hookgate_tests::emulator::Emulator::shared()
-        .sdk_config()
-        .await;
-    Ops::new(p.stack.config.clone(), &aws, p.stack.ingress.clone()).unwrap()
+    Ops::new(
+        p.stack.config.clone(),
+        &operator().await,
+        p.stack.ingress.clone(),
+    )
+    .unwrap()
 }
 
 #[tokio::test]
@@ -332,6 +341,38 @@ fn failed_checks(verdict: &hookgate_cli::ops::Output) -> Vec<&str> {
         .collect()
 }
 
+/// Gives the pipeline's DLQ a redrive to a parking queue, as the template's
+/// DLQs have (the pipelines leave it out); returns the DLQ's ARN.
+async fn parking(p: &Pipeline) -> String {
+    let arn = |url: String| async move {
+        p.stack
+            .sqs
+            .get_queue_attributes()
+            .queue_url(url)
+            .attribute_names(aws_sdk_sqs::types::QueueAttributeName::QueueArn)
+            .send()
+            .await
+            .unwrap()
+            .attributes()
+            .unwrap()[&aws_sdk_sqs::types::QueueAttributeName::QueueArn]
+            .clone()
+    };
+    let redrive = serde_json::json!({"deadLetterTargetArn": arn(p.alert_queue_url.clone()).await,
+        "maxReceiveCount": 5});
+    p.stack
+        .sqs
+        .set_queue_attributes()
+        .queue_url(&p.dlq_url)
+        .attributes(
+            aws_sdk_sqs::types::QueueAttributeName::RedrivePolicy,
+            redrive.to_string(),
+        )
+        .send()
+        .await
+        .unwrap();
+    arn(p.dlq_url.clone()).await
+}
+
 /// Gives the pipeline's action queue a 60 s visibility timeout (the
 /// pipelines use 1 s so retries are quick).
 async fn visibility_60(p: &Pipeline) {
@@ -357,7 +398,8 @@ async fn doctor_fails_a_day_long_rule_with_a_day_of_ttl_and_passes_with_two_days
         .await;
     // The deployed rule: its target retries for a day.
     let events = aws_sdk_eventbridge::Client::new(&aws);
-    let rule = format!("ingress-rule-{}", std::process::id());
+    // Named as the template names it (`${AWS::StackName}-contacts`).
+    let rule = format!("hg{}-contacts", std::process::id());
     events
         .put_rule()
         .name(&rule)
@@ -365,9 +407,15 @@ async fn doctor_fails_a_day_long_rule_with_a_day_of_ttl_and_passes_with_two_days
         .send()
         .await
         .unwrap();
+    let dlq = parking(&p).await;
     let target = aws_sdk_eventbridge::types::Target::builder()
         .id("ingress")
         .arn("arn:aws:lambda:us-east-1:123456789012:function:hookgate-ingress")
+        .dead_letter_config(
+            aws_sdk_eventbridge::types::DeadLetterConfig::builder()
+                .arn(dlq)
+                .build(),
+        )
         .retry_policy(
             aws_sdk_eventbridge::types::RetryPolicy::builder()
                 .maximum_event_age_in_seconds(86_400)
@@ -389,11 +437,14 @@ async fn doctor_fails_a_day_long_rule_with_a_day_of_ttl_and_passes_with_two_days
     // satisfies that belief, not the deployed rule.
     let short = Ops::new(
         doctor_config(&p, 86_400, 3_600),
-        &aws,
+        &operator().await,
         p.stack.ingress.clone(),
     )
     .unwrap();
-    let verdict = short.doctor(Some((&rule, "default")), None).await.unwrap();
+    let verdict = short
+        .doctor(Some((&rule, "default")), None, None)
+        .await
+        .unwrap();
     show("doctor --rule ingress-rule   # inbox TTL 24 h", &verdict);
     assert_eq!(verdict.code, exit::FAILED, "{}", verdict.text);
     let failed = failed_checks(&verdict);
@@ -414,11 +465,14 @@ async fn doctor_fails_a_day_long_rule_with_a_day_of_ttl_and_passes_with_two_days
 
     let enough = Ops::new(
         doctor_config(&p, 172_920, 86_400),
-        &aws,
+        &operator().await,
         p.stack.ingress.clone(),
     )
     .unwrap();
-    let verdict = enough.doctor(Some((&rule, "default")), None).await.unwrap();
+    let verdict = enough
+        .doctor(Some((&rule, "default")), None, None)
+        .await
+        .unwrap();
     show(
         "doctor --rule ingress-rule   # inbox TTL 48 h + 2 min",
         &verdict,
@@ -426,23 +480,16 @@ async fn doctor_fails_a_day_long_rule_with_a_day_of_ttl_and_passes_with_two_days
     assert_eq!(verdict.code, exit::OK, "{}", verdict.text);
 }
 
-/// Creates a Lambda function in the emulator with an async event age, as the
-/// template's EventInvokeConfig would (IAM role and function through boto3:
-/// the test needs no IAM client of its own).
-fn deployed_function(name: &str, async_age: u32, timeout: u32) {
+/// Runs `script` with the project venv's Python (boto3), `{endpoint}`
+/// replaced by the emulator's: for resources the test needs and the Rust SDK
+/// cannot create here (IAM roles, alarms in the query protocol moto speaks).
+fn boto3(script: &str) {
     let root = format!("{}/..", env!("CARGO_MANIFEST_DIR"));
     let python = std::env::var("HOOKGATE_EMULATOR_PYTHON")
         .unwrap_or_else(|_| format!("{root}/.venv/bin/python"));
     let script = format!(
-        r#"
-import boto3, io, json, zipfile
-aws = dict(endpoint_url="{endpoint}", region_name="us-east-1", aws_access_key_id="test", aws_secret_access_key="test")
-role = boto3.client("iam", **aws).create_role(RoleName="{name}-role", AssumeRolePolicyDocument=json.dumps({{"Version": "2012-10-17", "Statement": []}}))["Role"]["Arn"]
-code = io.BytesIO(); z = zipfile.ZipFile(code, "w"); z.writestr("bootstrap", "binary"); z.close()
-lam = boto3.client("lambda", **aws)
-lam.create_function(FunctionName="{name}", Runtime="provided.al2023", Role=role, Handler="bootstrap", Code={{"ZipFile": code.getvalue()}}, Timeout={timeout})
-lam.put_function_event_invoke_config(FunctionName="{name}", MaximumEventAgeInSeconds={async_age}, MaximumRetryAttempts=2)
-"#,
+        "import boto3, io, json, zipfile\naws = dict(endpoint_url=\"{endpoint}\", region_name=\"us-east-1\", \
+         aws_access_key_id=\"test\", aws_secret_access_key=\"test\")\n{script}",
         endpoint = hookgate_tests::emulator::Emulator::shared().endpoint,
     );
     let out = std::process::Command::new(python)
@@ -456,25 +503,45 @@ lam.put_function_event_invoke_config(FunctionName="{name}", MaximumEventAgeInSec
     );
 }
 
+/// Creates a Lambda function in the emulator with an async event age and an
+/// on-failure queue (`{name}-IngressFailureQueue`, redriven to a parking
+/// queue), as the template's EventInvokeConfig would.
+fn deployed_function(name: &str, async_age: u32, timeout: u32) {
+    boto3(&format!(
+        r#"
+role = boto3.client("iam", **aws).create_role(RoleName="{name}-role", AssumeRolePolicyDocument=json.dumps({{"Version": "2012-10-17", "Statement": []}}))["Role"]["Arn"]
+code = io.BytesIO(); z = zipfile.ZipFile(code, "w"); z.writestr("bootstrap", "binary"); z.close()
+sqs = boto3.client("sqs", **aws)
+arn = lambda url: sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+parking = arn(sqs.create_queue(QueueName="{name}-TriageParkingQueue")["QueueUrl"])
+failures = arn(sqs.create_queue(QueueName="{name}-IngressFailureQueue", Attributes={{"RedrivePolicy": json.dumps({{"deadLetterTargetArn": parking, "maxReceiveCount": 5}})}})["QueueUrl"])
+lam = boto3.client("lambda", **aws)
+lam.create_function(FunctionName="{name}", Runtime="provided.al2023", Role=role, Handler="bootstrap", Code={{"ZipFile": code.getvalue()}}, Timeout={timeout})
+lam.put_function_event_invoke_config(FunctionName="{name}", MaximumEventAgeInSeconds={async_age}, MaximumRetryAttempts=2, DestinationConfig={{"OnFailure": {{"Destination": failures}}}})
+"#
+    ));
+}
+
 #[tokio::test]
 async fn doctor_reads_the_deployed_async_window_and_timeout_from_lambda() {
     let p = Pipeline::new("o-doclambda").await;
-    let aws = hookgate_tests::emulator::Emulator::shared()
-        .sdk_config()
-        .await;
-    let function = format!("hookgate-ingress-{}", std::process::id());
-    deployed_function(&function, 21_600, 25);
+    // Named with the template's logical ids, as a stack's would end.
+    let ingress = format!("hg{}-IngressFunction", std::process::id());
+    let action = format!("hg{}-ActionFunction", std::process::id());
+    deployed_function(&ingress, 21_600, 10);
+    deployed_function(&action, 21_600, 25);
     visibility_60(&p).await;
+    parking(&p).await;
     // The config assumes a 60-second async window and a 10-second timeout;
     // the deployed function keeps events 6 hours and runs up to 25 seconds.
     let ops = Ops::new(
         doctor_config(&p, 172_920, 86_400),
-        &aws,
+        &operator().await,
         p.stack.ingress.clone(),
     )
     .unwrap();
     let verdict = ops
-        .doctor(None, Some((&function, &function)))
+        .doctor(None, Some((&ingress, &action)), None)
         .await
         .unwrap();
     assert_eq!(verdict.code, exit::FAILED, "{}", verdict.text);
@@ -495,6 +562,81 @@ async fn doctor_reads_the_deployed_async_window_and_timeout_from_lambda() {
     );
     assert!(
         verdict.text.contains("action function timeout 25 s"),
+        "{}",
+        verdict.text
+    );
+}
+
+#[tokio::test]
+async fn doctor_passes_the_stack_provisioned_from_the_transformed_template_and_fails_a_blind_alarm()
+{
+    let prefix = format!("doc{}", std::process::id());
+    let endpoint = &hookgate_tests::emulator::Emulator::shared().endpoint;
+    let vars = hookgate_cli::emulator::provision(endpoint, &prefix, &[]).unwrap();
+    let config = hookgate_core::config::Config::from_toml(
+        "[workspaces.ws-1.retell]\nsecrets = [\"env:WS1_RETELL\"]\n\
+         [[eventbridge.sources]]\nworkspace = \"ws-1\"\naccount = \"123456789012\"\nsource = \"aws.connect\"\n",
+        |name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()),
+    )
+    .unwrap();
+    let ops = Ops::new(
+        Arc::new(config),
+        &operator().await,
+        hookgate_tests::stack::Stack::new("o-docstack")
+            .await
+            .ingress,
+    )
+    .unwrap();
+    let rule = format!("{prefix}-contacts");
+    let verdict = ops
+        .doctor(Some((&rule, "default")), None, Some(&prefix))
+        .await
+        .unwrap();
+    show(&format!("doctor --rule {rule} --stack {prefix}"), &verdict);
+    assert_eq!(verdict.code, exit::OK, "{}", verdict.text);
+    let checks: Vec<&str> = verdict
+        .json
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["check"].as_str().unwrap())
+        .collect();
+    for check in [
+        "rule target has a dead-letter queue",
+        "dead-letter queues have a redrive policy",
+        "every alarm has an action",
+        "hookgate alarms watch the service series",
+        "every failure class has an alarm",
+        "visibility timeout ≥ 6 × action timeout",
+    ] {
+        assert!(checks.contains(&check), "{check} missing from {checks:?}");
+    }
+    assert!(
+        verdict.text.contains(&format!("{prefix}-RuleDlq")),
+        "the rule's dead-letter ARN is the template's RuleDlq: {}",
+        verdict.text
+    );
+
+    // An alarm like the ones the review found: no dimensions, no action.
+    boto3(&format!(
+        r#"boto3.client("cloudwatch", **aws).put_metric_alarm(AlarmName="{prefix}-BlindAlarm",
+    Namespace="hookgate", MetricName="IngressUnavailable", Statistic="Sum", Period=60,
+    EvaluationPeriods=1, Threshold=0, ComparisonOperator="GreaterThanThreshold")"#
+    ));
+    let verdict = ops
+        .doctor(Some((&rule, "default")), None, Some(&prefix))
+        .await
+        .unwrap();
+    assert_eq!(verdict.code, exit::FAILED);
+    assert_eq!(
+        failed_checks(&verdict),
+        [
+            "every alarm has an action",
+            "hookgate alarms watch the service series"
+        ]
+    );
+    assert!(
+        verdict.text.contains(&format!("{prefix}-BlindAlarm")),
         "{}",
         verdict.text
     );

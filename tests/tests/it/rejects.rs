@@ -114,3 +114,43 @@ async fn an_authentic_body_the_provider_cannot_parse_is_400_with_the_reason() {
     );
     assert_untouched(&stack).await;
 }
+
+#[tokio::test]
+async fn probed_unknown_paths_never_become_metric_dimensions() {
+    let stack = Stack::new("probe").await;
+    let probe = format!("ws-probe-{}", std::process::id());
+    let mut delivery = retell("call_ended", "call_probe", "");
+    delivery.workspace = probe.clone();
+    assert_eq!(stack.post(delivery.request()).await.0, 404);
+    // An unmapped EventBridge event fails its invocation, with no workspace.
+    let unmapped = json!({"id": "e-probe", "account": "999999999999", "source": "aws.connect",
+        "detail-type": "Amazon Connect Contact Event", "detail": {}});
+    assert!(stack.invoke_event(&unmapped).await.is_err());
+
+    let lines = hookgate_tests::metrics::lines();
+    assert!(
+        lines.iter().all(|l| !l.to_string().contains(&probe)),
+        "a probed workspace segment became a metric dimension"
+    );
+    for line in &lines {
+        for set in line["_aws"]["CloudWatchMetrics"][0]["Dimensions"]
+            .as_array()
+            .expect("dimension sets")
+        {
+            for name in set.as_array().expect("a dimension set") {
+                let value = line[name.as_str().expect("a name")].as_str().unwrap_or("");
+                assert!(!value.is_empty(), "empty dimension {name} in {line}");
+            }
+        }
+    }
+    let unknown = lines.iter().filter(|l| {
+        l["provider"] == "unknown" && l["workspace"] == "unknown" && l["Rejected"] == 1.0
+    });
+    assert!(unknown.count() >= 1, "the probe counted as unknown");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["provider"] == "eventbridge" && l["workspace"] == "unknown"),
+        "the unmapped event counted under workspace unknown"
+    );
+}

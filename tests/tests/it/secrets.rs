@@ -14,7 +14,8 @@ use hookgate_tests::{
 
 /// A per-test prefix: the emulator's parameter and secret names are global.
 fn prefix(name: &str) -> String {
-    format!("/hookgate-test/{}/{name}", std::process::id())
+    // Under /hookgate/ (and hookgate/): all the functions' roles may read.
+    format!("/hookgate/test-{}/{name}", std::process::id())
 }
 
 async fn put_parameter(name: &str, value: &str) {

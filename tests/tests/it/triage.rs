@@ -532,13 +532,34 @@ async fn the_ops_api_records_the_iam_caller_and_refuses_anonymous_callers() {
     let id = p.triage.list(TriageStatus::Held).await.unwrap()[0]
         .id
         .clone();
+    // The ops function's own view of the triage table.
+    let ops_aws = hookgate_tests::emulator::Emulator::shared()
+        .function_config("ops")
+        .await;
+    let ops_triage = hookgate_adapters::DynamoTriage::new(
+        aws_sdk_dynamodb::Client::new(&ops_aws),
+        p.stack.config.triage_table.as_deref().unwrap(),
+    );
     let handle = |decision: &str, identity: bool| {
         hookgate_ops::handle(
             &p.approvals,
-            &p.triage,
+            &ops_triage,
             ops_request(&id, decision, identity),
         )
     };
+    // The held list, as the API shows it.
+    let mut list = ops_request(&id, "approve", true);
+    *list.method_mut() = lambda_http::http::Method::GET;
+    *list.uri_mut() = "/ops/triage?status=HELD".parse().unwrap();
+    let listed = hookgate_ops::handle(&p.approvals, &ops_triage, list)
+        .await
+        .unwrap();
+    assert_eq!(listed.status(), 200);
+    let body = match listed.body() {
+        lambda_http::Body::Text(t) => t.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert!(body.contains(&id), "{body}");
 
     assert_eq!(handle("approve", false).await.unwrap().status(), 403);
     assert_eq!(
@@ -567,5 +588,103 @@ async fn the_ops_api_records_the_iam_caller_and_refuses_anonymous_callers() {
         handle("reject", true).await.unwrap().status(),
         409,
         "decided once"
+    );
+}
+
+/// Makes `pk`'s inbox record look as TTL leaves it: past `expires_at`
+/// (DynamoDB deletes expired items up to days later), or gone.
+async fn expire(p: &Pipeline, pk: &str, delete: bool) {
+    let key = aws_sdk_dynamodb::types::AttributeValue::S(pk.to_owned());
+    if delete {
+        p.stack
+            .ddb
+            .delete_item()
+            .table_name(&p.stack.inbox_table)
+            .key("pk", key)
+            .send()
+            .await
+            .unwrap();
+    } else {
+        p.stack
+            .ddb
+            .update_item()
+            .table_name(&p.stack.inbox_table)
+            .key("pk", key)
+            .update_expression("SET expires_at = :past")
+            .expression_attribute_values(
+                ":past",
+                aws_sdk_dynamodb::types::AttributeValue::N(
+                    (Timestamp::now().as_secs() - 60).to_string(),
+                ),
+            )
+            .send()
+            .await
+            .unwrap();
+    }
+}
+
+#[tokio::test]
+async fn approving_after_the_inbox_record_expired_is_refused_and_the_item_stays_held() {
+    let p = Pipeline::new("t-expired").await;
+    p.sim
+        .add_fault(Fault::new("/", FaultKind::Status).status(503));
+    p.stack.post(analyzed("call_te1", "cb-te1").request()).await;
+    p.stack.post(analyzed("call_te2", "cb-te2").request()).await;
+    until_dead_lettered(&p, 2).await;
+    assert_eq!(p.triage_dlq().await, 2);
+    p.sim.clear_faults();
+    let held = p.triage.list(TriageStatus::Held).await.unwrap();
+    assert_eq!(held.len(), 2);
+    for (item, delete) in held.iter().zip([false, true]) {
+        let pk = item.inbox_pk.clone().expect("an inbox key");
+        expire(&p, &pk, delete).await;
+        let refused = p
+            .approvals
+            .approve(&item.id, "oncall@example.com", "late", Timestamp::now())
+            .await;
+        assert_eq!(refused, Err(ApprovalError::Expired(pk)), "delete={delete}");
+        let stored = p.triage.get(&item.id).await.unwrap().unwrap();
+        assert_eq!(stored.status, TriageStatus::Held, "still for a human");
+    }
+    assert_eq!(
+        p.queue_depth(&p.stack.queue_url).await,
+        0,
+        "nothing re-queued for nothing"
+    );
+    assert_eq!(p.sim.tasks().total, 0);
+}
+
+#[tokio::test]
+async fn reconciling_not_found_after_the_inbox_record_expired_is_refused_and_stays_uncertain() {
+    let p = Pipeline::new("t-recexpired").await;
+    let k = uncertain_follow_up(&p, "bl-expired", FaultKind::Drop).await;
+    expire(&p, "ws-1#bland#bl-expired", true).await;
+    let refused = p
+        .approvals
+        .reconcile(&k, None, "ops@example.com", Timestamp::now())
+        .await;
+    assert_eq!(
+        refused,
+        Err(ApprovalError::Expired("ws-1#bland#bl-expired".into()))
+    );
+    assert_eq!(
+        p.action(k.as_str()).await.unwrap().status,
+        ActionStatus::Uncertain
+    );
+    assert_eq!(p.queue_depth(&p.stack.queue_url).await, 0);
+    // Found in the CRM is still recordable: it needs no inbox record.
+    let done = p
+        .approvals
+        .reconcile(
+            &k,
+            Some("task-by-hand"),
+            "ops@example.com",
+            Timestamp::now(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        done,
+        hookgate_core::approval::Reconciled::Completed("task-by-hand".into())
     );
 }

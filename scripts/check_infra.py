@@ -1,0 +1,382 @@
+"""Structural checks on the TRANSFORMED template (what CloudFormation will create).
+
+    python scripts/check_infra.py [TRANSFORMED_JSON] [--raw infra/template.yaml]
+
+Reads the output of scripts/transform.py (default target/infra/template.json)
+and the raw SAM template it came from, and fails (exit 1, one line per
+problem) unless:
+
+- every SQS queue is one the raw template declares (no queue made by SAM);
+- the EventBridge rule that targets the ingress has RuleDlq as its target's
+  dead-letter queue and a retry policy, and RuleDlq's policy admits only
+  that rule (aws:SourceArn);
+- every alarm notifies the alert topic; every alarm in namespace `hookgate`
+  watches the `[service]` series (Dimensions = service: the stack's name);
+  every required failure class has an alarm (FAILURE_CLASSES below);
+- each SQS event source's queue has a visibility timeout of at least six times
+  its function's timeout (default parameters), and a redrive policy;
+- every resource-policy statement (queue, topic, Lambda permission) granting a
+  service principal is bound by aws:SourceArn / aws:SourceAccount;
+- every physical name includes the stack's name;
+- every function has its own explicit role and log group; every role
+  statement has an alphanumeric Sid, no `*` resource, no managed policies;
+  Metadata.UnexercisedReasons names only existing Sids; each SQS source's
+  polling actions are granted on that exact queue;
+- the webhook route has no authorizer and the ops routes use AWS_IAM;
+- the GSI keys and environment contracts with the Rust code hold.
+"""
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.dont_write_bytecode = True
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from transform import load_yaml  # noqa: E402
+
+STACK = {"Ref": "AWS::StackName"}
+TOPIC = {"Ref": "AlertTopic"}
+NAME_PROPS = {
+    "AWS::DynamoDB::Table": "TableName",
+    "AWS::SQS::Queue": "QueueName",
+    "AWS::SNS::Topic": "TopicName",
+    "AWS::Lambda::Function": "FunctionName",
+    "AWS::Lambda::LayerVersion": "LayerName",
+    "AWS::IAM::Role": "RoleName",
+    "AWS::IAM::ManagedPolicy": "ManagedPolicyName",
+    "AWS::Logs::LogGroup": "LogGroupName",
+    "AWS::CloudWatch::Alarm": "AlarmName",
+    "AWS::Events::Rule": "Name",
+    "AWS::Events::EventBus": "Name",
+    "AWS::Scheduler::Schedule": "Name",
+    "AWS::Scheduler::ScheduleGroup": "Name",
+}
+ENV_CONTRACT = {
+    "HOOKGATE_SERVICE": STACK,
+    "HOOKGATE_ACTION_QUEUE_VISIBILITY_SECS": {"Ref": "ActionQueueVisibilitySeconds"},
+    "HOOKGATE_MAX_RECEIVE_COUNT": {"Ref": "MaxReceiveCount"},
+    "HOOKGATE_ACTION_TIMEOUT_SECS": {"Ref": "ActionTimeoutSeconds"},
+}
+GSI_CONTRACT = {
+    ("InboxTable", "pending"): [("pending_bucket", "HASH"), ("pending_since", "RANGE")],
+    ("ActionsTable", "open"): [("open_bucket", "HASH"), ("created_at", "RANGE")],
+    ("TriageTable", "by_status"): [("status_bucket", "HASH"), ("first_seen", "RANGE")],
+}
+SERVICE_PRINCIPAL_CONDITIONS = {"aws:sourcearn", "aws:sourceaccount"}
+SID = re.compile(r"^[A-Za-z0-9]+$")
+
+
+def getatt(logical, attr="Arn"):
+    return {"Fn::GetAtt": [logical, attr]}
+
+
+def metric_is(ns, name, dims=None):
+    """An alarm predicate: namespace, metric name and (a subset of) dimensions."""
+    def pred(p):
+        if p.get("Namespace") != ns or p.get("MetricName") != name:
+            return False
+        have = {d["Name"]: d["Value"] for d in p.get("Dimensions", [])}
+        # a tuple lists the acceptable values (e.g. a rule's Ref or its name)
+        return all(have.get(k) in (v if isinstance(v, tuple) else (v,)) for k, v in (dims or {}).items())
+    return pred
+
+
+def log_filter_alarm(template, alarm_class):
+    """An alarm on the metric of a log metric filter whose pattern names `alarm_class`."""
+    metrics = set()
+    for r in template["Resources"].values():
+        if r["Type"] == "AWS::Logs::MetricFilter" and alarm_class in r["Properties"]["FilterPattern"]:
+            for t in r["Properties"]["MetricTransformations"]:
+                metrics.add((json.dumps(t["MetricNamespace"], sort_keys=True), t["MetricName"]))
+
+    def pred(p):
+        return (json.dumps(p.get("Namespace"), sort_keys=True), p.get("MetricName")) in metrics
+    return pred
+
+
+def failure_classes(template, functions, rule_name):
+    """(failure class, alarm predicate): each needs at least one alarm."""
+    svc = {"service": STACK}
+    classes = [
+        ("ingress 5xx", metric_is("hookgate", "IngressUnavailable", svc)),
+        ("inbox storage failure (logged alarm)", log_filter_alarm(template, "INGRESS_STORAGE_FAILED")),
+        ("dispatch failure", metric_is("hookgate", "DispatchFailures", svc)),
+        ("uncertain actions", metric_is("hookgate", "ActionsUncertain", svc)),
+        ("destination errors spike", metric_is("hookgate", "DestinationErrors", svc)),
+        ("duplicates spike", metric_is("hookgate", "Duplicates", svc)),
+        ("ingress on-failure queue arrivals",
+         metric_is("AWS/SQS", "NumberOfMessagesSent", {"QueueName": getatt("IngressFailureQueue", "QueueName")})),
+        ("rule dead letters", metric_is("AWS/Events", "InvocationsSentToDlq", {"RuleName": rule_name})),
+        ("rule dead letter lost", metric_is("AWS/Events", "InvocationsFailedToBeSentToDlq", {"RuleName": rule_name})),
+        ("ingress destination delivery failures",
+         metric_is("AWS/Lambda", "DestinationDeliveryFailures", {"FunctionName": {"Ref": "IngressFunction"}})),
+        ("parked letters",
+         metric_is("AWS/SQS", "ApproximateNumberOfMessagesVisible", {"QueueName": getatt("TriageParkingQueue", "QueueName")})),
+    ]
+    for q in ("ActionDlq", "RuleDlq", "IngressFailureQueue"):
+        classes.append((f"{q} age (triage cannot file)",
+                        metric_is("AWS/SQS", "ApproximateAgeOfOldestMessage", {"QueueName": getatt(q, "QueueName")})))
+    for fn in functions:
+        for m in ("Errors", "Throttles"):
+            classes.append((f"{fn} {m}", metric_is("AWS/Lambda", m, {"FunctionName": {"Ref": fn}})))
+    return classes
+
+
+class Checker:
+    def __init__(self, template, raw):
+        self.t = template
+        self.raw = raw
+        self.res = template["Resources"]
+        self.params = {k: v.get("Default") for k, v in template.get("Parameters", {}).items()}
+        self.problems = []
+
+    def fail(self, message):
+        self.problems.append(message)
+
+    def of_type(self, type_):
+        return {k: r for k, r in self.res.items() if r["Type"] == type_}
+
+    def number(self, value):
+        if isinstance(value, dict) and set(value) == {"Ref"}:
+            value = self.params.get(value["Ref"])
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            return None
+
+    # -- checks -------------------------------------------------------------
+    def queues(self):
+        declared = {k for k, r in self.raw["Resources"].items() if r.get("Type") == "AWS::SQS::Queue"}
+        for logical in self.of_type("AWS::SQS::Queue"):
+            if logical not in declared:
+                self.fail(f"queue {logical} is not declared in the raw template: the SAM transform made it "
+                          "(a DeadLetterConfig with Type instead of Arn?)")
+
+    def rule(self):
+        rules = {k: r for k, r in self.of_type("AWS::Events::Rule").items()
+                 if any(t.get("Arn") == getatt("IngressFunction") for t in r["Properties"].get("Targets", []))}
+        if len(rules) != 1:
+            self.fail(f"expected one EventBridge rule targeting IngressFunction, found {sorted(rules)}")
+            return None
+        logical, rule = next(iter(rules.items()))
+        for target in rule["Properties"]["Targets"]:
+            if target.get("DeadLetterConfig", {}).get("Arn") != getatt("RuleDlq"):
+                self.fail(f"rule {logical}: the target's DeadLetterConfig.Arn is "
+                          f"{target.get('DeadLetterConfig')}, not RuleDlq's ARN")
+            if "RetryPolicy" not in target:
+                self.fail(f"rule {logical}: the target has no RetryPolicy")
+        name = rule["Properties"].get("Name")
+        expected_arn = {"Fn::Sub": "arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}:rule/"
+                        + name["Fn::Sub"]} if isinstance(name, dict) and "Fn::Sub" in name else getatt(logical)
+        policy = self.res.get("RuleDlqPolicy", {}).get("Properties", {})
+        arns = [s.get("Condition", {}).get("ArnEquals", {}).get("aws:SourceArn")
+                for s in policy.get("PolicyDocument", {}).get("Statement", [])]
+        if arns != [expected_arn] and arns != [getatt(logical)]:
+            self.fail(f"RuleDlqPolicy: aws:SourceArn {arns} is not the rule {logical}'s ARN")
+        return ({"Ref": logical}, name)
+
+    def alarms(self, functions, rule_name):
+        alarms = self.of_type("AWS::CloudWatch::Alarm")
+        for logical, a in alarms.items():
+            p = a["Properties"]
+            if TOPIC not in p.get("AlarmActions", []):
+                self.fail(f"alarm {logical}: AlarmActions does not notify AlertTopic")
+            if p.get("Namespace") == "hookgate":
+                dims = p.get("Dimensions", [])
+                if dims != [{"Name": "service", "Value": STACK}]:
+                    self.fail(f"alarm {logical}: hookgate metric {p.get('MetricName')} without the "
+                              f"[service] dimension (= stack name): it watches a series no code emits "
+                              f"(Dimensions: {dims})")
+            if "Metrics" in p:
+                self.fail(f"alarm {logical}: metric-math alarms are not checked; use a single metric")
+        for name, pred in failure_classes(self.t, functions, rule_name):
+            if not any(pred(a["Properties"]) for a in alarms.values()):
+                self.fail(f"no alarm for the failure class: {name}")
+
+    def sources(self, functions):
+        queues = self.of_type("AWS::SQS::Queue")
+        for logical, esm in self.of_type("AWS::Lambda::EventSourceMapping").items():
+            p = esm["Properties"]
+            source = p.get("EventSourceArn", {}).get("Fn::GetAtt", [None])[0]
+            fn = p.get("FunctionName", {}).get("Ref")
+            if source not in queues or fn not in functions:
+                self.fail(f"event source {logical}: source {source} / function {fn} not in the template")
+                continue
+            qp = queues[source]["Properties"]
+            visibility = self.number(qp.get("VisibilityTimeout", 30))
+            timeout = self.number(functions[fn]["Properties"].get("Timeout", 3))
+            if visibility is None or timeout is None or visibility < 6 * timeout:
+                self.fail(f"queue {source}: visibility {visibility} s < 6 x {fn}'s timeout {timeout} s "
+                          "(default parameters)")
+            if "RedrivePolicy" not in qp:
+                self.fail(f"queue {source} (source of {fn}) has no RedrivePolicy")
+            if "ReportBatchItemFailures" not in p.get("FunctionResponseTypes", []):
+                self.fail(f"event source {logical}: no ReportBatchItemFailures")
+            role = functions[fn]["Properties"].get("Role", {}).get("Fn::GetAtt", [None])[0]
+            granted = set()
+            for s in self.statements(role):
+                resources = s.get("Resource")
+                resources = resources if isinstance(resources, list) else [resources]
+                if getatt(source) in resources:
+                    actions = s.get("Action")
+                    granted |= set(actions if isinstance(actions, list) else [actions])
+            missing = {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"} - granted
+            if missing:
+                self.fail(f"role {role} lacks {sorted(missing)} on {source} (event source {logical})")
+        actions = self.res.get("ActionFunctionActions", {}).get("Properties", {})
+        if actions.get("BatchSize") != 10 or "MaximumConcurrency" not in actions.get("ScalingConfig", {}):
+            self.fail("ActionFunctionActions: BatchSize 10 and ScalingConfig.MaximumConcurrency expected")
+        # the action queue against the action function, whatever the mapping says
+        vis = self.number(self.params.get("ActionQueueVisibilitySeconds"))
+        tmo = self.number(self.params.get("ActionTimeoutSeconds"))
+        if vis is None or tmo is None or vis < 6 * tmo:
+            self.fail(f"default ActionQueueVisibilitySeconds {vis} < 6 x ActionTimeoutSeconds {tmo}")
+        for logical, q in queues.items():
+            qp = q["Properties"]
+            if "RedrivePolicy" not in qp and not any(
+                    a["Properties"].get("MetricName") == "ApproximateNumberOfMessagesVisible"
+                    and {"Name": "QueueName", "Value": getatt(logical, "QueueName")} in a["Properties"].get("Dimensions", [])
+                    for a in self.of_type("AWS::CloudWatch::Alarm").values()):
+                self.fail(f"queue {logical}: no redrive and no depth alarm (a letter could sit unseen)")
+
+    def resource_policies(self):
+        docs = []
+        for k, r in self.res.items():
+            if r["Type"] in ("AWS::SQS::QueuePolicy", "AWS::SNS::TopicPolicy"):
+                docs += [(k, s) for s in r["Properties"]["PolicyDocument"]["Statement"]]
+            if r["Type"] == "AWS::Lambda::Permission":
+                p = r["Properties"]
+                if str(p.get("Principal", "")).endswith(".amazonaws.com") and not (
+                        p.get("SourceArn") or p.get("SourceAccount")):
+                    self.fail(f"permission {k}: service principal {p['Principal']} without SourceArn/SourceAccount")
+        for k, s in docs:
+            if not SID.match(str(s.get("Sid", ""))):
+                self.fail(f"{k}: a statement without an alphanumeric Sid")
+            principal = s.get("Principal", {})
+            if isinstance(principal, dict) and "Service" in principal:
+                keys = {key.lower() for op in s.get("Condition", {}).values() for key in op}
+                if not keys & SERVICE_PRINCIPAL_CONDITIONS:
+                    self.fail(f"{k} statement {s.get('Sid')}: service principal {principal['Service']} "
+                              "without aws:SourceArn / aws:SourceAccount")
+
+    def names(self):
+        for k, r in self.res.items():
+            prop = NAME_PROPS.get(r["Type"])
+            if prop is None or prop not in r.get("Properties", {}):
+                continue
+            value = r["Properties"][prop]
+            text = json.dumps(value)
+            if "${AWS::StackName}" not in text and '"AWS::StackName"' not in text:
+                self.fail(f"{k}: {prop} {text} does not include the stack name (two stacks would collide)")
+
+    def statements(self, role):
+        out = []
+        for policy in self.res.get(role, {}).get("Properties", {}).get("Policies", []):
+            for s in policy["PolicyDocument"]["Statement"]:
+                if isinstance(s, dict) and set(s) == {"Fn::If"}:
+                    s = s["Fn::If"][1]  # the conditional grant, as if the condition held
+                if isinstance(s, dict) and s:
+                    out.append(s)
+        return out
+
+    def roles(self, functions):
+        roles = self.of_type("AWS::IAM::Role")
+        for k, r in roles.items():
+            p = r["Properties"]
+            if p.get("ManagedPolicyArns"):
+                self.fail(f"role {k}: managed policies {p['ManagedPolicyArns']} (use explicit statements)")
+            sids = []
+            for s in p["AssumeRolePolicyDocument"]["Statement"] + self.statements(k):
+                sid = str(s.get("Sid", ""))
+                if not SID.match(sid):
+                    self.fail(f"role {k}: a statement without an alphanumeric Sid: {json.dumps(s)[:120]}")
+                sids.append(sid)
+                resources = s.get("Resource", [])
+                if "*" in (resources if isinstance(resources, list) else [resources]):
+                    self.fail(f"role {k} statement {sid}: Resource '*'")
+            reasons = r.get("Metadata", {}).get("UnexercisedReasons", {})
+            for sid in set(reasons) - set(sids):
+                self.fail(f"role {k}: UnexercisedReasons names {sid}, which is no statement's Sid")
+            for sid, why in reasons.items():
+                if not isinstance(why, str) or not why.strip() or "\n" in why.strip():
+                    self.fail(f"role {k}: UnexercisedReasons.{sid} must be a one-line reason")
+        for fn, f in functions.items():
+            p = f["Properties"]
+            role = p.get("Role", {}).get("Fn::GetAtt", [None])[0] if isinstance(p.get("Role"), dict) else None
+            if role not in roles:
+                self.fail(f"function {fn}: Role is not an AWS::IAM::Role of this template")
+                continue
+            users = [g for g, o in functions.items() if o["Properties"].get("Role") == p["Role"]]
+            if len(users) > 1:
+                self.fail(f"role {role} is shared by {users}")
+            group = p.get("LoggingConfig", {}).get("LogGroup", {}).get("Ref")
+            if group not in self.of_type("AWS::Logs::LogGroup"):
+                self.fail(f"function {fn}: LoggingConfig.LogGroup is not a log group of this template")
+                continue
+            for s in self.statements(role):
+                actions = s.get("Action")
+                actions = actions if isinstance(actions, list) else [actions]
+                if any(a.startswith("logs:") for a in actions) and s.get("Resource") != getatt(group):
+                    self.fail(f"role {role} statement {s.get('Sid')}: logs actions outside {group}")
+            env = p.get("Environment", {}).get("Variables", {})
+            for var, value in ENV_CONTRACT.items():
+                if env.get(var) != value:
+                    self.fail(f"function {fn}: env {var} is {env.get(var)}, expected {value}")
+
+    def routes(self):
+        apis = self.of_type("AWS::ApiGatewayV2::Api")
+        for k, api in apis.items():
+            paths = api["Properties"].get("Body", {}).get("paths", {})
+            for path, methods in paths.items():
+                for method, op in methods.items():
+                    security = op.get("security")
+                    if path.startswith("/webhooks/") and security:
+                        self.fail(f"{k} {method} {path}: has an authorizer {security}; signatures are the auth")
+                    if path.startswith("/ops/") and security != [{"AWS_IAM": []}]:
+                        self.fail(f"{k} {method} {path}: not AWS_IAM-authorized ({security})")
+
+    def tables(self):
+        for (table, index), keys in GSI_CONTRACT.items():
+            gsis = self.res.get(table, {}).get("Properties", {}).get("GlobalSecondaryIndexes", [])
+            found = [g for g in gsis if g["IndexName"] == index]
+            have = [(k["AttributeName"], k["KeyType"]) for k in found[0]["KeySchema"]] if found else None
+            if have != keys:
+                self.fail(f"{table} index {index}: keys {have}, expected {keys}")
+
+    def run(self):
+        functions = self.of_type("AWS::Lambda::Function")
+        self.queues()
+        rule_name = self.rule()
+        self.alarms(functions, rule_name)
+        self.sources(functions)
+        self.resource_policies()
+        self.names()
+        self.roles(functions)
+        self.routes()
+        self.tables()
+        return self.problems
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("transformed", nargs="?", default=str(ROOT / "target/infra/template.json"))
+    parser.add_argument("--raw", default=str(ROOT / "infra/template.yaml"))
+    args = parser.parse_args()
+    with open(args.transformed, encoding="utf-8") as f:
+        template = json.load(f)
+    problems = Checker(template, load_yaml(args.raw)).run()
+    for p in problems:
+        print(f"check_infra: {p}", file=sys.stderr)
+    if problems:
+        print(f"check_infra: {len(problems)} problem(s) in {args.transformed}", file=sys.stderr)
+        return 1
+    alarms = sum(1 for r in template["Resources"].values() if r["Type"] == "AWS::CloudWatch::Alarm")
+    print(f"check_infra: ok ({len(template['Resources'])} resources, {alarms} alarms)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
