@@ -245,6 +245,26 @@ impl InboxStore for DynamoInbox {
         // Settled already (a redelivered message): nothing to change.
         applied(request.update_expression(update).send().await).map(|_| ())
     }
+
+    async fn discard(&self, pk: &InboxPk, reason: &str) -> Result<(), StoreError> {
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(pk.to_string()))
+            .condition_expression("#status IN (:held, :received)")
+            .update_expression(
+                "SET #status = :discarded, status_reason = :reason REMOVE pending_bucket, pending_since",
+            )
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":held", s(InboxStatus::Held.as_str()))
+            .expression_attribute_values(":received", s(InboxStatus::Received.as_str()))
+            .expression_attribute_values(":discarded", s(InboxStatus::Discarded.as_str()))
+            .expression_attribute_values(":reason", s(reason))
+            .send()
+            .await;
+        applied(result).map(|_| ())
+    }
 }
 
 /// The item for a record, attribute names as in the contract.

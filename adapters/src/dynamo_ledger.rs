@@ -18,7 +18,7 @@ use hookgate_core::{
     Timestamp,
     action::{ActionKey, ActionRequest},
     ledger::{ActionRecord, ActionStatus, Claim, ErrorKind, claim},
-    ports::{Ledger, Reserve, Settle, StoreError},
+    ports::{Attempt, Ledger, Reserve, Settle, StoreError},
     shard,
 };
 
@@ -179,7 +179,7 @@ impl Ledger for DynamoLedger {
             .send()
             .await;
         let stored = match result {
-            Ok(_) => return Ok(Reserve::Acquired),
+            Ok(_) => return Ok(Reserve::Acquired(Attempt::First)),
             Err(SdkError::ServiceError(ctx)) => match ctx.err() {
                 PutItemError::ConditionalCheckFailedException(e) => {
                     let item = e.item().ok_or_else(|| {
@@ -193,7 +193,7 @@ impl Ledger for DynamoLedger {
         };
         match claim(&stored, &request.request_sha256, now) {
             Claim::TakeOver if self.take_over(request, inbox_pk, owner, now, lease).await? => {
-                Ok(Reserve::Acquired)
+                Ok(Reserve::Acquired(Attempt::Again))
             }
             // Another attempt took it between our read and our write.
             Claim::TakeOver => Ok(Reserve::Existing(Claim::Busy, Box::new(stored))),

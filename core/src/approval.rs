@@ -20,8 +20,8 @@ use crate::{
     ledger::ActionStatus,
     message::{MessageKind, QueueMessage},
     ports::{ActionQueue, InboxStore, Ledger, StoreError, TriageStore},
-    rules::{Decision, evaluate},
-    triage::{TriageItem, TriageSource, TriageStatus, item_id},
+    rules::Decision,
+    triage::{TriageClass, TriageItem, TriageSource, TriageStatus, item_id},
 };
 
 /// Runs a stored EventBridge event through the ingress (implemented by
@@ -59,6 +59,11 @@ pub enum ApprovalError {
          send the event again"
     )]
     Expired(String),
+    #[error(
+        "triage item {0} is an uncertain outcome: decide it with `hookgate actions reconcile` \
+         (found in the destination, or not), never by approval"
+    )]
+    ReconcileOnly(String),
     #[error("no action {0}")]
     NoAction(String),
     #[error("action {key} is {status}, not UNCERTAIN: nothing to reconcile")]
@@ -143,6 +148,9 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         if !reinjectable {
             return Err(ApprovalError::NotReinjectable(id.to_owned()));
         }
+        if item.class == TriageClass::Uncertain {
+            return Err(ApprovalError::ReconcileOnly(id.to_owned()));
+        }
         // Refused before anything is recorded: the item stays for a decision
         // (reject) instead of reading REINJECTED over nothing.
         if let Some(pk) = item
@@ -182,6 +190,14 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
             }
         }
         let done = self.reinject(&item, now).await?;
+        // Approved again after a failed re-injection: the record keeps who
+        // approved it first, and why.
+        let (who, why) = match (item.status, &item.decided_by) {
+            (TriageStatus::Approved, Some(first)) => {
+                (first.as_str(), item.reason.as_deref().unwrap_or(why))
+            }
+            _ => (who, why),
+        };
         self.triage
             .transition(
                 id,
@@ -207,7 +223,8 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         Ok(done)
     }
 
-    /// HELD → DISCARDED with who and why; the item stays for audit.
+    /// HELD → DISCARDED with who and why; the item stays for audit. An item
+    /// left APPROVED by a failed re-injection can be rejected too.
     pub async fn reject(
         &self,
         id: &str,
@@ -216,22 +233,28 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         now: Timestamp,
     ) -> Result<(), ApprovalError> {
         let item = self.item(id).await?;
+        let from = match item.status {
+            TriageStatus::Approved => TriageStatus::Approved,
+            _ => TriageStatus::Held,
+        };
         if !self
             .triage
-            .transition(
-                id,
-                TriageStatus::Held,
-                TriageStatus::Discarded,
-                who,
-                why,
-                now,
-            )
+            .transition(id, from, TriageStatus::Discarded, who, why, now)
             .await?
         {
             return Err(ApprovalError::AlreadyDecided {
                 id: id.to_owned(),
                 status: item.status,
             });
+        }
+        // The event's held work is discarded with it: no sweep, repeat or
+        // recovery runs it again.
+        if let Some(pk) = item
+            .inbox_pk
+            .as_deref()
+            .and_then(|pk| InboxPk::parse(pk).ok())
+        {
+            self.inbox.discard(&pk, why).await?;
         }
         Ok(())
     }
@@ -342,14 +365,7 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         };
         let mut reopened = Vec::new();
         if let Some(record) = self.inbox.get(&pk).await? {
-            let payload = serde_json::from_str(&record.payload).unwrap_or(serde_json::Value::Null);
-            if let Decision::Actions(requests) = evaluate(
-                &self.config.rules,
-                pk.workspace(),
-                pk.provider(),
-                &record.event_type,
-                &payload,
-            ) {
+            if let Decision::Actions(requests) = record.decide(&self.config.rules) {
                 for request in requests {
                     if self.ledger.reopen(&request.key, now).await? {
                         reopened.push(request.key.to_string());

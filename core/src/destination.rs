@@ -10,6 +10,7 @@
 use crate::{
     action::{ActionKey, ActionRequest},
     ledger::ErrorKind,
+    ports::Attempt,
 };
 
 /// How a destination makes a repeated request harmless.
@@ -68,7 +69,29 @@ pub enum Performed {
 }
 
 /// Calls `destination` for `request`, resolving a lost answer by its strategy.
-pub async fn perform<D: Destination>(destination: &D, request: &ActionRequest) -> Performed {
+///
+/// An attempt that is not the action's first ([`Attempt::Again`]: a takeover
+/// after a crash or timeout, a release after a 5xx, a re-opened action) may
+/// follow a create that reached the destination and whose answer was lost.
+/// Idempotency keys and upserts make creating again safe; a lookup
+/// destination is asked first, and creates only when it finds nothing.
+pub async fn perform<D: Destination>(
+    destination: &D,
+    request: &ActionRequest,
+    attempt: Attempt,
+) -> Performed {
+    if attempt == Attempt::Again && destination.strategy() == Strategy::Lookup {
+        match destination.lookup(&request.key).await {
+            Ok(Some(id)) => return Performed::Completed(id),
+            Ok(None) => {}
+            Err(e) => {
+                return Performed::Retry(
+                    ErrorKind::Retryable,
+                    format!("lookup before creating again failed: {e}"),
+                );
+            }
+        }
+    }
     let lost = match destination.create(request).await {
         Ok(id) => return Performed::Completed(id),
         Err(DestinationError::Retryable(e)) => return Performed::Retry(ErrorKind::Retryable, e),
@@ -158,7 +181,7 @@ mod tests {
         for strategy in [Strategy::IdempotencyKey, Strategy::Upsert] {
             let d = scripted(strategy, vec![lost(), Ok("task-1".into())], Ok(None));
             assert_eq!(
-                perform(&d, &request()).await,
+                perform(&d, &request(), Attempt::First).await,
                 Performed::Completed("task-1".into())
             );
             assert_eq!(*d.calls.lock().unwrap(), 2);
@@ -169,7 +192,7 @@ mod tests {
     async fn two_lost_answers_leave_it_for_a_later_retry_with_the_same_key() {
         let d = scripted(Strategy::IdempotencyKey, vec![lost(), lost()], Ok(None));
         assert!(matches!(
-            perform(&d, &request()).await,
+            perform(&d, &request(), Attempt::First).await,
             Performed::Retry(ErrorKind::OutcomeUnknown, _)
         ));
     }
@@ -178,13 +201,13 @@ mod tests {
     async fn a_lost_answer_with_lookup_is_looked_up_never_created_again() {
         let found = scripted(Strategy::Lookup, vec![lost()], Ok(Some("task-9".into())));
         assert_eq!(
-            perform(&found, &request()).await,
+            perform(&found, &request(), Attempt::First).await,
             Performed::Completed("task-9".into())
         );
         assert_eq!(*found.calls.lock().unwrap(), 1);
         let missing = scripted(Strategy::Lookup, vec![lost()], Ok(None));
         assert!(matches!(
-            perform(&missing, &request()).await,
+            perform(&missing, &request(), Attempt::First).await,
             Performed::Uncertain(_)
         ));
         let broken = scripted(
@@ -193,10 +216,48 @@ mod tests {
             Err(DestinationError::Retryable("503".into())),
         );
         assert!(matches!(
-            perform(&broken, &request()).await,
+            perform(&broken, &request(), Attempt::First).await,
             Performed::Uncertain(_)
         ));
         assert_eq!(*broken.calls.lock().unwrap(), 1, "never a second create");
+    }
+
+    #[tokio::test]
+    async fn a_lookup_destination_is_asked_first_when_an_earlier_attempt_may_have_created() {
+        // The earlier attempt's create committed; it died before recording.
+        let made = scripted(Strategy::Lookup, vec![], Ok(Some("task-7".into())));
+        assert_eq!(
+            perform(&made, &request(), Attempt::Again).await,
+            Performed::Completed("task-7".into())
+        );
+        assert_eq!(*made.calls.lock().unwrap(), 0, "no second create");
+        // Nothing there: create, as a first attempt would.
+        let never = scripted(Strategy::Lookup, vec![Ok("task-8".into())], Ok(None));
+        assert_eq!(
+            perform(&never, &request(), Attempt::Again).await,
+            Performed::Completed("task-8".into())
+        );
+        // The lookup fails: retry later, never create blind.
+        let blind = scripted(
+            Strategy::Lookup,
+            vec![],
+            Err(DestinationError::Retryable("503".into())),
+        );
+        assert!(matches!(
+            perform(&blind, &request(), Attempt::Again).await,
+            Performed::Retry(ErrorKind::Retryable, _)
+        ));
+        assert_eq!(*blind.calls.lock().unwrap(), 0);
+        // Keys make creating again safe: no lookup needed.
+        let keyed = scripted(
+            Strategy::IdempotencyKey,
+            vec![Ok("task-1".into())],
+            Err(DestinationError::Retryable("unused".into())),
+        );
+        assert_eq!(
+            perform(&keyed, &request(), Attempt::Again).await,
+            Performed::Completed("task-1".into())
+        );
     }
 
     #[tokio::test]
@@ -207,7 +268,7 @@ mod tests {
             Ok(None),
         );
         assert_eq!(
-            perform(&down, &request()).await,
+            perform(&down, &request(), Attempt::First).await,
             Performed::Retry(ErrorKind::Retryable, "503".into())
         );
         let refused = scripted(
@@ -216,7 +277,7 @@ mod tests {
             Ok(None),
         );
         assert_eq!(
-            perform(&refused, &request()).await,
+            perform(&refused, &request(), Attempt::First).await,
             Performed::Failed("400".into())
         );
     }

@@ -15,10 +15,11 @@ use crate::{
     InboxPk, Timestamp,
     config::Config,
     hold::Hold,
+    inbox::InboxStatus,
     ledger::ErrorKind,
     message::QueueMessage,
     ports::{Filed, InboxStore, Ledger, StoreError},
-    rules::{Decision, evaluate},
+    rules::Decision,
     triage::{Evidence, TriageClass, TriageItem, TriageSource, TriageStatus, classify, item_id},
 };
 
@@ -108,14 +109,18 @@ impl<S: InboxStore, L: Ledger, H: Hold> Triager<S, L, H> {
                 .push("inbox record not found (expired or never stored)".into());
             return Ok(());
         };
-        let payload: Value = serde_json::from_str(&record.payload).unwrap_or(Value::Null);
-        match evaluate(
-            &self.config.rules,
-            pk.workspace(),
-            pk.provider(),
-            &record.event_type,
-            &payload,
-        ) {
+        // Held for a decision: out of the sweep's index, and a repeat
+        // delivery no longer re-dispatches it. Only an approval re-opens it.
+        if record.status == InboxStatus::Received {
+            let reason = format!(
+                "dead-lettered: held for a decision (triage item {})",
+                item.id
+            );
+            self.inbox
+                .settle(&pk, InboxStatus::Held, Some(&reason))
+                .await?;
+        }
+        match record.decide(&self.config.rules) {
             Decision::Actions(requests) => {
                 for request in requests {
                     match self.ledger.get(&request.key).await? {

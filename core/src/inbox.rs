@@ -8,19 +8,29 @@
 
 use std::{fmt, str::FromStr, time::Duration};
 
-use crate::{InboxPk, Timestamp, crypto, provider::Identity};
+use crate::{
+    InboxPk, Provider, Timestamp, crypto,
+    provider::Identity,
+    rules::{Decision, Rule, evaluate},
+};
 
 /// How many partitions the sparse "pending" index is spread over; the sweep
 /// queries each.
 pub const PENDING_BUCKETS: u64 = crate::shard::SHARDS;
 
-/// Processing state of an inbox record (see the contracts in DESIGN.md).
+/// Processing state of an inbox record (docs/design.md, "Inbox table").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InboxStatus {
     Received,
     Processed,
     Ignored,
     Unmatched,
+    /// Its message dead-lettered and triage holds it: out of the sweep's
+    /// index and never re-dispatched by a repeat, until an approval re-opens
+    /// it (RECEIVED) or a reject discards it.
+    Held,
+    /// An operator rejected its held work: never performed.
+    Discarded,
 }
 
 impl InboxStatus {
@@ -30,6 +40,8 @@ impl InboxStatus {
             InboxStatus::Processed => "PROCESSED",
             InboxStatus::Ignored => "IGNORED",
             InboxStatus::Unmatched => "UNMATCHED",
+            InboxStatus::Held => "HELD",
+            InboxStatus::Discarded => "DISCARDED",
         }
     }
 }
@@ -43,6 +55,8 @@ impl FromStr for InboxStatus {
             InboxStatus::Processed,
             InboxStatus::Ignored,
             InboxStatus::Unmatched,
+            InboxStatus::Held,
+            InboxStatus::Discarded,
         ]
         .into_iter()
         .find(|v| v.as_str() == s)
@@ -119,6 +133,36 @@ pub struct InboxRecord {
 }
 
 impl InboxRecord {
+    /// The payload as the rules read it: the JSON body, or for a provider
+    /// that posts forms (Twilio's status callbacks) its fields as a JSON
+    /// object of strings, so a rule names a field as `/CallStatus`.
+    pub fn payload_value(&self) -> serde_json::Value {
+        if let Ok(value) = serde_json::from_str(&self.payload) {
+            return value;
+        }
+        if self.pk.provider() != Provider::Twilio {
+            return serde_json::Value::Null;
+        }
+        let mut fields = serde_json::Map::new();
+        for (name, value) in form_urlencoded::parse(self.payload.as_bytes()) {
+            fields
+                .entry(name.into_owned())
+                .or_insert_with(|| serde_json::Value::String(value.into_owned()));
+        }
+        serde_json::Value::Object(fields)
+    }
+
+    /// What the workspace's rules ask of this event.
+    pub fn decide(&self, rules: &[Rule]) -> Decision {
+        evaluate(
+            rules,
+            self.pk.workspace(),
+            self.pk.provider(),
+            &self.event_type,
+            &self.payload_value(),
+        )
+    }
+
     /// The record a first delivery creates. An event of a type the workspace
     /// does not handle is stored IGNORED (and never queued) so its repeats are
     /// still recognised.

@@ -256,11 +256,15 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold> Ingress<S, Q, K, H
             Provider::Eventbridge,
             identity.event_key.clone(),
         );
+        // Stored and hashed in canonical form: the same event re-serialized
+        // (Lambda's on-failure record, a re-injection) is the same payload,
+        // never a collision.
+        let canonical = canonical_json(event).map_err(EventError::Malformed)?;
         let record = InboxRecord::first_delivery(
             pk,
             &identity,
             Origin::Eventbridge,
-            event,
+            canonical.as_bytes(),
             true,
             now,
             self.config.inbox_ttl,
@@ -457,6 +461,26 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold> Ingress<S, Q, K, H
             }
         }
     }
+}
+
+/// `json` with every object's keys sorted and no insignificant whitespace:
+/// one text per JSON value, whatever serialized it.
+fn canonical_json(json: &[u8]) -> Result<String, String> {
+    fn sorted(value: serde_json::Value) -> serde_json::Value {
+        match value {
+            serde_json::Value::Object(map) => {
+                let ordered: std::collections::BTreeMap<String, serde_json::Value> =
+                    map.into_iter().map(|(k, v)| (k, sorted(v))).collect();
+                serde_json::Value::Object(ordered.into_iter().collect())
+            }
+            serde_json::Value::Array(items) => {
+                serde_json::Value::Array(items.into_iter().map(sorted).collect())
+            }
+            other => other,
+        }
+    }
+    let value: serde_json::Value = serde_json::from_slice(json).map_err(|e| e.to_string())?;
+    Ok(sorted(value).to_string())
 }
 
 fn storage_failed(key: EventKey, e: &crate::ports::StoreError) -> Outcome {

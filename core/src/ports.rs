@@ -88,6 +88,15 @@ pub trait InboxStore: Send + Sync {
         status: InboxStatus,
         reason: Option<&str>,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// HELD (or RECEIVED again after a failed re-injection) → DISCARDED with
+    /// the operator's `reason`, out of the pending index: a rejected decision.
+    /// A record in any other status is left as it is.
+    fn discard(
+        &self,
+        pk: &InboxPk,
+        reason: &str,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
 }
 
 /// The action queue refused or did not answer.
@@ -106,10 +115,20 @@ pub trait ActionQueue: Send + Sync {
 /// What a reservation found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reserve {
-    /// This attempt holds the lease (new record, or taken over).
-    Acquired,
+    /// This attempt holds the lease: a new record, or taken over.
+    Acquired(Attempt),
     /// Someone else's state decides (see [`Claim`]); the stored record.
     Existing(Claim, Box<ActionRecord>),
+}
+
+/// Whether an attempt that holds the lease is the action's first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attempt {
+    /// The record was created by this attempt: nothing was sent before.
+    First,
+    /// Taken over (an expired lease, a released or re-opened action): an
+    /// earlier attempt may have reached the destination, answer lost.
+    Again,
 }
 
 /// How an attempt ends its lease.

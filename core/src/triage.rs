@@ -212,10 +212,7 @@ pub struct TriageItem {
 /// May this class be approved in bulk? Collisions and poison are looked at
 /// one by one.
 pub fn bulk_approvable(class: TriageClass) -> bool {
-    matches!(
-        class,
-        TriageClass::DownstreamOutage | TriageClass::Uncertain | TriageClass::Unknown
-    )
+    matches!(class, TriageClass::DownstreamOutage | TriageClass::Unknown)
 }
 
 #[cfg(test)]
@@ -287,10 +284,13 @@ mod tests {
     }
 
     #[test]
-    fn only_outages_uncertain_and_unknown_go_in_bulk() {
+    fn only_outages_and_unknown_go_in_bulk() {
         assert!(bulk_approvable(TriageClass::DownstreamOutage));
+        assert!(bulk_approvable(TriageClass::Unknown));
         assert!(!bulk_approvable(TriageClass::KeyCollision));
         assert!(!bulk_approvable(TriageClass::Poison));
+        // Decided by reconcile (found / not found), never by approval.
+        assert!(!bulk_approvable(TriageClass::Uncertain));
     }
 
     #[test]

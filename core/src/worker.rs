@@ -21,7 +21,7 @@ use crate::{
     ledger::{Claim, ErrorKind},
     message::QueueMessage,
     ports::{InboxStore, Ledger, Reserve, Settle, StoreError},
-    rules::{Decision, evaluate},
+    rules::Decision,
     triage::{Evidence, TriageItem, TriageSource},
 };
 
@@ -158,15 +158,7 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
                 record.status.as_str()
             )));
         }
-        let payload: serde_json::Value =
-            serde_json::from_str(&record.payload).unwrap_or(serde_json::Value::Null);
-        let decision = evaluate(
-            &self.config.rules,
-            pk.workspace(),
-            pk.provider(),
-            &record.event_type,
-            &payload,
-        );
+        let decision = record.decide(&self.config.rules);
         let requests = match decision {
             Decision::Ignored(reason) => {
                 self.inbox
@@ -229,8 +221,8 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
                 self.config.ledger_retention,
             )
             .await?;
-        match reserved {
-            Reserve::Acquired => {}
+        let attempt = match reserved {
+            Reserve::Acquired(attempt) => attempt,
             Reserve::Existing(Claim::Completed | Claim::Held(_), _) => {
                 return Ok(ActionOutcome::Settled);
             }
@@ -266,7 +258,7 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
                 .await?;
                 return Ok(ActionOutcome::Settled);
             }
-        }
+        };
         let Some(destination) = self.destinations.get(&request.destination) else {
             // Config validation makes this unreachable; fail loudly, not silently.
             let message = format!("destination {:?} is not configured", request.destination);
@@ -275,7 +267,7 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
                 .await?;
             return Ok(ActionOutcome::Settled);
         };
-        let performed = perform(destination, request).await;
+        let performed = perform(destination, request, attempt).await;
         let (metric, kind) = match &performed {
             Performed::Completed(_) => ("ActionsCompleted", None),
             Performed::Failed(_) => ("ActionsFailed", Some(ErrorKind::Permanent)),

@@ -115,6 +115,15 @@ business_id = ["/data/object/payment_intent"]
 
 [[rules]]
 workspace = "ws-1"
+provider = "twilio"
+event_types = ["completed"]
+action = "log_call"
+destination = "crm"
+business_id = ["/CallSid"]
+fields = { status = "/CallStatus", from = "/From" }
+
+[[rules]]
+workspace = "ws-1"
 provider = "bland"
 event_types = ["completed"]
 action = "create_followup_task"
@@ -385,6 +394,17 @@ impl Pipeline {
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
         panic!("queue not idle after {limit:?}");
+    }
+
+    /// One run of the sweep function (its own clients) over records received
+    /// more than `age` ago.
+    pub async fn sweep(&self, age: Duration) -> hookgate_core::sweep::SweepReport {
+        let aws = Emulator::shared().function_config("sweep").await;
+        let inbox = DynamoInbox::new(aws_sdk_dynamodb::Client::new(&aws), &self.stack.inbox_table);
+        let queue = SqsActionQueue::new(aws_sdk_sqs::Client::new(&aws), &self.stack.queue_url);
+        hookgate_core::sweep::sweep(&inbox, &queue, age, 500, hookgate_core::Timestamp::now())
+            .await
+            .expect("sweep")
     }
 
     /// Runs every message of the DLQ through the triage handler (deleting

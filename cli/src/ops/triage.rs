@@ -6,7 +6,7 @@ use hookgate_core::{
     InboxPk, Timestamp,
     approval::{EventIngress, Reinjected},
     ports::{InboxStore, Ledger, TriageStore},
-    rules::{Decision, evaluate},
+    rules::Decision,
     triage::{TriageClass, TriageItem, TriageStatus, bulk_approvable},
 };
 use serde_json::{Value, json};
@@ -114,14 +114,7 @@ impl<E: EventIngress> Ops<E> {
                 "inbox record gone: nothing to re-inject".into(),
             )]);
         };
-        let payload = serde_json::from_str(&record.payload).unwrap_or(Value::Null);
-        let Decision::Actions(requests) = evaluate(
-            &self.config.rules,
-            pk.workspace(),
-            pk.provider(),
-            &record.event_type,
-            &payload,
-        ) else {
+        let Decision::Actions(requests) = record.decide(&self.config.rules) else {
             return Ok(vec![(pk.to_string(), "no action requested".into())]);
         };
         let mut out = Vec::new();

@@ -94,6 +94,16 @@ async fn inject_faults(State(shared): State<AppState>, request: Request, next: N
             tokio::time::sleep(Duration::from_secs(120)).await;
             (StatusCode::GATEWAY_TIMEOUT, "dropped").into_response()
         }
+        FaultKind::CommitThenStatus => {
+            let _committed = next.run(request).await;
+            let status = StatusCode::from_u16(fault.status.unwrap_or(502))
+                .unwrap_or(StatusCode::BAD_GATEWAY);
+            (
+                status,
+                Json(json!({"error": "injected fault after commit"})),
+            )
+                .into_response()
+        }
         FaultKind::CommitThenDrop => {
             let _committed = next.run(request).await;
             // The effect exists; the answer never comes (the client times out).

@@ -20,6 +20,9 @@ pub enum FaultKind {
     CommitThenDrop,
     /// Never answer and do nothing: a timeout before any effect.
     Drop,
+    /// Do the work, then answer `status` (502 by default): a gateway that
+    /// failed after the CRM committed.
+    CommitThenStatus,
 }
 
 /// `POST /_sim/faults` body.

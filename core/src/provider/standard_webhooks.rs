@@ -54,9 +54,12 @@ impl Flavour {
 }
 
 /// The HMAC key of a `whsec_` secret (a bare base64 secret is accepted too).
+/// An empty key is no key: anyone could compute its signatures.
 fn key_of(secret: &Secret) -> Option<Vec<u8>> {
     let text = std::str::from_utf8(secret.expose()).ok()?;
-    B64.decode(text.strip_prefix("whsec_").unwrap_or(text)).ok()
+    B64.decode(text.strip_prefix("whsec_").unwrap_or(text))
+        .ok()
+        .filter(|key| !key.is_empty())
 }
 
 pub fn verify(
@@ -278,6 +281,29 @@ mod tests {
             ),
             Err(VerifyError::NoUsableSecret)
         );
+    }
+
+    #[test]
+    fn an_empty_whsec_key_is_a_configuration_error_not_an_empty_hmac_key() {
+        // With an empty key anyone can compute the signature.
+        let h = published("webhook", SIG);
+        let d = Delivery {
+            headers: &h,
+            body: BODY,
+            url: "",
+        };
+        for empty in ["whsec_", ""] {
+            assert_eq!(
+                verify(
+                    STANDARD,
+                    &d,
+                    &[Secret::new(empty)],
+                    Timestamp::from_secs(TS)
+                ),
+                Err(VerifyError::NoUsableSecret),
+                "{empty:?}"
+            );
+        }
     }
 
     #[test]

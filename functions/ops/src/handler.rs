@@ -79,7 +79,8 @@ fn refused(e: &ApprovalError) -> Response<Body> {
         ApprovalError::AlreadyDecided { .. }
         | ApprovalError::NotUncertain { .. }
         | ApprovalError::NotReinjectable(_)
-        | ApprovalError::Expired(_) => 409,
+        | ApprovalError::Expired(_)
+        | ApprovalError::ReconcileOnly(_) => 409,
         ApprovalError::Reinjection(_) | ApprovalError::Store(_) => 503,
     };
     answer(status, json!({"error": e.to_string()}))

@@ -184,3 +184,50 @@ async fn ingress_crash_after_the_send_is_a_duplicate_on_the_providers_retry() {
     p.run_until_idle(IDLE).await;
     assert_once(&p, "call_cp-send", "cp-send").await;
 }
+
+/// One task for a Bland call at the lookup destination (`crm-lookup`, no
+/// idempotency key), COMPLETED with that task's id.
+async fn assert_one_lookup_task(p: &Pipeline, call_id: &str) {
+    let key = format!("ws-1#create_followup_task#{call_id}");
+    let report = p.sim.tasks();
+    assert_eq!(report.total, 1, "{report:#?}");
+    assert_eq!(report.creations_by_external_ref.get(&key), Some(&1));
+    let action = p.action(&key).await.expect("ledger record");
+    assert_eq!(action.status, ActionStatus::Completed);
+    assert_eq!(
+        action.destination_ref.as_deref(),
+        Some(report.tasks[0].id.as_str())
+    );
+}
+
+#[tokio::test]
+async fn lookup_destination_crash_after_the_crm_answered_is_looked_up_not_created_again() {
+    let p = pipeline("cp-lookup").await;
+    p.stack.post(crate::bland("bl-crash").request()).await;
+    let body = p.receive_one().await;
+    let crashing = p.crashing_worker(Step::AfterCrmAnswered).await;
+    let attempt =
+        tokio::spawn(async move { crashing.process(&body, "crashed:1", Timestamp::now()).await })
+            .await;
+    assert!(attempt.expect_err("the attempt crashed").is_panic());
+    assert_eq!(p.sim.tasks().total, 1, "the CRM made the task");
+    // The lease expires; the returned message's attempt takes over.
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    p.run_until_idle(IDLE).await;
+    assert_one_lookup_task(&p, "bl-crash").await;
+}
+
+#[tokio::test]
+async fn lookup_destination_whose_gateway_fails_after_the_commit_makes_one_task() {
+    let p = pipeline("cp-502").await;
+    // The CRM commits, then its gateway answers 502: a retryable error, and
+    // the effect exists.
+    p.sim.add_fault(
+        Fault::new("/tasks", FaultKind::CommitThenStatus)
+            .status(502)
+            .count(1),
+    );
+    p.stack.post(crate::bland("bl-502").request()).await;
+    p.run_until_idle(IDLE).await;
+    assert_one_lookup_task(&p, "bl-502").await;
+}

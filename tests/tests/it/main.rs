@@ -7,6 +7,7 @@ mod crash_points;
 mod dedup;
 mod demo;
 mod dispatch;
+mod held;
 mod identity;
 mod limits;
 mod local;
@@ -62,6 +63,14 @@ pub fn refund(pi: &str, evt: &str) -> Delivery {
         r#"{{"id":"{evt}","type":"charge.refunded","data":{{"object":{{"id":"ch_1","payment_intent":"{pi}"}}}}}}"#
     );
     Delivery::new(Provider::Stripe, "ws-1", body, test_secret("WS1_STRIPE"))
+}
+
+/// A Twilio status callback (a form body) for ws-1.
+pub fn twilio_form(call_sid: &str, status: &str, sequence: u32) -> Delivery {
+    let body = format!(
+        "AccountSid=AC1&CallSid={call_sid}&CallStatus={status}&SequenceNumber={sequence}&From=%2B15550100&To=%2B15550199"
+    );
+    Delivery::new(Provider::Twilio, "ws-1", body, test_secret("WS1_TWILIO"))
 }
 
 /// A Bland `completed` call for ws-1.

@@ -13,12 +13,7 @@ use hookgate_tests::{
 };
 use serde_json::{Value, json};
 
-fn twilio_form(call_sid: &str, status: &str, sequence: u32) -> Delivery {
-    let body = format!(
-        "AccountSid=AC1&CallSid={call_sid}&CallStatus={status}&SequenceNumber={sequence}&From=%2B15550100&To=%2B15550199"
-    );
-    Delivery::new(Provider::Twilio, "ws-1", body, test_secret("WS1_TWILIO"))
-}
+use crate::twilio_form;
 
 fn vapi_scheme() -> Scheme {
     let config =

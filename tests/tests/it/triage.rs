@@ -369,6 +369,25 @@ async fn the_worker_files_an_uncertain_outcome() {
     );
     assert_eq!(held[0].destination.as_deref(), Some("crm-lookup"));
     assert_eq!(p.sim.tasks().total, 1);
+
+    // Approval would re-run it blind and hide it: only reconcile decides it.
+    let refused = p
+        .approvals
+        .approve(&held[0].id, "oncall@example.com", "bulk", Timestamp::now())
+        .await;
+    assert_eq!(
+        refused,
+        Err(ApprovalError::ReconcileOnly(held[0].id.clone()))
+    );
+    let item = p.triage.get(&held[0].id).await.unwrap().unwrap();
+    assert_eq!(item.status, TriageStatus::Held, "still listed as held");
+    assert_eq!(
+        p.action("ws-1#create_followup_task#bl-tu")
+            .await
+            .unwrap()
+            .status,
+        ActionStatus::Uncertain
+    );
 }
 
 fn key(s: &str) -> hookgate_core::action::ActionKey {
@@ -686,5 +705,137 @@ async fn reconciling_not_found_after_the_inbox_record_expired_is_refused_and_sta
     assert_eq!(
         done,
         hookgate_core::approval::Reconciled::Completed("task-by-hand".into())
+    );
+}
+
+#[tokio::test]
+async fn an_item_left_approved_by_a_failed_reinjection_can_be_rejected_or_approved_again_keeping_who_decided()
+ {
+    let p = Pipeline::new("t-stuck").await;
+    p.sim
+        .add_fault(Fault::new("/", FaultKind::Status).status(503));
+    p.stack.post(analyzed("call_ts1", "cb-ts1").request()).await;
+    p.stack.post(analyzed("call_ts2", "cb-ts2").request()).await;
+    until_dead_lettered(&p, 2).await;
+    assert_eq!(p.triage_dlq().await, 2);
+    p.sim.clear_faults();
+    let held = p.triage.list(TriageStatus::Held).await.unwrap();
+    // The action queue is gone: every re-injection fails, items stay APPROVED.
+    p.stack
+        .sqs
+        .delete_queue()
+        .queue_url(&p.stack.queue_url)
+        .send()
+        .await
+        .unwrap();
+    for item in &held {
+        let failed = p
+            .approvals
+            .approve(&item.id, "alice@example.com", "CRM back", Timestamp::now())
+            .await;
+        assert!(
+            matches!(failed, Err(ApprovalError::Reinjection(_))),
+            "{failed:?}"
+        );
+        let stuck = p.triage.get(&item.id).await.unwrap().unwrap();
+        assert_eq!(stuck.status, TriageStatus::Approved);
+    }
+
+    // One is closed by a reject after all.
+    p.approvals
+        .reject(
+            &held[0].id,
+            "bob@example.com",
+            "customer cancelled",
+            Timestamp::now(),
+        )
+        .await
+        .unwrap();
+    let rejected = p.triage.get(&held[0].id).await.unwrap().unwrap();
+    assert_eq!(
+        (rejected.status, rejected.decided_by.as_deref()),
+        (TriageStatus::Discarded, Some("bob@example.com"))
+    );
+    let pk = rejected.inbox_pk.clone().unwrap();
+    assert_eq!(
+        p.stack.record(&pk).await.unwrap().status,
+        InboxStatus::Discarded,
+        "re-opened by the failed approval, discarded by the reject"
+    );
+
+    // The other is approved again once the queue is back: re-injected, and
+    // the record still names who approved it first.
+    p.stack.create_queue().await;
+    p.approvals
+        .approve(&held[1].id, "bob@example.com", "retry", Timestamp::now())
+        .await
+        .unwrap();
+    let done = p.triage.get(&held[1].id).await.unwrap().unwrap();
+    assert_eq!(
+        (
+            done.status,
+            done.decided_by.as_deref(),
+            done.reason.as_deref()
+        ),
+        (
+            TriageStatus::Reinjected,
+            Some("alice@example.com"),
+            Some("CRM back")
+        )
+    );
+    p.run_until_idle(IDLE).await;
+    assert_eq!(p.sim.tasks().total, 1, "only the approved one ran");
+}
+
+#[tokio::test]
+async fn re_injecting_an_eventbridge_event_that_had_reached_the_inbox_is_a_duplicate_not_a_collision()
+ {
+    let p = Pipeline::new("t-ebbytes").await;
+    // The event as EventBridge sent it: its own key order and spacing.
+    let original = r#"{"version": "0", "id": "eb-bytes-1", "detail-type": "Amazon Connect Contact Event",
+        "source": "aws.connect", "account": "123456789012", "time": "2026-11-29T12:00:00Z",
+        "region": "us-east-1", "resources": [], "detail": {"contactId": "c-1", "channel": "VOICE"}}"#;
+    let event: serde_json::Value = serde_json::from_str(original).unwrap();
+    // The invocation stored it, then failed (say, the queue send), so Lambda
+    // retried and finally sent its record to the on-failure queue.
+    let stored = p
+        .stack
+        .ingress
+        .handle_event(original.as_bytes(), Timestamp::now())
+        .await;
+    assert_eq!(stored, Ok(Verdict::New));
+    let record = json!({
+        "version": "1.0",
+        "requestContext": {"requestId": "r2", "condition": "RetriesExhausted", "approximateInvokeCount": 3},
+        "requestPayload": event,
+        "responsePayload": {"errorType": "EventError", "errorMessage": "inbox or queue unavailable: throttled"},
+    });
+    p.stack
+        .sqs
+        .send_message()
+        .queue_url(&p.dlq_url)
+        .message_body(record.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(p.triage_dlq().await, 1);
+    let item = p.triage.list(TriageStatus::Held).await.unwrap().remove(0);
+
+    let done = p
+        .approvals
+        .approve(
+            &item.id,
+            "oncall@example.com",
+            "queue back",
+            Timestamp::now(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(done, Reinjected::Ingested(Verdict::Duplicate));
+    let stored = p.stack.record("ws-1#eventbridge#eb-bytes-1").await.unwrap();
+    assert_eq!(stored.collision, None, "the same event, not a collision");
+    assert!(
+        p.triage.list(TriageStatus::Held).await.unwrap().is_empty(),
+        "no collision item filed"
     );
 }

@@ -303,7 +303,7 @@ async fn a_crm_outage_for_the_whole_window_sends_the_message_to_the_dlq_with_the
 async fn a_late_finisher_whose_lease_was_taken_over_cannot_overwrite_the_outcome() {
     use hookgate_core::{
         action::{ActionKey, ActionRequest},
-        ports::{Ledger, Reserve, Settle},
+        ports::{Attempt, Ledger, Reserve, Settle},
     };
     let p = Pipeline::new("w-lease").await;
     let ws = hookgate_core::WorkspaceId::parse("ws-1").unwrap();
@@ -320,7 +320,7 @@ async fn a_late_finisher_whose_lease_was_taken_over_cannot_overwrite_the_outcome
         .reserve(&request, "ws-1#stripe#evt_a", "worker-a", t0, lease, keep)
         .await
         .unwrap();
-    assert_eq!(first, Reserve::Acquired);
+    assert_eq!(first, Reserve::Acquired(Attempt::First));
     // Within the lease another attempt must wait.
     let busy = p
         .ledger
@@ -348,7 +348,7 @@ async fn a_late_finisher_whose_lease_was_taken_over_cannot_overwrite_the_outcome
         )
         .await
         .unwrap();
-    assert_eq!(second, Reserve::Acquired);
+    assert_eq!(second, Reserve::Acquired(Attempt::Again));
     let late = p
         .ledger
         .settle(
@@ -453,4 +453,23 @@ async fn refused_connections_and_throttling_are_retried_until_the_crm_is_back() 
         action.attempts
     );
     assert_eq!(creations(&p, "ws-1#create_followup_task#cb-7"), 1);
+}
+
+#[tokio::test]
+async fn a_twilio_status_callback_form_becomes_one_task_with_its_fields() {
+    let p = Pipeline::new("w-twilio").await;
+    let completed = crate::twilio_form("CA900", "completed", 4);
+    assert_eq!(p.stack.post(completed.request()).await.0, 202);
+    assert_eq!(p.stack.post(completed.request()).await.0, 202);
+    p.run_until_idle(IDLE).await;
+    let key = "ws-1#log_call#CA900";
+    assert_eq!(creations(&p, key), 1);
+    let tasks = p.sim.tasks();
+    assert_eq!(tasks.total, 1);
+    let task = serde_json::to_value(&tasks.tasks[0]).unwrap();
+    assert!(
+        task.to_string().contains("+15550100") && task.to_string().contains("completed"),
+        "the form's fields reach the CRM: {task}"
+    );
+    assert_eq!(p.action(key).await.unwrap().status, ActionStatus::Completed);
 }
