@@ -14,6 +14,9 @@ Why a wrapper and not `moto_server`:
   `make demo` can state AWS requests per delivery as AWS would bill them.
 * The server exits when its standard input closes, so it never outlives the
   test process or `make` recipe that started it, even after a crash.
+* `POST /_hookgate/faults` makes the next DynamoDB write of an operation on
+  a table commit and then answer 500 (`LoseAnswers`): the SDK's retry of a
+  committed conditional write, for the tests.
 * CloudWatch's DescribeAlarms is answered in Smithy RPC v2 CBOR, the protocol
   the Rust SDK speaks and moto does not (`CloudWatchCbor`).
 * With `HOOKGATE_CALL_LOG=PATH` every request is appended to PATH as one JSON
@@ -450,6 +453,58 @@ class CloudWatchCbor:
         return {k: v for k, v in fields.items() if v is not None}
 
 
+class LoseAnswers:
+    """WSGI middleware: "the write committed, its answer was lost", on demand.
+
+    `POST /_hookgate/faults {"operation": "PutItem", "table": "T", "count": 1}`
+    arms it: the next `count` DynamoDB requests of that operation on that
+    table are served (the write commits), and then answered 500
+    InternalServerError instead, so the SDK retries a write that already
+    happened: the case a conditional write must not misread as someone
+    else's. With `"commit": false` nothing is written: a plain outage of that
+    table. A new fault replaces the one armed for the same operation and
+    table (`"count": 0` stops it); `DELETE /_hookgate/faults` disarms all.
+    """
+
+    def __init__(self, app):
+        self.app = app
+        self.lock = threading.Lock()
+        self.armed = []  # [operation, table, remaining, commit]
+
+    def __call__(self, environ, start_response):
+        path = environ.get("PATH_INFO", "")
+        if path == "/_hookgate/faults":
+            with self.lock:
+                if environ.get("REQUEST_METHOD") == "DELETE":
+                    self.armed.clear()
+                else:
+                    fault = json.loads(RecordCalls.read_body(environ) or b"{}")
+                    # count 0: stop the faults of that operation and table.
+                    self.armed = [f for f in self.armed
+                                  if (f[0], f[1]) != (fault["operation"], fault["table"])]
+                    self.armed.append([fault["operation"], fault["table"], int(fault.get("count", 1)),
+                                       bool(fault.get("commit", True))])
+            start_response("204 No Content", [])
+            return [b""]
+        target = environ.get("HTTP_X_AMZ_TARGET", "")
+        if not target.startswith("DynamoDB") or not self.armed:
+            return self.app(environ, start_response)
+        operation = target.rsplit(".", 1)[-1]
+        table = json.loads(RecordCalls.read_body(environ) or b"{}").get("TableName")
+        with self.lock:
+            hit = next((f for f in self.armed if f[0] == operation and f[1] == table and f[2] > 0), None)
+            if hit:
+                hit[2] -= 1
+        if not hit:
+            return self.app(environ, start_response)
+        if hit[3]:
+            list(self.app(environ, lambda *args, **kwargs: None))  # committed; the answer is dropped
+        body = json.dumps({"__type": "com.amazonaws.dynamodb.v20120810#InternalServerError",
+                           "message": "injected: the write committed, this answer is lost"}).encode()
+        start_response("500 Internal Server Error", [("Content-Type", "application/x-amz-json-1.0")])
+        return [body]
+
+
 class QuietHandler(WSGIRequestHandler):
     def log_request(self, *args, **kwargs):
         if os.environ.get("HOOKGATE_EMULATOR_VERBOSE"):
@@ -469,7 +524,7 @@ def main():
                         help="keep running after stdin closes (stop it by PID)")
     args = parser.parse_args()
 
-    app = CountRequests(SerializeDynamoDB(CloudWatchCbor(DomainDispatcherApplication(create_backend_app))))
+    app = CountRequests(SerializeDynamoDB(LoseAnswers(CloudWatchCbor(DomainDispatcherApplication(create_backend_app)))))
     if os.environ.get("HOOKGATE_CALL_LOG"):
         app = RecordCalls(app, os.environ["HOOKGATE_CALL_LOG"])
     server = make_server(args.host, args.port, app, threaded=True, request_handler=QuietHandler)

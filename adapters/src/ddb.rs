@@ -30,3 +30,10 @@ where
         Err(e) => Err(unavailable(e)),
     }
 }
+
+/// A fresh token naming one write (128 random bits, hex): stored with the
+/// item, it lets the SDK's retry of a committed conditional write recognise
+/// the item as its own (the condition then fails against it).
+pub(crate) fn write_token() -> String {
+    format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..))
+}

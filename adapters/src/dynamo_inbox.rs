@@ -71,11 +71,17 @@ impl InboxStore for DynamoInbox {
         record: &InboxRecord,
         now: Timestamp,
     ) -> Result<PutOutcome, StoreError> {
+        // A token of this write: when the SDK retries a put whose answer was
+        // lost, the retry fails its condition against the item this very
+        // write stored; the token tells it apart from another delivery's.
+        let token = crate::ddb::write_token();
+        let mut item = to_item(record);
+        item.insert("write_token".to_owned(), s(&token));
         let result = self
             .client
             .put_item()
             .table_name(&self.table)
-            .set_item(Some(to_item(record)))
+            .set_item(Some(item))
             // DynamoDB deletes expired items lazily (and the emulator never
             // does): an expired record is overwritten as if absent.
             .condition_expression("attribute_not_exists(pk) OR expires_at < :now")
@@ -90,6 +96,9 @@ impl InboxStore for DynamoInbox {
                     let item = e.item().ok_or_else(|| {
                         StoreError::Corrupt("condition failed without the stored item".into())
                     })?;
+                    if opt_s(item, "write_token") == Some(token.as_str()) {
+                        return Ok(PutOutcome::Inserted);
+                    }
                     Ok(PutOutcome::Exists(Box::new(from_item(item)?)))
                 }
                 _ => Err(unavailable(SdkError::ServiceError(ctx))),

@@ -10,8 +10,12 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::{
     Client,
+    config::http::HttpResponse,
     error::SdkError,
-    operation::{put_item::PutItemError, update_item::builders::UpdateItemFluentBuilder},
+    operation::{
+        put_item::PutItemError,
+        update_item::{UpdateItemError, UpdateItemOutput, builders::UpdateItemFluentBuilder},
+    },
     types::{AttributeValue, ReturnValuesOnConditionCheckFailure},
 };
 use hookgate_core::{
@@ -26,6 +30,23 @@ use crate::{
     attrs::{Item, get_n, get_s, n, opt_n, opt_s, s},
     ddb::{applied, unavailable},
 };
+
+/// A conditional update's result: applied, or — its condition failed — whether
+/// the stored item (ALL_OLD) shows the write already done by this attempt (the
+/// SDK retried it after a lost answer).
+fn own_write(
+    result: Result<UpdateItemOutput, SdkError<UpdateItemError, HttpResponse>>,
+    ours: impl FnOnce(&Item) -> bool,
+) -> Result<bool, StoreError> {
+    match result {
+        Ok(_) => Ok(true),
+        Err(SdkError::ServiceError(ctx)) => match ctx.err() {
+            UpdateItemError::ConditionalCheckFailedException(e) => Ok(e.item().is_some_and(ours)),
+            _ => Err(unavailable(SdkError::ServiceError(ctx))),
+        },
+        Err(e) => Err(unavailable(e)),
+    }
+}
 
 /// The sharded `open` index key of `key` in `status`.
 fn open_bucket(key: &ActionKey, status: ActionStatus) -> AttributeValue {
@@ -130,9 +151,14 @@ impl DynamoLedger {
             .expression_attribute_values(":one", n(1))
             .expression_attribute_values(":pks", AttributeValue::Ss(vec![inbox_pk.to_owned()]))
             .expression_attribute_values(":sha", s(&request.request_sha256))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;
-        applied(result)
+        // A retry of this very takeover (answer lost) finds the lease ours.
+        own_write(result, |item| {
+            opt_s(item, "lease_owner") == Some(owner)
+                && opt_s(item, "status") == Some(ActionStatus::InProgress.as_str())
+        })
     }
 }
 
@@ -191,6 +217,14 @@ impl Ledger for DynamoLedger {
             },
             Err(e) => return Err(unavailable(e)),
         };
+        // The SDK retried a put whose answer was lost: the stored record is
+        // this attempt's own reservation.
+        if stored.lease_owner.as_deref() == Some(owner)
+            && stored.status == ActionStatus::InProgress
+            && stored.request_sha256 == request.request_sha256
+        {
+            return Ok(Reserve::Acquired(Attempt::First));
+        }
         match claim(&stored, &request.request_sha256, now) {
             Claim::TakeOver if self.take_over(request, inbox_pk, owner, now, lease).await? => {
                 Ok(Reserve::Acquired(Attempt::Again))
@@ -229,7 +263,7 @@ impl Ledger for DynamoLedger {
         request = request.expression_attribute_values(":status", s(status.as_str()));
         let update = match (status, error) {
             (ActionStatus::Completed, _) => {
-                "SET #status = :status, destination_ref = :ref, updated_at = :now \
+                "SET #status = :status, destination_ref = :ref, updated_at = :now, settled_by = :owner \
                  REMOVE open_bucket, lease_owner, lease_expires_at"
             }
             (_, Some((kind, message))) => {
@@ -238,11 +272,20 @@ impl Ledger for DynamoLedger {
                     .expression_attribute_values(":error", s(message))
                     .expression_attribute_values(":open", open_bucket(key, status));
                 "SET #status = :status, open_bucket = :open, last_error_kind = :kind, last_error = :error, \
-                 updated_at = :now REMOVE lease_owner, lease_expires_at"
+                 updated_at = :now, settled_by = :owner REMOVE lease_owner, lease_expires_at"
             }
             (_, None) => unreachable!("only completion carries no error"),
         };
-        applied(request.update_expression(update).send().await)
+        let result = request
+            .update_expression(update)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        // A retry of this very settle (answer lost) finds it settled by us.
+        own_write(result, |item| {
+            opt_s(item, "settled_by") == Some(owner)
+                && opt_s(item, "status") == Some(status.as_str())
+        })
     }
 
     async fn record_collision(

@@ -53,6 +53,37 @@ impl TriageStore for DynamoTriage {
         match put {
             Ok(_) => Ok(Filed::New),
             Err(e) if is_condition_failure(&e) => {
+                // Failing again after its re-injection: held again, for a new
+                // decision (the previous one is in the logs and the metrics).
+                let reopened = self
+                    .client
+                    .update_item()
+                    .table_name(&self.table)
+                    .key("pk", s(&item.id))
+                    .condition_expression("#status = :reinjected")
+                    .update_expression(
+                        "SET #status = :held, status_bucket = :bucket, last_seen = :now, \
+                         reopened = if_not_exists(reopened, :zero) + :one \
+                         REMOVE decided_by, decided_at, reason",
+                    )
+                    .expression_attribute_names("#status", "status")
+                    .expression_attribute_values(
+                        ":reinjected",
+                        s(TriageStatus::Reinjected.as_str()),
+                    )
+                    .expression_attribute_values(":held", s(TriageStatus::Held.as_str()))
+                    .expression_attribute_values(
+                        ":bucket",
+                        s(shard::bucket(TriageStatus::Held.as_str(), &item.id)),
+                    )
+                    .expression_attribute_values(":now", n(item.last_seen.as_millis()))
+                    .expression_attribute_values(":zero", n(0))
+                    .expression_attribute_values(":one", n(1))
+                    .send()
+                    .await;
+                if applied(reopened)? {
+                    return Ok(Filed::Reopened);
+                }
                 self.client
                     .update_item()
                     .table_name(&self.table)
@@ -133,6 +164,17 @@ impl TriageStore for DynamoTriage {
             .send()
             .await;
         applied(result)
+    }
+
+    async fn release_alert(&self, marker: &str) -> Result<(), StoreError> {
+        self.client
+            .delete_item()
+            .table_name(&self.table)
+            .key("pk", s(format!("alert#{marker}")))
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(())
     }
 
     async fn claim_alert(&self, marker: &str, now: Timestamp) -> Result<bool, StoreError> {

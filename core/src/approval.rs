@@ -364,12 +364,12 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
             return Ok(Reinjected::Ingested(verdict));
         };
         let mut reopened = Vec::new();
-        if let Some(record) = self.inbox.get(&pk).await? {
-            if let Decision::Actions(requests) = record.decide(&self.config.rules) {
-                for request in requests {
-                    if self.ledger.reopen(&request.key, now).await? {
-                        reopened.push(request.key.to_string());
-                    }
+        if let Some(record) = self.inbox.get(&pk).await?
+            && let Decision::Actions(requests) = record.decide(&self.config.rules)
+        {
+            for request in requests {
+                if self.ledger.reopen(&request.key, now).await? {
+                    reopened.push(request.key.to_string());
                 }
             }
         }

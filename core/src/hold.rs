@@ -39,30 +39,40 @@ impl<T, A> Holder<T, A> {
 }
 
 impl<T: TriageStore, A: Alerts> Hold for Holder<T, A> {
+    /// Files `item`, then alerts unless its alert (or, for an outage, the
+    /// destination's alert of this window) went out already. A repeat alerts
+    /// too when an earlier filing's alert failed: the marker is claimed before
+    /// publishing and given back when publishing fails, so an alert is never
+    /// lost and, within a marker's day, never sent twice.
     async fn hold(&self, item: &TriageItem, now: Timestamp) -> Result<Filed, StoreError> {
         let filed = self.store.file(item).await?;
-        if filed == Filed::New {
-            let marker = match item.class {
-                TriageClass::DownstreamOutage => format!(
-                    "{}#{}#{}",
-                    item.class,
-                    item.destination.as_deref().unwrap_or("-"),
-                    now.as_millis() / ALERT_WINDOW_MS
-                ),
-                _ => item.id.clone(),
-            };
-            if self.store.claim_alert(&marker, now).await? {
-                let alert = json!({
-                    "class": item.class.as_str(),
-                    "workspace": item.workspace,
-                    "destination": item.destination,
-                    "source": item.source.as_str(),
-                    "first_item": item.id,
-                });
-                self.alerts.publish(&alert).await?;
+        let marker = match item.class {
+            TriageClass::DownstreamOutage => format!(
+                "{}#{}#{}",
+                item.class,
+                item.destination.as_deref().unwrap_or("-"),
+                now.as_millis() / ALERT_WINDOW_MS
+            ),
+            _ => item.id.clone(),
+        };
+        if filed == Filed::Reopened && item.class != TriageClass::DownstreamOutage {
+            // Held again for a new decision: its own alert again.
+            self.store.release_alert(&marker).await?;
+        }
+        if self.store.claim_alert(&marker, now).await? {
+            let alert = json!({
+                "class": item.class.as_str(),
+                "workspace": item.workspace,
+                "destination": item.destination,
+                "source": item.source.as_str(),
+                "first_item": item.id,
+            });
+            if let Err(e) = self.alerts.publish(&alert).await {
+                self.store.release_alert(&marker).await?;
+                return Err(e);
             }
         }
-        if filed == Filed::New {
+        if filed != Filed::Repeat {
             crate::metrics::emit(
                 &[("class", item.class.as_str())],
                 &[("TriageItems", 1.0)],
@@ -74,7 +84,7 @@ impl<T: TriageStore, A: Alerts> Hold for Holder<T, A> {
             triage_id = item.id,
             class = item.class.as_str(),
             source = item.source.as_str(),
-            new = filed == Filed::New,
+            new = filed != Filed::Repeat,
             "held for a human decision"
         );
         Ok(filed)

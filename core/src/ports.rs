@@ -206,6 +206,9 @@ pub trait Ledger: Send + Sync {
 pub enum Filed {
     /// A new item is held.
     New,
+    /// The item existed, re-injected by an earlier approval, and failed
+    /// again: it is HELD again, for a new decision.
+    Reopened,
     /// The item existed (a redelivered DLQ message): its `last_seen` moved.
     Repeat,
 }
@@ -241,6 +244,10 @@ pub trait TriageStore: Send + Sync {
         marker: &str,
         now: Timestamp,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// Gives a claimed `marker` back (its alert could not be published), so
+    /// the next filing of the item alerts.
+    fn release_alert(&self, marker: &str) -> impl Future<Output = Result<(), StoreError>> + Send;
 }
 
 /// Publishes operator alerts (EventBridge `hookgate.triage.held`).

@@ -18,7 +18,7 @@ use crate::{
     destination::{Destination, Performed, perform},
     hold::Hold,
     inbox::InboxStatus,
-    ledger::{Claim, ErrorKind},
+    ledger::{ActionStatus, Claim, ErrorKind},
     message::QueueMessage,
     ports::{InboxStore, Ledger, Reserve, Settle, StoreError},
     rules::Decision,
@@ -223,7 +223,18 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
             .await?;
         let attempt = match reserved {
             Reserve::Acquired(attempt) => attempt,
-            Reserve::Existing(Claim::Completed | Claim::Held(_), _) => {
+            Reserve::Existing(Claim::Completed, _) => return Ok(ActionOutcome::Settled),
+            // Settled FAILED or UNCERTAIN by an earlier attempt, whose filing
+            // may have failed after the settle: file again (idempotent: the
+            // item's id is the same, a repeat only moves `last_seen`).
+            Reserve::Existing(Claim::Held(status), stored) => {
+                let (case, kind) = match status {
+                    ActionStatus::Uncertain => ("uncertain", ErrorKind::OutcomeUnknown),
+                    _ => ("failed", ErrorKind::Permanent),
+                };
+                let detail = stored.last_error.as_deref().unwrap_or("settled earlier");
+                self.hold(case, request, inbox_pk, kind, detail, now)
+                    .await?;
                 return Ok(ActionOutcome::Settled);
             }
             Reserve::Existing(Claim::Busy | Claim::TakeOver, _) => {

@@ -36,6 +36,34 @@ impl Emulator {
         hookgate_cli::emulator::sdk_config(&self.endpoint, "hookgate-tests").await
     }
 
+    /// Makes the next `count` DynamoDB `operation`s on `table` commit and then
+    /// answer 500, so the SDK retries a write that already happened
+    /// (`emulator/server.py`, `LoseAnswers`).
+    pub async fn lose_answers(&self, operation: &str, table: &str, count: u32) {
+        self.fault(serde_json::json!({"operation": operation, "table": table, "count": count}))
+            .await;
+    }
+
+    /// Makes the next `count` DynamoDB `operation`s on `table` fail with 500
+    /// and write nothing: an outage of that table (`count` 0 ends it).
+    pub async fn fail_writes(&self, operation: &str, table: &str, count: u32) {
+        self.fault(
+            serde_json::json!({"operation": operation, "table": table, "count": count,
+            "commit": false}),
+        )
+        .await;
+    }
+
+    async fn fault(&self, body: serde_json::Value) {
+        reqwest::Client::new()
+            .post(format!("{}/_hookgate/faults", self.endpoint))
+            .json(&body)
+            .send()
+            .await
+            .and_then(reqwest::Response::error_for_status)
+            .expect("arm the emulator's fault");
+    }
+
     /// An SDK config for one function's clients (`ingress`, `action`,
     /// `dlq-triage`, `sweep`, `ops`) or the `operator`'s CLI: the emulator
     /// logs its calls under that name, and the IAM check holds them against

@@ -12,6 +12,7 @@ mod identity;
 mod limits;
 mod local;
 mod logs;
+mod lost_answers;
 mod operate;
 mod rejects;
 mod secrets;

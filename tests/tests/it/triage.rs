@@ -839,3 +839,41 @@ async fn re_injecting_an_eventbridge_event_that_had_reached_the_inbox_is_a_dupli
         "no collision item filed"
     );
 }
+
+#[tokio::test]
+async fn a_permanent_failure_again_after_its_approval_is_held_again_and_alerted() {
+    let p = Pipeline::new("t-again").await;
+    p.sim
+        .add_fault(Fault::new("/tasks", FaultKind::Status).status(400).count(2));
+    p.stack.post(analyzed("call_ta", "cb-ta").request()).await;
+    p.run_until_idle(IDLE).await;
+    let held = p.triage.list(TriageStatus::Held).await.unwrap();
+    assert_eq!(held.len(), 1);
+    assert_eq!(p.alerts().await.len(), 1);
+    p.approvals
+        .approve(
+            &held[0].id,
+            "dev@example.com",
+            "fixed, we think",
+            Timestamp::now(),
+        )
+        .await
+        .unwrap();
+    p.run_until_idle(IDLE).await;
+    // The CRM refused it again: a new decision is needed, and said so.
+    let again = p.triage.get(&held[0].id).await.unwrap().unwrap();
+    assert_eq!(again.status, TriageStatus::Held);
+    assert_eq!(
+        again.decided_by, None,
+        "an open item, not the closed decision"
+    );
+    assert_eq!(p.alerts().await.len(), 1, "alerted again");
+    assert_eq!(
+        p.action("ws-1#create_followup_task#cb-ta")
+            .await
+            .unwrap()
+            .status,
+        ActionStatus::Failed
+    );
+    assert_eq!(p.sim.tasks().total, 0);
+}
