@@ -306,11 +306,12 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold> Ingress<S, Q, K, H
         };
         let pk = InboxPk::new(workspace, provider, identity.event_key.clone());
         let handled = binding.handles(&identity.event_type);
+        let payload = binding.scheme.canonical_payload(&delivery);
         let record = InboxRecord::first_delivery(
             pk,
             &identity,
             Origin::Http,
-            req.body,
+            &payload,
             handled,
             now,
             self.config.inbox_ttl,

@@ -213,8 +213,7 @@ impl HmacScheme {
     }
 
     pub fn identify(&self, d: &Delivery<'_>) -> Result<Identity, ParseError> {
-        let body: serde_json::Value =
-            serde_json::from_slice(d.body).map_err(|e| ParseError::NotJson(e.to_string()))?;
+        let body: serde_json::Value = super::parse_json(d.body)?;
         let at = |pointer: &str| -> Result<String, ParseError> {
             match body.pointer(pointer) {
                 Some(serde_json::Value::String(s)) if !s.is_empty() => Ok(s.clone()),

@@ -184,6 +184,18 @@ impl Scheme {
         }
     }
 
+    /// The payload to store and hash: the body, except where byte variants
+    /// of one signed content exist (a Twilio form's fields in any order or
+    /// percent-encoding), whose canonical form makes them one payload.
+    pub fn canonical_payload<'a>(&self, delivery: &Delivery<'a>) -> std::borrow::Cow<'a, [u8]> {
+        match self {
+            Scheme::Twilio if twilio::is_form(delivery) => {
+                std::borrow::Cow::Owned(twilio::canonical_form(delivery.body).into_bytes())
+            }
+            _ => std::borrow::Cow::Borrowed(delivery.body),
+        }
+    }
+
     /// Reads the event type and key of an already verified delivery.
     pub fn identify(&self, delivery: &Delivery<'_>) -> Result<Identity, ParseError> {
         match self {
@@ -305,7 +317,7 @@ impl VerifyError {
 /// Why an authentic body cannot be read as the provider's event (HTTP 400).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ParseError {
-    #[error("body is not a JSON object: {0}")]
+    #[error("body is not the expected JSON: {0}")]
     NotJson(String),
     #[error("missing or empty field {0}")]
     MissingField(&'static str),
@@ -313,6 +325,8 @@ pub enum ParseError {
     MissingPointer(String),
     #[error("event key is not usable: {0}")]
     BadKey(#[from] crate::ids::IdError),
+    #[error("field {0} is not {1}")]
+    Invalid(&'static str, &'static str),
 }
 
 /// Input of [`Provider::sign`].
@@ -388,8 +402,19 @@ fn within_tolerance(at: i64, now: i64, tolerance: i64, unit_ms: i64) -> Result<(
 }
 
 /// Parses a JSON object body into the scheme's small view of it.
+/// Parses a JSON body. The error names the kind and the place, never the
+/// text: serde's own messages quote values, and a 400 answer or a log line
+/// must not carry a fragment of the body.
 fn parse_json<'a, T: serde::Deserialize<'a>>(body: &'a [u8]) -> Result<T, ParseError> {
-    serde_json::from_slice(body).map_err(|e| ParseError::NotJson(e.to_string()))
+    serde_json::from_slice(body).map_err(|e| {
+        let kind = match e.classify() {
+            serde_json::error::Category::Io => "unreadable",
+            serde_json::error::Category::Syntax => "syntax error",
+            serde_json::error::Category::Data => "invalid type",
+            serde_json::error::Category::Eof => "truncated",
+        };
+        ParseError::NotJson(format!("{kind} at line {} column {}", e.line(), e.column()))
+    })
 }
 
 /// A required text field: present and not empty.

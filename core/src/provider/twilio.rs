@@ -126,8 +126,62 @@ struct Callback {
     sequence_number: Option<serde_json::Value>,
 }
 
+/// Whether `d` carries a form body (not a JSON body signed through its hash).
+pub fn is_form(d: &Delivery<'_>) -> bool {
+    body_hash_param(d.url).is_none()
+}
+
+/// A form body's canonical form: its pairs decoded, sorted and encoded
+/// again. Twilio signs the sorted decoded pairs, so every byte variant of one
+/// signed form (field order, percent-encoding) has this one form.
+pub fn canonical_form(body: &[u8]) -> String {
+    let mut pairs: Vec<(String, String)> = form_urlencoded::parse(body).into_owned().collect();
+    pairs.sort();
+    form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(pairs)
+        .finish()
+}
+
+/// The call statuses Twilio sends (`answered` is a status-callback event
+/// some accounts see as a status).
+const CALL_STATUSES: &[&str] = &[
+    "queued",
+    "initiated",
+    "ringing",
+    "in-progress",
+    "answered",
+    "completed",
+    "busy",
+    "failed",
+    "no-answer",
+    "canceled",
+];
+
+/// The identity fields, strictly: the signed string has no separators, so a
+/// captured callback's bytes could move between neighbouring fields (a
+/// SequenceNumber swallowing the next field's name and value) and still
+/// verify. A CallSid of letters and digits, a whole SequenceNumber and a known
+/// CallStatus leave no room for that.
+fn check_identity(call_sid: &str, status: &str, sequence: Option<&str>) -> Result<(), ParseError> {
+    let sid_ok = call_sid.len() <= 64
+        && call_sid.starts_with("CA")
+        && call_sid.bytes().all(|b| b.is_ascii_alphanumeric());
+    if !sid_ok {
+        return Err(ParseError::Invalid("CallSid", "CA and letters or digits"));
+    }
+    if !CALL_STATUSES.contains(&status) {
+        return Err(ParseError::Invalid("CallStatus", "a Twilio call status"));
+    }
+    if let Some(n) = sequence
+        && (n.is_empty() || n.len() > 10 || !n.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return Err(ParseError::Invalid("SequenceNumber", "a whole number"));
+    }
+    Ok(())
+}
+
 pub fn identify(d: &Delivery<'_>) -> Result<Identity, ParseError> {
-    let callback: Callback = if body_hash_param(d.url).is_some() {
+    let callback: Callback = if !is_form(d) {
         parse_json(d.body)?
     } else {
         let mut c = Callback::default();
@@ -148,6 +202,7 @@ pub fn identify(d: &Delivery<'_>) -> Result<Identity, ParseError> {
         Some(serde_json::Value::Number(n)) => Some(n.to_string()),
         _ => None,
     };
+    check_identity(call_sid, status, sequence.as_deref())?;
     let key = format!("{call_sid}:{}", sequence.as_deref().unwrap_or(status));
     Ok(Identity {
         event_type: status.to_owned(),
@@ -339,6 +394,59 @@ mod tests {
                 url: URL
             }),
             Err(ParseError::MissingField("CallSid"))
+        );
+    }
+
+    #[test]
+    fn fields_moved_across_the_unseparated_signed_string_are_refused() {
+        // Twilio signs name‖value pairs with no separator, so bytes can move
+        // from one field into its neighbour without breaking the signature.
+        let h = headers::<&str>(&[]);
+        let genuine = b"CallSid=CA42&CallStatus=ringing&SequenceNumber=3&To=%2B15550199";
+        let moved = b"CallSid=CA42&CallStatus=ringing&SequenceNumber=3To%2B15550199";
+        assert_eq!(
+            signed_string(URL, genuine, false),
+            signed_string(URL, moved, false),
+            "the same signed string: it would verify"
+        );
+        let d = |body: &'static [u8]| {
+            identify(&Delivery {
+                headers: &h,
+                body,
+                url: URL,
+            })
+        };
+        assert!(d(genuine).is_ok());
+        assert_eq!(
+            d(moved),
+            Err(ParseError::Invalid("SequenceNumber", "a whole number"))
+        );
+        // CallStatus followed by `Called…`, CallSid swallowing CallStatus.
+        assert_eq!(
+            d(b"CallSid=CA42&CallStatus=ringingCalled%2B1555&SequenceNumber=1"),
+            Err(ParseError::Invalid("CallStatus", "a Twilio call status"))
+        );
+        assert_eq!(
+            d(b"CallSid=CA42CallStatusringing&SequenceNumber=1"),
+            Err(ParseError::MissingField("CallStatus"))
+        );
+        assert_eq!(
+            d(b"CallSid=CA4%3A2&CallStatus=ringing&SequenceNumber=1"),
+            Err(ParseError::Invalid("CallSid", "CA and letters or digits"))
+        );
+    }
+
+    #[test]
+    fn byte_variants_of_one_signed_form_have_one_canonical_payload() {
+        let a = canonical_form(b"CallSid=CA42&CallStatus=ringing&From=%2B1555&SequenceNumber=1");
+        let b = canonical_form(b"SequenceNumber=1&From=+1555&CallStatus=ringing&CallSid=CA42");
+        let c = canonical_form(b"From=%2b1555&CallSid=CA42&CallStatus=ringing&SequenceNumber=1");
+        // `+` in a form is a space, `%2B`/`%2b` a plus: a and c are one form.
+        assert_eq!(a, c);
+        assert_ne!(a, b);
+        assert_eq!(
+            canonical_form(b"SequenceNumber=1&CallSid=CA42&From=%2B1555&CallStatus=ringing"),
+            a
         );
     }
 }

@@ -154,3 +154,25 @@ async fn probed_unknown_paths_never_become_metric_dimensions() {
         "the unmapped event counted under workspace unknown"
     );
 }
+
+#[tokio::test]
+async fn a_400_never_quotes_the_body() {
+    let stack = Stack::new("noquote").await;
+    let delivery = Delivery::new(
+        Provider::Retell,
+        "ws-1",
+        r#"{"event":"call_ended","call":"SECRET-FRAGMENT-123"}"#,
+        test_secret("WS1_RETELL"),
+    );
+    let (status, body) = stack.post(delivery.request()).await;
+    assert_eq!(status, 400);
+    assert!(
+        !body.to_string().contains("SECRET-FRAGMENT"),
+        "the answer quotes the body: {body}"
+    );
+    assert_eq!(
+        body,
+        json!({"error": "body is not the expected JSON: invalid type at line 1 column 50"})
+    );
+    assert_untouched(&stack).await;
+}

@@ -84,7 +84,14 @@ async fn each_new_provider_stores_a_valid_delivery_under_its_key() {
             .record(pk)
             .await
             .unwrap_or_else(|| panic!("{pk} stored"));
-        assert_eq!(record.payload.as_bytes(), delivery.body.as_slice());
+        // Stored as received; a Twilio form in its canonical order.
+        let form = pk.contains("#twilio#") && !delivery.body.starts_with(b"{");
+        let expected = if form {
+            hookgate_core::provider::twilio::canonical_form(&delivery.body).into_bytes()
+        } else {
+            delivery.body.clone()
+        };
+        assert_eq!(record.payload.as_bytes(), expected.as_slice(), "{pk}");
     }
     assert_eq!(stack.drain_queue().await.len(), 5);
 }
@@ -217,4 +224,40 @@ async fn an_eventbridge_storage_failure_fails_the_invocation_so_lambda_retries()
     let err = stack.invoke_event(&connect_event()).await.unwrap_err();
     assert!(err.starts_with("inbox or queue unavailable"), "{err}");
     assert!(stack.drain_queue().await.is_empty());
+}
+
+#[tokio::test]
+async fn a_reordered_copy_of_a_twilio_callback_is_a_duplicate_not_a_collision() {
+    let stack = Stack::new("twilioorder").await;
+    let first = twilio_form("CA555", "completed", 7);
+    assert_eq!(stack.post(first.request()).await.1["verdict"], "new");
+    // The same signed fields in another order and encoding: Twilio's
+    // signature over the sorted pairs still matches.
+    let reordered = Delivery::new(
+        Provider::Twilio,
+        "ws-1",
+        "To=%2b15550199&From=%2B15550100&SequenceNumber=7&CallStatus=completed&CallSid=CA555&AccountSid=AC1",
+        test_secret("WS1_TWILIO"),
+    );
+    let (status, body) = stack.post(reordered.request()).await;
+    assert_eq!((status, body["verdict"].as_str()), (202, Some("duplicate")));
+    let record = stack.record("ws-1#twilio#CA555:7").await.unwrap();
+    assert_eq!((record.delivery_count, record.collision), (2, None));
+    // A field moved across the unseparated signed string verifies, and is
+    // refused: no record, no collision item.
+    let moved = Delivery::new(
+        Provider::Twilio,
+        "ws-1",
+        "AccountSid=AC1&CallSid=CA555&CallStatus=completed&From=%2B15550100&SequenceNumber=7To%2B15550199",
+        test_secret("WS1_TWILIO"),
+    );
+    let (status, body) = stack.post(moved.request()).await;
+    assert_eq!(
+        (status, body),
+        (
+            400,
+            json!({"error": "field SequenceNumber is not a whole number"})
+        )
+    );
+    assert_eq!(stack.inbox_count().await, 1);
 }
