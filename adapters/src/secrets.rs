@@ -6,6 +6,12 @@
 //! A refresh that fails keeps serving the value it has (a store outage must
 //! not turn authentic webhooks into 401s); a reference never fetched fails,
 //! and the ingress answers 503 naming the reference, never the value.
+//!
+//! A failure is remembered for a short backoff (10 s by default): within it
+//! the reference is not asked for again, so a flood of forged deliveries
+//! against an unresolvable reference costs one store call per backoff, not
+//! one per request. Authentic deliveries meanwhile get the 503 they would
+//! have got anyway, and the value is picked up after the backoff once fixed.
 
 use std::{
     collections::HashMap,
@@ -21,7 +27,9 @@ pub struct AwsSecrets {
     ssm: aws_sdk_ssm::Client,
     secrets_manager: aws_sdk_secretsmanager::Client,
     refresh: Duration,
+    failure_backoff: Duration,
     cache: Mutex<HashMap<SecretRef, (Secret, Instant)>>,
+    failures: Mutex<HashMap<SecretRef, (SecretError, Instant)>>,
 }
 
 impl AwsSecrets {
@@ -34,8 +42,28 @@ impl AwsSecrets {
             ssm,
             secrets_manager,
             refresh,
+            failure_backoff: Self::FAILURE_BACKOFF,
             cache: Mutex::new(HashMap::new()),
+            failures: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// How long a failed fetch is remembered by default.
+    pub const FAILURE_BACKOFF: Duration = Duration::from_secs(10);
+
+    /// With another failure backoff (tests use a short one).
+    pub fn with_failure_backoff(mut self, backoff: Duration) -> Self {
+        self.failure_backoff = backoff;
+        self
+    }
+
+    /// The failure of `reference` still within its backoff, if any.
+    fn recent_failure(&self, reference: &SecretRef) -> Option<SecretError> {
+        let failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        failures
+            .get(reference)
+            .filter(|(_, at)| at.elapsed() < self.failure_backoff)
+            .map(|(e, _)| e.clone())
     }
 
     fn cached(&self, reference: &SecretRef) -> Option<(Secret, bool)> {
@@ -94,19 +122,27 @@ impl SecretSource for AwsSecrets {
             Some((secret, false)) => Some(secret),
             None => None,
         };
+        if let Some(e) = self.recent_failure(reference) {
+            return stale.ok_or(e);
+        }
         match self.fetch(reference).await {
             Ok(secret) => {
                 let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
                 cache.insert(reference.clone(), (secret.clone(), Instant::now()));
                 Ok(secret)
             }
-            Err(e) => match stale {
-                Some(secret) => {
-                    tracing::warn!(reference = %reference, error = %e, "secret refresh failed; using the cached value");
-                    Ok(secret)
+            Err(e) => {
+                let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+                failures.insert(reference.clone(), (e.clone(), Instant::now()));
+                drop(failures);
+                match stale {
+                    Some(secret) => {
+                        tracing::warn!(reference = %reference, error = %e, "secret refresh failed; using the cached value");
+                        Ok(secret)
+                    }
+                    None => Err(e),
                 }
-                None => Err(e),
-            },
+            }
         }
     }
 }

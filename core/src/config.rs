@@ -57,8 +57,8 @@ pub enum ConfigError {
     #[error(
         "the action function's timeout of {timeout_ms} ms cannot fit the {needed_ms} ms that the \
          actions of {event} may take (each action: twice its destination's timeout, plus \
-         {margin_ms} ms for the ledger): raise HOOKGATE_ACTION_TIMEOUT_SECS (ActionTimeoutSeconds) \
-         or lower the destinations' timeout_ms"
+         {margin_ms} ms for the ledger; and 500 ms for the invocation): raise \
+         HOOKGATE_ACTION_TIMEOUT_SECS (ActionTimeoutSeconds) or lower the destinations' timeout_ms"
     )]
     ActionTimeoutTooShort {
         timeout_ms: u128,
@@ -118,6 +118,9 @@ pub struct Config {
     /// The action queue's visibility timeout and maxReceiveCount, as the
     /// template sets them (`None` where the host does not say).
     pub action_queue: Option<QueueRetry>,
+    /// How many messages of one SQS batch the action function processes at
+    /// once (each with its own destination calls).
+    pub batch_concurrency: usize,
     /// How long ledger records live (never shorter than the inbox TTL).
     pub ledger_retention: Duration,
     pub destinations: BTreeMap<String, DestinationConfig>,
@@ -301,6 +304,8 @@ impl Config {
     pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
     pub const DEFAULT_SWEEP_AGE: Duration = Duration::from_secs(300);
     pub const DEFAULT_RETENTION: Duration = Duration::from_secs(90 * 86_400);
+    /// A whole batch (the template's BatchSize) at once.
+    pub const DEFAULT_BATCH_CONCURRENCY: usize = 10;
 
     /// Loads the file named by `HOOKGATE_CONFIG` with the process
     /// environment's overrides.
@@ -403,6 +408,14 @@ impl Config {
                 "HOOKGATE_ACTION_TIMEOUT_SECS",
                 file.actions.function_timeout_secs.unwrap_or(30),
             )?),
+            batch_concurrency: usize::try_from(number(
+                "HOOKGATE_BATCH_CONCURRENCY",
+                file.actions
+                    .batch_concurrency
+                    .unwrap_or(Self::DEFAULT_BATCH_CONCURRENCY as u64),
+            )?)
+            .unwrap_or(1)
+            .max(1),
             action_queue: match (
                 env("HOOKGATE_ACTION_QUEUE_VISIBILITY_SECS"),
                 env("HOOKGATE_MAX_RECEIVE_COUNT"),
@@ -441,7 +454,12 @@ impl Config {
     }
 
     /// Room for an action's ledger writes beside its destination calls.
-    pub const LEDGER_MARGIN: Duration = Duration::from_secs(1);
+    pub const LEDGER_MARGIN: Duration = Duration::from_millis(500);
+
+    /// Room an invocation needs beyond its actions' worst case: the runtime's
+    /// start, the receive, the inbox read and settle. Without it an action
+    /// whose worst case equals the timeout could never start.
+    pub const INVOCATION_SLACK: Duration = Duration::from_millis(500);
 
     /// The worst case of one action on `destination`: a create whose answer
     /// is lost, one more call (the same key again, or a lookup), and the
@@ -490,7 +508,8 @@ impl Config {
         for rule in &self.rules {
             for event_type in &rule.event_types {
                 let event = format!("{}/{} {event_type}", rule.workspace, rule.provider);
-                *per_event.entry(event).or_default() += self.action_budget(&rule.destination);
+                *per_event.entry(event).or_insert(Self::INVOCATION_SLACK) +=
+                    self.action_budget(&rule.destination);
             }
         }
         let worst = per_event.into_iter().max_by_key(|(_, needed)| *needed);
@@ -670,6 +689,7 @@ struct RawActions {
     retention_secs: Option<u64>,
     sweep_age_secs: Option<u64>,
     function_timeout_secs: Option<u64>,
+    batch_concurrency: Option<u64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -907,20 +927,23 @@ mod tests {
     #[test]
     fn actions_that_cannot_fit_the_function_timeout_are_refused() {
         let text = format!("{BASE}\n{TWO_ACTIONS}");
-        // Two actions × (2 × 8 s + 1 s) = 34 s > the 30 s default timeout.
+        // Two actions × (2 × 8 s + 0.5 s) + 0.5 s = 33.5 s > the 30 s default.
         let err = Config::from_toml(&text, no_env).unwrap_err();
         assert_eq!(
             err,
             ConfigError::ActionTimeoutTooShort {
                 timeout_ms: 30_000,
-                needed_ms: 34_000,
-                margin_ms: 1_000,
+                needed_ms: 33_500,
+                margin_ms: 500,
                 event: "ws-1/retell call_ended".into()
             }
         );
+        // Exactly the worst case: refused too (nothing could start in time).
+        let exact = |name: &str| (name == "HOOKGATE_ACTION_TIMEOUT_SECS").then(|| "33".to_owned());
+        assert!(Config::from_toml(&text, exact).is_err());
         let roomy = |name: &str| (name == "HOOKGATE_ACTION_TIMEOUT_SECS").then(|| "34".to_owned());
         let c = Config::from_toml(&text, roomy).unwrap();
-        assert_eq!(c.action_budget("crm"), Duration::from_secs(17));
+        assert_eq!(c.action_budget("crm"), Duration::from_millis(16_500));
     }
 
     #[test]

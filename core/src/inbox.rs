@@ -166,6 +166,15 @@ impl InboxRecord {
     /// The record a first delivery creates. An event of a type the workspace
     /// does not handle is stored IGNORED (and never queued) so its repeats are
     /// still recognised.
+    /// With the payload hashed as `canonical` (its canonical form, see
+    /// `Scheme::canonical_payload`) rather than as the bytes stored: a copy
+    /// that differs only where deliveries of one event may differ is then a
+    /// duplicate, not a collision. The body is stored as received.
+    pub fn hashed_as(mut self, canonical: &[u8]) -> Self {
+        self.payload_sha256 = crypto::sha256_hex(canonical);
+        self
+    }
+
     pub fn first_delivery(
         pk: InboxPk,
         identity: &Identity,

@@ -256,33 +256,28 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold> Ingress<S, Q, K, H
             Provider::Eventbridge,
             identity.event_key.clone(),
         );
-        // Stored and hashed in canonical form: the same event re-serialized
-        // (Lambda's on-failure record, a re-injection) is the same payload,
-        // never a collision.
-        let canonical = canonical_json(event).map_err(EventError::Malformed)?;
+        // Hashed in canonical form: the same event re-serialized (Lambda's
+        // on-failure record, a re-injection) is the same payload, never a
+        // collision.
+        let canonical = crate::canonical::json(event).map_err(EventError::Malformed)?;
         let record = InboxRecord::first_delivery(
             pk,
             &identity,
             Origin::Eventbridge,
-            canonical.as_bytes(),
+            event,
             true,
             now,
             self.config.inbox_ttl,
-        );
+        )
+        .hashed_as(canonical.as_bytes());
         Ok((workspace, self.persist(record, now).await))
     }
 
     async fn process(&self, req: &WebhookRequest<'_>, now: Timestamp) -> Outcome {
-        const NOT_FOUND: &str = "no webhook endpoint at this path";
-        let (Ok(provider), Ok(workspace)) = (
-            req.provider.parse::<Provider>(),
-            WorkspaceId::parse(req.workspace),
-        ) else {
-            return Outcome::refused(404, NOT_FOUND, "unknown provider or malformed workspace");
-        };
-        let Some(binding) = self.config.binding(&workspace, provider) else {
-            return Outcome::refused(404, NOT_FOUND, "workspace has no such provider");
-        };
+        // The size first, and an unknown workspace answered as a forged
+        // delivery: the answers do not tell a prober which workspaces exist
+        // (the log line says why). Provider names are public: an unknown one
+        // is a 404.
         let limit = self.config.max_body_bytes;
         if req.body.len() > limit {
             return Outcome::refused(
@@ -291,6 +286,19 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold> Ingress<S, Q, K, H
                 format!("body of {} bytes", req.body.len()),
             );
         }
+        let Ok(provider) = req.provider.parse::<Provider>() else {
+            return Outcome::refused(404, "no webhook endpoint at this path", "unknown provider");
+        };
+        let binding = WorkspaceId::parse(req.workspace)
+            .ok()
+            .and_then(|workspace| Some((self.config.binding(&workspace, provider)?, workspace)));
+        let Some((binding, workspace)) = binding else {
+            return Outcome::refused(
+                401,
+                "invalid signature",
+                "no such workspace, or it has no such provider",
+            );
+        };
         let url = public_url(binding, req.query);
         let delivery = Delivery {
             headers: req.headers,
@@ -306,16 +314,16 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold> Ingress<S, Q, K, H
         };
         let pk = InboxPk::new(workspace, provider, identity.event_key.clone());
         let handled = binding.handles(&identity.event_type);
-        let payload = binding.scheme.canonical_payload(&delivery);
         let record = InboxRecord::first_delivery(
             pk,
             &identity,
             Origin::Http,
-            &payload,
+            req.body,
             handled,
             now,
             self.config.inbox_ttl,
-        );
+        )
+        .hashed_as(&binding.scheme.canonical_payload(&delivery));
         self.persist(record, now).await
     }
 
@@ -462,26 +470,6 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold> Ingress<S, Q, K, H
             }
         }
     }
-}
-
-/// `json` with every object's keys sorted and no insignificant whitespace:
-/// one text per JSON value, whatever serialized it.
-fn canonical_json(json: &[u8]) -> Result<String, String> {
-    fn sorted(value: serde_json::Value) -> serde_json::Value {
-        match value {
-            serde_json::Value::Object(map) => {
-                let ordered: std::collections::BTreeMap<String, serde_json::Value> =
-                    map.into_iter().map(|(k, v)| (k, sorted(v))).collect();
-                serde_json::Value::Object(ordered.into_iter().collect())
-            }
-            serde_json::Value::Array(items) => {
-                serde_json::Value::Array(items.into_iter().map(sorted).collect())
-            }
-            other => other,
-        }
-    }
-    let value: serde_json::Value = serde_json::from_slice(json).map_err(|e| e.to_string())?;
-    Ok(sorted(value).to_string())
 }
 
 fn storage_failed(key: EventKey, e: &crate::ports::StoreError) -> Outcome {

@@ -76,6 +76,11 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
         }
     }
 
+    /// The configuration it runs with.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
     /// Files a settled action that needs a human (the message is deleted, so
     /// no DLQ will ever show it).
     async fn hold(

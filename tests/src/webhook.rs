@@ -23,6 +23,8 @@ pub struct Delivery {
     pub id: Option<String>,
     /// The query string Twilio adds for a JSON body (`bodySHA256=…`).
     pub query: Option<String>,
+    /// Another `{provider}` URL segment than the scheme's (probes).
+    pub provider_segment: Option<String>,
 }
 
 impl Delivery {
@@ -52,6 +54,7 @@ impl Delivery {
             at: Timestamp::now(),
             id: None,
             query: None,
+            provider_segment: None,
         }
     }
 
@@ -73,11 +76,11 @@ impl Delivery {
     }
 
     fn path_url(&self) -> String {
-        format!(
-            "{PUBLIC_BASE}/webhooks/{}/{}",
-            self.scheme.provider(),
-            self.workspace
-        )
+        let provider = match &self.provider_segment {
+            Some(segment) => segment.clone(),
+            None => self.scheme.provider().to_string(),
+        };
+        format!("{PUBLIC_BASE}/webhooks/{provider}/{}", self.workspace)
     }
 
     /// The URL the provider calls.

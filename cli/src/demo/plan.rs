@@ -133,7 +133,7 @@ impl Reject {
     pub const fn status(self) -> u16 {
         match self {
             Reject::BadSignature | Reject::WrongWorkspaceSecret | Reject::StaleTimestamp => 401,
-            Reject::UnknownWorkspace => 404,
+            Reject::UnknownWorkspace => 401,
             Reject::Oversized => 413,
         }
     }

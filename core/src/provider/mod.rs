@@ -14,7 +14,7 @@ mod github;
 pub mod hmac;
 mod retell;
 mod standard_webhooks;
-mod stripe;
+pub mod stripe;
 mod timestamped;
 pub mod twilio;
 
@@ -184,15 +184,20 @@ impl Scheme {
         }
     }
 
-    /// The payload to store and hash: the body, except where byte variants
-    /// of one signed content exist (a Twilio form's fields in any order or
-    /// percent-encoding), whose canonical form makes them one payload.
+    /// The payload to store and hash: the body, except where one event's
+    /// deliveries legitimately differ in bytes — a Twilio form's fields in any
+    /// order or percent-encoding; a Stripe event's `pending_webhooks`, a live
+    /// count that changes between retries — whose canonical form makes them
+    /// one payload (so a retry is a duplicate, not a collision).
     pub fn canonical_payload<'a>(&self, delivery: &Delivery<'a>) -> std::borrow::Cow<'a, [u8]> {
+        use std::borrow::Cow;
         match self {
             Scheme::Twilio if twilio::is_form(delivery) => {
-                std::borrow::Cow::Owned(twilio::canonical_form(delivery.body).into_bytes())
+                Cow::Owned(twilio::canonical_form(delivery.body).into_bytes())
             }
-            _ => std::borrow::Cow::Borrowed(delivery.body),
+            Scheme::Stripe => stripe::canonical(delivery.body)
+                .map_or(Cow::Borrowed(delivery.body), |c| Cow::Owned(c.into_bytes())),
+            _ => Cow::Borrowed(delivery.body),
         }
     }
 

@@ -32,6 +32,17 @@ struct Event<'a> {
     created: Option<i64>,
 }
 
+/// The event without `pending_webhooks` (Stripe: the number of webhooks not
+/// yet delivered, so it changes between retries of one event), canonical;
+/// `None` for a body that is not a JSON object (identify refuses it anyway).
+pub fn canonical(body: &[u8]) -> Option<String> {
+    let serde_json::Value::Object(mut event) = serde_json::from_slice(body).ok()? else {
+        return None;
+    };
+    event.remove("pending_webhooks");
+    Some(crate::canonical::sorted(serde_json::Value::Object(event)).to_string())
+}
+
 pub fn identify(d: &Delivery<'_>) -> Result<Identity, ParseError> {
     let event: Event<'_> = parse_json(d.body)?;
     Ok(Identity {

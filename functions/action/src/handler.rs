@@ -9,6 +9,7 @@
 use std::{collections::HashMap, sync::Arc};
 
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
+use futures_util::StreamExt;
 use hookgate_adapters::{
     AwsSecrets, CrmDestination, DynamoInbox, DynamoLedger, DynamoTriage, alerts::EventBridgeAlerts,
     clients::SdkConfig,
@@ -67,10 +68,13 @@ pub async fn destinations(
 /// Handles one SQS batch in an invocation that ends at `deadline` (the
 /// Lambda context's; `None` where the host sets no limit).
 ///
-/// The messages run concurrently: a batch takes as long as its slowest
-/// message, not the sum of them, so ten slow CRM calls fit the function's
-/// timeout. Within a message the worker starts an action only if its worst
-/// case ends before `deadline`; the others return to the queue unstarted.
+/// The messages run concurrently, up to `batch_concurrency` at once (a whole
+/// batch by default): a batch takes about as long as its slowest message, not
+/// the sum of them, so ten slow CRM calls fit the function's timeout. The
+/// CRM then sees up to batch_concurrency × the source's MaximumConcurrency
+/// calls at once; lower either for a CRM that cannot take that. Within a
+/// message the worker starts an action only if its worst case ends before
+/// `deadline`; the others return to the queue unstarted.
 pub async fn handle<S, L, D, H>(
     worker: &Worker<S, L, D, H>,
     event: SqsEvent,
@@ -83,12 +87,14 @@ where
     H: Hold,
 {
     let now = Timestamp::now();
-    let outcomes = futures_util::future::join_all(
+    let outcomes: Vec<Option<BatchItemFailure>> = futures_util::stream::iter(
         event
             .records
             .into_iter()
             .map(|message| handle_message(worker, message, now, deadline)),
     )
+    .buffer_unordered(worker.config().batch_concurrency)
+    .collect()
     .await;
     let mut response = SqsBatchResponse::default();
     response.batch_item_failures = outcomes.into_iter().flatten().collect();

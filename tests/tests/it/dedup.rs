@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use hookgate_core::inbox::InboxStatus;
-use hookgate_tests::stack::Stack;
+use hookgate_core::{Provider, inbox::InboxStatus};
+use hookgate_tests::{stack::Stack, webhook::Delivery};
 use serde_json::json;
 
 use crate::{retell, stripe};
@@ -102,9 +102,11 @@ async fn a_different_payload_under_the_same_key_is_a_collision_and_the_first_pay
     assert_eq!(record.payload.as_bytes(), first.body.as_slice());
     let collision = record.collision.expect("collision recorded");
     assert_eq!(collision.count, 1);
+    // Hashes are over the canonical payload (Stripe: without pending_webhooks).
+    let canonical = hookgate_core::provider::stripe::canonical(&other.body).unwrap();
     assert_eq!(
         collision.first_hash,
-        hookgate_core::crypto::sha256_hex(&other.body)
+        hookgate_core::crypto::sha256_hex(canonical.as_bytes())
     );
     assert_eq!(record.delivery_count, 3);
     assert_eq!(stack.drain_queue().await.len(), 1);
@@ -137,4 +139,23 @@ async fn an_expired_record_is_replaced_by_a_new_delivery() {
     assert_eq!(record.delivery_count, 1);
     assert!(record.expires_at.as_secs() > 1000);
     assert_eq!(stack.drain_queue().await.len(), 2);
+}
+
+#[tokio::test]
+async fn a_stripe_retry_whose_pending_webhooks_count_changed_is_a_duplicate_not_a_collision() {
+    // Stripe documents `pending_webhooks` as a live count of undelivered
+    // webhooks: two deliveries of one event may differ in it, and only in it.
+    let stack = Stack::new("stripe-pending").await;
+    let body = |pending: u32| {
+        format!(
+            r#"{{"id":"evt_pw","object":"event","type":"charge.refunded","pending_webhooks":{pending},"data":{{"object":{{"amount":5}}}}}}"#
+        )
+    };
+    let secret = hookgate_tests::stack::test_secret("WS1_STRIPE");
+    let first = Delivery::new(Provider::Stripe, "ws-1", body(2), secret.clone());
+    let retry = Delivery::new(Provider::Stripe, "ws-1", body(1), secret);
+    assert_eq!(stack.post(first.request()).await.1["verdict"], "new");
+    assert_eq!(stack.post(retry.request()).await.1["verdict"], "duplicate");
+    let record = stack.record("ws-1#stripe#evt_pw").await.unwrap();
+    assert_eq!((record.delivery_count, record.collision), (2, None));
 }

@@ -72,18 +72,39 @@ async fn another_workspaces_secret_is_401_and_writes_nothing() {
 }
 
 #[tokio::test]
-async fn an_unknown_workspace_or_provider_is_404_and_writes_nothing() {
+async fn an_unknown_workspace_is_answered_as_a_bad_signature_and_writes_nothing() {
+    // Which workspaces exist is not for a prober to learn: an unknown one,
+    // a malformed one, or one without that provider get the forged
+    // delivery's answer. The provider names are public: an unknown one is 404.
     let stack = Stack::new("unknown").await;
-    let not_found = (404, json!({"error": "no webhook endpoint at this path"}));
     let mut delivery = retell("call_ended", "call_u", "");
     delivery.workspace = "ws-404".into();
-    assert_eq!(stack.post(delivery.request()).await, not_found);
+    assert_eq!(stack.post(delivery.request()).await, unauthorized());
     delivery.workspace = "NOT A WORKSPACE".replace(' ', "%20");
-    assert_eq!(stack.post(delivery.request()).await, not_found);
+    assert_eq!(stack.post(delivery.request()).await, unauthorized());
     // ws-2 exists but has no Stripe endpoint.
     let mut stripe = crate::stripe("evt_u", "charge.refunded", 1);
     stripe.workspace = "ws-2".into();
-    assert_eq!(stack.post(stripe.request()).await, not_found);
+    assert_eq!(stack.post(stripe.request()).await, unauthorized());
+    let mut unknown_provider = retell("call_ended", "call_p", "");
+    unknown_provider.provider_segment = Some("no-such-provider".into());
+    assert_eq!(
+        stack.post(unknown_provider.request()).await,
+        (404, json!({"error": "no webhook endpoint at this path"}))
+    );
+    assert_untouched(&stack).await;
+}
+
+#[tokio::test]
+async fn an_oversized_body_is_413_at_any_path() {
+    let stack = Stack::new("oversize-any").await;
+    let padding = "x".repeat(256 * 1024);
+    let mut delivery = retell("call_ended", "call_big2", &format!(r#","pad":"{padding}""#));
+    delivery.workspace = "ws-404".into();
+    assert_eq!(
+        stack.post(delivery.request()).await,
+        (413, json!({"error": "body exceeds 262144 bytes"}))
+    );
     assert_untouched(&stack).await;
 }
 
@@ -121,7 +142,7 @@ async fn probed_unknown_paths_never_become_metric_dimensions() {
     let probe = format!("ws-probe-{}", std::process::id());
     let mut delivery = retell("call_ended", "call_probe", "");
     delivery.workspace = probe.clone();
-    assert_eq!(stack.post(delivery.request()).await.0, 404);
+    assert_eq!(stack.post(delivery.request()).await.0, 401);
     // An unmapped EventBridge event fails its invocation, with no workspace.
     let unmapped = json!({"id": "e-probe", "account": "999999999999", "source": "aws.connect",
         "detail-type": "Amazon Connect Contact Event", "detail": {}});

@@ -2,6 +2,8 @@
 //! the real SDK clients against the emulator: verified, rotated, refreshed,
 //! and a missing one answered 503 without ever logging a value.
 
+use std::time::Duration;
+
 use aws_sdk_ssm::types::ParameterType;
 use hookgate_core::Provider;
 use hookgate_core::secret::Secret;
@@ -195,4 +197,39 @@ async fn an_unresolvable_secret_is_503_with_the_reference_logged_and_nothing_wri
             .contains(&format!("ssm:{missing}")),
         "{alarm}"
     );
+}
+
+#[tokio::test]
+async fn a_failing_secret_is_asked_for_once_per_backoff_not_once_per_request() {
+    use hookgate_adapters::{AwsSecrets, counter::RequestCounter};
+    use hookgate_core::secret::{SecretRef, SecretSource};
+
+    let name = prefix("backoff");
+    let aws = Emulator::shared().function_config("ingress").await;
+    let requests = RequestCounter::default();
+    let ssm = aws_sdk_ssm::Client::from_conf(
+        aws_sdk_ssm::config::Builder::from(&aws)
+            .interceptor(requests.clone())
+            .build(),
+    );
+    let secrets = AwsSecrets::new(
+        ssm,
+        aws_sdk_secretsmanager::Client::new(&aws),
+        Duration::from_secs(300),
+    )
+    .with_failure_backoff(Duration::from_secs(1));
+    let reference = SecretRef::parse(&format!("ssm:{name}")).unwrap();
+    // A flood of forged deliveries against a missing parameter.
+    for _ in 0..5 {
+        assert!(secrets.resolve(&reference).await.is_err());
+    }
+    assert_eq!(requests.get(), 1, "one lookup for the whole burst");
+    // Fixed: picked up once the backoff has passed.
+    put_parameter(&name, "key_now_there").await;
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    assert_eq!(
+        secrets.resolve(&reference).await.unwrap().expose(),
+        b"key_now_there"
+    );
+    assert_eq!(requests.get(), 2);
 }

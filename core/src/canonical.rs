@@ -1,0 +1,43 @@
+//! Canonical forms of a payload: one text for every serialization of the
+//! same content, so a re-serialized copy (Lambda's on-failure record, a
+//! re-injection, a provider's retry that reorders or respaces) is stored and
+//! hashed as the same payload, never as a collision.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+/// `value` with every object's keys sorted (at every depth).
+pub fn sorted(value: Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let ordered: BTreeMap<String, Value> =
+                map.into_iter().map(|(k, v)| (k, sorted(v))).collect();
+            Value::Object(ordered.into_iter().collect())
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(sorted).collect()),
+        other => other,
+    }
+}
+
+/// The canonical text of a JSON body: keys sorted, no insignificant
+/// whitespace. The error names the position, never the text.
+pub fn json(body: &[u8]) -> Result<String, String> {
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|e| format!("not JSON (line {} column {})", e.line(), e.column()))?;
+    Ok(sorted(value).to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reordered_and_respaced_json_has_one_canonical_text() {
+        let a = json(br#"{"b": 1, "a": {"d": [1, {"f": 2, "e": 3}], "c": null}}"#).unwrap();
+        let b = json(br#"{"a":{"c":null,"d":[1,{"e":3,"f":2}]},"b":1}"#).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(a, r#"{"a":{"c":null,"d":[1,{"e":3,"f":2}]},"b":1}"#);
+        assert!(json(b"{nope").unwrap_err().starts_with("not JSON"));
+    }
+}
