@@ -1,7 +1,7 @@
 //! The Inbox table over DynamoDB: one conditional put per first delivery, one
 //! update per repeat.
 //!
-//! Item layout (DESIGN.md, "Inbox table"): the collision is kept as two flat
+//! Item layout (docs/design.md, "Inbox table"): the collision is kept as two flat
 //! attributes, `collision_first_sha256` and `collision_count`, because one
 //! UpdateExpression cannot both create a map and increment a path inside it.
 
@@ -175,7 +175,12 @@ impl InboxStore for DynamoInbox {
         out.item().map(from_item).transpose()
     }
 
-    async fn reopen(&self, pk: &InboxPk, now: Timestamp) -> Result<(), StoreError> {
+    async fn reopen(
+        &self,
+        pk: &InboxPk,
+        now: Timestamp,
+        expires_at: Timestamp,
+    ) -> Result<(), StoreError> {
         let result = self
             .client
             .update_item()
@@ -183,8 +188,10 @@ impl InboxStore for DynamoInbox {
             .key("pk", s(pk.to_string()))
             .condition_expression("attribute_exists(pk) AND #status <> :received")
             .update_expression(
-                "SET #status = :received, pending_bucket = :bucket, pending_since = :now REMOVE status_reason",
+                "SET #status = :received, pending_bucket = :bucket, pending_since = :now, \
+                 expires_at = :expires REMOVE status_reason",
             )
+            .expression_attribute_values(":expires", n(expires_at.as_secs()))
             .expression_attribute_names("#status", "status")
             .expression_attribute_values(":received", s(InboxStatus::Received.as_str()))
             .expression_attribute_values(":bucket", s(hookgate_core::inbox::pending_bucket(pk)))

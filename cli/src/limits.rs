@@ -1,7 +1,8 @@
-//! Lambda's limits, for every host that is not Lambda: `hookgate local`, the
-//! demo and the test pipeline run each function under the settings the
-//! *transformed* template gives it, as `scripts/provision.py` reads them
-//! (`HOOKGATE_LOCAL_FUNCTIONS`).
+//! Lambda's limits, for every host that is not Lambda: `hookgate local` and
+//! the demo run the SQS-fed functions (action, dlq-triage) and the sweep
+//! under the settings the *transformed* template gives them, as
+//! `scripts/provision.py` reads them (`HOOKGATE_LOCAL_FUNCTIONS`); the test
+//! pipeline runs the action and triage functions under them.
 //!
 //! - Its `Timeout` cuts an invocation off. As in AWS, a cut-off SQS batch
 //!   reports nothing, so every message of it returns after its visibility

@@ -320,7 +320,9 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
             (Some(id), _) => Ok(Reconciled::Completed(id.to_owned())),
             (None, None) => unreachable!("not found always names the record to re-queue"),
             (None, Some(pk)) => {
-                self.inbox.reopen(&pk, now).await?;
+                self.inbox
+                    .reopen(&pk, now, now.plus(self.config.inbox_ttl))
+                    .await?;
                 self.queue
                     .send(
                         &QueueMessage::for_event(&pk, Origin::Http),
@@ -333,8 +335,9 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         }
     }
 
-    /// The inbox record of `pk`, refused when TTL has removed it or is about
-    /// to (DynamoDB deletes expired items up to days after `expires_at`).
+    /// The inbox record of `pk`, refused when its TTL has passed (DynamoDB
+    /// deletes expired items up to days after `expires_at`). A live one is
+    /// re-opened with a fresh TTL, so it cannot expire during the re-run.
     async fn live_record(
         &self,
         pk: &InboxPk,
@@ -375,7 +378,9 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         }
         // The event may have been settled (FAILED and UNCERTAIN actions settle
         // it): open it again so the worker processes the re-injected message.
-        self.inbox.reopen(&pk, now).await?;
+        self.inbox
+            .reopen(&pk, now, now.plus(self.config.inbox_ttl))
+            .await?;
         let origin = if item.source == TriageSource::IngressAsyncFailure {
             Origin::Eventbridge
         } else {

@@ -73,7 +73,10 @@ fn unresolvable(secret: &SecretRef, template_env: &BTreeSet<String>) -> Option<S
         SecretRef::Ssm(path) if !path.starts_with(SSM_PREFIX) => Some(format!(
             "the functions' roles read SSM parameters under {SSM_PREFIX} only"
         )),
-        SecretRef::SecretsManager { id, .. } if !id.starts_with(SECRETS_MANAGER_PREFIX) => {
+        SecretRef::SecretsManager { id, .. }
+            if !id.starts_with(SECRETS_MANAGER_PREFIX)
+                && !id.contains(&format!(":secret:{SECRETS_MANAGER_PREFIX}")) =>
+        {
             Some(format!(
                 "the functions' roles read Secrets Manager secrets named {SECRETS_MANAGER_PREFIX}… only"
             ))
@@ -83,14 +86,24 @@ fn unresolvable(secret: &SecretRef, template_env: &BTreeSet<String>) -> Option<S
 }
 
 fn is_loopback(url: &str) -> bool {
-    let host = url
+    let authority = url
         .split("://")
         .nth(1)
         .unwrap_or(url)
-        .split(['/', ':'])
+        .split(['/', '?'])
         .next()
-        .unwrap_or_default();
-    host == "localhost" || host.starts_with("127.") || host == "[" || url.contains("://[::1]")
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default().to_owned(),
+        None => authority.split(':').next().unwrap_or_default().to_owned(),
+    };
+    host == "localhost"
+        || host.ends_with(".localhost")
+        || (host.starts_with("127.") && host.bytes().all(|b| b.is_ascii_digit() || b == b'.'))
+        || host == "0.0.0.0"
+        || host == "::1"
+        || host.starts_with("::ffff:127.")
 }
 
 #[cfg(test)]
@@ -147,8 +160,19 @@ mod tests {
         ] {
             assert_eq!(unresolvable(&SecretRef::parse(fine).unwrap(), &env), None);
         }
-        assert!(is_loopback("http://127.0.0.1:8788"));
-        assert!(is_loopback("http://localhost/x"));
+        let arn = "secretsmanager:arn:aws:secretsmanager:us-east-1:1:secret:hookgate/crm-AbCdEf";
+        assert_eq!(unresolvable(&SecretRef::parse(arn).unwrap(), &env), None);
+        for local in [
+            "http://127.0.0.1:8788",
+            "http://localhost/x",
+            "http://LOCALHOST:80",
+            "http://0.0.0.0:8080",
+            "http://[::1]:80/",
+            "http://[::ffff:127.0.0.1]/",
+        ] {
+            assert!(is_loopback(local), "{local}");
+        }
         assert!(!is_loopback("https://crm.example.com/api"));
+        assert!(!is_loopback("https://127.example.com/"));
     }
 }

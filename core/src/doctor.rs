@@ -71,8 +71,23 @@ pub const REQUIRED_ALARMS: &[(&str, &str, &str)] = &[
         "ApproximateAgeOfOldestMessage",
         "a queue triage must drain",
     ),
+    (
+        "AWS/SQS",
+        "NumberOfMessagesSent",
+        "the ingress's on-failure queue",
+    ),
+    (
+        "AWS/Events",
+        "InvocationsSentToDlq",
+        "the rule's dead letters",
+    ),
     ("AWS/Lambda", "Errors", "function errors"),
     ("AWS/Lambda", "Throttles", "function throttles"),
+    (
+        "AWS/Lambda",
+        "DestinationDeliveryFailures",
+        "the on-failure destination",
+    ),
 ];
 
 /// One check's verdict.

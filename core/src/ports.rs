@@ -72,12 +72,14 @@ pub trait InboxStore: Send + Sync {
     ) -> impl Future<Output = Result<Vec<(InboxPk, Origin)>, StoreError>> + Send;
 
     /// Puts a settled record back to RECEIVED (and into the pending index)
-    /// so a re-injected message is processed again; a RECEIVED record is left
-    /// as it is.
+    /// so a re-injected message is processed again, living at least until
+    /// `expires_at` (the re-run must be recognised for a whole retry window
+    /// again); a RECEIVED record is left as it is.
     fn reopen(
         &self,
         pk: &InboxPk,
         now: Timestamp,
+        expires_at: Timestamp,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// Moves a RECEIVED record to `status` (with `reason`) and takes it out of

@@ -40,6 +40,11 @@ export const APP_FUNCTIONS = {
   ops: 'OpsFunction',
 }
 export const OPERATOR_APP = 'operator'
+// The callers that are not a function: the tests' and the demo's own setup
+// and inspection, the local runner's stand-in for EventBridge invoking the
+// ingress, and boto3 provisioning (no app name). Any other app is a finding:
+// a function's code path whose clients are not tagged would otherwise escape.
+export const HARNESS_APPS = new Set(['hookgate-tests', 'hookgate-demo', 'hookgate-local', 'local-rule', 'other'])
 // Requests the emulator serves for itself (request counts), not AWS APIs.
 const EMULATOR_PREFIX = 'hookgate-emulator:'
 
@@ -271,8 +276,13 @@ async function main() {
   for (const call of calls) if (aliases[call.app]) call.app = aliases[call.app]
   const perApp = {}
   const ignored = {}
+  const unknownApps = {}
   const distinct = new Map()
   for (const call of calls) {
+    if (!call.action.startsWith(EMULATOR_PREFIX) && !who[call.app] && !HARNESS_APPS.has(call.app)) {
+      unknownApps[call.app] = (unknownApps[call.app] ?? 0) + 1
+      continue
+    }
     if (call.action.startsWith(EMULATOR_PREFIX) || !who[call.app]) {
       ignored[call.app] = (ignored[call.app] ?? 0) + 1
       continue
@@ -343,6 +353,7 @@ async function main() {
     line(`${title} (${rows.length})${rows.length ? ':' : ''}`)
     for (const r of rows) line(`  ${fmt(r)}`)
   }
+  section('UNKNOWN CALLERS', Object.entries(unknownApps), ([a, n]) => `${a}: ${n} calls (tag its clients with a function's name, or list it as a harness app)`)
   section('DENIED', denied, (d) => `${d.app}  ${d.action}  ${d.deployed}  [${d.result}; recorded ${d.recorded}, ${d.count}x]`)
   section('UNMAPPED RESOURCES', unmapped, (u) => `${u.app}  ${u.action}  ${u.recorded || '-'}  (${u.error})`)
   section('INVALID REQUESTS', invalid, (u) => `${u.app}  ${u.action}  ${u.deployed}  (${u.error})`)
@@ -353,6 +364,7 @@ async function main() {
     section('note: reasons for Sids with no unexercised grant (all exercised, or the statement is absent under the default parameters)', staleReasons, (s) => `${s.principal}  ${s.sid}`)
   }
   const failures = []
+  if (Object.keys(unknownApps).length) failures.push(`${Object.keys(unknownApps).length} unknown callers`)
   if (denied.length) failures.push(`${denied.length} denied`)
   if (unmapped.length) failures.push(`${unmapped.length} unmapped`)
   if (invalid.length) failures.push(`${invalid.length} invalid`)

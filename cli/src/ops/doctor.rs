@@ -17,9 +17,9 @@ impl<E: EventIngress> Ops<E> {
     /// target is the ingress, when there is one (its retry window and
     /// dead-letter queue are read); `functions` the deployed ingress and
     /// action functions, whose async MaximumEventAge and timeout are then read
-    /// from Lambda instead of taken from the configuration; `stack` the prefix
-    /// of the stack's alarm names (CloudFormation names them
-    /// `{stack}-{LogicalId}-…`), whose alarms are then checked.
+    /// from Lambda instead of taken from the configuration; `stack` the
+    /// stack's name: its alarms (CloudFormation names them
+    /// `{stack}-{LogicalId}-…`) are then checked.
     pub async fn doctor(
         &self,
         rule: Option<(&str, &str)>,
@@ -67,7 +67,7 @@ impl<E: EventIngress> Ops<E> {
             facts.rule_dead_letter = Some(dead_letter);
         }
         if let Some(prefix) = stack {
-            facts.alarms = Some(self.alarms(prefix).await?);
+            facts.alarms = Some(self.alarms(&format!("{prefix}-")).await?);
         }
         if let Some((ingress, action)) = functions {
             let invoke = self
@@ -162,9 +162,17 @@ impl<E: EventIngress> Ops<E> {
     }
 
     /// The queue behind `arn` (a dead-letter queue), and whether it has a
-    /// redrive policy.
+    /// redrive policy (a queue that cannot be read has none: the check fails
+    /// with the rest of the report intact).
     async fn dlq_redrives(&self, arn: &str) -> anyhow::Result<(String, bool)> {
         let name = arn.rsplit(':').next().unwrap_or_default();
+        match self.read_redrive(name).await {
+            Ok(redrives) => Ok((name.to_owned(), redrives)),
+            Err(e) => Ok((format!("{name} (unreadable: {e})"), false)),
+        }
+    }
+
+    async fn read_redrive(&self, name: &str) -> anyhow::Result<bool> {
         let url = self.sqs.get_queue_url().queue_name(name).send().await?;
         let attrs = self
             .sqs
@@ -173,10 +181,9 @@ impl<E: EventIngress> Ops<E> {
             .attribute_names(QueueAttributeName::RedrivePolicy)
             .send()
             .await?;
-        let redrives = attrs
+        Ok(attrs
             .attributes()
-            .is_some_and(|a| a.contains_key(&QueueAttributeName::RedrivePolicy));
-        Ok((name.to_owned(), redrives))
+            .is_some_and(|a| a.contains_key(&QueueAttributeName::RedrivePolicy)))
     }
 
     /// The alarms whose names start with `prefix`.

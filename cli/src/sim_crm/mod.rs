@@ -1,7 +1,7 @@
 //! A simulated CRM on loopback that honours the three destination strategies
 //! and injects faults — the downstream of tests and `make demo`.
 //!
-//! Endpoints (DESIGN.md, "Simulated CRM"):
+//! Endpoints (docs/design.md, "Simulated CRM"):
 //! - `POST /tasks` honouring `Idempotency-Key` (replays the first answer for a
 //!   key; the same key with another body is 422), and `GET /tasks?external_ref=`
 //!   to look a task up by its external reference (`action_key` of the body);

@@ -495,16 +495,36 @@ async fn approving_a_permanent_failure_reopens_the_action_and_performs_it_once()
         (TriageClass::Poison, TriageSource::Worker)
     );
 
+    let before = p
+        .stack
+        .record("ws-1#retell#call_analyzed:call_tf")
+        .await
+        .unwrap()
+        .expires_at;
+    // Decided a minute later (the clock is the caller's).
+    let approved_at = Timestamp::now().plus(Duration::from_secs(60));
     let done = p
         .approvals
         .approve(
             &held[0].id,
             "dev@example.com",
             "CRM validation fixed",
-            Timestamp::now(),
+            approved_at,
         )
         .await
         .unwrap();
+    // Re-opened with a fresh TTL: the re-run is recognised for a whole window.
+    let reopened = p
+        .stack
+        .record("ws-1#retell#call_analyzed:call_tf")
+        .await
+        .unwrap()
+        .expires_at;
+    assert!(reopened > before, "{reopened:?} after {before:?}");
+    assert_eq!(
+        reopened.as_secs(),
+        approved_at.plus(p.stack.config.inbox_ttl).as_secs()
+    );
     assert_eq!(
         done,
         Reinjected::Queued {
