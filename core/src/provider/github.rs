@@ -4,10 +4,16 @@
 //! webhook secret's UTF-8 bytes. GitHub signs no timestamp, so there is no
 //! replay window to check: replays are caught by the inbox's event key.
 //!
-//! Event key: `{X-GitHub-Hook-ID}:{X-GitHub-Delivery}` — the delivery GUID is
-//! shared by every hook that receives the same event, so alone it would merge
-//! two hooks' deliveries. Event type: `X-GitHub-Event`, followed by
-//! `.{action}` when the body has one (`issues.opened`).
+//! Trust model: GitHub's MAC covers the body only. `X-GitHub-Delivery`,
+//! `X-GitHub-Hook-ID` and `X-GitHub-Event` are not signed, and GitHub signs no
+//! time, so anything taken from them is the sender's to choose: a captured
+//! delivery could be replayed under fresh delivery ids, each a "new" event.
+//! So the event key is bound to what is signed: `body-{first 32 hex of
+//! sha256(body)}`. A replay, or a redelivery (GitHub keeps the GUID and the
+//! body), is a duplicate; one event delivered to two hooks of one workspace is
+//! one event. The event type is `X-GitHub-Event` (`.{action}` appended when
+//! the body has one: `issues.opened`), refused when the body's shape says it
+//! is another event (`issues` over a body carrying only a `pull_request`).
 
 use serde::Deserialize;
 
@@ -42,11 +48,44 @@ struct Body<'a> {
     action: Option<std::borrow::Cow<'a, str>>,
 }
 
+/// Known events and the top-level field only their bodies carry.
+const SHAPES: &[(&str, &str)] = &[
+    ("issues", "issue"),
+    ("issue_comment", "comment"),
+    ("pull_request", "pull_request"),
+    ("pull_request_review", "review"),
+    ("push", "commits"),
+    ("release", "release"),
+    ("workflow_run", "workflow_run"),
+    ("check_run", "check_run"),
+    ("check_suite", "check_suite"),
+];
+
+/// Refuses an unsigned `X-GitHub-Event` that the signed body contradicts: the
+/// body lacks the event's own field and carries another known event's.
+fn check_shape(event: &str, body: &[u8]) -> Result<(), ParseError> {
+    let Some((_, own)) = SHAPES.iter().find(|(name, _)| *name == event) else {
+        return Ok(());
+    };
+    let fields: std::collections::BTreeMap<String, serde::de::IgnoredAny> = parse_json(body)?;
+    let other = SHAPES
+        .iter()
+        .any(|(name, field)| *name != event && fields.contains_key(*field));
+    if !fields.contains_key(*own) && other {
+        return Err(ParseError::Invalid(
+            "X-GitHub-Event",
+            "the event the signed body is",
+        ));
+    }
+    Ok(())
+}
+
 pub fn identify(d: &Delivery<'_>) -> Result<Identity, ParseError> {
     let text =
         |name: &'static str| required(d.headers.get(name).and_then(|v| v.to_str().ok()), name);
     let event = text(EVENT)?;
-    let key = format!("{}:{}", text(HOOK_ID)?, text(DELIVERY)?);
+    check_shape(event, d.body)?;
+    let key = format!("body-{}", &crypto::sha256_hex(d.body)[..32]);
     let body: Body<'_> = parse_json(d.body)?;
     let event_type = match body.action.as_deref() {
         Some(action) if !action.is_empty() => format!("{event}.{action}"),
@@ -122,13 +161,14 @@ mod tests {
     }
 
     #[test]
-    fn two_hooks_receiving_one_delivery_get_two_keys() {
+    fn the_key_is_bound_to_the_signed_body_not_the_unsigned_headers() {
         let body = br#"{"action":"opened","issue":{}}"#;
         let mut keys = Vec::new();
-        for hook in ["111", "222"] {
+        // Two hooks, or a replay under a fresh delivery id: the same event.
+        for (hook, delivery) in [("111", "guid-a"), ("222", "guid-b")] {
             let h = headers(&[
                 (EVENT, "issues".to_owned()),
-                (DELIVERY, "72d3162e-cc78-11e3-81ab-4c9367dc0958".to_owned()),
+                (DELIVERY, delivery.to_owned()),
                 (HOOK_ID, hook.to_owned()),
             ]);
             let id = identify(&Delivery {
@@ -140,8 +180,37 @@ mod tests {
             assert_eq!(id.event_type, "issues.opened");
             keys.push(id.event_key);
         }
-        assert_eq!(keys[0].as_str(), "111:72d3162e-cc78-11e3-81ab-4c9367dc0958");
-        assert_ne!(keys[0], keys[1]);
+        assert_eq!(keys[0], keys[1]);
+        let expected = format!("body-{}", &crypto::sha256_hex(body)[..32]);
+        assert_eq!(keys[0].as_str(), expected);
+    }
+
+    #[test]
+    fn an_event_header_the_body_contradicts_is_refused() {
+        let h = headers(&[(EVENT, "issues".to_owned())]);
+        let pr = br#"{"action":"opened","pull_request":{"number":1}}"#;
+        assert_eq!(
+            identify(&Delivery {
+                headers: &h,
+                body: pr,
+                url: ""
+            }),
+            Err(ParseError::Invalid(
+                "X-GitHub-Event",
+                "the event the signed body is"
+            ))
+        );
+        // A comment on an issue carries both: not a contradiction.
+        let h = headers(&[(EVENT, "issue_comment".to_owned())]);
+        let comment = br#"{"action":"created","issue":{},"comment":{}}"#;
+        assert!(
+            identify(&Delivery {
+                headers: &h,
+                body: comment,
+                url: ""
+            })
+            .is_ok()
+        );
     }
 
     #[test]
@@ -158,14 +227,14 @@ mod tests {
         })
         .unwrap();
         assert_eq!(id.event_type, "push");
-        let h = headers(&[(EVENT, "push".to_owned())]);
+        let h = headers(&[(DELIVERY, "d1".to_owned())]);
         assert_eq!(
             identify(&Delivery {
                 headers: &h,
                 body: b"{}",
                 url: ""
             }),
-            Err(ParseError::MissingField(HOOK_ID))
+            Err(ParseError::MissingField(EVENT))
         );
     }
 }

@@ -80,6 +80,7 @@ fn default_tolerance() -> i64 {
 enum Part<'a> {
     Text(&'a str),
     Timestamp,
+    MessageId,
     Body,
 }
 
@@ -106,6 +107,21 @@ impl HmacScheme {
                 "signed_payload uses {timestamp} exactly when timestamp_header is set".into(),
             );
         }
+        // An event key from a header the MAC does not cover would let anyone
+        // replay a captured delivery under new ids, each a new event.
+        if self.signed_payload.contains("{message_id}") != self.message_id_header.is_some() {
+            return Err(
+                "signed_payload uses {message_id} exactly when message_id_header is set \
+                 (an unsigned message id lets a captured delivery replay under new ids)"
+                    .into(),
+            );
+        }
+        if !(0..=86_400).contains(&self.tolerance_secs) {
+            return Err(format!(
+                "tolerance_secs {} is not between 0 and 86400",
+                self.tolerance_secs
+            ));
+        }
         if self.message_id_header.is_none() && self.event_key_pointers.is_empty() {
             return Err(
                 "set message_id_header or event_key_pointers: the event key comes from one".into(),
@@ -129,6 +145,8 @@ impl HmacScheme {
             let (text, tail) = rest.split_at(start);
             let (part, len) = if tail.starts_with("{timestamp}") {
                 (Part::Timestamp, "{timestamp}".len())
+            } else if tail.starts_with("{message_id}") {
+                (Part::MessageId, "{message_id}".len())
             } else if tail.starts_with("{body}") {
                 (Part::Body, "{body}".len())
             } else {
@@ -146,13 +164,14 @@ impl HmacScheme {
         parts
     }
 
-    fn mac(&self, key: &[u8], timestamp: &str, body: &[u8]) -> Vec<u8> {
+    fn mac(&self, key: &[u8], timestamp: &str, message_id: &str, body: &[u8]) -> Vec<u8> {
         let parts: Vec<&[u8]> = self
             .parts()
             .into_iter()
             .map(|p| match p {
                 Part::Text(t) => t.as_bytes(),
                 Part::Timestamp => timestamp.as_bytes(),
+                Part::MessageId => message_id.as_bytes(),
                 Part::Body => body,
             })
             .collect();
@@ -169,6 +188,7 @@ impl HmacScheme {
         // the error variants carry.
         const SIG: &str = "signature header";
         const TS: &str = "timestamp header";
+        const ID: &str = "message id header";
         let value = d
             .headers
             .get(self.signature_header.as_str())
@@ -204,11 +224,20 @@ impl HmacScheme {
             }
             None => "",
         };
+        let message_id = match &self.message_id_header {
+            Some(name) => d
+                .headers
+                .get(name.as_str())
+                .ok_or(VerifyError::MissingHeader(ID))?
+                .to_str()
+                .map_err(|_| VerifyError::MalformedHeader(ID))?,
+            None => "",
+        };
         any_match(
             &[got],
             secrets
                 .iter()
-                .map(|s| self.mac(s.expose(), timestamp, d.body)),
+                .map(|s| self.mac(s.expose(), timestamp, message_id, d.body)),
         )
     }
 
@@ -257,7 +286,12 @@ impl HmacScheme {
         } else {
             ""
         };
-        let mac = self.mac(req.secret.expose(), ts, req.body);
+        let message_id = self
+            .message_id_header
+            .as_ref()
+            .map(|_| req.id_or_derived("msg_"))
+            .unwrap_or_default();
+        let mac = self.mac(req.secret.expose(), ts, &message_id, req.body);
         let encoded = match self.encoding {
             Encoding::Hex => hex::encode(mac),
             Encoding::Base64 => B64.encode(mac),
@@ -270,7 +304,7 @@ impl HmacScheme {
             headers.push((name.clone(), timestamp.clone()));
         }
         if let Some(name) = &self.message_id_header {
-            headers.push((name.clone(), req.id_or_derived("msg_")));
+            headers.push((name.clone(), message_id));
         }
         headers
     }
@@ -382,14 +416,22 @@ mod tests {
             algorithm = "sha1"
             encoding = "base64"
             message_id_header = "x-msg-id"
+            signed_payload = "{message_id}.{body}"
             "#,
         )
         .unwrap();
+        // base64(hmac.new(SECRET, b"m-1." + BODY, "sha1").digest()), by Python.
         let pairs = [
-            ("x-hub-sig", "mR8Q6w9BwEY5DPbTQoKdtdq6Cno=".to_owned()),
+            ("x-hub-sig", "arK1s5TDmRtXMtWW9yujuppNO5A=".to_owned()),
             ("x-msg-id", "m-1".to_owned()),
         ];
         assert_eq!(check(&s, &pairs, BODY, Timestamp::from_secs(0)), Ok(()));
+        // The same delivery replayed under a new id does not verify.
+        let replayed = [pairs[0].clone(), ("x-msg-id", "m-2".to_owned())];
+        assert_eq!(
+            check(&s, &replayed, BODY, Timestamp::from_secs(0)),
+            Err(VerifyError::NoMatch)
+        );
         let h = headers(&pairs);
         let id = s
             .identify(&Delivery {
@@ -449,5 +491,16 @@ mod tests {
             err("signature_header = \"x\"\nmessage_id_header = \"m\"\nalgorithm = \"md5\"")
                 .contains("md5")
         );
+        // A message id the MAC does not cover is refused.
+        assert!(
+            err("signature_header = \"x\"\nmessage_id_header = \"m\"")
+                .contains("{message_id} exactly when message_id_header is set")
+        );
+        for tolerance in ["-1", "86401", "9223372036854775807"] {
+            let text = format!(
+                "signature_header = \"x\"\nevent_key_pointers = [\"/a\"]\ntolerance_secs = {tolerance}"
+            );
+            assert!(err(&text).contains("between 0 and 86400"), "{tolerance}");
+        }
     }
 }

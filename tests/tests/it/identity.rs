@@ -94,7 +94,8 @@ async fn every_provider_stores_its_event_under_its_documented_key() {
             "WS1_GITHUB",
             r#"{"action":"opened"}"#,
             "guid-1",
-            "4242:guid-1",
+            // sha256 of the body: GitHub signs only the body.
+            "body-d592421cfe150deec6c49b8989cc9947",
         ),
         (
             Provider::Stripe,
