@@ -109,7 +109,11 @@ impl TriageStore for DynamoTriage {
             .send()
             .await
             .map_err(unavailable)?;
-        out.item().map(from_item).transpose()
+        // Alert markers share the table but are no items.
+        out.item()
+            .filter(|item| item.contains_key("class"))
+            .map(from_item)
+            .transpose()
     }
 
     async fn list(&self, status: TriageStatus) -> Result<Vec<TriageItem>, StoreError> {

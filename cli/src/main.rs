@@ -296,6 +296,9 @@ fn main() -> anyhow::Result<()> {
         }
         Command::CheckConfig { config, deploy } => {
             let config = load_config(config.as_ref())?;
+            for warning in config.warnings() {
+                eprintln!("warning: {warning}");
+            }
             if let Some(names) = deploy {
                 let env = names.split(',').map(str::to_owned).collect();
                 let problems = hookgate_core::deployable::problems(&config, &env);

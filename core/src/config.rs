@@ -67,6 +67,16 @@ pub enum ConfigError {
         event: String,
     },
     #[error(
+        "lease of {lease_ms} ms is shorter than the {budget_ms} ms an action at destination \
+         {destination:?} may take (twice its timeout_ms, plus the ledger's margin): another \
+         attempt could take it over mid-call; raise HOOKGATE_LEASE_SECS"
+    )]
+    LeaseTooShort {
+        lease_ms: u128,
+        budget_ms: u128,
+        destination: String,
+    },
+    #[error(
         "the action queue's visibility timeout of {visibility_secs} s is shorter than the action \
          function's timeout of {timeout_secs} s: a message would return while it is still being \
          processed (AWS also refuses such an event source mapping)"
@@ -315,7 +325,42 @@ impl Config {
             path: path.clone(),
             reason: e.to_string(),
         })?;
-        Self::from_toml(&text, |name| std::env::var(name).ok())
+        let config = Self::from_toml(&text, |name| std::env::var(name).ok())?;
+        for warning in config.warnings() {
+            tracing::warn!(warning, "configuration");
+        }
+        Ok(config)
+    }
+
+    /// What loads but deserves a look: a secret reference shared by two
+    /// workspaces (a delivery signed for one verifies at the other's URL too,
+    /// so it is stored under whichever workspace the URL names; a rule's
+    /// `correlate` pointer is what keeps such an event from acting for the
+    /// wrong workspace).
+    pub fn warnings(&self) -> Vec<String> {
+        let mut users: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (id, workspace) in &self.workspaces {
+            for (provider, binding) in &workspace.providers {
+                for secret in &binding.secrets {
+                    users
+                        .entry(secret.to_string())
+                        .or_default()
+                        .push(format!("{id}/{provider}"));
+                }
+            }
+        }
+        users
+            .into_iter()
+            .filter(|(_, users)| users.len() > 1)
+            .map(|(secret, mut users)| {
+                users.sort();
+                format!(
+                    "secret {secret} is shared by {}: each accepts the other's deliveries; \
+                     give each workspace its own secret, or set `correlate` on its rules",
+                    users.join(", ")
+                )
+            })
+            .collect()
     }
 
     /// Parses and validates `text`, with `env` supplying `HOOKGATE_*`
@@ -496,6 +541,19 @@ impl Config {
     /// (they run one after another), and the queue does not return a message
     /// before the function's timeout.
     fn check_action_timeout(&self) -> Result<(), ConfigError> {
+        if let Some((destination, budget)) = self
+            .destinations
+            .keys()
+            .map(|d| (d, self.action_budget(d)))
+            .max_by_key(|(_, budget)| *budget)
+            && budget > self.lease
+        {
+            return Err(ConfigError::LeaseTooShort {
+                lease_ms: self.lease.as_millis(),
+                budget_ms: budget.as_millis(),
+                destination: destination.clone(),
+            });
+        }
         if let Some(q) = self.action_queue
             && q.visibility < self.action_timeout
         {
@@ -925,6 +983,45 @@ mod tests {
     "#;
 
     #[test]
+    fn a_secret_shared_by_two_workspaces_is_warned_about() {
+        let text = format!(
+            "{BASE}\n[workspaces.ws-2.retell]\nsecrets = [\"env:A\"]\nevent_types = [\"call_ended\"]\n"
+        );
+        let c = Config::from_toml(&text, no_env).unwrap();
+        assert_eq!(
+            c.warnings(),
+            [
+                "secret env:A is shared by ws-1/retell, ws-2/retell: each accepts the other's \
+              deliveries; give each workspace its own secret, or set `correlate` on its rules"
+            ]
+        );
+        assert!(
+            Config::from_toml(BASE, no_env)
+                .unwrap()
+                .warnings()
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_lease_shorter_than_an_action_at_its_worst_is_refused() {
+        let text = format!("{BASE}\n{TWO_ACTIONS}");
+        let env = |name: &str| match name {
+            "HOOKGATE_LEASE_SECS" => Some("10".to_owned()),
+            "HOOKGATE_ACTION_TIMEOUT_SECS" => Some("40".to_owned()),
+            _ => None,
+        };
+        assert_eq!(
+            Config::from_toml(&text, env).unwrap_err(),
+            ConfigError::LeaseTooShort {
+                lease_ms: 10_000,
+                budget_ms: 16_500,
+                destination: "crm".into()
+            }
+        );
+    }
+
+    #[test]
     fn actions_that_cannot_fit_the_function_timeout_are_refused() {
         let text = format!("{BASE}\n{TWO_ACTIONS}");
         // Two actions × (2 × 8 s + 0.5 s) + 0.5 s = 33.5 s > the 30 s default.
@@ -941,7 +1038,10 @@ mod tests {
         // Exactly the worst case: refused too (nothing could start in time).
         let exact = |name: &str| (name == "HOOKGATE_ACTION_TIMEOUT_SECS").then(|| "33".to_owned());
         assert!(Config::from_toml(&text, exact).is_err());
-        let roomy = |name: &str| (name == "HOOKGATE_ACTION_TIMEOUT_SECS").then(|| "34".to_owned());
+        let roomy = |name: &str| match name {
+            "HOOKGATE_ACTION_TIMEOUT_SECS" => Some("34".to_owned()),
+            _ => None,
+        };
         let c = Config::from_toml(&text, roomy).unwrap();
         assert_eq!(c.action_budget("crm"), Duration::from_millis(16_500));
     }

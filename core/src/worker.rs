@@ -9,7 +9,7 @@
 //! problem returns the message to the queue; everything else is settled and
 //! the message deleted.
 
-use std::{collections::HashMap, sync::Arc};
+use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use crate::{
     InboxPk, Timestamp,
@@ -183,6 +183,9 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
         let mut retries = Vec::new();
         let mut worst_end = now;
         for request in &requests {
+            // This action starts at the latest when the ones before it end at
+            // their worst: its lease runs from then, not from the message's start.
+            let lease = self.config.lease + worst_end.since(now);
             worst_end = worst_end.plus(self.config.action_budget(&request.destination));
             if deadline.is_some_and(|d| worst_end > d) {
                 retries.push(format!(
@@ -191,8 +194,9 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
                 ));
                 break;
             }
-            if let ActionOutcome::Retry(reason) =
-                self.run_action(request, &inbox_pk, owner, now).await?
+            if let ActionOutcome::Retry(reason) = self
+                .run_action(request, &inbox_pk, owner, now, lease)
+                .await?
             {
                 retries.push(format!("{}: {reason}", request.key));
             }
@@ -213,6 +217,7 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
         inbox_pk: &str,
         owner: &str,
         now: Timestamp,
+        lease: Duration,
     ) -> Result<ActionOutcome, StoreError> {
         let key = &request.key;
         let reserved = self
@@ -222,7 +227,7 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
                 inbox_pk,
                 owner,
                 now,
-                self.config.lease,
+                lease,
                 self.config.ledger_retention,
             )
             .await?;

@@ -111,7 +111,17 @@ where
         _ => Value::Null,
     };
     let path = request.uri().path().to_owned();
-    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    // Each segment percent-decoded (an action key's `#` arrives as `%23`).
+    let decoded: Vec<String> = path
+        .trim_matches('/')
+        .split('/')
+        .map(|s| {
+            percent_encoding::percent_decode_str(s)
+                .decode_utf8_lossy()
+                .into_owned()
+        })
+        .collect();
+    let segments: Vec<&str> = decoded.iter().map(String::as_str).collect();
     let now = Timestamp::now();
     let method = request.method().as_str();
     let response = match (method, segments.as_slice()) {
@@ -169,7 +179,7 @@ where
             }
         }
         ("POST", ["ops", "actions", key, "reconcile"]) => {
-            let Ok(key) = ActionKey::parse(&key.replace("%23", "#")) else {
+            let Ok(key) = ActionKey::parse(key) else {
                 return Ok(answer(400, json!({"error": "not an action key"})));
             };
             let found = body["found"].as_str();

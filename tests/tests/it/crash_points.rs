@@ -22,9 +22,11 @@ use crate::analyzed;
 const IDLE: Duration = Duration::from_secs(20);
 const KEY_PREFIX: &str = "ws-1#create_followup_task#";
 
-/// One lease second, so a crashed attempt's claim expires quickly.
+/// Two lease seconds (the shortest the pipeline's destinations allow: an
+/// action at its worst takes 1.7 s), so a crashed attempt's claim expires
+/// quickly.
 async fn pipeline(name: &str) -> Pipeline {
-    Pipeline::with_env(name, vec![("HOOKGATE_LEASE_SECS", "1".to_owned())]).await
+    Pipeline::with_env(name, vec![("HOOKGATE_LEASE_SECS", "2".to_owned())]).await
 }
 
 /// Asserts the end state every crash must reach: one task, a completed
@@ -212,7 +214,7 @@ async fn lookup_destination_crash_after_the_crm_answered_is_looked_up_not_create
     assert!(attempt.expect_err("the attempt crashed").is_panic());
     assert_eq!(p.sim.tasks().total, 1, "the CRM made the task");
     // The lease expires; the returned message's attempt takes over.
-    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    tokio::time::sleep(Duration::from_millis(2_100)).await;
     p.run_until_idle(IDLE).await;
     assert_one_lookup_task(&p, "bl-crash").await;
 }

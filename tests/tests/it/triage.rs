@@ -586,6 +586,26 @@ async fn the_ops_api_records_the_iam_caller_and_refuses_anonymous_callers() {
             ops_request(&id, decision, identity),
         )
     };
+    // Ids are percent-decoded; what is not an item is a 404, never a 500
+    // (the triage table also holds alert markers, `alert#…`).
+    let get = |path: String| {
+        let mut request = ops_request(&id, "approve", true);
+        *request.method_mut() = lambda_http::http::Method::GET;
+        *request.uri_mut() = path.parse().unwrap();
+        hookgate_ops::handle(&p.approvals, &ops_triage, request)
+    };
+    assert_eq!(
+        get(format!("/ops/triage/{id}")).await.unwrap().status(),
+        200
+    );
+    let marker = format!("/ops/triage/alert%23{id}");
+    assert_eq!(get(marker).await.unwrap().status(), 404);
+    let unknown = get("/ops/triage/no%20such%20item".into()).await.unwrap();
+    assert_eq!(unknown.status(), 404);
+    assert_eq!(
+        unknown.body(),
+        &lambda_http::Body::Text(r#"{"error":"no triage item no such item"}"#.into())
+    );
     // The held list, as the API shows it.
     let mut list = ops_request(&id, "approve", true);
     *list.method_mut() = lambda_http::http::Method::GET;
