@@ -8,7 +8,7 @@ use clap::{Args, Parser, Subcommand};
 use hookgate_cli::{
     limits::StackLimits,
     local::{Local, LocalQueues},
-    ops::{DeployedOps, Output, Selection, parse_age},
+    ops::{DeployedOps, Output, Plan, Selection, parse_age},
     sim_crm::SimCrm,
 };
 use hookgate_core::{
@@ -195,9 +195,16 @@ enum TriageCommand {
         /// Show what would be re-injected and each action's ledger state.
         #[arg(long)]
         dry_run: bool,
-        /// Carry out a bulk approval (without it, bulk is a dry run).
+        /// Carry out the approval. A bulk approval runs only a plan its dry
+        /// run wrote (`--plan FILE`).
         #[arg(long)]
         execute: bool,
+        /// With a (bulk) dry run: write the items it shows as a plan.
+        #[arg(long, value_name = "FILE")]
+        plan_out: Option<PathBuf>,
+        /// With --execute: approve exactly the plan's items.
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["ids", "class", "destination", "since"])]
+        plan: Option<PathBuf>,
         #[arg(long)]
         reason: String,
         /// Approvals per second at most.
@@ -360,16 +367,40 @@ fn main() -> anyhow::Result<()> {
                         execute,
                         reason,
                         rate,
+                        plan_out,
+                        plan,
                     } => {
+                        if let Some(path) = plan {
+                            let text = std::fs::read_to_string(&path)
+                                .with_context(|| format!("cannot read --plan {}", path.display()))?;
+                            let plan: Plan = serde_json::from_str(&text)
+                                .with_context(|| format!("{} is not a plan", path.display()))?;
+                            let dry = dry_run || !execute;
+                            return ops.triage_approve(&plan.ids, None, dry, &common.by, &reason, rate).await;
+                        }
                         let bulk = ids.is_empty();
+                        if bulk && execute && !dry_run {
+                            anyhow::bail!(
+                                "a bulk approval runs a reviewed plan: run it without --execute and with \
+                                 --plan-out FILE, read the plan, then --execute --plan FILE"
+                            );
+                        }
                         let selection = bulk.then_some(Selection {
                             class,
                             destination,
                             since,
                         });
                         let dry = dry_run || (bulk && !execute);
-                        ops.triage_approve(&ids, selection.as_ref(), dry, &common.by, &reason, rate)
-                            .await
+                        let output = ops
+                            .triage_approve(&ids, selection.as_ref(), dry, &common.by, &reason, rate)
+                            .await?;
+                        if let Some(path) = plan_out {
+                            let plan = Plan::of(&output, &reason);
+                            std::fs::write(&path, serde_json::to_string_pretty(&plan)? + "\n")
+                                .with_context(|| format!("cannot write --plan-out {}", path.display()))?;
+                            eprintln!("plan of {} items written to {}", plan.ids.len(), path.display());
+                        }
+                        Ok(output)
                     }
                     TriageCommand::Reject { id, reason } => {
                         ops.triage_reject(&id, &common.by, &reason).await

@@ -20,7 +20,7 @@ use hookgate_core::{
 };
 use serde_json::Value;
 
-pub use triage::Selection;
+pub use triage::{Plan, Selection};
 
 /// Exit codes.
 pub mod exit {

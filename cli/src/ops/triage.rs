@@ -13,6 +13,38 @@ use serde_json::{Value, json};
 
 use super::{Ops, Output, table, when};
 
+/// A bulk approval's plan: exactly the items its dry run showed. The CLI
+/// writes it with `--plan-out FILE` and executes exactly it with `--execute
+/// --plan FILE`, so what an operator reviewed is what runs: an item held
+/// after the dry run is not in it, and one decided meanwhile is reported, not
+/// re-decided.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Plan {
+    pub ids: Vec<String>,
+    pub reason: String,
+}
+
+impl Plan {
+    /// The plan of a dry run's output.
+    pub fn of(dry_run: &Output, reason: &str) -> Plan {
+        let ids = dry_run
+            .json
+            .as_array()
+            .map(|items| {
+                items
+                    .iter()
+                    .filter(|i| i["dry_run"] == true)
+                    .filter_map(|i| i["id"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Plan {
+            ids,
+            reason: reason.to_owned(),
+        }
+    }
+}
+
 /// Which held items a bulk approval takes.
 #[derive(Debug, Clone, Default)]
 pub struct Selection {

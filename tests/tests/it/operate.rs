@@ -170,19 +170,19 @@ async fn stats_match_a_scripted_run_and_bulk_approval_after_an_outage_completes_
         "a dry run changes nothing"
     );
 
+    // The dry run's plan is what runs (`--plan-out FILE`, then `--execute
+    // --plan FILE`): exactly the two items shown.
+    let plan = hookgate_cli::ops::Plan::of(&dry, "CRM recovered");
+    assert_eq!(plan.ids.len(), 2, "{plan:?}");
+    let file: hookgate_cli::ops::Plan =
+        serde_json::from_str(&serde_json::to_string(&plan).unwrap()).unwrap();
+    assert_eq!(file, plan);
     let done = ops
-        .triage_approve(
-            &[],
-            Some(&outage),
-            false,
-            "ops@example.com",
-            "CRM recovered",
-            100,
-        )
+        .triage_approve(&plan.ids, None, false, "ops@example.com", &plan.reason, 100)
         .await
         .unwrap();
     show(
-        "triage approve --class downstream-outage --destination crm --execute --reason 'CRM recovered'",
+        "triage approve --execute --plan plan.json --reason 'CRM recovered'",
         &done,
     );
     assert_eq!(done.code, exit::OK, "{}", done.text);
