@@ -105,9 +105,12 @@ async fn json_of(response: Response) -> Result<Value, DestinationError> {
         });
     }
     let summary = format!("{status}: {}", body.chars().take(200).collect::<String>());
+    // 409: the key is in use by a request still being processed (Stripe's
+    // meaning, and others'): asking again later is the cure, not a human.
     if status.is_server_error()
         || status == StatusCode::TOO_MANY_REQUESTS
         || status == StatusCode::REQUEST_TIMEOUT
+        || status == StatusCode::CONFLICT
     {
         Err(DestinationError::Retryable(summary))
     } else {

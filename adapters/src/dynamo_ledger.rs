@@ -227,7 +227,9 @@ impl Ledger for DynamoLedger {
         }
         match claim(&stored, &request.request_sha256, now) {
             Claim::TakeOver if self.take_over(request, inbox_pk, owner, now, lease).await? => {
-                Ok(Reserve::Acquired(Attempt::Again))
+                Ok(Reserve::Acquired(Attempt::Again {
+                    since: stored.created_at,
+                }))
             }
             // Another attempt took it between our read and our write.
             Claim::TakeOver => Ok(Reserve::Existing(Claim::Busy, Box::new(stored))),

@@ -180,6 +180,10 @@ pub struct DestinationConfig {
     pub timeout_ms: u64,
     #[serde(default = "default_idempotency_header")]
     pub idempotency_header: String,
+    /// How long the destination remembers an idempotency key (many keep one
+    /// for about a day). A later attempt looks the action up before creating
+    /// again. Absent: the key is trusted for the ledger's retention.
+    pub key_retention_secs: Option<u64>,
 }
 
 fn default_timeout_ms() -> u64 {
@@ -214,6 +218,11 @@ impl DestinationConfig {
                     format!("strategy {name:?} is not one of {names:?} for this kind")
                 }),
         }
+    }
+
+    /// How long its idempotency keys are remembered, when it says.
+    pub fn key_retention(&self) -> Option<Duration> {
+        self.key_retention_secs.map(Duration::from_secs)
     }
 
     /// The auth secret reference, parsed.

@@ -80,10 +80,30 @@ pub async fn perform<D: Destination>(
     request: &ActionRequest,
     attempt: Attempt,
 ) -> Performed {
-    if attempt == Attempt::Again && destination.strategy() == Strategy::Lookup {
+    let look_first = match attempt {
+        Attempt::First => false,
+        Attempt::Again { .. } => destination.strategy() == Strategy::Lookup,
+        // An upsert is safe whatever the destination remembers.
+        Attempt::KeyExpired => destination.strategy() != Strategy::Upsert,
+    };
+    if look_first {
         match destination.lookup(&request.key).await {
             Ok(Some(id)) => return Performed::Completed(id),
             Ok(None) => {}
+            Err(DestinationError::Retryable(e)) => {
+                return Performed::Retry(
+                    ErrorKind::Retryable,
+                    format!("lookup before creating again failed: {e}"),
+                );
+            }
+            Err(DestinationError::Permanent(e) | DestinationError::OutcomeUnknown(e))
+                if attempt == Attempt::KeyExpired =>
+            {
+                return Performed::Uncertain(format!(
+                    "past the destination's key retention, and it cannot be looked up ({e}): \
+                     creating again could make a second task; needs verification"
+                ));
+            }
             Err(e) => {
                 return Performed::Retry(
                     ErrorKind::Retryable,
@@ -172,6 +192,10 @@ mod tests {
         }
     }
 
+    const AGAIN: Attempt = Attempt::Again {
+        since: crate::Timestamp::from_millis(0),
+    };
+
     fn lost() -> Result<String, DestinationError> {
         Err(DestinationError::OutcomeUnknown("timeout".into()))
     }
@@ -227,14 +251,14 @@ mod tests {
         // The earlier attempt's create committed; it died before recording.
         let made = scripted(Strategy::Lookup, vec![], Ok(Some("task-7".into())));
         assert_eq!(
-            perform(&made, &request(), Attempt::Again).await,
+            perform(&made, &request(), AGAIN).await,
             Performed::Completed("task-7".into())
         );
         assert_eq!(*made.calls.lock().unwrap(), 0, "no second create");
         // Nothing there: create, as a first attempt would.
         let never = scripted(Strategy::Lookup, vec![Ok("task-8".into())], Ok(None));
         assert_eq!(
-            perform(&never, &request(), Attempt::Again).await,
+            perform(&never, &request(), AGAIN).await,
             Performed::Completed("task-8".into())
         );
         // The lookup fails: retry later, never create blind.
@@ -244,7 +268,7 @@ mod tests {
             Err(DestinationError::Retryable("503".into())),
         );
         assert!(matches!(
-            perform(&blind, &request(), Attempt::Again).await,
+            perform(&blind, &request(), AGAIN).await,
             Performed::Retry(ErrorKind::Retryable, _)
         ));
         assert_eq!(*blind.calls.lock().unwrap(), 0);
@@ -255,9 +279,41 @@ mod tests {
             Err(DestinationError::Retryable("unused".into())),
         );
         assert_eq!(
-            perform(&keyed, &request(), Attempt::Again).await,
+            perform(&keyed, &request(), AGAIN).await,
             Performed::Completed("task-1".into())
         );
+    }
+
+    #[tokio::test]
+    async fn past_the_key_retention_an_idempotency_key_is_not_trusted_a_lookup_decides() {
+        // The destination may have forgotten the key: creating again could
+        // make a second task. Found → that task; not found → create.
+        let made = scripted(Strategy::IdempotencyKey, vec![], Ok(Some("task-3".into())));
+        assert_eq!(
+            perform(&made, &request(), Attempt::KeyExpired).await,
+            Performed::Completed("task-3".into())
+        );
+        assert_eq!(*made.calls.lock().unwrap(), 0);
+        let never = scripted(
+            Strategy::IdempotencyKey,
+            vec![Ok("task-4".into())],
+            Ok(None),
+        );
+        assert_eq!(
+            perform(&never, &request(), Attempt::KeyExpired).await,
+            Performed::Completed("task-4".into())
+        );
+        // A lookup that cannot answer: needs a human, never a blind create.
+        let blind = scripted(
+            Strategy::IdempotencyKey,
+            vec![],
+            Err(DestinationError::Permanent("no search endpoint".into())),
+        );
+        assert!(matches!(
+            perform(&blind, &request(), Attempt::KeyExpired).await,
+            Performed::Uncertain(_)
+        ));
+        assert_eq!(*blind.calls.lock().unwrap(), 0);
     }
 
     #[tokio::test]

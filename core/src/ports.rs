@@ -129,8 +129,12 @@ pub enum Attempt {
     /// The record was created by this attempt: nothing was sent before.
     First,
     /// Taken over (an expired lease, a released or re-opened action): an
-    /// earlier attempt may have reached the destination, answer lost.
-    Again,
+    /// earlier attempt may have reached the destination, answer lost. `since`
+    /// is when the action was first reserved.
+    Again { since: Timestamp },
+    /// `Again`, and so long after the first attempt that the destination may
+    /// have forgotten the idempotency key (its `key_retention`).
+    KeyExpired,
 }
 
 /// How an attempt ends its lease.

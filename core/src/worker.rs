@@ -14,13 +14,13 @@ use std::{collections::HashMap, sync::Arc, time::Duration};
 use crate::{
     InboxPk, Timestamp,
     action::ActionRequest,
-    config::Config,
+    config::{Config, DestinationConfig},
     destination::{Destination, Performed, perform},
     hold::Hold,
     inbox::InboxStatus,
     ledger::{ActionStatus, Claim, ErrorKind},
     message::QueueMessage,
-    ports::{InboxStore, Ledger, Reserve, Settle, StoreError},
+    ports::{Attempt, InboxStore, Ledger, Reserve, Settle, StoreError},
     rules::Decision,
     triage::{Evidence, TriageItem, TriageSource},
 };
@@ -287,6 +287,21 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
                 .settle(key, owner, Settle::Failed(&message), now)
                 .await?;
             return Ok(ActionOutcome::Settled);
+        };
+        // Long after the first attempt the destination may have forgotten
+        // the key: the action is looked up before anything is created again.
+        let attempt = match attempt {
+            Attempt::Again { since }
+                if self
+                    .config
+                    .destinations
+                    .get(&request.destination)
+                    .and_then(DestinationConfig::key_retention)
+                    .is_some_and(|retention| now.since(since) > retention) =>
+            {
+                Attempt::KeyExpired
+            }
+            other => other,
         };
         let performed = perform(destination, request, attempt).await;
         let (metric, kind) = match &performed {

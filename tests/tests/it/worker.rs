@@ -348,7 +348,7 @@ async fn a_late_finisher_whose_lease_was_taken_over_cannot_overwrite_the_outcome
         )
         .await
         .unwrap();
-    assert_eq!(second, Reserve::Acquired(Attempt::Again));
+    assert_eq!(second, Reserve::Acquired(Attempt::Again { since: t0 }));
     let late = p
         .ledger
         .settle(
@@ -472,4 +472,26 @@ async fn a_twilio_status_callback_form_becomes_one_task_with_its_fields() {
         "the form's fields reach the CRM: {task}"
     );
     assert_eq!(p.action(key).await.unwrap().status, ActionStatus::Completed);
+}
+
+#[tokio::test]
+async fn a_409_key_in_use_is_retried_not_failed() {
+    // Stripe-style: the same idempotency key is still being processed.
+    let p = Pipeline::new("w-409").await;
+    p.sim
+        .add_fault(Fault::new("/tasks", FaultKind::Status).status(409).count(1));
+    p.stack.post(analyzed("call_409", "cb-409").request()).await;
+    p.run_until_idle(IDLE).await;
+    let key = "ws-1#create_followup_task#cb-409";
+    assert_eq!(p.action(key).await.unwrap().status, ActionStatus::Completed);
+    assert_eq!(creations(&p, key), 1);
+    use hookgate_core::ports::TriageStore;
+    assert!(
+        p.triage
+            .list(hookgate_core::triage::TriageStatus::Held)
+            .await
+            .unwrap()
+            .is_empty(),
+        "nothing held: it was not a permanent failure"
+    );
 }
