@@ -56,14 +56,35 @@ fn answer(status: u16, body: Value) -> Response<Body> {
 }
 
 /// The IAM principal API Gateway authenticated, if any.
+/// The IAM caller, recorded whole on every decision: an assumed role's ARN
+/// ends in a session name the caller chose, so its user id, access key and
+/// source IP go with it. `None` for an unauthenticated request.
 fn caller(request: &Request) -> Option<String> {
-    match request.request_context_ref()? {
+    let (arn, user_id, access_key, source_ip) = match request.request_context_ref()? {
         RequestContext::ApiGatewayV2(ctx) => {
-            ctx.authorizer.as_ref()?.iam.as_ref()?.user_arn.clone()
+            let iam = ctx.authorizer.as_ref()?.iam.as_ref()?;
+            (
+                iam.user_arn.clone()?,
+                iam.user_id.clone(),
+                iam.access_key.clone(),
+                ctx.http.source_ip.clone(),
+            )
         }
-        RequestContext::ApiGatewayV1(ctx) => ctx.identity.user_arn.clone(),
-        _ => None,
-    }
+        RequestContext::ApiGatewayV1(ctx) => (
+            ctx.identity.user_arn.clone()?,
+            ctx.identity.user.clone(),
+            ctx.identity.access_key.clone(),
+            ctx.identity.source_ip.clone(),
+        ),
+        _ => return None,
+    };
+    let part = |v: Option<String>| v.unwrap_or_else(|| "-".to_owned());
+    Some(format!(
+        "{arn} (userId {}, accessKey {}, sourceIp {})",
+        part(user_id),
+        part(access_key),
+        part(source_ip)
+    ))
 }
 
 fn reason(body: &Value) -> Option<String> {

@@ -638,9 +638,14 @@ async fn the_ops_api_records_the_iam_caller_and_refuses_anonymous_callers() {
     assert_eq!(handle("reject", true).await.unwrap().status(), 200);
     let item = p.triage.get(&id).await.unwrap().unwrap();
     assert_eq!(item.status, TriageStatus::Discarded);
+    // The whole IAM identity: an assumed role's ARN ends in a session name
+    // the caller chose, so the user id, access key and source IP go with it.
     assert_eq!(
         item.decided_by.as_deref(),
-        Some("arn:aws:sts::123456789012:assumed-role/hookgate-operator/oncall")
+        Some(
+            "arn:aws:sts::123456789012:assumed-role/hookgate-operator/oncall \
+             (userId AROAEXAMPLE:oncall, accessKey ASIAEXAMPLE, sourceIp 203.0.113.30)"
+        )
     );
     assert_eq!(item.reason.as_deref(), Some("CRM recovered"));
     assert_eq!(
