@@ -80,12 +80,34 @@ where
         return Ok(Response::new(Body::Text(answer)));
     }
     let (provider, workspace) = route(&request);
+    let query = request.uri().query().unwrap_or_default();
+    // A REST (v1) event gives the query as a map, re-encoded here in another
+    // order: Twilio signs the query as it called it, so with two or more
+    // parameters verification would fail at random. Refused with the reason.
+    if provider == "twilio"
+        && matches!(
+            request.request_context_ref(),
+            Some(RequestContext::ApiGatewayV1(_))
+        )
+        && query.split('&').filter(|p| !p.is_empty()).count() > 1
+    {
+        tracing::error!(
+            alarm = "INGRESS_MISCONFIGURED",
+            "twilio behind a REST API (v1) with a query of several parameters"
+        );
+        return Ok(response(Reply {
+            status: 500,
+            body: serde_json::json!({"error": "twilio needs the HTTP API: a REST API (v1) event loses \
+                the order of the query string, which Twilio signs"})
+            .to_string(),
+        })?);
+    }
     let reply = service
         .handle(
             WebhookRequest {
                 provider: &provider,
                 workspace: &workspace,
-                query: request.uri().query().unwrap_or_default(),
+                query,
                 headers: request.headers(),
                 body,
             },

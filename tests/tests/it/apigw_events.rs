@@ -69,3 +69,30 @@ async fn a_rest_api_v1_event_with_a_stage_prefix_is_accepted() {
     assert_eq!(record.event_type, "payment_intent.succeeded");
     assert_eq!(stack.drain_queue().await.len(), 1);
 }
+
+#[tokio::test]
+async fn twilio_through_a_rest_api_v1_with_a_multi_parameter_query_is_refused_clearly() {
+    // A REST (v1) event carries the query as a map: its order, which Twilio
+    // signs, is lost, so verification would fail at random. Refused with the
+    // reason (5xx: the deployment is wrong, Twilio retries), nothing written.
+    let stack = Stack::new("twiliov1").await;
+    let path = format!(
+        "{}/../events/apigw-v1-stripe-payment-succeeded.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let mut event: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    event["path"] = "/prod/webhooks/twilio/ws-1".into();
+    event["pathParameters"] = serde_json::json!({"provider": "twilio", "workspace": "ws-1"});
+    event["queryStringParameters"] = serde_json::json!({"b": "2", "a": "1"});
+    event["multiValueQueryStringParameters"] = serde_json::json!({"b": ["2"], "a": ["1"]});
+    event["body"] = "CallSid=CA1&CallStatus=ringing&SequenceNumber=1".into();
+    let request = lambda_http::request::from_str(&event.to_string()).unwrap();
+    let (status, body) = stack.post(request).await;
+    assert_eq!(status, 500);
+    assert_eq!(
+        body["error"],
+        "twilio needs the HTTP API: a REST API (v1) event loses the order of the query \
+         string, which Twilio signs"
+    );
+    assert_eq!(stack.inbox_count().await, 0);
+}
