@@ -106,5 +106,5 @@ out=$(invoke ops "$WORK/approve.json")
 expect "ops, approve route: status" "$(field 'd["statusCode"]' <<< "$out")" 200
 shown=$("$HOOKGATE" triage show "$item" --config config/fixtures.toml --json)
 expect "ops, approve route: decided by the caller" "$(field 'd["decided_by"]' <<< "$shown")" \
-  "arn:aws:sts::123456789012:assumed-role/hookgate-operator/oncall"
+  "arn:aws:sts::123456789012:assumed-role/hookgate-operator/oncall (userId AROAEXAMPLE:oncall, accessKey ASIAEXAMPLE, sourceIp 203.0.113.30)"
 echo "invoke-fixtures: every fixture invoked through cargo lambda"
