@@ -117,14 +117,13 @@ pub async fn sdk_config(endpoint: &str, app: &str) -> SdkConfig {
     loader.load().await
 }
 
-/// The functions' limits as the transformed template sets them (with
-/// `params` overrides), read by `scripts/provision.py --settings-only`
-/// without an emulator.
-pub fn template_limits(params: &[&str]) -> anyhow::Result<StackLimits> {
+/// Runs `scripts/provision.py` with `args` and the template parameter
+/// overrides `params` (`Name=value`); its standard output.
+fn run_provision(args: &[&str], params: &[&str], what: &str) -> anyhow::Result<String> {
     let mut command = Command::new(python());
     command
         .arg(repo_root().join("scripts/provision.py"))
-        .arg("--settings-only");
+        .args(args);
     for param in params {
         command.args(["--param", param]);
     }
@@ -132,12 +131,20 @@ pub fn template_limits(params: &[&str]) -> anyhow::Result<StackLimits> {
         .output()
         .context("cannot run scripts/provision.py")?;
     if !out.status.success() {
-        bail!(
-            "reading the template's function settings failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        bail!("{what} failed: {}", String::from_utf8_lossy(&out.stderr));
     }
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The functions' limits as the transformed template sets them (with
+/// `params` overrides), read by `scripts/provision.py --settings-only`
+/// without an emulator.
+pub fn template_limits(params: &[&str]) -> anyhow::Result<StackLimits> {
+    let stdout = run_provision(
+        &["--settings-only"],
+        params,
+        "reading the template's function settings",
+    )?;
     let json = stdout
         .lines()
         .find_map(|l| l.strip_prefix("HOOKGATE_LOCAL_FUNCTIONS="))
@@ -152,26 +159,12 @@ pub fn provision(
     prefix: &str,
     params: &[&str],
 ) -> anyhow::Result<Vec<(String, String)>> {
-    let mut command = Command::new(python());
-    command.arg(repo_root().join("scripts/provision.py")).args([
-        "--endpoint",
-        endpoint,
-        "--prefix",
-        prefix,
-    ]);
-    for param in params {
-        command.args(["--param", param]);
-    }
-    let out = command
-        .output()
-        .context("cannot run scripts/provision.py")?;
-    if !out.status.success() {
-        bail!(
-            "provisioning from infra/template.yaml failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    Ok(String::from_utf8_lossy(&out.stdout)
+    let stdout = run_provision(
+        &["--endpoint", endpoint, "--prefix", prefix],
+        params,
+        "provisioning from the transformed infra/template.yaml",
+    )?;
+    Ok(stdout
         .lines()
         .filter_map(|l| l.split_once('=').map(|(k, v)| (k.to_owned(), v.to_owned())))
         .collect())

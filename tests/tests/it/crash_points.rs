@@ -32,22 +32,26 @@ async fn pipeline(name: &str) -> Pipeline {
 /// Asserts the end state every crash must reach: one task, a completed
 /// action holding that task's id, a processed inbox record.
 async fn assert_once(p: &Pipeline, call: &str, request_id: &str) {
-    let key = format!("{KEY_PREFIX}{request_id}");
-    let report = p.sim.tasks();
-    assert_eq!(report.total, 1, "{report:#?}");
-    assert_eq!(report.creations_by_external_ref.get(&key), Some(&1));
-    let action = p.action(&key).await.expect("ledger record");
-    assert_eq!(action.status, ActionStatus::Completed);
-    assert_eq!(
-        action.destination_ref.as_deref(),
-        Some(report.tasks[0].id.as_str())
-    );
+    assert_one_task(p, &format!("{KEY_PREFIX}{request_id}")).await;
     let inbox = p
         .stack
         .record(&format!("ws-1#retell#call_analyzed:{call}"))
         .await
         .unwrap();
     assert_eq!(inbox.status, InboxStatus::Processed);
+}
+
+/// One task at the CRM, for `key`, and the action COMPLETED with its id.
+async fn assert_one_task(p: &Pipeline, key: &str) {
+    let report = p.sim.tasks();
+    assert_eq!(report.total, 1, "{report:#?}");
+    assert_eq!(report.creations_by_external_ref.get(key), Some(&1));
+    let action = p.action(key).await.expect("ledger record");
+    assert_eq!(action.status, ActionStatus::Completed);
+    assert_eq!(
+        action.destination_ref.as_deref(),
+        Some(report.tasks[0].id.as_str())
+    );
 }
 
 /// Delivers, lets a crashing worker die at `step`, then lets the healthy
@@ -187,21 +191,6 @@ async fn ingress_crash_after_the_send_is_a_duplicate_on_the_providers_retry() {
     assert_once(&p, "call_cp-send", "cp-send").await;
 }
 
-/// One task for a Bland call at the lookup destination (`crm-lookup`, no
-/// idempotency key), COMPLETED with that task's id.
-async fn assert_one_lookup_task(p: &Pipeline, call_id: &str) {
-    let key = format!("ws-1#create_followup_task#{call_id}");
-    let report = p.sim.tasks();
-    assert_eq!(report.total, 1, "{report:#?}");
-    assert_eq!(report.creations_by_external_ref.get(&key), Some(&1));
-    let action = p.action(&key).await.expect("ledger record");
-    assert_eq!(action.status, ActionStatus::Completed);
-    assert_eq!(
-        action.destination_ref.as_deref(),
-        Some(report.tasks[0].id.as_str())
-    );
-}
-
 #[tokio::test]
 async fn lookup_destination_crash_after_the_crm_answered_is_looked_up_not_created_again() {
     let p = pipeline("cp-lookup").await;
@@ -216,7 +205,7 @@ async fn lookup_destination_crash_after_the_crm_answered_is_looked_up_not_create
     // The lease expires; the returned message's attempt takes over.
     tokio::time::sleep(Duration::from_millis(2_100)).await;
     p.run_until_idle(IDLE).await;
-    assert_one_lookup_task(&p, "bl-crash").await;
+    assert_one_task(&p, "ws-1#create_followup_task#bl-crash").await;
 }
 
 #[tokio::test]
@@ -231,5 +220,5 @@ async fn lookup_destination_whose_gateway_fails_after_the_commit_makes_one_task(
     );
     p.stack.post(crate::bland("bl-502").request()).await;
     p.run_until_idle(IDLE).await;
-    assert_one_lookup_task(&p, "bl-502").await;
+    assert_one_task(&p, "ws-1#create_followup_task#bl-502").await;
 }

@@ -191,18 +191,9 @@ async fn a_poison_message_is_held_as_poison_and_rejecting_records_who_and_why() 
     );
 }
 
-#[tokio::test]
-async fn an_eventbridge_event_whose_ingress_invocation_kept_failing_is_ingested_once_with_its_original_id()
- {
-    let p = Pipeline::new("t-ebfail").await;
-    let path = format!(
-        "{}/../events/eventbridge-connect-contact-event.json",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let mut event: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    event["id"] = json!("eb-onfailure-1");
-    // Lambda's invocation record, as the on-failure destination receives it.
+/// Lambda's invocation record of `event` after its retries failed, as the
+/// ingress's on-failure destination receives it, filed by triage.
+async fn on_failure(p: &Pipeline, event: &serde_json::Value) {
     let record = json!({
         "version": "1.0",
         "timestamp": "2026-11-29T12:00:00.000Z",
@@ -221,6 +212,20 @@ async fn an_eventbridge_event_whose_ingress_invocation_kept_failing_is_ingested_
         .await
         .unwrap();
     assert_eq!(p.triage_dlq().await, 1);
+}
+
+#[tokio::test]
+async fn an_eventbridge_event_whose_ingress_invocation_kept_failing_is_ingested_once_with_its_original_id()
+ {
+    let p = Pipeline::new("t-ebfail").await;
+    let path = format!(
+        "{}/../events/eventbridge-connect-contact-event.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let mut event: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    event["id"] = json!("eb-onfailure-1");
+    on_failure(&p, &event).await;
     let held = p.triage.list(TriageStatus::Held).await.unwrap();
     assert_eq!(held.len(), 1);
     let item = &held[0];
@@ -849,21 +854,7 @@ async fn re_injecting_an_eventbridge_event_that_had_reached_the_inbox_is_a_dupli
         .handle_event(original.as_bytes(), Timestamp::now())
         .await;
     assert_eq!(stored, Ok(Verdict::New));
-    let record = json!({
-        "version": "1.0",
-        "requestContext": {"requestId": "r2", "condition": "RetriesExhausted", "approximateInvokeCount": 3},
-        "requestPayload": event,
-        "responsePayload": {"errorType": "EventError", "errorMessage": "inbox or queue unavailable: throttled"},
-    });
-    p.stack
-        .sqs
-        .send_message()
-        .queue_url(&p.dlq_url)
-        .message_body(record.to_string())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(p.triage_dlq().await, 1);
+    on_failure(&p, &event).await;
     let item = p.triage.list(TriageStatus::Held).await.unwrap().remove(0);
 
     let done = p
