@@ -132,7 +132,8 @@ struct Common {
     /// Print JSON instead of a table.
     #[arg(long, global = true)]
     json: bool,
-    /// Who decides (recorded on approvals, rejections and reconciliations).
+    /// A note recorded with the decider's STS caller identity (approvals,
+    /// rejections and reconciliations record who by the credentials).
     #[arg(long, global = true, env = "USER", default_value = "unknown")]
     by: String,
 }
@@ -345,8 +346,12 @@ fn main() -> anyhow::Result<()> {
                         found,
                         not_found: _,
                     } => {
-                        ops.actions_reconcile(&key, found.as_deref(), &common.by)
-                            .await
+                        ops.actions_reconcile(
+                            &key,
+                            found.as_deref(),
+                            &ops.decider(&common.by).await?,
+                        )
+                        .await
                     }
                 }
             })?;
@@ -376,7 +381,8 @@ fn main() -> anyhow::Result<()> {
                             let plan: Plan = serde_json::from_str(&text)
                                 .with_context(|| format!("{} is not a plan", path.display()))?;
                             let dry = dry_run || !execute;
-                            return ops.triage_approve(&plan.ids, None, dry, &common.by, &reason, rate).await;
+                            let who = ops.decider(&common.by).await?;
+                            return ops.triage_approve(&plan.ids, None, dry, &who, &reason, rate).await;
                         }
                         let bulk = ids.is_empty();
                         if bulk && execute && !dry_run {
@@ -392,7 +398,7 @@ fn main() -> anyhow::Result<()> {
                         });
                         let dry = dry_run || (bulk && !execute);
                         let output = ops
-                            .triage_approve(&ids, selection.as_ref(), dry, &common.by, &reason, rate)
+                            .triage_approve(&ids, selection.as_ref(), dry, &ops.decider(&common.by).await?, &reason, rate)
                             .await?;
                         if let Some(path) = plan_out {
                             let plan = Plan::of(&output, &reason);
@@ -403,7 +409,7 @@ fn main() -> anyhow::Result<()> {
                         Ok(output)
                     }
                     TriageCommand::Reject { id, reason } => {
-                        ops.triage_reject(&id, &common.by, &reason).await
+                        ops.triage_reject(&id, &ops.decider(&common.by).await?, &reason).await
                     }
                 }
             })?;

@@ -117,6 +117,11 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         }
     }
 
+    /// The configuration it decides with.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
     async fn item(&self, id: &str) -> Result<TriageItem, ApprovalError> {
         self.triage
             .get(id)

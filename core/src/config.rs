@@ -135,6 +135,8 @@ pub struct Config {
     pub ledger_retention: Duration,
     pub destinations: BTreeMap<String, DestinationConfig>,
     pub rules: Vec<Rule>,
+    /// Who may decide for which workspaces; empty: every caller IAM lets in.
+    pub deciders: Vec<Decider>,
 }
 
 /// How SQS retries a message of the action queue: it returns after the
@@ -150,6 +152,28 @@ impl QueueRetry {
     /// dead-lettered: a record RECEIVED for less may still be in flight.
     pub fn window(&self) -> Duration {
         self.visibility * self.max_receives
+    }
+}
+
+/// Who may decide through the ops API, for which workspaces
+/// (`[[ops.deciders]]`). IAM decides who may call the API at all (and reads
+/// vs decisions, by method); this narrows decisions to workspaces.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Decider {
+    /// The caller's IAM ARN; a trailing `*` matches any rest (the session
+    /// name of an assumed role, say).
+    pub principal: String,
+    /// The workspaces it may decide for; `*` for every one.
+    pub workspaces: Vec<String>,
+}
+
+impl Decider {
+    fn matches(&self, caller_arn: &str) -> bool {
+        match self.principal.strip_suffix('*') {
+            Some(prefix) => caller_arn.starts_with(prefix),
+            None => caller_arn == self.principal,
+        }
     }
 }
 
@@ -487,6 +511,7 @@ impl Config {
             ledger_retention: Duration::ZERO,
             destinations: file.destinations,
             rules: file.rules,
+            deciders: file.ops.deciders,
         };
         config.ledger_retention = ledger::retention(
             Duration::from_secs(
@@ -669,6 +694,18 @@ impl Config {
         })
     }
 
+    /// Whether the caller `caller_arn` may decide for `workspace` (`None`: an
+    /// item that names none, which only a `*` decider may decide).
+    pub fn may_decide(&self, caller_arn: &str, workspace: Option<&str>) -> bool {
+        self.deciders.is_empty()
+            || self.deciders.iter().any(|d| {
+                d.matches(caller_arn)
+                    && d.workspaces
+                        .iter()
+                        .any(|w| w == "*" || Some(w.as_str()) == workspace)
+            })
+    }
+
     /// The binding for a URL's provider and workspace segments, if both exist.
     pub fn binding(&self, workspace: &WorkspaceId, provider: Provider) -> Option<&ProviderBinding> {
         self.workspaces.get(workspace)?.providers.get(&provider)
@@ -739,6 +776,15 @@ struct File {
     destinations: BTreeMap<String, DestinationConfig>,
     #[serde(default)]
     rules: Vec<Rule>,
+    #[serde(default)]
+    ops: RawOps,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawOps {
+    #[serde(default)]
+    deciders: Vec<Decider>,
 }
 
 #[derive(Deserialize, Default)]
@@ -990,6 +1036,27 @@ mod tests {
         destination = "crm"
         business_id = ["/call/call_id"]
     "#;
+
+    #[test]
+    fn deciders_narrow_decisions_to_their_workspaces() {
+        let text = format!(
+            "{BASE}\n[[ops.deciders]]\nprincipal = \"arn:aws:sts::1:assumed-role/ws1-ops/*\"\nworkspaces = [\"ws-1\"]\n\
+             [[ops.deciders]]\nprincipal = \"arn:aws:iam::1:user/lead\"\nworkspaces = [\"*\"]\n"
+        );
+        let c = Config::from_toml(&text, no_env).unwrap();
+        let ops = "arn:aws:sts::1:assumed-role/ws1-ops/alice";
+        assert!(c.may_decide(ops, Some("ws-1")));
+        assert!(!c.may_decide(ops, Some("ws-2")));
+        assert!(!c.may_decide(ops, None));
+        assert!(c.may_decide("arn:aws:iam::1:user/lead", None));
+        assert!(!c.may_decide("arn:aws:iam::1:user/leader", Some("ws-1")));
+        // Without deciders, IAM alone decides.
+        assert!(
+            Config::from_toml(BASE, no_env)
+                .unwrap()
+                .may_decide("any", None)
+        );
+    }
 
     #[test]
     fn a_secret_shared_by_two_workspaces_is_warned_about() {

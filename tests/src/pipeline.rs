@@ -233,8 +233,22 @@ impl Pipeline {
     /// gives it, and its config gets the timeout the template would set.
     pub async fn with_template(
         name: &str,
+        env: Vec<(&'static str, String)>,
+        params: &[&str],
+    ) -> Pipeline {
+        Self::build(name, env, params, "").await
+    }
+
+    /// With more configuration (e.g. `[[ops.deciders]]`).
+    pub async fn with_config(name: &str, extra: &str) -> Pipeline {
+        Self::build(name, Vec::new(), &[], extra).await
+    }
+
+    async fn build(
+        name: &str,
         mut env: Vec<(&'static str, String)>,
         params: &[&str],
+        extra: &str,
     ) -> Pipeline {
         let limits = template_limits(params);
         let action_limits = limits.function("action").expect("an action function");
@@ -259,7 +273,10 @@ impl Pipeline {
         env.push(("HOOKGATE_EVENT_BUS", bus.clone()));
         let options = StackOptions {
             env,
-            extra_config: WORKER_CONFIG.replace("{sim}", &sim.base_url()),
+            extra_config: format!(
+                "{}\n{extra}",
+                WORKER_CONFIG.replace("{sim}", &sim.base_url())
+            ),
             ..StackOptions::default()
         };
         // The bus exists before anything can publish to it.

@@ -75,6 +75,7 @@ pub struct Ops<E> {
     events: aws_sdk_eventbridge::Client,
     lambda: aws_sdk_lambda::Client,
     cloudwatch: aws_sdk_cloudwatch::Client,
+    sts: aws_sdk_sts::Client,
     inbox: DynamoInbox,
     ledger: DynamoLedger,
     triage: DynamoTriage,
@@ -114,11 +115,31 @@ impl<E: EventIngress> Ops<E> {
             events: aws_sdk_eventbridge::Client::new(aws),
             lambda: aws_sdk_lambda::Client::new(aws),
             cloudwatch: aws_sdk_cloudwatch::Client::new(aws),
+            sts: aws_sdk_sts::Client::new(aws),
             inbox,
             ledger,
             triage,
             approvals,
         })
+    }
+}
+
+impl<E> Ops<E> {
+    /// Who decides, as recorded: the credentials' STS caller identity (the
+    /// ARN and user id, which no flag can change), with the operator's `by`
+    /// as a note.
+    pub async fn decider(&self, by: &str) -> anyhow::Result<String> {
+        let me = self
+            .sts
+            .get_caller_identity()
+            .send()
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot read the caller identity (sts): {e}"))?;
+        Ok(format!(
+            "{} (userId {}, by {by})",
+            me.arn().unwrap_or("-"),
+            me.user_id().unwrap_or("-")
+        ))
     }
 }
 

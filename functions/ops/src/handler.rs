@@ -59,7 +59,7 @@ fn answer(status: u16, body: Value) -> Response<Body> {
 /// The IAM caller, recorded whole on every decision: an assumed role's ARN
 /// ends in a session name the caller chose, so its user id, access key and
 /// source IP go with it. `None` for an unauthenticated request.
-fn caller(request: &Request) -> Option<String> {
+fn caller(request: &Request) -> Option<(String, String)> {
     let (arn, user_id, access_key, source_ip) = match request.request_context_ref()? {
         RequestContext::ApiGatewayV2(ctx) => {
             let iam = ctx.authorizer.as_ref()?.iam.as_ref()?;
@@ -79,12 +79,37 @@ fn caller(request: &Request) -> Option<String> {
         _ => return None,
     };
     let part = |v: Option<String>| v.unwrap_or_else(|| "-".to_owned());
-    Some(format!(
+    let whole = format!(
         "{arn} (userId {}, accessKey {}, sourceIp {})",
         part(user_id),
         part(access_key),
         part(source_ip)
-    ))
+    );
+    Some((arn, whole))
+}
+
+/// A 403 unless `arn` may decide for `workspace` (`[[ops.deciders]]`).
+fn scope<T, S, L, Q, E>(
+    approvals: &Approvals<T, S, L, Q, E>,
+    arn: &str,
+    workspace: Option<&str>,
+) -> Option<Response<Body>>
+where
+    T: TriageStore,
+    S: InboxStore,
+    L: Ledger,
+    Q: ActionQueue,
+    E: EventIngress,
+{
+    (!approvals.config().may_decide(arn, workspace)).then(|| {
+        answer(
+            403,
+            json!({"error": format!(
+                "{arn} may not decide for workspace {}",
+                workspace.unwrap_or("(none)")
+            )}),
+        )
+    })
 }
 
 fn reason(body: &Value) -> Option<String> {
@@ -120,7 +145,7 @@ where
     Q: ActionQueue,
     E: EventIngress,
 {
-    let Some(who) = caller(&request) else {
+    let Some((arn, who)) = caller(&request) else {
         return Ok(answer(
             403,
             json!({"error": "an IAM-authenticated caller is required"}),
@@ -181,6 +206,10 @@ where
             let Some(why) = reason(&body) else {
                 return Ok(answer(400, json!({"error": "a reason is required"})));
             };
+            let workspace = triage.get(id).await?.and_then(|item| item.workspace);
+            if let Some(refused) = scope(approvals, &arn, workspace.as_deref()) {
+                return Ok(refused);
+            }
             if *decision == "approve" {
                 match approvals.approve(id, &who, &why, now).await {
                     Ok(Reinjected::Queued { inbox_pk, reopened }) => answer(
@@ -203,6 +232,10 @@ where
             let Ok(key) = ActionKey::parse(key) else {
                 return Ok(answer(400, json!({"error": "not an action key"})));
             };
+            let workspace = key.as_str().split('#').next();
+            if let Some(refused) = scope(approvals, &arn, workspace) {
+                return Ok(refused);
+            }
             let found = body["found"].as_str();
             if found.is_none() && body["not_found"] != json!(true) {
                 return Ok(answer(

@@ -172,13 +172,19 @@ async fn stats_match_a_scripted_run_and_bulk_approval_after_an_outage_completes_
 
     // The dry run's plan is what runs (`--plan-out FILE`, then `--execute
     // --plan FILE`): exactly the two items shown.
+    // Who decides is the credentials' STS identity; `--by` only a note.
+    let who = ops.decider("ops@example.com").await.unwrap();
+    assert_eq!(
+        who,
+        "arn:aws:sts::123456789012:user/moto (userId AKIAIOSFODNN7EXAMPLE, by ops@example.com)"
+    );
     let plan = hookgate_cli::ops::Plan::of(&dry, "CRM recovered");
     assert_eq!(plan.ids.len(), 2, "{plan:?}");
     let file: hookgate_cli::ops::Plan =
         serde_json::from_str(&serde_json::to_string(&plan).unwrap()).unwrap();
     assert_eq!(file, plan);
     let done = ops
-        .triage_approve(&plan.ids, None, false, "ops@example.com", &plan.reason, 100)
+        .triage_approve(&plan.ids, None, false, &who, &plan.reason, 100)
         .await
         .unwrap();
     show(

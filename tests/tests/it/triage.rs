@@ -913,3 +913,48 @@ async fn a_permanent_failure_again_after_its_approval_is_held_again_and_alerted(
     );
     assert_eq!(p.sim.tasks().total, 0);
 }
+
+#[tokio::test]
+async fn a_decider_scoped_to_other_workspaces_is_refused_and_nothing_changes() {
+    // The fixture's caller is the `hookgate-operator` role; it may decide
+    // only for ws-9.
+    let p = Pipeline::with_config(
+        "t-scope",
+        "[[ops.deciders]]\nprincipal = \"arn:aws:sts::123456789012:assumed-role/hookgate-operator/*\"\n\
+         workspaces = [\"ws-9\"]\n",
+    )
+    .await;
+    p.sim
+        .add_fault(Fault::new("/", FaultKind::Status).status(503));
+    p.stack.post(analyzed("call_sc", "cb-sc").request()).await;
+    until_dead_lettered(&p, 1).await;
+    assert_eq!(p.triage_dlq().await, 1);
+    let id = p.triage.list(TriageStatus::Held).await.unwrap()[0]
+        .id
+        .clone();
+    let response = hookgate_ops::handle(&p.approvals, &p.triage, ops_request(&id, "approve", true))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 403);
+    assert_eq!(
+        response.body(),
+        &lambda_http::Body::Text(
+            r#"{"error":"arn:aws:sts::123456789012:assumed-role/hookgate-operator/oncall may not decide for workspace ws-1"}"#
+                .into()
+        )
+    );
+    assert_eq!(
+        p.triage.get(&id).await.unwrap().unwrap().status,
+        TriageStatus::Held
+    );
+    let reconcile = hookgate_ops::handle(&p.approvals, &p.triage, {
+        let mut r = ops_request(&id, "approve", true);
+        *r.uri_mut() = "/ops/actions/ws-1%23create_followup_task%23cb-sc/reconcile"
+            .parse()
+            .unwrap();
+        r
+    })
+    .await
+    .unwrap();
+    assert_eq!(reconcile.status(), 403);
+}
