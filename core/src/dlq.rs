@@ -75,8 +75,11 @@ impl<S: InboxStore, L: Ledger, H: Hold> Triager<S, L, H> {
             decided_at: None,
             reason: None,
         };
+        let mut to_hold = None;
         match letter.source {
-            TriageSource::ActionDlq => self.action_evidence(letter.body, &mut item).await?,
+            TriageSource::ActionDlq => {
+                to_hold = self.action_evidence(letter.body, &mut item).await?;
+            }
             TriageSource::EventbridgeDlq => {
                 self.event_evidence(letter.body, &letter.attributes, &mut item)
             }
@@ -88,30 +91,11 @@ impl<S: InboxStore, L: Ledger, H: Hold> Triager<S, L, H> {
         item.class = classify(&item.evidence);
         item.destination = item.evidence.destination.clone();
         let filed = self.holder.hold(&item, now).await?;
-        Ok((item.class, filed))
-    }
-
-    /// Action DLQ: the inbox record, the rules' actions and their ledger records.
-    async fn action_evidence(&self, body: &str, item: &mut TriageItem) -> Result<(), StoreError> {
-        let e = &mut item.evidence;
-        let Some(pk) = serde_json::from_str::<QueueMessage>(body)
-            .ok()
-            .and_then(|m| InboxPk::parse(&m.inbox_pk).ok())
-        else {
-            e.unparseable = true;
-            return Ok(());
-        };
-        item.inbox_pk = Some(pk.to_string());
-        item.workspace = Some(pk.workspace().to_string());
-        let Some(record) = self.inbox.get(&pk).await? else {
-            e.unknown_workspace = true;
-            e.details
-                .push("inbox record not found (expired or never stored)".into());
-            return Ok(());
-        };
-        // Held for a decision: out of the sweep's index, and a repeat
-        // delivery no longer re-dispatches it. Only an approval re-opens it.
-        if record.status == InboxStatus::Received {
+        // Filed: the event is held for a decision, out of the sweep's index,
+        // and a repeat delivery no longer re-dispatches it. Only an approval
+        // re-opens it. (A crash before this write leaves the dead letter
+        // unreported; its redelivery files a repeat and marks it then.)
+        if let Some(pk) = to_hold {
             let reason = format!(
                 "dead-lettered: held for a decision (triage item {})",
                 item.id
@@ -120,6 +104,32 @@ impl<S: InboxStore, L: Ledger, H: Hold> Triager<S, L, H> {
                 .settle(&pk, InboxStatus::Held, Some(&reason))
                 .await?;
         }
+        Ok((item.class, filed))
+    }
+
+    /// Action DLQ: the inbox record, the rules' actions and their ledger
+    /// records. Returns the record to hold when it is still RECEIVED.
+    async fn action_evidence(
+        &self,
+        body: &str,
+        item: &mut TriageItem,
+    ) -> Result<Option<InboxPk>, StoreError> {
+        let e = &mut item.evidence;
+        let Some(pk) = serde_json::from_str::<QueueMessage>(body)
+            .ok()
+            .and_then(|m| InboxPk::parse(&m.inbox_pk).ok())
+        else {
+            e.unparseable = true;
+            return Ok(None);
+        };
+        item.inbox_pk = Some(pk.to_string());
+        item.workspace = Some(pk.workspace().to_string());
+        let Some(record) = self.inbox.get(&pk).await? else {
+            e.unknown_workspace = true;
+            e.details
+                .push("inbox record not found (expired or never stored)".into());
+            return Ok(None);
+        };
         match record.decide(&self.config.rules) {
             Decision::Actions(requests) => {
                 for request in requests {
@@ -144,7 +154,7 @@ impl<S: InboxStore, L: Ledger, H: Hold> Triager<S, L, H> {
                 e.details.push(format!("rules: {reason}"))
             }
         }
-        Ok(())
+        Ok((record.status == InboxStatus::Received).then_some(pk))
     }
 
     /// The rule's DLQ: the event itself; EventBridge's error attributes.

@@ -89,19 +89,8 @@ fn caller(request: &Request) -> Option<(String, String)> {
 }
 
 /// A 403 unless `arn` may decide for `workspace` (`[[ops.deciders]]`).
-fn scope<T, S, L, Q, E>(
-    approvals: &Approvals<T, S, L, Q, E>,
-    arn: &str,
-    workspace: Option<&str>,
-) -> Option<Response<Body>>
-where
-    T: TriageStore,
-    S: InboxStore,
-    L: Ledger,
-    Q: ActionQueue,
-    E: EventIngress,
-{
-    (!approvals.config().may_decide(arn, workspace)).then(|| {
+fn scope(config: &Config, arn: &str, workspace: Option<&str>) -> Option<Response<Body>> {
+    (!config.may_decide(arn, workspace)).then(|| {
         answer(
             403,
             json!({"error": format!(
@@ -207,7 +196,7 @@ where
                 return Ok(answer(400, json!({"error": "a reason is required"})));
             };
             let workspace = triage.get(id).await?.and_then(|item| item.workspace);
-            if let Some(refused) = scope(approvals, &arn, workspace.as_deref()) {
+            if let Some(refused) = scope(approvals.config(), &arn, workspace.as_deref()) {
                 return Ok(refused);
             }
             if *decision == "approve" {
@@ -233,7 +222,7 @@ where
                 return Ok(answer(400, json!({"error": "not an action key"})));
             };
             let workspace = key.as_str().split('#').next();
-            if let Some(refused) = scope(approvals, &arn, workspace) {
+            if let Some(refused) = scope(approvals.config(), &arn, workspace) {
                 return Ok(refused);
             }
             let found = body["found"].as_str();
