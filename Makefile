@@ -111,7 +111,7 @@ coldstart: venv
 	cargo build --release -p hookgate-ingress
 	$(VENV_PY) scripts/coldstart.py
 
-## local: emulator + resources from infra/template.yaml + simulated CRM + hookgate local (Ctrl-C stops).
+## local: emulator + resources from infra/template.yaml + simulated CRM + hookgate-dev local (Ctrl-C stops).
 local: venv
 	cargo build --workspace --bins
 	scripts/local.sh
@@ -128,7 +128,7 @@ EVENTS ?= 300
 SEED ?= 42
 demo: venv
 	cargo build --workspace --bins
-	target/debug/hookgate demo --events $(EVENTS) --seed $(SEED) --out target/demo
+	target/debug/hookgate-dev demo --events $(EVENTS) --seed $(SEED) --out target/demo
 
 ## deploy: check the config against the retry windows, sam build, sam deploy
 ## --guided (your AWS credentials). See scripts/deploy.sh for the variables.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make local`: the AWS emulator, the resources of infra/template.yaml, the
-# simulated CRM and `hookgate local`, all on 127.0.0.1. Ctrl-C stops them all.
+# simulated CRM and `hookgate-dev local`, all on 127.0.0.1. Ctrl-C stops them all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,7 +12,7 @@ mkdir -p .local
 
 "$PY" emulator/server.py --port "$EMULATOR_PORT" --no-stdin-watch > .local/emulator.log 2>&1 &
 EMULATOR=$!
-target/debug/hookgate sim-crm --port "$CRM_PORT" > .local/sim-crm.log 2>&1 &
+target/debug/hookgate-dev sim-crm --port "$CRM_PORT" > .local/sim-crm.log 2>&1 &
 CRM=$!
 trap 'kill "$EMULATOR" "$CRM" 2>/dev/null || true' EXIT
 
@@ -38,4 +38,4 @@ HOOKGATE_SECRET_WS42_SVIX=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
 set +a
 
 echo "emulator: $AWS_ENDPOINT_URL   simulated CRM: http://127.0.0.1:$CRM_PORT/_sim/tasks"
-target/debug/hookgate local --port "$PORT"
+target/debug/hookgate-dev local --port "$PORT"

@@ -11,7 +11,7 @@ infra/template.yaml and creates, from the CloudFormation it produces:
 - the SNS topics, the log groups and their metric filters;
 - the EventBridge rules. The emulator cannot invoke a Lambda target, so the
   rule that targets the ingress gets an SQS target instead (`{prefix}-IngressEvents`,
-  polled by `hookgate local`), carrying the template target's RetryPolicy and
+  polled by `hookgate-dev local`), carrying the template target's RetryPolicy and
   DeadLetterConfig (the RuleDlq ARN), so the local rule has AWS's settings;
 - the CloudWatch alarms (`hookgate doctor` reads them).
 

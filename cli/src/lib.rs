@@ -1,10 +1,9 @@
-//! The `hookgate` CLI's library: the commands that tests start in-process
-//! (the simulated CRM) live here; `main.rs` only parses and wires.
+//! The `hookgate` operator CLI's library; `main.rs` only parses and wires.
+//!
+//! - `sign`: the headers a provider would send, for curl or a Lambda fixture;
+//! - `ops`: `inbox`, `actions`, `triage`, `stats` and `doctor` against a
+//!   deployment (or the local emulator), each returning a table, JSON and an
+//!   exit code.
 
-pub mod demo;
-pub mod emulator;
-pub mod limits;
-pub mod local;
 pub mod ops;
 pub mod sign;
-pub mod sim_crm;

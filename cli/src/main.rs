@@ -1,16 +1,12 @@
 //! `hookgate`, the operator CLI: parsing and wiring only; each command lives
-//! in the library (`sign`, `sim_crm`, `ops`).
+//! in the library (`sign`, `ops`). The development commands (the local
+//! stack, the demo, the simulated CRM) are `hookgate-dev`'s.
 
 use std::{path::PathBuf, sync::Arc};
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-use hookgate_cli::{
-    limits::StackLimits,
-    local::{Local, LocalQueues},
-    ops::{DeployedOps, Output, Plan, Selection, parse_age},
-    sim_crm::SimCrm,
-};
+use hookgate_cli::ops::{DeployedOps, Output, Plan, Selection, parse_age};
 use hookgate_core::{
     config::Config,
     ledger::ActionStatus,
@@ -32,31 +28,6 @@ struct Cli {
 enum Command {
     /// Print the headers a provider would send with a body, and a curl line.
     Sign(Box<hookgate_cli::sign::Args>),
-    /// Run the simulated CRM on 127.0.0.1 (tasks, upserts, faults).
-    SimCrm {
-        /// Port to listen on (0 picks a free one).
-        #[arg(long, default_value_t = 8788)]
-        port: u16,
-    },
-    /// Host the functions on 127.0.0.1 against the local emulator (`make local`).
-    Local {
-        /// Port of the webhook endpoint.
-        #[arg(long, default_value_t = 8787)]
-        port: u16,
-    },
-    /// Play a realistic day of webhooks against the whole local pipeline and
-    /// report (exits 1 when a duplicate effect or a lost event is found).
-    Demo {
-        /// Unique events to generate (staged incidents and forgeries come on top).
-        #[arg(long, default_value_t = 300)]
-        events: usize,
-        /// Seed of the day's randomness (same seed, same plan).
-        #[arg(long, default_value_t = 42)]
-        seed: u64,
-        /// Directory for report.json and report.html.
-        #[arg(long, default_value = "target/demo")]
-        out: PathBuf,
-    },
     /// Validate a config as the functions will load it (HOOKGATE_* variables
     /// override the file): inbox TTL vs re-delivery windows, rules,
     /// destinations, secret references. `make deploy` runs it first.
@@ -261,47 +232,6 @@ fn main() -> anyhow::Result<()> {
             "{}",
             hookgate_cli::sign::run(&args, hookgate_core::Timestamp::now())?
         ),
-        Command::SimCrm { port } => {
-            let runtime = tokio::runtime::Runtime::new()?;
-            runtime.block_on(async {
-                let sim = SimCrm::start(([127, 0, 0, 1], port).into()).await?;
-                println!("sim-crm listening on {}", sim.base_url());
-                sim.wait().await;
-                anyhow::Ok(())
-            })?;
-        }
-        Command::Local { port } => {
-            let runtime = tokio::runtime::Runtime::new()?;
-            runtime.block_on(async {
-                hookgate_adapters::telemetry::init();
-                let config = Arc::new(Config::load()?);
-                let aws = hookgate_adapters::clients::sdk_config().await;
-                let var = |name: &str| std::env::var(name).with_context(|| format!("{name} is not set (run make local)"));
-                let limits = StackLimits::parse(&var("HOOKGATE_LOCAL_FUNCTIONS")?)?;
-                let queues = LocalQueues { events: var("HOOKGATE_LOCAL_EVENTS_URL")? };
-                let local = Local::start(config, &aws, &limits, queues, ([127, 0, 0, 1], port).into()).await?;
-                println!("hookgate local: POST http://{}/webhooks/{{provider}}/{{workspace}}", local.addr);
-                println!("sign a request with: hookgate sign --provider retell --secret env:NAME --body body.json --url http://{}/webhooks/retell/ws-42", local.addr);
-                println!("Ctrl-C stops it.");
-                local.wait().await;
-                anyhow::Ok(())
-            })?;
-        }
-        Command::Demo { events, seed, out } => {
-            let runtime = tokio::runtime::Runtime::new()?;
-            // The functions' EMF lines would bury the report (its figures
-            // come from the stored state and the emulator's counts).
-            hookgate_core::metrics::mute();
-            let options = hookgate_cli::demo::Options { events, seed, out };
-            let report = runtime.block_on(hookgate_cli::demo::run(&options))?;
-            println!("{}", hookgate_cli::demo::report::summary(&report));
-            println!(
-                "report: {} and {}",
-                options.out.join("report.json").display(),
-                options.out.join("report.html").display()
-            );
-            std::process::exit(if report.ok { 0 } else { 1 });
-        }
         Command::CheckConfig { config, deploy } => {
             let config = load_config(config.as_ref())?;
             for warning in config.warnings() {

@@ -22,6 +22,38 @@ pub struct SweepReport {
     pub failed: usize,
 }
 
+/// Records one run re-queues at most; the next run takes the rest.
+pub const LIMIT: usize = 500;
+
+/// The sweep as a service: the inbox it reads, the queue it refills, and the
+/// configured age (`Config::sweep_age`).
+#[derive(Debug, Clone)]
+pub struct Sweeper<S, Q> {
+    store: S,
+    queue: Q,
+    age: Duration,
+}
+
+impl<S: InboxStore, Q: ActionQueue> Sweeper<S, Q> {
+    pub fn new(store: S, queue: Q, age: Duration) -> Self {
+        Self { store, queue, age }
+    }
+
+    /// One scheduled run: up to [`LIMIT`] records older than the sweep age.
+    pub async fn run(&self, now: Timestamp) -> Result<SweepReport, StoreError> {
+        self.run_older_than(self.age, now).await
+    }
+
+    /// One run over records received more than `age` before `now`.
+    pub async fn run_older_than(
+        &self,
+        age: Duration,
+        now: Timestamp,
+    ) -> Result<SweepReport, StoreError> {
+        sweep(&self.store, &self.queue, age, LIMIT, now).await
+    }
+}
+
 /// Re-queues up to `limit` records received more than `age` before `now`.
 pub async fn sweep<S: InboxStore, Q: ActionQueue>(
     store: &S,

@@ -1,4 +1,4 @@
-//! One emulator per test process (see `hookgate_cli::emulator`), and SDK
+//! One emulator per test process (see `hookgate_testkit::emulator`), and SDK
 //! configs for it.
 //!
 //! The static keeps the emulator's stdin open until the test process exits;
@@ -12,7 +12,7 @@ use aws_config::SdkConfig;
 #[derive(Debug)]
 pub struct Emulator {
     pub endpoint: String,
-    _running: Mutex<hookgate_cli::emulator::Emulator>,
+    _running: Mutex<hookgate_testkit::emulator::Emulator>,
 }
 
 impl Emulator {
@@ -22,7 +22,7 @@ impl Emulator {
         EMULATOR.get_or_init(|| {
             crate::metrics::install();
             let running =
-                hookgate_cli::emulator::Emulator::start().unwrap_or_else(|e| panic!("{e:#}"));
+                hookgate_testkit::emulator::Emulator::start().unwrap_or_else(|e| panic!("{e:#}"));
             Emulator {
                 endpoint: running.endpoint.clone(),
                 _running: Mutex::new(running),
@@ -33,7 +33,7 @@ impl Emulator {
     /// An SDK config for the emulator: dummy credentials, a fixed region.
     /// Its calls are the tests' own (setup and inspection).
     pub async fn sdk_config(&self) -> SdkConfig {
-        hookgate_cli::emulator::sdk_config(&self.endpoint, "hookgate-tests").await
+        hookgate_testkit::emulator::sdk_config(&self.endpoint, "hookgate-tests").await
     }
 
     /// Makes the next `count` DynamoDB `operation`s on `table` commit and then
@@ -69,6 +69,6 @@ impl Emulator {
     /// logs its calls under that name, and the IAM check holds them against
     /// that function's role.
     pub async fn function_config(&self, function: &str) -> SdkConfig {
-        hookgate_cli::emulator::sdk_config(&self.endpoint, function).await
+        hookgate_testkit::emulator::sdk_config(&self.endpoint, function).await
     }
 }

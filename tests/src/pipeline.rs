@@ -12,15 +12,15 @@ use std::{
 use aws_sdk_sqs::types::QueueAttributeName;
 use hookgate_action::handle;
 use hookgate_adapters::{
-    CrmDestination, DynamoInbox, DynamoLedger, DynamoTriage, SqsActionQueue,
-    alerts::EventBridgeAlerts, schema::create_actions_table,
+    CrmDestination, DynamoInbox, DynamoLedger, DynamoTriage,
+    schema::create_actions_table,
+    wiring::{self, ApprovalsService, Clients, TriagerService, WorkerService},
 };
-use hookgate_cli::{
+use hookgate_testkit::{
     limits::{Invocation, StackLimits},
     sim_crm::SimCrm,
 };
 use hookgate_core::{action::ActionKey, ledger::ActionRecord, ports::Ledger, worker::Worker};
-use hookgate_core::{approval::Approvals, dlq::Triager, hold::Holder};
 use serde_json::json;
 
 use std::sync::atomic::AtomicBool;
@@ -42,7 +42,7 @@ fn template_limits(params: &[&str]) -> StackLimits {
     cache
         .entry(key)
         .or_insert_with(|| {
-            hookgate_cli::emulator::template_limits(params).unwrap_or_else(|e| panic!("{e:#}"))
+            hookgate_testkit::emulator::template_limits(params).unwrap_or_else(|e| panic!("{e:#}"))
         })
         .clone()
 }
@@ -131,7 +131,7 @@ destination = "crm-lookup"
 business_id = ["/call_id"]
 "#;
 
-pub type TestWorker = Worker<DynamoInbox, DynamoLedger, CrmDestination, TestHolder>;
+pub type TestWorker = WorkerService<CrmDestination>;
 pub type CrashWorker = Worker<DynamoInbox, Crash<DynamoLedger>, Crash<CrmDestination>, TestHolder>;
 
 #[derive(Debug)]
@@ -159,14 +159,8 @@ pub struct Pipeline {
     triage_sqs: aws_sdk_sqs::Client,
 }
 
-pub type TestTriager = Triager<DynamoInbox, DynamoLedger, TestHolder>;
-pub type TestApprovals = Approvals<
-    DynamoTriage,
-    DynamoInbox,
-    DynamoLedger,
-    SqsActionQueue,
-    Arc<crate::stack::TestIngress>,
->;
+pub type TestTriager = TriagerService;
+pub type TestApprovals = ApprovalsService<Arc<crate::stack::TestIngress>>;
 
 /// A rule on the test's bus sending hookgate's alerts to a queue; its URL.
 async fn alert_queue(aws: &aws_config::SdkConfig, stack: &Stack, bus: &str) -> String {
@@ -317,51 +311,38 @@ impl Pipeline {
             .send()
             .await
             .expect("set queue attributes");
-        let destinations = hookgate_action::destinations(&stack.config, &NoSecrets)
+        let destinations = wiring::destinations(&stack.config, &NoSecrets)
             .await
             .expect("destinations");
         // The tests' own view of the ledger (inspection, crash wrappers).
         let ledger = DynamoLedger::new(stack.ddb.clone(), &actions_table);
+        // Each function's clients, tagged with its name (the IAM check holds
+        // its calls against its role); the worker's DynamoDB client counts.
         let emulator = Emulator::shared();
         let action_aws = emulator.function_config("action").await;
         let worker_ddb_requests = RequestCounter::default();
-        let counted = aws_sdk_dynamodb::Client::from_conf(
-            aws_sdk_dynamodb::config::Builder::from(&action_aws)
-                .interceptor(worker_ddb_requests.clone())
-                .build(),
-        );
-        let holder_of = |aws: &aws_config::SdkConfig| {
-            Holder::new(
-                DynamoTriage::new(aws_sdk_dynamodb::Client::new(aws), &triage_table),
-                EventBridgeAlerts::new(aws_sdk_eventbridge::Client::new(aws), &bus),
-            )
+        let action_clients = Clients {
+            ddb: aws_sdk_dynamodb::Client::from_conf(
+                aws_sdk_dynamodb::config::Builder::from(&action_aws)
+                    .interceptor(worker_ddb_requests.clone())
+                    .build(),
+            ),
+            ..Clients::new(&action_aws)
         };
-        let holder = holder_of(&action_aws);
-        let worker = Worker::new(
-            stack.config.clone(),
-            DynamoInbox::new(counted.clone(), &stack.inbox_table),
-            DynamoLedger::new(counted, &actions_table),
-            destinations,
-            holder.clone(),
-        );
+        let config = stack.config.clone();
+        let worker = wiring::worker_with(config.clone(), &action_clients, destinations)
+            .expect("wire the worker");
+        let holder = wiring::holder(&config, &Clients::new(&action_aws)).expect("holder");
         let triage_aws = emulator.function_config("dlq-triage").await;
-        let triage_ddb = aws_sdk_dynamodb::Client::new(&triage_aws);
-        let triager = Triager::new(
-            stack.config.clone(),
-            DynamoInbox::new(triage_ddb.clone(), &stack.inbox_table),
-            DynamoLedger::new(triage_ddb, &actions_table),
-            holder_of(&triage_aws),
-        );
+        let triager = wiring::triager(config.clone(), &Clients::new(&triage_aws))
+            .expect("wire the triager");
         let ops_aws = emulator.function_config("ops").await;
-        let ops_ddb = aws_sdk_dynamodb::Client::new(&ops_aws);
-        let approvals = Approvals::new(
-            stack.config.clone(),
-            DynamoTriage::new(ops_ddb.clone(), &triage_table),
-            DynamoInbox::new(ops_ddb.clone(), &stack.inbox_table),
-            DynamoLedger::new(ops_ddb, &actions_table),
-            SqsActionQueue::new(aws_sdk_sqs::Client::new(&ops_aws), &stack.queue_url),
+        let approvals = wiring::approvals(
+            config.clone(),
+            &Clients::new(&ops_aws),
             stack.ingress.clone(),
-        );
+        )
+        .expect("wire approvals");
         Pipeline {
             holder,
             triager,
@@ -385,7 +366,7 @@ impl Pipeline {
     /// it (the template's batch size and timeout); returns how many messages
     /// it received.
     pub async fn poll_once(&self) -> usize {
-        hookgate_cli::local::poll_once(
+        hookgate_testkit::poll::poll_once(
             &self.action_sqs,
             &self.stack.queue_url,
             0,
@@ -417,9 +398,8 @@ impl Pipeline {
     /// more than `age` ago.
     pub async fn sweep(&self, age: Duration) -> hookgate_core::sweep::SweepReport {
         let aws = Emulator::shared().function_config("sweep").await;
-        let inbox = DynamoInbox::new(aws_sdk_dynamodb::Client::new(&aws), &self.stack.inbox_table);
-        let queue = SqsActionQueue::new(aws_sdk_sqs::Client::new(&aws), &self.stack.queue_url);
-        hookgate_core::sweep::sweep(&inbox, &queue, age, 500, hookgate_core::Timestamp::now())
+        wiring::sweeper(&self.stack.config, &Clients::new(&aws))
+            .run_older_than(age, hookgate_core::Timestamp::now())
             .await
             .expect("sweep")
     }
@@ -429,7 +409,7 @@ impl Pipeline {
     pub async fn triage_dlq(&self) -> usize {
         let mut handled = 0;
         loop {
-            let n = hookgate_cli::local::poll_once(
+            let n = hookgate_testkit::poll::poll_once(
                 &self.triage_sqs,
                 &self.dlq_url,
                 0,
@@ -520,7 +500,7 @@ impl Pipeline {
     /// A worker whose ledger and destinations crash once at `step`.
     pub async fn crashing_worker(&self, step: Step) -> Arc<CrashWorker> {
         let armed = Arc::new(AtomicBool::new(true));
-        let destinations = hookgate_action::destinations(&self.stack.config, &NoSecrets)
+        let destinations = wiring::destinations(&self.stack.config, &NoSecrets)
             .await
             .expect("destinations")
             .into_iter()

@@ -12,17 +12,15 @@ use std::{
 
 use aws_sdk_dynamodb::types::Select;
 use hookgate_adapters::{
-    AwsSecrets, DynamoInbox, DynamoTriage, SqsActionQueue,
-    alerts::EventBridgeAlerts,
+    AwsSecrets, DynamoInbox,
     counter::RequestCounter,
     schema::{create_inbox_table, create_triage_table},
+    wiring::{self, Clients, IngressService, StoreHolder},
 };
 use hookgate_core::{
     InboxPk,
     config::Config,
-    hold::Holder,
     inbox::InboxRecord,
-    ingress::Ingress,
     ports::InboxStore,
     secret::{Secret, SecretError, SecretRef, SecretSource},
 };
@@ -126,8 +124,8 @@ source = "aws.connect"
 detail_types = ["Amazon Connect Contact Event"]
 "#;
 
-pub type TestHolder = Holder<DynamoTriage, EventBridgeAlerts>;
-pub type TestIngress = Ingress<DynamoInbox, SqsActionQueue, TestSecrets, TestHolder>;
+pub type TestHolder = StoreHolder;
+pub type TestIngress = IngressService<TestSecrets>;
 
 /// A test's tables, queue and ingress.
 #[derive(Debug)]
@@ -209,44 +207,34 @@ impl Stack {
         create_triage_table(&ddb, &triage_table)
             .await
             .expect("create triage table");
-        // The ingress's clients, tagged as the ingress function's.
+        // The ingress's clients, tagged as the ingress function's, its
+        // DynamoDB and SQS clients counting their requests.
         let aws = emulator.function_config("ingress").await;
-        let holder = Holder::new(
-            DynamoTriage::new(aws_sdk_dynamodb::Client::new(&aws), &triage_table),
-            EventBridgeAlerts::new(aws_sdk_eventbridge::Client::new(&aws), &config.event_bus),
-        );
+        let ddb_requests = RequestCounter::default();
+        let sqs_requests = RequestCounter::default();
+        let clients = Clients {
+            ddb: aws_sdk_dynamodb::Client::from_conf(
+                aws_sdk_dynamodb::config::Builder::from(&aws)
+                    .interceptor(ddb_requests.clone())
+                    .build(),
+            ),
+            sqs: aws_sdk_sqs::Client::from_conf(
+                aws_sdk_sqs::config::Builder::from(&aws)
+                    .interceptor(sqs_requests.clone())
+                    .build(),
+            ),
+            ..Clients::new(&aws)
+        };
         let secrets = TestSecrets {
             env: TEST_SECRETS
                 .iter()
                 .map(|(n, v)| ((*n).to_owned(), Secret::new(*v)))
                 .collect(),
-            aws: AwsSecrets::new(
-                aws_sdk_ssm::Client::new(&aws),
-                aws_sdk_secretsmanager::Client::new(&aws),
-                config.secret_refresh,
-            ),
+            aws: clients.secrets(&config),
         };
-
-        let ddb_requests = RequestCounter::default();
-        let sqs_requests = RequestCounter::default();
-        let counted_ddb = aws_sdk_dynamodb::Client::from_conf(
-            aws_sdk_dynamodb::config::Builder::from(&aws)
-                .interceptor(ddb_requests.clone())
-                .build(),
-        );
-        let counted_sqs = aws_sdk_sqs::Client::from_conf(
-            aws_sdk_sqs::config::Builder::from(&aws)
-                .interceptor(sqs_requests.clone())
-                .build(),
-        );
         let config = Arc::new(config);
-        let ingress = Ingress::new(
-            config.clone(),
-            DynamoInbox::new(counted_ddb, &inbox_table),
-            SqsActionQueue::new(counted_sqs, &queue_url),
-            secrets,
-            holder,
-        );
+        let ingress = wiring::ingress_with_secrets(config.clone(), &clients, secrets)
+            .expect("wire the ingress");
         let stack = Stack {
             inbox: DynamoInbox::new(ddb.clone(), &inbox_table),
             inbox_table,

@@ -12,12 +12,11 @@ mod triage;
 use std::sync::Arc;
 
 use hookgate_adapters::{
-    DynamoInbox, DynamoLedger, DynamoTriage, SqsActionQueue, clients::SdkConfig,
+    DynamoInbox, DynamoLedger, DynamoTriage,
+    clients::SdkConfig,
+    wiring::{self, ApprovalsService, Clients, IngressService},
 };
-use hookgate_core::{
-    approval::{Approvals, EventIngress},
-    config::Config,
-};
+use hookgate_core::{approval::EventIngress, config::Config};
 use serde_json::Value;
 
 pub use triage::{Plan, Selection};
@@ -79,46 +78,35 @@ pub struct Ops<E> {
     inbox: DynamoInbox,
     ledger: DynamoLedger,
     triage: DynamoTriage,
-    approvals: Approvals<DynamoTriage, DynamoInbox, DynamoLedger, SqsActionQueue, E>,
+    approvals: ApprovalsService<E>,
 }
 
 /// The deployed wiring: EventBridge re-injection through the ingress code.
-pub type DeployedOps = Ops<Arc<hookgate_ingress::Service>>;
+pub type DeployedOps = Ops<Arc<IngressService>>;
 
 impl DeployedOps {
     pub fn connect(config: Arc<Config>, aws: &SdkConfig) -> anyhow::Result<Self> {
-        let ingress = Arc::new(hookgate_ingress::service(config.clone(), aws)?);
+        let ingress = Arc::new(wiring::ingress(config.clone(), &Clients::new(aws))?);
         Ops::new(config, aws, ingress)
     }
 }
 
 impl<E: EventIngress> Ops<E> {
+    /// The operator's view, with `ingress` re-injecting approved events.
     pub fn new(config: Arc<Config>, aws: &SdkConfig, ingress: E) -> anyhow::Result<Self> {
-        let ddb = aws_sdk_dynamodb::Client::new(aws);
-        let sqs = aws_sdk_sqs::Client::new(aws);
-        let queue = SqsActionQueue::new(sqs.clone(), &config.action_queue_url);
-        let inbox = DynamoInbox::new(ddb.clone(), &config.inbox_table);
-        let ledger = DynamoLedger::new(ddb.clone(), config.require_actions_table()?);
-        let triage = DynamoTriage::new(ddb.clone(), config.require_triage_table()?);
-        let approvals = Approvals::new(
-            config.clone(),
-            triage.clone(),
-            inbox.clone(),
-            ledger.clone(),
-            queue,
-            ingress,
-        );
+        let clients = Clients::new(aws);
+        let approvals = wiring::approvals(config.clone(), &clients, ingress)?;
         Ok(Self {
+            inbox: DynamoInbox::new(clients.ddb.clone(), &config.inbox_table),
+            ledger: DynamoLedger::new(clients.ddb.clone(), config.require_actions_table()?),
+            triage: clients.triage(&config)?,
             config,
-            ddb,
-            sqs,
-            events: aws_sdk_eventbridge::Client::new(aws),
+            ddb: clients.ddb,
+            sqs: clients.sqs,
+            events: clients.events,
             lambda: aws_sdk_lambda::Client::new(aws),
             cloudwatch: aws_sdk_cloudwatch::Client::new(aws),
             sts: aws_sdk_sts::Client::new(aws),
-            inbox,
-            ledger,
-            triage,
             approvals,
         })
     }

@@ -6,64 +6,16 @@
 //! two workers that received the same message never mistake each other's
 //! lease. The Lambda runtime (`main.rs`) and the local poller call [`handle`].
 
-use std::{collections::HashMap, sync::Arc};
-
-use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
+use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use futures_util::StreamExt;
-use hookgate_adapters::{
-    AwsSecrets, CrmDestination, DynamoInbox, DynamoLedger, DynamoTriage, alerts::EventBridgeAlerts,
-    clients::SdkConfig,
-};
 use hookgate_core::{
     Timestamp,
-    config::Config,
     destination::Destination,
-    hold::{Hold, Holder},
+    hold::Hold,
     ports::{InboxStore, Ledger},
-    secret::SecretSource,
     worker::{MessageOutcome, Worker},
 };
 use tracing::Instrument;
-
-/// The worker as deployed.
-pub type Service =
-    Worker<DynamoInbox, DynamoLedger, CrmDestination, Holder<DynamoTriage, EventBridgeAlerts>>;
-
-/// Wires the worker; resolves the destinations' auth secrets once.
-pub async fn service(config: Arc<Config>, aws: &SdkConfig) -> anyhow::Result<Service> {
-    let secrets = AwsSecrets::new(
-        aws_sdk_ssm::Client::new(aws),
-        aws_sdk_secretsmanager::Client::new(aws),
-        config.secret_refresh,
-    );
-    let destinations = destinations(&config, &secrets).await?;
-    let ddb = aws_sdk_dynamodb::Client::new(aws);
-    let inbox = DynamoInbox::new(ddb.clone(), &config.inbox_table);
-    let ledger = DynamoLedger::new(ddb.clone(), config.require_actions_table()?);
-    let holder = Holder::new(
-        DynamoTriage::new(ddb, config.require_triage_table()?),
-        EventBridgeAlerts::new(aws_sdk_eventbridge::Client::new(aws), &config.event_bus),
-    );
-    Ok(Worker::new(config, inbox, ledger, destinations, holder))
-}
-
-/// Every configured destination, its auth secret resolved through `secrets`.
-pub async fn destinations(
-    config: &Config,
-    secrets: &impl SecretSource,
-) -> anyhow::Result<HashMap<String, CrmDestination>> {
-    let mut out = HashMap::new();
-    for (name, d) in &config.destinations {
-        let auth = match d.auth_ref().map_err(anyhow::Error::msg)? {
-            Some(reference) => Some(secrets.resolve(&reference).await?),
-            None => None,
-        };
-        let destination =
-            CrmDestination::new(d, auth).map_err(|e| anyhow::anyhow!("destination {name}: {e}"))?;
-        out.insert(name.clone(), destination);
-    }
-    Ok(out)
-}
 
 /// Handles one SQS batch in an invocation that ends at `deadline` (the
 /// Lambda context's; `None` where the host sets no limit).
@@ -87,7 +39,7 @@ where
     H: Hold,
 {
     let now = Timestamp::now();
-    let outcomes: Vec<Option<BatchItemFailure>> = futures_util::stream::iter(
+    let failed: Vec<Option<String>> = futures_util::stream::iter(
         event
             .records
             .into_iter()
@@ -96,18 +48,16 @@ where
     .buffer_unordered(worker.config().batch_concurrency)
     .collect()
     .await;
-    let mut response = SqsBatchResponse::default();
-    response.batch_item_failures = outcomes.into_iter().flatten().collect();
-    response
+    hookgate_adapters::batch::failures(failed.into_iter().flatten())
 }
 
-/// One message: `Some(failure)` when it must come back.
+/// One message: `Some(its id)` when it must come back.
 async fn handle_message<S, L, D, H>(
     worker: &Worker<S, L, D, H>,
     message: SqsMessage,
     now: Timestamp,
     deadline: Option<Timestamp>,
-) -> Option<BatchItemFailure>
+) -> Option<String>
 where
     S: InboxStore,
     L: Ledger,
@@ -135,10 +85,7 @@ where
         }
         MessageOutcome::Retry(reason) => {
             tracing::warn!(reason, "message returns to the queue");
-            // Non-exhaustive upstream: build by field.
-            let mut failure = BatchItemFailure::default();
-            failure.item_identifier = id;
-            Some(failure)
+            Some(id)
         }
     }
 }

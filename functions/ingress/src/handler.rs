@@ -9,16 +9,9 @@
 //! retries and on-failure destination apply. The Lambda runtime (`main.rs`)
 //! and the local runner call the same [`handle`].
 
-use std::sync::Arc;
-
-use hookgate_adapters::{
-    AwsSecrets, DynamoInbox, DynamoTriage, SqsActionQueue, alerts::EventBridgeAlerts,
-    clients::SdkConfig,
-};
 use hookgate_core::{
     Timestamp,
-    config::Config,
-    hold::{Hold, Holder},
+    hold::Hold,
     ingress::{Ingress, Reply, WebhookRequest},
     ports::{ActionQueue, InboxStore},
     secret::SecretSource,
@@ -26,31 +19,6 @@ use hookgate_core::{
 use lambda_http::{
     Body, Request, RequestExt, Response, http::header::CONTENT_TYPE, request::RequestContext,
 };
-
-/// The ingress service as deployed: DynamoDB inbox, SQS queue, secrets from
-/// the environment, SSM or Secrets Manager.
-pub type Service =
-    Ingress<DynamoInbox, SqsActionQueue, AwsSecrets, Holder<DynamoTriage, EventBridgeAlerts>>;
-
-/// Wires the service from a loaded config and the process's AWS config.
-pub fn service(
-    config: Arc<Config>,
-    aws: &SdkConfig,
-) -> Result<Service, hookgate_core::config::ConfigError> {
-    let ddb = aws_sdk_dynamodb::Client::new(aws);
-    let inbox = DynamoInbox::new(ddb.clone(), &config.inbox_table);
-    let holder = Holder::new(
-        DynamoTriage::new(ddb, config.require_triage_table()?),
-        EventBridgeAlerts::new(aws_sdk_eventbridge::Client::new(aws), &config.event_bus),
-    );
-    let queue = SqsActionQueue::new(aws_sdk_sqs::Client::new(aws), &config.action_queue_url);
-    let secrets = AwsSecrets::new(
-        aws_sdk_ssm::Client::new(aws),
-        aws_sdk_secretsmanager::Client::new(aws),
-        config.secret_refresh,
-    );
-    Ok(Ingress::new(config, inbox, queue, secrets, holder))
-}
 
 /// Handles one API Gateway (HTTP API v2 or REST v1 proxy) request.
 pub async fn handle<S, Q, K, H>(

@@ -1,16 +1,12 @@
 //! The ingress Lambda's entry point: wiring only.
 
-use std::sync::Arc;
-
-use hookgate_core::config::Config;
+use hookgate_adapters::wiring;
 use lambda_http::{Error, run, service_fn};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    hookgate_adapters::telemetry::init();
-    let config = Arc::new(Config::load()?);
-    let aws = hookgate_adapters::clients::sdk_config().await;
-    let service = hookgate_ingress::service(config, &aws)?;
+    let (config, clients) = wiring::cold_start().await?;
+    let service = wiring::ingress(config, &clients)?;
     run(service_fn(|request| {
         hookgate_ingress::handle(&service, request)
     }))

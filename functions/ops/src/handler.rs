@@ -8,11 +8,6 @@
 //! `POST /ops/actions/{key}/reconcile` with `{"found": "<id>"}` or
 //! `{"not_found": true}`.
 
-use std::sync::Arc;
-
-use hookgate_adapters::{
-    DynamoInbox, DynamoLedger, DynamoTriage, SqsActionQueue, clients::SdkConfig,
-};
 use hookgate_core::{
     Timestamp,
     action::ActionKey,
@@ -23,29 +18,6 @@ use hookgate_core::{
 };
 use lambda_http::{Body, Request, RequestExt, Response, request::RequestContext};
 use serde_json::{Value, json};
-
-pub type Service = Approvals<
-    DynamoTriage,
-    DynamoInbox,
-    DynamoLedger,
-    SqsActionQueue,
-    Arc<hookgate_ingress::Service>,
->;
-
-pub fn service(config: Arc<Config>, aws: &SdkConfig) -> anyhow::Result<(Service, DynamoTriage)> {
-    let ingress = Arc::new(hookgate_ingress::service(config.clone(), aws)?);
-    let ddb = aws_sdk_dynamodb::Client::new(aws);
-    let triage = DynamoTriage::new(ddb.clone(), config.require_triage_table()?);
-    let approvals = Approvals::new(
-        config.clone(),
-        triage.clone(),
-        DynamoInbox::new(ddb.clone(), &config.inbox_table),
-        DynamoLedger::new(ddb, config.require_actions_table()?),
-        SqsActionQueue::new(aws_sdk_sqs::Client::new(aws), &config.action_queue_url),
-        ingress,
-    );
-    Ok((approvals, triage))
-}
 
 fn answer(status: u16, body: Value) -> Response<Body> {
     Response::builder()

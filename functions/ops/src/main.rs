@@ -1,16 +1,17 @@
-//! The ops Lambda's entry point: wiring only.
+//! The ops Lambda's entry point: wiring only. Approvals re-inject an
+//! EventBridge event through the ingress code, wired here as in the ingress.
 
 use std::sync::Arc;
 
-use hookgate_core::config::Config;
+use hookgate_adapters::wiring;
 use lambda_http::{Error, run, service_fn};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    hookgate_adapters::telemetry::init();
-    let config = Arc::new(Config::load()?);
-    let aws = hookgate_adapters::clients::sdk_config().await;
-    let (approvals, triage) = hookgate_ops::service(config, &aws)?;
+    let (config, clients) = wiring::cold_start().await?;
+    let ingress = Arc::new(wiring::ingress(config.clone(), &clients)?);
+    let triage = clients.triage(&config)?;
+    let approvals = wiring::approvals(config, &clients, ingress)?;
     run(service_fn(|request| {
         hookgate_ops::handle(&approvals, &triage, request)
     }))

@@ -1,5 +1,6 @@
 //! What one delivery costs in AWS requests, counted by an SDK interceptor on
-//! the ingress's own clients (retries would count too).
+//! the ingress's own clients as `wiring` builds them (retries would count
+//! too): the inbox and the triage table share the one DynamoDB client.
 
 use hookgate_tests::stack::Stack;
 
@@ -27,9 +28,11 @@ async fn a_new_event_costs_one_put_and_one_send_and_a_duplicate_two_dynamodb_req
     let mut other = delivery.clone();
     other.body = br#"{"event":"call_started","call":{"call_id":"call_counted","x":1}}"#.to_vec();
     stack.post(other.request()).await;
+    // Two on the inbox (the refused put, the collision count) and two on
+    // the triage table (the held item, its alert's claim marker).
     assert_eq!(
         (stack.ddb_requests.take(), stack.sqs_requests.take()),
-        (2, 0),
+        (4, 0),
         "collision"
     );
 }

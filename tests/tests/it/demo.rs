@@ -1,7 +1,7 @@
-//! `hookgate demo` end to end, small: the day's plan played through the real
+//! `hookgate-dev demo` end to end, small: the day's plan played through the real
 //! handlers, the emulator and the simulated CRM, and the report's verdict.
 
-use hookgate_cli::demo::{Options, run};
+use hookgate_dev::demo::{Options, run};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_small_day_ends_with_one_task_per_action_and_every_invariant_held() {

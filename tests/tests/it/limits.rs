@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use hookgate_cli::sim_crm::{Fault, FaultKind};
+use hookgate_testkit::sim_crm::{Fault, FaultKind};
 use hookgate_core::{Timestamp, ledger::ActionStatus, worker::MessageOutcome};
 use hookgate_tests::pipeline::Pipeline;
 

@@ -1,22 +1,19 @@
 //! The local stack: resources provisioned from `infra/template.yaml` (the
-//! single source of truth) and `hookgate local` hosting the functions as
+//! single source of truth) and `hookgate-dev local` hosting the functions as
 //! Lambda would — a signed webhook over real HTTP becomes one CRM task.
 
 use std::{sync::Arc, time::Duration};
 
 use aws_sdk_ssm::types::ParameterType;
-use hookgate_cli::{
-    limits::StackLimits,
-    local::{Local, LocalQueues},
-    sim_crm::SimCrm,
-};
+use hookgate_dev::local::{Local, LocalQueues};
+use hookgate_testkit::{limits::StackLimits, sim_crm::SimCrm};
 use hookgate_core::{Provider, secret::Secret};
 use hookgate_tests::{emulator::Emulator, webhook::Delivery};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_local_stack_provisioned_from_the_template_turns_a_signed_webhook_into_one_task() {
     let prefix = format!("loc{}", std::process::id());
-    let vars = hookgate_cli::emulator::provision(
+    let vars = hookgate_testkit::emulator::provision(
         &Emulator::shared().endpoint,
         &prefix,
         &[

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use hookgate_cli::sim_crm::{Fault, FaultKind};
+use hookgate_testkit::sim_crm::{Fault, FaultKind};
 use hookgate_core::{
     Timestamp, ledger::ActionStatus, ports::TriageStore, triage::TriageStatus,
     worker::MessageOutcome,

@@ -3,10 +3,8 @@
 
 use std::{sync::Arc, time::Duration};
 
-use hookgate_cli::{
-    ops::{Ops, Selection, exit},
-    sim_crm::{Fault, FaultKind},
-};
+use hookgate_cli::ops::{Ops, Selection, exit};
+use hookgate_testkit::sim_crm::{Fault, FaultKind};
 use hookgate_core::{
     ledger::ActionStatus,
     triage::{TriageClass, TriageStatus},
@@ -578,7 +576,7 @@ async fn doctor_passes_the_stack_provisioned_from_the_transformed_template_and_f
 {
     let prefix = format!("doc{}", std::process::id());
     let endpoint = &hookgate_tests::emulator::Emulator::shared().endpoint;
-    let vars = hookgate_cli::emulator::provision(endpoint, &prefix, &[]).unwrap();
+    let vars = hookgate_testkit::emulator::provision(endpoint, &prefix, &[]).unwrap();
     let config = hookgate_core::config::Config::from_toml(
         "[workspaces.ws-1.retell]\nsecrets = [\"env:WS1_RETELL\"]\n\
          [[eventbridge.sources]]\nworkspace = \"ws-1\"\naccount = \"123456789012\"\nsource = \"aws.connect\"\n",

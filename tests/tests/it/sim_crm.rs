@@ -1,7 +1,7 @@
 //! The simulated CRM's control API over HTTP: a fault aimed at one action
 //! (`matching`) hits that action's requests only, by body or by query.
 
-use hookgate_cli::sim_crm::SimCrm;
+use hookgate_testkit::sim_crm::SimCrm;
 use serde_json::json;
 
 #[tokio::test]

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use hookgate_cli::sim_crm::{Fault, FaultKind};
+use hookgate_testkit::sim_crm::{Fault, FaultKind};
 use hookgate_core::{
     Timestamp,
     approval::{ApprovalError, Reinjected},

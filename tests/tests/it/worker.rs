@@ -4,7 +4,7 @@
 
 use std::{sync::Arc, time::Duration};
 
-use hookgate_cli::sim_crm::{Fault, FaultKind};
+use hookgate_testkit::sim_crm::{Fault, FaultKind};
 use hookgate_core::{
     Provider, Timestamp,
     inbox::InboxStatus,

@@ -18,7 +18,7 @@ use super::{
     play::Sent,
     report::{self, Observed},
 };
-use crate::{emulator::Emulator, sim_crm::SimCrm};
+use hookgate_testkit::{emulator::Emulator, sim_crm::SimCrm};
 
 /// Reads what the stack stored: the inbox record of every planned event, the
 /// ledger record of every intended action, every triage item, the CRM's

@@ -28,11 +28,11 @@ use aws_sdk_ssm::types::ParameterType;
 use hookgate_core::config::Config;
 use serde_json::json;
 
-use crate::{
+use crate::local::{Local, LocalQueues};
+use hookgate_cli::ops::DeployedOps;
+use hookgate_testkit::{
     emulator::{Emulator, repo_root},
     limits::StackLimits,
-    local::{Local, LocalQueues},
-    ops::DeployedOps,
     sim_crm::{Fault, FaultKind, SimCrm},
 };
 use plan::{Incident, Plan, SECRETS};
@@ -258,13 +258,13 @@ fn stage_incidents(plan: &Plan, sim: &SimCrm) {
 
 /// A way to add faults from another task (the simulator stays owned here).
 fn sim_handle(sim: &SimCrm) -> impl Fn(Fault) + Send + 'static {
-    let shared = sim.shared();
-    move |fault| shared.add_fault(fault)
+    let remote = sim.remote();
+    move |fault| remote.add_fault(fault)
 }
 
 fn sim_tasks(sim: &SimCrm) -> impl Fn() -> usize + Send + 'static {
-    let shared = sim.shared();
-    move || shared.report().total
+    let remote = sim.remote();
+    move || remote.tasks()
 }
 
 async fn report_progress(

@@ -6,7 +6,7 @@
 //! - SQS long-poll loops turn messages into `SqsEvent` batches for the action
 //!   and DLQ-triage handlers, deleting only what the batch response did not
 //!   report failed (so the emulator's redrive to the DLQ behaves as in AWS),
-//!   under each function's template limits (`crate::limits`);
+//!   under each function's template limits (`hookgate_testkit::limits`);
 //! - the EventBridge rule targets a queue (the emulator cannot invoke a
 //!   Lambda target) whose events go to the ingress's EventBridge path;
 //! - the sweep runs on a timer.
@@ -14,18 +14,17 @@
 use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
 
 use anyhow::Context;
-use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
-use aws_sdk_sqs::types::{Message, MessageSystemAttributeName};
 use axum::{body::Bytes, extract::State, http::Request as HttpRequest, response::IntoResponse};
 use hookgate_adapters::{
-    DynamoInbox, SqsActionQueue,
     clients::{self, SdkConfig},
+    wiring::{self, Clients, IngressService},
 };
-use hookgate_core::{Timestamp, config::Config, sweep::sweep};
-use serde_json::json;
+use hookgate_core::{Timestamp, config::Config};
+use hookgate_testkit::{
+    limits::{Invocation, StackLimits},
+    poll::poll_once,
+};
 use tokio::{net::TcpListener, task::JoinSet};
-
-use crate::limits::{Invocation, StackLimits};
 
 /// The queue only the local runner polls (the DLQs are the triage
 /// function's sources in [`StackLimits`]).
@@ -48,110 +47,7 @@ impl Drop for Local {
     }
 }
 
-/// One invocation of an SQS event source, as Lambda runs it: receives a
-/// batch from `url` (waiting up to `wait` seconds for the first message, then
-/// gathering up to the batch size within the batching window), hands it to
-/// `handle` with the invocation's deadline, and deletes the messages the batch
-/// response does not report failed. An invocation past the function's
-/// timeout is cut off at whatever await it is in, and deletes nothing: its
-/// messages return after their visibility timeout. Returns how many messages
-/// it received.
-pub async fn poll_once<F, Fut>(
-    sqs: &aws_sdk_sqs::Client,
-    url: &str,
-    wait: i32,
-    invocation: Invocation,
-    handle: F,
-) -> anyhow::Result<usize>
-where
-    F: FnOnce(SqsEvent, Timestamp) -> Fut,
-    Fut: Future<Output = SqsBatchResponse>,
-{
-    let messages = receive_batch(sqs, url, wait, invocation).await?;
-    if messages.is_empty() {
-        return Ok(0);
-    }
-    let records: Vec<serde_json::Value> = messages
-        .iter()
-        .map(|m| {
-            let attributes: serde_json::Map<String, serde_json::Value> = m
-                .attributes()
-                .map(|a| {
-                    a.iter()
-                        .map(|(k, v)| (k.as_str().to_owned(), json!(v)))
-                        .collect()
-                })
-                .unwrap_or_default();
-            json!({
-                "messageId": m.message_id(),
-                "receiptHandle": m.receipt_handle(),
-                "body": m.body(),
-                "attributes": attributes,
-                "messageAttributes": {},
-                "eventSource": "aws:sqs",
-            })
-        })
-        .collect();
-    let event: SqsEvent = serde_json::from_value(json!({ "Records": records }))?;
-    let deadline = Timestamp::now().plus(invocation.timeout);
-    let Ok(response) = tokio::time::timeout(invocation.timeout, handle(event, deadline)).await
-    else {
-        tracing::warn!(
-            queue = url,
-            timeout_secs = invocation.timeout.as_secs(),
-            messages = messages.len(),
-            "invocation timed out: its messages return after their visibility timeout"
-        );
-        return Ok(messages.len());
-    };
-    let failed: Vec<&str> = response
-        .batch_item_failures
-        .iter()
-        .map(|f| f.item_identifier.as_str())
-        .collect();
-    for m in &messages {
-        if !failed.contains(&m.message_id().unwrap_or_default()) {
-            sqs.delete_message()
-                .queue_url(url)
-                .receipt_handle(m.receipt_handle().unwrap_or_default())
-                .send()
-                .await?;
-        }
-    }
-    Ok(messages.len())
-}
-
-/// Up to the batch size of messages: the first receive waits `wait` seconds;
-/// more are gathered while the batching window lasts.
-async fn receive_batch(
-    sqs: &aws_sdk_sqs::Client,
-    url: &str,
-    wait: i32,
-    invocation: Invocation,
-) -> anyhow::Result<Vec<Message>> {
-    let window_ends = tokio::time::Instant::now() + invocation.batching_window;
-    let mut messages = Vec::new();
-    let mut wait = wait;
-    loop {
-        let want = (invocation.batch_size - messages.len()).min(10);
-        let out = sqs
-            .receive_message()
-            .queue_url(url)
-            .max_number_of_messages(i32::try_from(want).unwrap_or(10))
-            .message_system_attribute_names(MessageSystemAttributeName::All)
-            .wait_time_seconds(wait)
-            .send()
-            .await?;
-        messages.extend(out.messages.unwrap_or_default());
-        let left = window_ends.saturating_duration_since(tokio::time::Instant::now());
-        if messages.is_empty() || messages.len() >= invocation.batch_size || left.is_zero() {
-            return Ok(messages);
-        }
-        wait = i32::try_from(left.as_secs().clamp(1, 20)).unwrap_or(1);
-    }
-}
-
-type Ingress = Arc<hookgate_ingress::Service>;
+type Ingress = Arc<IngressService>;
 
 /// Forwards one HTTP request to the ingress handler as API Gateway would.
 async fn webhook(
@@ -203,18 +99,13 @@ impl Local {
         addr: SocketAddr,
     ) -> anyhow::Result<Local> {
         let aws_of = |function: &str| clients::for_function(aws, function);
+        let clients_of = |function: &str| Clients::new(&aws_of(function));
         let ingress_limits = limits.function("ingress")?;
-        let ingress: Ingress = Arc::new(hookgate_ingress::service(
-            config.clone(),
-            &aws_of("ingress"),
-        )?);
+        let ingress: Ingress = Arc::new(wiring::ingress(config.clone(), &clients_of("ingress"))?);
         let action_limits = limits.function("action")?;
-        let worker = Arc::new(hookgate_action::service(config.clone(), &aws_of("action")).await?);
+        let worker = Arc::new(wiring::worker(config.clone(), &clients_of("action")).await?);
         let triage_limits = limits.function("dlq-triage")?;
-        let triager = Arc::new(hookgate_dlq_triage::service(
-            config.clone(),
-            &aws_of("dlq-triage"),
-        )?);
+        let triager = Arc::new(wiring::triager(config.clone(), &clients_of("dlq-triage"))?);
         let mut tasks = JoinSet::new();
 
         let listener = TcpListener::bind(addr).await?;
@@ -282,38 +173,27 @@ impl Local {
             let (s, i, url) = (s.clone(), i.clone(), url.clone());
             async move {
                 poll_once(&s, &url, 1, events, |event, _| async move {
-                    let mut response = SqsBatchResponse::default();
+                    let mut failed = Vec::new();
                     for record in event.records {
                         let body = record.body.unwrap_or_default();
                         if let Err(e) = i.handle_event(body.as_bytes(), Timestamp::now()).await {
                             // Lambda would retry and then use the on-failure
                             // queue; locally the message returns.
                             tracing::warn!(error = %e, "EventBridge event failed; it will return");
-                            let mut failure =
-                                aws_lambda_events::event::sqs::BatchItemFailure::default();
-                            failure.item_identifier = record.message_id.unwrap_or_default();
-                            response.batch_item_failures.push(failure);
+                            failed.push(record.message_id.unwrap_or_default());
                         }
                     }
-                    response
+                    hookgate_adapters::batch::failures(failed)
                 })
                 .await
             }
         }));
-        let sweep_aws = aws_of("sweep");
-        let inbox = DynamoInbox::new(
-            aws_sdk_dynamodb::Client::new(&sweep_aws),
-            &config.inbox_table,
-        );
-        let queue = SqsActionQueue::new(
-            aws_sdk_sqs::Client::new(&sweep_aws),
-            &config.action_queue_url,
-        );
-        let (sweep_age, sweep_timeout) = (config.sweep_age, limits.function("sweep")?.timeout());
+        let sweeper = wiring::sweeper(&config, &clients_of("sweep"));
+        let sweep_timeout = limits.function("sweep")?.timeout();
         tasks.spawn(async move {
             loop {
                 tokio::time::sleep(Duration::from_secs(10)).await;
-                let run = sweep(&inbox, &queue, sweep_age, 500, Timestamp::now());
+                let run = sweeper.run(Timestamp::now());
                 match tokio::time::timeout(sweep_timeout, run).await {
                     Ok(Ok(_)) => {}
                     Ok(Err(e)) => tracing::warn!(error = %e, "local sweep failed"),

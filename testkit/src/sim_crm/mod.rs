@@ -64,12 +64,12 @@ impl SimCrm {
         self.shared.clear_faults();
     }
 
-    /// The simulator's state, for tasks that outlive a borrow of it.
-    pub(crate) fn shared(&self) -> Arc<Shared> {
-        self.shared.clone()
+    /// A handle on the simulator for tasks that outlive a borrow of it.
+    pub fn remote(&self) -> Remote {
+        Remote(self.shared.clone())
     }
 
-    /// Serves until the process ends (the `hookgate sim-crm` command).
+    /// Serves until the process ends (the `hookgate-dev sim-crm` command).
     pub async fn wait(mut self) {
         let _ = (&mut self.task).await;
     }
@@ -115,3 +115,18 @@ async fn accept_loop(mut listener: TcpListener, addr: SocketAddr, shared: Arc<Sh
 
 /// Used by `Shared` to wake the accept loop when faults change.
 pub(crate) type Changed = Notify;
+
+/// Adds faults and counts tasks from another task (see [`SimCrm::remote`]).
+#[derive(Debug, Clone)]
+pub struct Remote(Arc<Shared>);
+
+impl Remote {
+    pub fn add_fault(&self, fault: Fault) {
+        self.0.add_fault(fault);
+    }
+
+    /// Tasks created so far.
+    pub fn tasks(&self) -> usize {
+        self.0.report().total
+    }
+}

@@ -10,7 +10,7 @@ use hookgate_core::{
 };
 use serde_json::Value;
 
-use crate::ops::{DeployedOps, Selection};
+use hookgate_cli::ops::{DeployedOps, Selection};
 
 /// The scripted operator, with the CLI's own operations: approve the outage
 /// in bulk now the CRM is back, re-inject the poison item after "fixing the

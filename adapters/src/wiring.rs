@@ -1,0 +1,226 @@
+//! The one place every service is assembled from a config and AWS clients.
+//!
+//! The Lambda entry points, the operator CLI, the local runner and the test
+//! harness all call these builders, so a wiring mistake shows in the tests.
+//! [`Clients`] is built from an `SdkConfig` (a function's, with its SDK app
+//! name) or field by field, which is how the tests pass request-counting
+//! clients.
+
+use std::{collections::HashMap, sync::Arc};
+
+use aws_config::SdkConfig;
+use hookgate_core::{
+    approval::{Approvals, EventIngress},
+    config::{Config, ConfigError},
+    dlq::Triager,
+    hold::Holder,
+    ingress::Ingress,
+    secret::{SecretError, SecretSource},
+    sweep::Sweeper,
+    worker::Worker,
+};
+
+use crate::{
+    AwsSecrets, CrmDestination, DynamoInbox, DynamoLedger, DynamoTriage, SqsActionQueue,
+    alerts::EventBridgeAlerts,
+};
+
+/// The AWS clients one function uses.
+#[derive(Debug, Clone)]
+pub struct Clients {
+    pub ddb: aws_sdk_dynamodb::Client,
+    pub sqs: aws_sdk_sqs::Client,
+    pub events: aws_sdk_eventbridge::Client,
+    pub ssm: aws_sdk_ssm::Client,
+    pub secrets_manager: aws_sdk_secretsmanager::Client,
+}
+
+impl Clients {
+    pub fn new(aws: &SdkConfig) -> Self {
+        Self {
+            ddb: aws_sdk_dynamodb::Client::new(aws),
+            sqs: aws_sdk_sqs::Client::new(aws),
+            events: aws_sdk_eventbridge::Client::new(aws),
+            ssm: aws_sdk_ssm::Client::new(aws),
+            secrets_manager: aws_sdk_secretsmanager::Client::new(aws),
+        }
+    }
+
+    /// Secrets from the environment, SSM or Secrets Manager, cached for the
+    /// config's refresh interval.
+    pub fn secrets(&self, config: &Config) -> AwsSecrets {
+        AwsSecrets::new(
+            self.ssm.clone(),
+            self.secrets_manager.clone(),
+            config.secret_refresh,
+        )
+    }
+
+    fn inbox(&self, config: &Config) -> DynamoInbox {
+        DynamoInbox::new(self.ddb.clone(), &config.inbox_table)
+    }
+
+    fn ledger(&self, config: &Config) -> Result<DynamoLedger, ConfigError> {
+        Ok(DynamoLedger::new(
+            self.ddb.clone(),
+            config.require_actions_table()?,
+        ))
+    }
+
+    fn queue(&self, config: &Config) -> SqsActionQueue {
+        SqsActionQueue::new(self.sqs.clone(), &config.action_queue_url)
+    }
+
+    /// The triage table.
+    pub fn triage(&self, config: &Config) -> Result<DynamoTriage, ConfigError> {
+        Ok(DynamoTriage::new(
+            self.ddb.clone(),
+            config.require_triage_table()?,
+        ))
+    }
+}
+
+/// Holds failures in the triage table and alerts on the event bus.
+pub type StoreHolder = Holder<DynamoTriage, EventBridgeAlerts>;
+/// The ingress as deployed (`K`: where webhook secrets come from).
+pub type IngressService<K = AwsSecrets> = Ingress<DynamoInbox, SqsActionQueue, K, StoreHolder>;
+/// The action worker as deployed (`D`: the destinations' adapter).
+pub type WorkerService<D = CrmDestination> = Worker<DynamoInbox, DynamoLedger, D, StoreHolder>;
+/// The DLQ triager as deployed.
+pub type TriagerService = Triager<DynamoInbox, DynamoLedger, StoreHolder>;
+/// Approvals as deployed (`E`: how an EventBridge event is re-injected).
+pub type ApprovalsService<E> =
+    Approvals<DynamoTriage, DynamoInbox, DynamoLedger, SqsActionQueue, E>;
+/// The sweep as deployed.
+pub type SweeperService = Sweeper<DynamoInbox, SqsActionQueue>;
+
+/// Why a service could not be assembled.
+#[derive(Debug, thiserror::Error)]
+pub enum WiringError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("destination {destination}: its auth secret: {source}")]
+    Secret {
+        destination: String,
+        source: SecretError,
+    },
+    #[error("destination {destination}: {reason}")]
+    Destination { destination: String, reason: String },
+}
+
+pub fn holder(config: &Config, clients: &Clients) -> Result<StoreHolder, ConfigError> {
+    Ok(Holder::new(
+        clients.triage(config)?,
+        EventBridgeAlerts::new(clients.events.clone(), &config.event_bus),
+    ))
+}
+
+pub fn ingress(config: Arc<Config>, clients: &Clients) -> Result<IngressService, ConfigError> {
+    let secrets = clients.secrets(&config);
+    ingress_with_secrets(config, clients, secrets)
+}
+
+/// The ingress with another secret source (the tests' documented secrets).
+pub fn ingress_with_secrets<K: SecretSource>(
+    config: Arc<Config>,
+    clients: &Clients,
+    secrets: K,
+) -> Result<IngressService<K>, ConfigError> {
+    let holder = holder(&config, clients)?;
+    Ok(Ingress::new(
+        config.clone(),
+        clients.inbox(&config),
+        clients.queue(&config),
+        secrets,
+        holder,
+    ))
+}
+
+/// The worker; resolves the destinations' auth secrets once.
+pub async fn worker(config: Arc<Config>, clients: &Clients) -> Result<WorkerService, WiringError> {
+    let destinations = destinations(&config, &clients.secrets(&config)).await?;
+    Ok(worker_with(config, clients, destinations)?)
+}
+
+/// The worker with given destinations (the tests' crash-injecting ones).
+pub fn worker_with<D: hookgate_core::destination::Destination>(
+    config: Arc<Config>,
+    clients: &Clients,
+    destinations: HashMap<String, D>,
+) -> Result<WorkerService<D>, ConfigError> {
+    Ok(Worker::new(
+        config.clone(),
+        clients.inbox(&config),
+        clients.ledger(&config)?,
+        destinations,
+        holder(&config, clients)?,
+    ))
+}
+
+/// Every configured destination, its auth secret resolved through `secrets`.
+pub async fn destinations(
+    config: &Config,
+    secrets: &impl SecretSource,
+) -> Result<HashMap<String, CrmDestination>, WiringError> {
+    let mut out = HashMap::new();
+    for (name, d) in &config.destinations {
+        let failed = |reason: String| WiringError::Destination {
+            destination: name.clone(),
+            reason,
+        };
+        let auth = match d.auth_ref().map_err(failed)? {
+            Some(reference) => {
+                Some(
+                    secrets
+                        .resolve(&reference)
+                        .await
+                        .map_err(|source| WiringError::Secret {
+                            destination: name.clone(),
+                            source,
+                        })?,
+                )
+            }
+            None => None,
+        };
+        out.insert(name.clone(), CrmDestination::new(d, auth).map_err(failed)?);
+    }
+    Ok(out)
+}
+
+pub fn triager(config: Arc<Config>, clients: &Clients) -> Result<TriagerService, ConfigError> {
+    Ok(Triager::new(
+        config.clone(),
+        clients.inbox(&config),
+        clients.ledger(&config)?,
+        holder(&config, clients)?,
+    ))
+}
+
+/// Approvals re-injecting EventBridge events through `ingress`.
+pub fn approvals<E: EventIngress>(
+    config: Arc<Config>,
+    clients: &Clients,
+    ingress: E,
+) -> Result<ApprovalsService<E>, ConfigError> {
+    Ok(Approvals::new(
+        config.clone(),
+        clients.triage(&config)?,
+        clients.inbox(&config),
+        clients.ledger(&config)?,
+        clients.queue(&config),
+        ingress,
+    ))
+}
+
+pub fn sweeper(config: &Config, clients: &Clients) -> SweeperService {
+    Sweeper::new(clients.inbox(config), clients.queue(config), config.sweep_age)
+}
+
+/// What every Lambda entry point starts with: JSON logs, the config from the
+/// environment (`HOOKGATE_*`), and the process's clients.
+pub async fn cold_start() -> Result<(Arc<Config>, Clients), ConfigError> {
+    crate::telemetry::init();
+    let config = Arc::new(Config::load()?);
+    let aws = crate::clients::sdk_config().await;
+    Ok((config, Clients::new(&aws)))
+}
