@@ -10,11 +10,12 @@ use std::{collections::HashMap, sync::Arc};
 
 use aws_config::SdkConfig;
 use hookgate_core::{
-    approval::{Approvals, EventIngress},
+    approval::Approvals,
     config::{Config, ConfigError},
     dlq::Triager,
     hold::Holder,
     ingress::Ingress,
+    ports::EventIngress,
     secret::{SecretError, SecretSource},
     sweep::Sweeper,
     worker::Worker,

@@ -16,29 +16,13 @@ use crate::{
     action::ActionKey,
     config::Config,
     inbox::{InboxRecord, Origin, Verdict},
-    ingress::EventError,
     ledger::ActionStatus,
     message::{MessageKind, QueueMessage},
-    ports::{ActionQueue, InboxStore, Ledger, StoreError, TriageStore},
+    ports::{ActionQueue, EventIngress, InboxStore, Ledger, StoreError, TriageStore},
     rules::Decision,
     triage::{TriageClass, TriageItem, TriageSource, TriageStatus, item_id},
 };
 
-/// Runs a stored EventBridge event through the ingress (implemented by
-/// `Ingress`).
-pub trait EventIngress: Send + Sync {
-    fn ingest_event(
-        &self,
-        event: &[u8],
-        now: Timestamp,
-    ) -> impl Future<Output = Result<Verdict, EventError>> + Send;
-}
-
-impl<E: EventIngress> EventIngress for Arc<E> {
-    async fn ingest_event(&self, event: &[u8], now: Timestamp) -> Result<Verdict, EventError> {
-        self.as_ref().ingest_event(event, now).await
-    }
-}
 
 /// Why a decision was not carried out.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -18,7 +18,7 @@ use crate::{
     inbox::InboxStatus,
     ledger::ErrorKind,
     message::QueueMessage,
-    ports::{Filed, InboxStore, Ledger, StoreError},
+    ports::{EventErrorCode, Filed, InboxStore, Ledger, StoreError},
     rules::Decision,
     triage::{Evidence, TriageClass, TriageItem, TriageSource, TriageStatus, classify, item_id},
 };
@@ -182,18 +182,20 @@ impl<S: InboxStore, L: Ledger, H: Hold> Triager<S, L, H> {
         }
         item.original_body = event.to_string();
         self.locate_event(&item.original_body.clone(), item);
-        let message = record["responsePayload"]["errorMessage"]
-            .as_str()
-            .unwrap_or_default();
+        let failure = &record["responsePayload"];
+        let message = failure["errorMessage"].as_str().unwrap_or_default();
         item.evidence
             .details
             .push(format!("invocation failed: {message}"));
-        if message.starts_with("inbox or queue unavailable") {
-            item.evidence
+        // The ingress reports `EventError::code` as Lambda's errorType; any
+        // other type (a timeout, a crash) leaves the item for a human.
+        match failure["errorType"].as_str().map(str::parse) {
+            Some(Ok(EventErrorCode::Unavailable)) => item
+                .evidence
                 .error_kinds
-                .push(ErrorKind::Retryable.as_str().to_owned());
-        } else if message.starts_with("not an EventBridge event") {
-            item.evidence.unparseable = true;
+                .push(ErrorKind::Retryable.as_str().to_owned()),
+            Some(Ok(EventErrorCode::Malformed)) => item.evidence.unparseable = true,
+            _ => {}
         }
     }
 

@@ -6,7 +6,6 @@
 
 use std::fmt;
 
-use crate::provider::Provider;
 
 /// Why an identifier was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -73,58 +72,6 @@ impl fmt::Display for EventKey {
     }
 }
 
-/// The inbox partition key, `{workspace}#{provider}#{event_key}`.
-///
-/// Workspace ids and provider names contain no `#`, so the first two `#`
-/// split it unambiguously even when the event key holds one.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct InboxPk {
-    workspace: WorkspaceId,
-    provider: Provider,
-    event_key: EventKey,
-}
-
-impl InboxPk {
-    pub fn new(workspace: WorkspaceId, provider: Provider, event_key: EventKey) -> Self {
-        Self {
-            workspace,
-            provider,
-            event_key,
-        }
-    }
-
-    pub fn parse(s: &str) -> Result<Self, IdError> {
-        let mut parts = s.splitn(3, '#');
-        let (Some(ws), Some(provider), Some(key)) = (parts.next(), parts.next(), parts.next())
-        else {
-            return Err(IdError::InboxPk);
-        };
-        Ok(Self {
-            workspace: WorkspaceId::parse(ws)?,
-            provider: provider.parse().map_err(|_| IdError::InboxPk)?,
-            event_key: EventKey::parse(key)?,
-        })
-    }
-
-    pub fn workspace(&self) -> &WorkspaceId {
-        &self.workspace
-    }
-
-    pub fn provider(&self) -> Provider {
-        self.provider
-    }
-
-    pub fn event_key(&self) -> &EventKey {
-        &self.event_key
-    }
-}
-
-impl fmt::Display for InboxPk {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}#{}#{}", self.workspace, self.provider, self.event_key)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,19 +91,5 @@ mod tests {
         assert!(EventKey::parse("").is_err());
         assert!(EventKey::parse("a\nb").is_err());
         assert!(EventKey::parse(&"k".repeat(513)).is_err());
-    }
-
-    #[test]
-    fn inbox_pk_round_trips_even_with_hash_in_the_event_key() {
-        let pk = InboxPk::new(
-            WorkspaceId::parse("ws-42").unwrap(),
-            Provider::Github,
-            EventKey::parse("123#abc").unwrap(),
-        );
-        let text = pk.to_string();
-        assert_eq!(text, "ws-42#github#123#abc");
-        assert_eq!(InboxPk::parse(&text).unwrap(), pk);
-        assert_eq!(InboxPk::parse("ws-42#nope#k"), Err(IdError::InboxPk));
-        assert_eq!(InboxPk::parse("ws-42#github"), Err(IdError::InboxPk));
     }
 }

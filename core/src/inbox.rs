@@ -6,13 +6,67 @@
 //! `last_delivery_at`) and, when its payload differs, the collision. Nothing a
 //! repeated delivery does touches the processing state.
 
-use std::{fmt, str::FromStr, time::Duration};
+use std::{fmt, time::Duration};
 
 use crate::{
-    InboxPk, Provider, Timestamp, crypto,
+    EventKey, Provider, Timestamp, WorkspaceId, crypto,
+    ids::IdError,
+    names::names,
     provider::Identity,
     rules::{Decision, Rule, evaluate},
 };
+
+/// The inbox partition key, `{workspace}#{provider}#{event_key}`.
+///
+/// Workspace ids and provider names contain no `#`, so the first two `#`
+/// split it unambiguously even when the event key holds one.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct InboxPk {
+    workspace: WorkspaceId,
+    provider: Provider,
+    event_key: EventKey,
+}
+
+impl InboxPk {
+    pub fn new(workspace: WorkspaceId, provider: Provider, event_key: EventKey) -> Self {
+        Self {
+            workspace,
+            provider,
+            event_key,
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Self, IdError> {
+        let mut parts = s.splitn(3, '#');
+        let (Some(ws), Some(provider), Some(key)) = (parts.next(), parts.next(), parts.next())
+        else {
+            return Err(IdError::InboxPk);
+        };
+        Ok(Self {
+            workspace: WorkspaceId::parse(ws)?,
+            provider: provider.parse().map_err(|_| IdError::InboxPk)?,
+            event_key: EventKey::parse(key)?,
+        })
+    }
+
+    pub fn workspace(&self) -> &WorkspaceId {
+        &self.workspace
+    }
+
+    pub fn provider(&self) -> Provider {
+        self.provider
+    }
+
+    pub fn event_key(&self) -> &EventKey {
+        &self.event_key
+    }
+}
+
+impl fmt::Display for InboxPk {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}#{}#{}", self.workspace, self.provider, self.event_key)
+    }
+}
 
 /// How many partitions the sparse "pending" index is spread over; the sweep
 /// queries each.
@@ -33,36 +87,14 @@ pub enum InboxStatus {
     Discarded,
 }
 
-impl InboxStatus {
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            InboxStatus::Received => "RECEIVED",
-            InboxStatus::Processed => "PROCESSED",
-            InboxStatus::Ignored => "IGNORED",
-            InboxStatus::Unmatched => "UNMATCHED",
-            InboxStatus::Held => "HELD",
-            InboxStatus::Discarded => "DISCARDED",
-        }
-    }
-}
-
-impl FromStr for InboxStatus {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        [
-            InboxStatus::Received,
-            InboxStatus::Processed,
-            InboxStatus::Ignored,
-            InboxStatus::Unmatched,
-            InboxStatus::Held,
-            InboxStatus::Discarded,
-        ]
-        .into_iter()
-        .find(|v| v.as_str() == s)
-        .ok_or_else(|| format!("unknown inbox status {s:?}"))
-    }
-}
+names!(InboxStatus "inbox status" {
+    Received => "RECEIVED",
+    Processed => "PROCESSED",
+    Ignored => "IGNORED",
+    Unmatched => "UNMATCHED",
+    Held => "HELD",
+    Discarded => "DISCARDED",
+});
 
 /// How the event reached hookgate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -72,26 +104,10 @@ pub enum Origin {
     Eventbridge,
 }
 
-impl Origin {
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Origin::Http => "http",
-            Origin::Eventbridge => "eventbridge",
-        }
-    }
-}
-
-impl FromStr for Origin {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "http" => Ok(Origin::Http),
-            "eventbridge" => Ok(Origin::Eventbridge),
-            _ => Err(format!("unknown origin {s:?}")),
-        }
-    }
-}
+names!(Origin "origin" {
+    Http => "http",
+    Eventbridge => "eventbridge",
+});
 
 /// Why an authentic event will not be processed.
 pub const REASON_UNHANDLED_TYPE: &str = "unhandled type";
@@ -276,7 +292,20 @@ pub fn pending_bucket(pk: &InboxPk) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{EventKey, Provider, WorkspaceId};
+
+    #[test]
+    fn inbox_pk_round_trips_even_with_hash_in_the_event_key() {
+        let pk = InboxPk::new(
+            WorkspaceId::parse("ws-42").unwrap(),
+            Provider::Github,
+            EventKey::parse("123#abc").unwrap(),
+        );
+        let text = pk.to_string();
+        assert_eq!(text, "ws-42#github#123#abc");
+        assert_eq!(InboxPk::parse(&text).unwrap(), pk);
+        assert_eq!(InboxPk::parse("ws-42#nope#k"), Err(IdError::InboxPk));
+        assert_eq!(InboxPk::parse("ws-42#github"), Err(IdError::InboxPk));
+    }
 
     fn pk(key: &str) -> InboxPk {
         InboxPk::new(

@@ -17,7 +17,7 @@ use crate::{
     inbox::{InboxRecord, Origin, Verdict, on_repeat},
     message::{MessageKind, QueueMessage},
     metrics,
-    ports::{ActionQueue, InboxStore, PutOutcome},
+    ports::{ActionQueue, EventError, InboxStore, PutOutcome},
     provider::{Delivery, Identity},
     secret::SecretSource,
     triage::{Evidence, TriageItem, TriageSource},
@@ -53,29 +53,12 @@ fn public_url(binding: &ProviderBinding, query: &str) -> String {
     }
 }
 
-impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold> crate::approval::EventIngress
+impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold> crate::ports::EventIngress
     for Ingress<S, Q, K, H>
 {
     async fn ingest_event(&self, event: &[u8], now: Timestamp) -> Result<Verdict, EventError> {
         self.handle_event(event, now).await
     }
-}
-
-/// Why an EventBridge event was not accepted (the invocation fails).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum EventError {
-    #[error("not an EventBridge event: {0}")]
-    Malformed(String),
-    #[error(
-        "no workspace maps account {account}, source {event_source}, detail-type {detail_type:?}"
-    )]
-    Unmapped {
-        account: String,
-        event_source: String,
-        detail_type: String,
-    },
-    #[error("inbox or queue unavailable: {0}")]
-    Unavailable(String),
 }
 
 /// The EventBridge envelope fields the ingress reads.

@@ -8,7 +8,8 @@
 //! transition is a conditional write on the owner's lease, so a late finisher
 //! whose lease was taken over cannot overwrite the new owner's outcome.
 
-use std::{fmt, str::FromStr, time::Duration};
+use crate::names::names;
+use std::time::Duration;
 
 use crate::{Timestamp, action::ActionKey};
 
@@ -21,42 +22,13 @@ pub enum ActionStatus {
     Uncertain,
 }
 
-impl ActionStatus {
-    pub const ALL: [ActionStatus; 5] = [
-        ActionStatus::Pending,
-        ActionStatus::InProgress,
-        ActionStatus::Completed,
-        ActionStatus::Failed,
-        ActionStatus::Uncertain,
-    ];
-
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            ActionStatus::Pending => "PENDING",
-            ActionStatus::InProgress => "IN_PROGRESS",
-            ActionStatus::Completed => "COMPLETED",
-            ActionStatus::Failed => "FAILED",
-            ActionStatus::Uncertain => "UNCERTAIN",
-        }
-    }
-}
-
-impl FromStr for ActionStatus {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|v| v.as_str() == s)
-            .ok_or_else(|| format!("unknown action status {s:?}"))
-    }
-}
-
-impl fmt::Display for ActionStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+names!(ActionStatus "action status" {
+    Pending => "PENDING",
+    InProgress => "IN_PROGRESS",
+    Completed => "COMPLETED",
+    Failed => "FAILED",
+    Uncertain => "UNCERTAIN",
+});
 
 /// The kind of the last error, as the ledger records it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,32 +39,12 @@ pub enum ErrorKind {
     Collision,
 }
 
-impl ErrorKind {
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            ErrorKind::Retryable => "retryable",
-            ErrorKind::Permanent => "permanent",
-            ErrorKind::OutcomeUnknown => "outcome-unknown",
-            ErrorKind::Collision => "collision",
-        }
-    }
-}
-
-impl FromStr for ErrorKind {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        [
-            ErrorKind::Retryable,
-            ErrorKind::Permanent,
-            ErrorKind::OutcomeUnknown,
-            ErrorKind::Collision,
-        ]
-        .into_iter()
-        .find(|v| v.as_str() == s)
-        .ok_or_else(|| format!("unknown error kind {s:?}"))
-    }
-}
+names!(ErrorKind "error kind" {
+    Retryable => "retryable",
+    Permanent => "permanent",
+    OutcomeUnknown => "outcome-unknown",
+    Collision => "collision",
+});
 
 /// One business action as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -224,7 +176,7 @@ mod tests {
 
     #[test]
     fn another_request_under_the_same_key_is_a_collision_whatever_the_status() {
-        for status in ActionStatus::ALL {
+        for &status in ActionStatus::ALL {
             assert_eq!(
                 claim(&record(status, None), "h2", NOW),
                 Claim::Collision,
@@ -242,7 +194,7 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        for s in ActionStatus::ALL {
+        for &s in ActionStatus::ALL {
             assert_eq!(s.as_str().parse::<ActionStatus>().unwrap(), s);
         }
         for k in ["retryable", "permanent", "outcome-unknown", "collision"] {

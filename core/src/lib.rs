@@ -19,6 +19,7 @@ pub mod inbox;
 pub mod ingress;
 pub mod ledger;
 pub mod message;
+mod names;
 pub mod metrics;
 pub mod ports;
 pub mod provider;
@@ -30,6 +31,7 @@ pub mod time;
 pub mod triage;
 pub mod worker;
 
-pub use ids::{EventKey, InboxPk, WorkspaceId};
+pub use ids::{EventKey, WorkspaceId};
+pub use inbox::InboxPk;
 pub use provider::Provider;
 pub use time::Timestamp;

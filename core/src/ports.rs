@@ -1,12 +1,28 @@
-//! The small traits the ingress needs from the outside world. The adapters
-//! crate implements them over DynamoDB and SQS; unit tests use in-memory ones.
+//! Every port: the small traits the core needs from the outside world. The
+//! adapters crate implements them over DynamoDB, SQS, EventBridge, SSM and
+//! HTTP; the core's unit tests use small fakes of their own.
+//!
+//! Defined here:
+//! - [`InboxStore`]: the inbox table (conditional put, repeats, settling);
+//! - [`ActionQueue`]: the action queue;
+//! - [`Ledger`]: the business-action ledger (reserve, settle, reconcile);
+//! - [`TriageStore`]: held failures and alert claims;
+//! - [`Alerts`]: where triage alerts go;
+//! - [`EventIngress`]: the ingress's EventBridge path, for re-injection.
+//!
+//! Defined with their subsystem, re-exported here:
+//! - [`Destination`]: a CRM or business API, and how it makes writes safe;
+//! - [`SecretSource`]: webhook and destination secrets by reference;
+//! - [`Hold`]: files a failure in triage and alerts once.
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
+pub use crate::{destination::Destination, hold::Hold, secret::SecretSource};
 use crate::{
     InboxPk, Timestamp,
+    names::names,
     action::{ActionKey, ActionRequest},
-    inbox::{InboxRecord, InboxStatus, Origin},
+    inbox::{InboxRecord, InboxStatus, Origin, Verdict},
     ledger::{ActionRecord, Claim, ErrorKind},
     message::{MessageKind, QueueMessage},
     triage::{TriageItem, TriageStatus},
@@ -262,4 +278,63 @@ pub trait Alerts: Send + Sync {
         &self,
         alert: &serde_json::Value,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
+}
+
+/// Why an EventBridge event was not accepted (the invocation fails).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EventError {
+    #[error("not an EventBridge event: {0}")]
+    Malformed(String),
+    #[error(
+        "no workspace maps account {account}, source {event_source}, detail-type {detail_type:?}"
+    )]
+    Unmapped {
+        account: String,
+        event_source: String,
+        detail_type: String,
+    },
+    #[error("inbox or queue unavailable: {0}")]
+    Unavailable(String),
+}
+
+impl EventError {
+    /// The stable code: Lambda's `errorType` for the failed invocation,
+    /// which triage reads back from the on-failure record.
+    pub const fn code(&self) -> EventErrorCode {
+        match self {
+            EventError::Malformed(_) => EventErrorCode::Malformed,
+            EventError::Unmapped { .. } => EventErrorCode::Unmapped,
+            EventError::Unavailable(_) => EventErrorCode::Unavailable,
+        }
+    }
+}
+
+/// [`EventError`]'s stable codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventErrorCode {
+    Malformed,
+    Unmapped,
+    Unavailable,
+}
+
+names!(EventErrorCode "event error code" {
+    Malformed => "hookgate.EventMalformed",
+    Unmapped => "hookgate.EventUnmapped",
+    Unavailable => "hookgate.StorageUnavailable",
+});
+
+/// Runs a stored EventBridge event through the ingress (implemented by
+/// `Ingress`).
+pub trait EventIngress: Send + Sync {
+    fn ingest_event(
+        &self,
+        event: &[u8],
+        now: Timestamp,
+    ) -> impl Future<Output = Result<Verdict, EventError>> + Send;
+}
+
+impl<E: EventIngress> EventIngress for Arc<E> {
+    async fn ingest_event(&self, event: &[u8], now: Timestamp) -> Result<Verdict, EventError> {
+        self.as_ref().ingest_event(event, now).await
+    }
 }

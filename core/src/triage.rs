@@ -9,7 +9,8 @@
 //! different fixes — are never confused. `HELD → APPROVED → REINJECTED`, or
 //! `HELD → DISCARDED`; approving twice re-injects once.
 
-use std::{fmt, str::FromStr};
+use crate::names::names;
+
 
 use serde::{Deserialize, Serialize};
 
@@ -71,37 +72,7 @@ pub enum TriageStatus {
     Discarded,
 }
 
-macro_rules! names {
-    ($ty:ty { $($variant:ident => $name:literal),+ $(,)? }) => {
-        impl $ty {
-            pub const ALL: &'static [$ty] = &[$(<$ty>::$variant),+];
-
-            pub const fn as_str(self) -> &'static str {
-                match self { $(<$ty>::$variant => $name),+ }
-            }
-        }
-
-        impl FromStr for $ty {
-            type Err = String;
-
-            fn from_str(s: &str) -> Result<Self, Self::Err> {
-                Self::ALL
-                    .iter()
-                    .copied()
-                    .find(|v| v.as_str() == s)
-                    .ok_or_else(|| format!("unknown {} {s:?}", stringify!($ty)))
-            }
-        }
-
-        impl fmt::Display for $ty {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-    };
-}
-
-names!(TriageClass {
+names!(TriageClass "triage class" {
     DownstreamOutage => "downstream-outage",
     KeyCollision => "key-collision",
     Poison => "poison",
@@ -109,7 +80,7 @@ names!(TriageClass {
     Unknown => "unknown",
 });
 
-names!(TriageSource {
+names!(TriageSource "triage source" {
     ActionDlq => "action-dlq",
     EventbridgeDlq => "eventbridge-dlq",
     IngressAsyncFailure => "ingress-async-failure",
@@ -117,7 +88,7 @@ names!(TriageSource {
     Ingress => "ingress",
 });
 
-names!(TriageStatus {
+names!(TriageStatus "triage status" {
     Held => "HELD",
     Approved => "APPROVED",
     Reinjected => "REINJECTED",

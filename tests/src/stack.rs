@@ -284,7 +284,8 @@ impl Stack {
 
     /// Hands an EventBridge event to the ingress Lambda handler exactly as the
     /// runtime does (lambda_http's pass-through request); returns the
-    /// invocation's result.
+    /// invocation's result, a failure as `{errorType}: {errorMessage}` as
+    /// Lambda reports it.
     pub async fn invoke_event(
         &self,
         event: &serde_json::Value,
@@ -293,7 +294,10 @@ impl Stack {
             lambda_http::request::from_str(&event.to_string()).map_err(|e| e.to_string())?;
         let response = hookgate_ingress::handle(&self.ingress, request)
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| {
+                let failure = lambda_http::lambda_runtime::Diagnostic::from(e);
+                format!("{}: {}", failure.error_type, failure.error_message)
+            })?;
         match response.body() {
             Body::Text(t) => Ok(serde_json::from_str(t).expect("JSON body")),
             other => panic!("unexpected body {other:?}"),

@@ -5,7 +5,8 @@ use std::time::Duration;
 use hookgate_core::{
     InboxPk, Timestamp,
     action::ActionKey,
-    approval::{EventIngress, Reconciled},
+    approval::Reconciled,
+    ports::EventIngress,
     inbox::InboxRecord,
     ledger::{ActionRecord, ActionStatus},
     ports::{InboxStore, Ledger, TriageStore},

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use aws_sdk_sqs::types::QueueAttributeName;
 use hookgate_core::{
-    approval::EventIngress,
+    ports::EventIngress,
     doctor::{Alarm, Facts, diagnose},
 };
 use serde_json::{Value, json};

@@ -16,7 +16,7 @@ use hookgate_adapters::{
     clients::SdkConfig,
     wiring::{self, ApprovalsService, Clients, IngressService},
 };
-use hookgate_core::{approval::EventIngress, config::Config};
+use hookgate_core::{config::Config, ports::EventIngress};
 use serde_json::Value;
 
 pub use triage::{Plan, Selection};

@@ -4,7 +4,8 @@ use std::time::Duration;
 
 use hookgate_core::{
     InboxPk, Timestamp,
-    approval::{EventIngress, Reinjected},
+    approval::Reinjected,
+    ports::EventIngress,
     ports::{InboxStore, Ledger, TriageStore},
     rules::Decision,
     triage::{TriageClass, TriageItem, TriageStatus, bulk_approvable},

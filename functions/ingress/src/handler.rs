@@ -13,18 +13,43 @@ use hookgate_core::{
     Timestamp,
     hold::Hold,
     ingress::{Ingress, Reply, WebhookRequest},
-    ports::{ActionQueue, InboxStore},
+    ports::{ActionQueue, EventError, InboxStore},
     secret::SecretSource,
 };
 use lambda_http::{
-    Body, Request, RequestExt, Response, http::header::CONTENT_TYPE, request::RequestContext,
+    Body, Request, RequestExt, Response, http::header::CONTENT_TYPE, lambda_runtime::Diagnostic,
+    request::RequestContext,
 };
+
+/// A failed invocation. Lambda records its `errorType` (the stable
+/// [`EventError::code`]) in the on-failure destination's record, where
+/// triage reads it back.
+#[derive(Debug, thiserror::Error)]
+pub enum Failure {
+    #[error(transparent)]
+    Event(#[from] EventError),
+    #[error("the response could not be built: {0}")]
+    Response(#[from] lambda_http::http::Error),
+}
+
+impl From<Failure> for Diagnostic {
+    fn from(failure: Failure) -> Self {
+        let error_type = match &failure {
+            Failure::Event(e) => e.code().as_str(),
+            Failure::Response(_) => "hookgate.ResponseInvalid",
+        };
+        Diagnostic {
+            error_type: error_type.to_owned(),
+            error_message: failure.to_string(),
+        }
+    }
+}
 
 /// Handles one API Gateway (HTTP API v2 or REST v1 proxy) request.
 pub async fn handle<S, Q, K, H>(
     service: &Ingress<S, Q, K, H>,
     request: Request,
-) -> Result<Response<Body>, lambda_http::Error>
+) -> Result<Response<Body>, Failure>
 where
     S: InboxStore,
     Q: ActionQueue,
@@ -109,3 +134,22 @@ fn response(reply: Reply) -> Result<Response<Body>, lambda_http::http::Error> {
         .header(CONTENT_TYPE, "application/json")
         .body(Body::Text(reply.body))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_event_reports_its_stable_code_as_the_error_type() {
+        let unavailable: Diagnostic =
+            Failure::from(EventError::Unavailable("throttled".into())).into();
+        assert_eq!(unavailable.error_type, "hookgate.StorageUnavailable");
+        assert_eq!(
+            unavailable.error_message,
+            "inbox or queue unavailable: throttled"
+        );
+        let malformed: Diagnostic = Failure::from(EventError::Malformed("eof".into())).into();
+        assert_eq!(malformed.error_type, "hookgate.EventMalformed");
+    }
+}
+

@@ -11,9 +11,9 @@
 use hookgate_core::{
     Timestamp,
     action::ActionKey,
-    approval::{ApprovalError, Approvals, EventIngress, Reconciled, Reinjected},
+    approval::{ApprovalError, Approvals, Reconciled, Reinjected},
     config::Config,
-    ports::{ActionQueue, InboxStore, Ledger, TriageStore},
+    ports::{ActionQueue, EventIngress, InboxStore, Ledger, TriageStore},
     triage::{TriageClass, TriageStatus},
 };
 use lambda_http::{Body, Request, RequestExt, Response, request::RequestContext};

@@ -197,7 +197,9 @@ async fn an_unmapped_eventbridge_event_fails_the_invocation_and_writes_nothing()
     event["account"] = json!("999999999999");
     let err = stack.invoke_event(&event).await.unwrap_err();
     assert!(
-        err.contains("no workspace maps account 999999999999, source aws.connect"),
+        err.starts_with(
+            "hookgate.EventUnmapped: no workspace maps account 999999999999, source aws.connect"
+        ),
         "{err}"
     );
     let mut other_type = connect_event();
@@ -215,7 +217,11 @@ async fn an_eventbridge_storage_failure_fails_the_invocation_so_lambda_retries()
     };
     let stack = Stack::with("ebstorage", options).await;
     let err = stack.invoke_event(&connect_event()).await.unwrap_err();
-    assert!(err.starts_with("inbox or queue unavailable"), "{err}");
+    // The type triage reads from the on-failure record to call it an outage.
+    assert!(
+        err.starts_with("hookgate.StorageUnavailable: inbox or queue unavailable"),
+        "{err}"
+    );
     assert!(stack.drain_queue().await.is_empty());
 }
 

@@ -192,7 +192,8 @@ async fn a_poison_message_is_held_as_poison_and_rejecting_records_who_and_why() 
 }
 
 /// Lambda's invocation record of `event` after its retries failed, as the
-/// ingress's on-failure destination receives it, filed by triage.
+/// ingress's on-failure destination receives it, filed by triage. Triage
+/// reads the stable `errorType` (`EventError::code`), never the message.
 async fn on_failure(p: &Pipeline, event: &serde_json::Value) {
     let record = json!({
         "version": "1.0",
@@ -201,7 +202,7 @@ async fn on_failure(p: &Pipeline, event: &serde_json::Value) {
             "condition": "RetriesExhausted", "approximateInvokeCount": 3},
         "requestPayload": event,
         "responseContext": {"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
-        "responsePayload": {"errorType": "EventError", "errorMessage": "inbox or queue unavailable: throttled"},
+        "responsePayload": {"errorType": "hookgate.StorageUnavailable", "errorMessage": "ProvisionedThroughputExceededException: throttled"},
     });
     p.stack
         .sqs
