@@ -19,7 +19,7 @@ use aws_sdk_dynamodb::{
     types::{AttributeValue, ReturnValuesOnConditionCheckFailure},
 };
 use hookgate_core::{
-    Timestamp,
+    InboxPk, Timestamp,
     action::{ActionKey, ActionRequest},
     ledger::{ActionRecord, ActionStatus, Claim, ErrorKind, claim},
     ports::{Attempt, Ledger, Reserve, Settle, StoreError},
@@ -124,7 +124,7 @@ impl DynamoLedger {
     async fn take_over(
         &self,
         request: &ActionRequest,
-        inbox_pk: &str,
+        inbox_pk: &InboxPk,
         owner: &str,
         now: Timestamp,
         lease: Duration,
@@ -149,7 +149,7 @@ impl DynamoLedger {
             .expression_attribute_values(":until", n(now.plus(lease).as_millis()))
             .expression_attribute_values(":now", n(now.as_millis()))
             .expression_attribute_values(":one", n(1))
-            .expression_attribute_values(":pks", AttributeValue::Ss(vec![inbox_pk.to_owned()]))
+            .expression_attribute_values(":pks", AttributeValue::Ss(vec![inbox_pk.to_string()]))
             .expression_attribute_values(":sha", s(&request.request_sha256))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
@@ -166,7 +166,7 @@ impl Ledger for DynamoLedger {
     async fn reserve(
         &self,
         request: &ActionRequest,
-        inbox_pk: &str,
+        inbox_pk: &InboxPk,
         owner: &str,
         now: Timestamp,
         lease: Duration,
@@ -188,7 +188,7 @@ impl Ledger for DynamoLedger {
             ),
             (
                 "inbox_pks".to_owned(),
-                AttributeValue::Ss(vec![inbox_pk.to_owned()]),
+                AttributeValue::Ss(vec![inbox_pk.to_string()]),
             ),
             ("destination".to_owned(), s(&request.destination)),
             ("created_at".to_owned(), n(now.as_millis())),
@@ -294,7 +294,7 @@ impl Ledger for DynamoLedger {
         &self,
         key: &ActionKey,
         request_sha256: &str,
-        inbox_pk: &str,
+        inbox_pk: &InboxPk,
         now: Timestamp,
     ) -> Result<(), StoreError> {
         self.client
@@ -376,11 +376,15 @@ pub fn from_item(item: &Item) -> Result<ActionRecord, StoreError> {
 }
 
 fn read(item: &Item) -> Result<ActionRecord, String> {
-    let mut inbox_pks = match item.get("inbox_pks") {
-        Some(AttributeValue::Ss(v)) => v.clone(),
+    let mut stored: Vec<&str> = match item.get("inbox_pks") {
+        Some(AttributeValue::Ss(v)) => v.iter().map(String::as_str).collect(),
         _ => Vec::new(),
     };
-    inbox_pks.sort();
+    stored.sort_unstable();
+    let inbox_pks = stored
+        .into_iter()
+        .map(|pk| InboxPk::parse(pk).map_err(|e| format!("inbox_pks: {e}")))
+        .collect::<Result<_, _>>()?;
     Ok(ActionRecord {
         key: ActionKey::parse(get_s(item, "pk")?)?,
         status: get_s(item, "status")?.parse()?,

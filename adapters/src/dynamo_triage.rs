@@ -11,7 +11,7 @@
 
 use aws_sdk_dynamodb::Client;
 use hookgate_core::{
-    Timestamp,
+    InboxPk, Timestamp,
     ports::{Filed, StoreError, TriageStore},
     shard,
     triage::{TriageItem, TriageStatus},
@@ -214,10 +214,11 @@ fn to_item(t: &TriageItem) -> Item {
         ("first_seen".to_owned(), n(t.first_seen.as_millis())),
         ("last_seen".to_owned(), n(t.last_seen.as_millis())),
     ]);
+    let inbox_pk = t.inbox_pk.as_ref().map(ToString::to_string);
     let optional = [
         ("workspace", &t.workspace),
         ("destination", &t.destination),
-        ("inbox_pk", &t.inbox_pk),
+        ("inbox_pk", &inbox_pk),
         ("decided_by", &t.decided_by),
         ("reason", &t.reason),
     ];
@@ -245,7 +246,10 @@ fn read(item: &Item) -> Result<TriageItem, String> {
         source: get_s(item, "source")?.parse()?,
         workspace: owned("workspace"),
         destination: owned("destination"),
-        inbox_pk: owned("inbox_pk"),
+        inbox_pk: opt_s(item, "inbox_pk")
+            .map(InboxPk::parse)
+            .transpose()
+            .map_err(|e| format!("inbox_pk: {e}"))?,
         evidence: serde_json::from_str(get_s(item, "evidence")?).map_err(|e| e.to_string())?,
         original_body: get_s(item, "original_body")?.to_owned(),
         original_attributes: get_s(item, "original_attributes")?.to_owned(),

@@ -62,6 +62,11 @@ impl ActionKey {
         &self.0
     }
 
+    /// The workspace (before the first `#`; validated when the key was built).
+    pub fn workspace(&self) -> &str {
+        self.0.split('#').next().unwrap_or_default()
+    }
+
     /// The action name (between the first and second `#`).
     pub fn action(&self) -> &str {
         self.0.split('#').nth(1).unwrap_or_default()

@@ -142,12 +142,8 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         }
         // Refused before anything is recorded: the item stays for a decision
         // (reject) instead of reading REINJECTED over nothing.
-        if let Some(pk) = item
-            .inbox_pk
-            .as_deref()
-            .and_then(|pk| InboxPk::parse(pk).ok())
-        {
-            self.live_record(&pk, now).await?;
+        if let Some(pk) = &item.inbox_pk {
+            self.live_record(pk, now).await?;
         }
         match item.status {
             TriageStatus::Held => {
@@ -238,12 +234,8 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         }
         // The event's held work is discarded with it: no sweep, repeat or
         // recovery runs it again.
-        if let Some(pk) = item
-            .inbox_pk
-            .as_deref()
-            .and_then(|pk| InboxPk::parse(pk).ok())
-        {
-            self.inbox.discard(&pk, why).await?;
+        if let Some(pk) = &item.inbox_pk {
+            self.inbox.discard(pk, why).await?;
         }
         Ok(())
     }
@@ -267,11 +259,7 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         let requeue = match found {
             Some(_) => None,
             None => {
-                let Some(pk) = record
-                    .inbox_pks
-                    .first()
-                    .and_then(|pk| InboxPk::parse(pk).ok())
-                else {
+                let Some(pk) = record.inbox_pks.first().cloned() else {
                     return Err(ApprovalError::Reinjection(format!(
                         "{key} names no inbox record"
                     )));
@@ -343,11 +331,7 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         item: &TriageItem,
         now: Timestamp,
     ) -> Result<Reinjected, ApprovalError> {
-        let Some(pk) = item
-            .inbox_pk
-            .as_deref()
-            .and_then(|pk| InboxPk::parse(pk).ok())
-        else {
+        let Some(pk) = item.inbox_pk.clone() else {
             let verdict = self
                 .ingress
                 .ingest_event(item.original_body.as_bytes(), now)

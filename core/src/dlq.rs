@@ -122,7 +122,7 @@ impl<S: InboxStore, L: Ledger, H: Hold> Triager<S, L, H> {
             e.unparseable = true;
             return Ok(None);
         };
-        item.inbox_pk = Some(pk.to_string());
+        item.inbox_pk = Some(pk.clone());
         item.workspace = Some(pk.workspace().to_string());
         let Some(record) = self.inbox.get(&pk).await? else {
             e.unknown_workspace = true;

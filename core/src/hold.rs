@@ -5,6 +5,7 @@
 //! outcomes) and ingress (event-key collisions). An outage alerts once per
 //! destination and window; anything else once per item.
 
+use crate::InboxPk;
 use serde_json::json;
 
 use crate::{
@@ -100,7 +101,7 @@ impl TriageItem {
         original: &str,
         evidence: Evidence,
         workspace: &str,
-        inbox_pk: &str,
+        inbox_pk: &InboxPk,
         now: Timestamp,
     ) -> TriageItem {
         TriageItem {
@@ -110,8 +111,8 @@ impl TriageItem {
             source,
             workspace: Some(workspace.to_owned()),
             destination: evidence.destination.clone(),
-            inbox_pk: Some(inbox_pk.to_owned()),
-            original_body: json!({"v": 1, "inbox_pk": inbox_pk}).to_string(),
+            inbox_pk: Some(inbox_pk.clone()),
+            original_body: json!({"v": 1, "inbox_pk": inbox_pk.to_string()}).to_string(),
             original_attributes: "{}".to_owned(),
             evidence,
             first_seen: now,

@@ -62,6 +62,13 @@ impl InboxPk {
     }
 }
 
+/// Serialized as its stored text, `{workspace}#{provider}#{event_key}`.
+impl serde::Serialize for InboxPk {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
 impl fmt::Display for InboxPk {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}#{}#{}", self.workspace, self.provider, self.event_key)

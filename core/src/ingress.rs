@@ -400,7 +400,7 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold> Ingress<S, Q, K, H
                 &format!("collision#{}#{hash}", record.pk),
                 evidence,
                 record.pk.workspace().as_str(),
-                &record.pk.to_string(),
+                &record.pk,
                 now,
             );
             if let Err(e) = self.holder.hold(&item, now).await {

@@ -8,6 +8,7 @@
 //! transition is a conditional write on the owner's lease, so a late finisher
 //! whose lease was taken over cannot overwrite the new owner's outcome.
 
+use crate::InboxPk;
 use crate::names::names;
 use std::time::Duration;
 
@@ -56,7 +57,7 @@ pub struct ActionRecord {
     pub lease_owner: Option<String>,
     pub lease_expires_at: Option<Timestamp>,
     /// The inbox records that requested it.
-    pub inbox_pks: Vec<String>,
+    pub inbox_pks: Vec<InboxPk>,
     pub destination: String,
     /// The destination's id for the effect, recorded only with evidence.
     pub destination_ref: Option<String>,
@@ -117,7 +118,7 @@ mod tests {
             attempts: 1,
             lease_owner: lease_until.map(|_| "worker-a".into()),
             lease_expires_at: lease_until.map(Timestamp::from_secs),
-            inbox_pks: vec!["ws-1#stripe#evt_1".into()],
+            inbox_pks: vec![InboxPk::parse("ws-1#stripe#evt_1").unwrap()],
             destination: "crm".into(),
             destination_ref: None,
             last_error_kind: None,

@@ -172,7 +172,7 @@ pub trait Ledger: Send + Sync {
     fn reserve(
         &self,
         request: &ActionRequest,
-        inbox_pk: &str,
+        inbox_pk: &InboxPk,
         owner: &str,
         now: Timestamp,
         lease: Duration,
@@ -194,7 +194,7 @@ pub trait Ledger: Send + Sync {
         &self,
         key: &ActionKey,
         request_sha256: &str,
-        inbox_pk: &str,
+        inbox_pk: &InboxPk,
         now: Timestamp,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 

@@ -9,6 +9,7 @@
 //! different fixes — are never confused. `HELD → APPROVED → REINJECTED`, or
 //! `HELD → DISCARDED`; approving twice re-injects once.
 
+use crate::InboxPk;
 use crate::names::names;
 
 
@@ -167,7 +168,7 @@ pub struct TriageItem {
     pub workspace: Option<String>,
     pub destination: Option<String>,
     /// The inbox key to re-inject, when the event reached the inbox.
-    pub inbox_pk: Option<String>,
+    pub inbox_pk: Option<InboxPk>,
     pub evidence: Evidence,
     /// The original message body (for an EventBridge event: the event).
     pub original_body: String,
@@ -178,6 +179,47 @@ pub struct TriageItem {
     pub decided_by: Option<String>,
     pub decided_at: Option<Timestamp>,
     pub reason: Option<String>,
+}
+
+/// The one view of an item that operators see, as JSON: the CLI's
+/// `triage show --json` and the ops API answer with it.
+#[derive(Debug, serde::Serialize)]
+pub struct TriageView<'a> {
+    pub id: &'a str,
+    pub class: &'static str,
+    pub status: &'static str,
+    pub source: &'static str,
+    pub workspace: Option<&'a str>,
+    pub destination: Option<&'a str>,
+    pub inbox_pk: Option<&'a InboxPk>,
+    pub evidence: &'a Evidence,
+    pub original_body: &'a str,
+    pub first_seen: String,
+    pub last_seen: String,
+    pub decided_by: Option<&'a str>,
+    pub decided_at: Option<String>,
+    pub reason: Option<&'a str>,
+}
+
+impl TriageItem {
+    pub fn view(&self) -> TriageView<'_> {
+        TriageView {
+            id: &self.id,
+            class: self.class.as_str(),
+            status: self.status.as_str(),
+            source: self.source.as_str(),
+            workspace: self.workspace.as_deref(),
+            destination: self.destination.as_deref(),
+            inbox_pk: self.inbox_pk.as_ref(),
+            evidence: &self.evidence,
+            original_body: &self.original_body,
+            first_seen: self.first_seen.utc(),
+            last_seen: self.last_seen.utc(),
+            decided_by: self.decided_by.as_deref(),
+            decided_at: self.decided_at.map(Timestamp::utc),
+            reason: self.reason.as_deref(),
+        }
+    }
 }
 
 /// May this class be approved in bulk? Collisions and poison are looked at

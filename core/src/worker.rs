@@ -87,7 +87,7 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
         &self,
         case: &str,
         request: &ActionRequest,
-        inbox_pk: &str,
+        inbox_pk: &InboxPk,
         kind: ErrorKind,
         detail: &str,
         now: Timestamp,
@@ -98,7 +98,7 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
             ..Evidence::default()
         }
         .with_kind(kind);
-        let workspace = request.key.as_str().split('#').next().unwrap_or_default();
+        let workspace = request.key.workspace();
         let original = format!("{case}#{}#{}", request.key, request.request_sha256);
         let item = TriageItem::direct(
             TriageSource::Worker,
@@ -179,7 +179,6 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
             }
             Decision::Actions(requests) => requests,
         };
-        let inbox_pk = pk.to_string();
         let mut retries = Vec::new();
         let mut worst_end = now;
         for request in &requests {
@@ -195,7 +194,7 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
                 break;
             }
             if let ActionOutcome::Retry(reason) = self
-                .run_action(request, &inbox_pk, owner, now, lease)
+                .run_action(request, &pk, owner, now, lease)
                 .await?
             {
                 retries.push(format!("{}: {reason}", request.key));
@@ -214,7 +213,7 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
     async fn run_action(
         &self,
         request: &ActionRequest,
-        inbox_pk: &str,
+        inbox_pk: &InboxPk,
         owner: &str,
         now: Timestamp,
         lease: Duration,
@@ -258,7 +257,7 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
                     action_key = %key,
                     stored_sha256 = stored.request_sha256,
                     requested_sha256 = request.request_sha256,
-                    inbox_pk,
+                    inbox_pk = %inbox_pk,
                     "same action key, different request: not executed"
                 );
                 self.ledger
@@ -310,7 +309,7 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
             Performed::Uncertain(_) => ("ActionsUncertain", Some(ErrorKind::OutcomeUnknown)),
             Performed::Retry(kind, _) => ("DestinationErrors", Some(*kind)),
         };
-        let workspace = key.as_str().split('#').next().unwrap_or_default();
+        let workspace = key.workspace();
         let mut dimensions = vec![
             ("workspace", workspace),
             ("destination", request.destination.as_str()),

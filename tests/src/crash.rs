@@ -56,7 +56,7 @@ impl<L: Ledger> Ledger for Crash<L> {
     async fn reserve(
         &self,
         request: &ActionRequest,
-        inbox_pk: &str,
+        inbox_pk: &hookgate_core::InboxPk,
         owner: &str,
         now: Timestamp,
         lease: Duration,
@@ -86,7 +86,7 @@ impl<L: Ledger> Ledger for Crash<L> {
         &self,
         key: &ActionKey,
         sha: &str,
-        inbox_pk: &str,
+        inbox_pk: &hookgate_core::InboxPk,
         now: Timestamp,
     ) -> Result<(), StoreError> {
         self.inner.record_collision(key, sha, inbox_pk, now).await

@@ -154,27 +154,9 @@ fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
-/// Milliseconds since the epoch as `2026-11-29T12:00:00Z`-ish UTC text.
+/// Milliseconds since the epoch as `2026-11-29T12:00:00Z` UTC text.
 fn when(ms: i64) -> String {
-    let secs = ms.div_euclid(1000);
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Civil-from-days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    hookgate_core::Timestamp::from_millis(ms).utc()
 }
 
 /// A duration as `3d`, `5h`, `10m`, `42s`.

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use hookgate_core::{
-    InboxPk, Timestamp,
+    Timestamp,
     approval::Reinjected,
     ports::EventIngress,
     ports::{InboxStore, Ledger, TriageStore},
@@ -56,22 +56,7 @@ pub struct Selection {
 }
 
 fn item_json(item: &TriageItem) -> Value {
-    json!({
-        "id": item.id,
-        "class": item.class.as_str(),
-        "status": item.status.as_str(),
-        "source": item.source.as_str(),
-        "workspace": item.workspace,
-        "destination": item.destination,
-        "inbox_pk": item.inbox_pk,
-        "evidence": item.evidence,
-        "original_body": item.original_body,
-        "first_seen": when(item.first_seen.as_millis()),
-        "last_seen": when(item.last_seen.as_millis()),
-        "decided_by": item.decided_by,
-        "decided_at": item.decided_at.map(|t| when(t.as_millis())),
-        "reason": item.reason,
-    })
+    serde_json::to_value(item.view()).unwrap_or_default()
 }
 
 impl<E: EventIngress> Ops<E> {
@@ -131,17 +116,13 @@ impl<E: EventIngress> Ops<E> {
     /// ledger state (COMPLETED = no-op; PENDING/FAILED = performed; a
     /// different request = collision, refused again).
     async fn preview(&self, item: &TriageItem) -> anyhow::Result<Vec<(String, String)>> {
-        let Some(pk) = item
-            .inbox_pk
-            .as_deref()
-            .and_then(|p| InboxPk::parse(p).ok())
-        else {
+        let Some(pk) = &item.inbox_pk else {
             return Ok(vec![(
                 "(event)".into(),
                 "ingested through the ingress with its original id".into(),
             )]);
         };
-        let Some(record) = self.inbox.get(&pk).await? else {
+        let Some(record) = self.inbox.get(pk).await? else {
             return Ok(vec![(
                 pk.to_string(),
                 "inbox record gone: nothing to re-inject".into(),

@@ -148,7 +148,7 @@ where
                     let ids: Vec<Value> = items
                         .iter()
                         .filter(|i| class.is_none_or(|c| i.class == c))
-                        .map(|i| json!({"id": i.id, "class": i.class.as_str(), "workspace": i.workspace, "destination": i.destination}))
+                        .map(|i| json!(i.view()))
                         .collect();
                     answer(200, Value::Array(ids))
                 }
@@ -156,11 +156,7 @@ where
             }
         }
         ("GET", ["ops", "triage", id]) => match triage.get(id).await? {
-            Some(i) => answer(
-                200,
-                json!({"id": i.id, "class": i.class.as_str(), "status": i.status.as_str(), "evidence": i.evidence,
-                       "inbox_pk": i.inbox_pk, "decided_by": i.decided_by, "reason": i.reason}),
-            ),
+            Some(i) => answer(200, json!(i.view())),
             None => answer(404, json!({"error": format!("no triage item {id}")})),
         },
         ("POST", ["ops", "triage", id, decision @ ("approve" | "reject")]) => {
@@ -193,7 +189,7 @@ where
             let Ok(key) = ActionKey::parse(key) else {
                 return Ok(answer(400, json!({"error": "not an action key"})));
             };
-            let workspace = key.as_str().split('#').next();
+            let workspace = Some(key.workspace());
             if let Some(refused) = scope(approvals.config(), &arn, workspace) {
                 return Ok(refused);
             }

@@ -306,7 +306,7 @@ async fn the_worker_files_an_action_key_collision_and_nothing_is_re_injected_by_
             (item.class, item.source),
             (TriageClass::KeyCollision, TriageSource::Worker)
         );
-        assert_eq!(item.inbox_pk.as_deref(), Some("ws-1#stripe#evt_tc_2"));
+        assert_eq!(item.inbox_pk.as_ref().map(ToString::to_string).as_deref(), Some("ws-1#stripe#evt_tc_2"));
     }
     assert_eq!(p.alerts().await.len(), 2, "collisions alert one by one");
     assert_eq!(p.sim.tasks().total, 2, "only the first event's effects");
@@ -342,7 +342,7 @@ async fn ingress_files_an_event_key_collision() {
         (held[0].class, held[0].source),
         (TriageClass::KeyCollision, TriageSource::Ingress)
     );
-    assert_eq!(held[0].inbox_pk.as_deref(), Some("ws-1#stripe#evt_ec"));
+    assert_eq!(held[0].inbox_pk.as_ref().map(ToString::to_string).as_deref(), Some("ws-1#stripe#evt_ec"));
     assert!(held[0].evidence.collision);
     // The same colliding payload again is the same item.
     p.stack
@@ -706,7 +706,7 @@ async fn approving_after_the_inbox_record_expired_is_refused_and_the_item_stays_
     let held = p.triage.list(TriageStatus::Held).await.unwrap();
     assert_eq!(held.len(), 2);
     for (item, delete) in held.iter().zip([false, true]) {
-        let pk = item.inbox_pk.clone().expect("an inbox key");
+        let pk = item.inbox_pk.as_ref().expect("an inbox key").to_string();
         expire(&p, &pk, delete).await;
         let refused = p
             .approvals
@@ -807,7 +807,7 @@ async fn an_item_left_approved_by_a_failed_reinjection_can_be_rejected_or_approv
         (rejected.status, rejected.decided_by.as_deref()),
         (TriageStatus::Discarded, Some("bob@example.com"))
     );
-    let pk = rejected.inbox_pk.clone().unwrap();
+    let pk = rejected.inbox_pk.as_ref().unwrap().to_string();
     assert_eq!(
         p.stack.record(&pk).await.unwrap().status,
         InboxStatus::Discarded,

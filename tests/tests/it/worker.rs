@@ -41,7 +41,7 @@ async fn the_same_event_delivered_twice_makes_one_task_and_a_completed_action_wi
     assert_eq!(action.status, ActionStatus::Completed);
     let task_id = &p.sim.tasks().tasks[0].id;
     assert_eq!(action.destination_ref.as_ref(), Some(task_id));
-    assert_eq!(action.inbox_pks, ["ws-1#retell#call_analyzed:call_w1"]);
+    assert_eq!(pks(&action), ["ws-1#retell#call_analyzed:call_w1"]);
     let inbox = p
         .stack
         .record("ws-1#retell#call_analyzed:call_w1")
@@ -317,14 +317,14 @@ async fn a_late_finisher_whose_lease_was_taken_over_cannot_overwrite_the_outcome
     let keep = Duration::from_secs(3600);
     let first = p
         .ledger
-        .reserve(&request, "ws-1#stripe#evt_a", "worker-a", t0, lease, keep)
+        .reserve(&request, &pk("ws-1#stripe#evt_a"), "worker-a", t0, lease, keep)
         .await
         .unwrap();
     assert_eq!(first, Reserve::Acquired(Attempt::First));
     // Within the lease another attempt must wait.
     let busy = p
         .ledger
-        .reserve(&request, "ws-1#stripe#evt_a", "worker-b", t0, lease, keep)
+        .reserve(&request, &pk("ws-1#stripe#evt_a"), "worker-b", t0, lease, keep)
         .await
         .unwrap();
     assert!(
@@ -340,7 +340,7 @@ async fn a_late_finisher_whose_lease_was_taken_over_cannot_overwrite_the_outcome
         .ledger
         .reserve(
             &request,
-            "ws-1#stripe#evt_b",
+            &pk("ws-1#stripe#evt_b"),
             "worker-b",
             later,
             lease,
@@ -381,7 +381,7 @@ async fn a_late_finisher_whose_lease_was_taken_over_cannot_overwrite_the_outcome
         (ActionStatus::Completed, Some("task-b"))
     );
     assert_eq!(record.attempts, 2);
-    assert_eq!(record.inbox_pks, ["ws-1#stripe#evt_a", "ws-1#stripe#evt_b"]);
+    assert_eq!(pks(&record), ["ws-1#stripe#evt_a", "ws-1#stripe#evt_b"]);
 }
 
 #[tokio::test]
@@ -494,4 +494,13 @@ async fn a_409_key_in_use_is_retried_not_failed() {
             .is_empty(),
         "nothing held: it was not a permanent failure"
     );
+}
+
+fn pk(text: &str) -> hookgate_core::InboxPk {
+    hookgate_core::InboxPk::parse(text).expect("a valid inbox key")
+}
+
+/// The record's inbox keys as stored text.
+fn pks(record: &hookgate_core::ledger::ActionRecord) -> Vec<String> {
+    record.inbox_pks.iter().map(ToString::to_string).collect()
 }
