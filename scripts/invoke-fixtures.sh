@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make invoke-fixtures` (part of `make test`): every fixture in events/ through
-# `cargo lambda watch` + `cargo lambda invoke`, exactly as the README shows,
+# `cargo lambda watch` + `cargo lambda invoke`, exactly as docs/local.md shows,
 # against the local emulator with resources provisioned from the template.
 # Checks each answer and the state it leaves (inbox record, triage item).
 #
@@ -35,7 +35,7 @@ set -a
 # shellcheck disable=SC1091
 source "$WORK/stack.env"
 HOOKGATE_CONFIG=config/fixtures.toml
-# The documented test secrets (README, "Test secrets").
+# The documented test secrets (CONTRIBUTING.md, "Test secrets").
 HOOKGATE_SECRET_WS1_RETELL=key_test_ws1_retell
 HOOKGATE_SECRET_WS1_STRIPE=whsec_test_ws1_stripe
 set +a

@@ -31,7 +31,7 @@ set -a
 # shellcheck disable=SC1091
 source .local/stack.env
 HOOKGATE_CONFIG=config/local.toml
-# The documented local test secrets (README, "Test secrets"); never real ones.
+# The documented local test secrets (CONTRIBUTING.md, "Test secrets"); never real ones.
 HOOKGATE_SECRET_WS42_RETELL=key_local_ws42_retell
 HOOKGATE_SECRET_WS42_STRIPE=whsec_local_ws42_stripe
 HOOKGATE_SECRET_WS42_SVIX=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw

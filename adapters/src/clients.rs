@@ -29,7 +29,7 @@ pub async fn sdk_config() -> SdkConfig {
 }
 
 /// `aws` tagged as `function`'s (the SDK's `app/NAME` user-agent part). A
-/// host that runs several functions in one process (`hookgate local`, the
+/// host that runs several functions in one process (`hookgate-dev local`, the
 /// tests) gives each its own, so the emulator can tell their calls apart and
 /// the IAM check can hold each call against that function's role.
 pub fn for_function(aws: &SdkConfig, function: &str) -> SdkConfig {

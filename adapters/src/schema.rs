@@ -1,11 +1,12 @@
-//! Creates the Inbox and Actions tables as the stack defines them, for the
-//! local emulator and the integration tests (in AWS the SAM template creates
-//! them).
+//! Creates the Inbox, Actions and Triage tables as the stack defines them,
+//! for the integration tests (in AWS the SAM template creates them; the
+//! local stack is provisioned from the transformed template).
 //!
-//! Both: key `pk` (S), TTL on `expires_at`, one sparse keys-only index. Inbox:
+//! All three: key `pk` (S), TTL on `expires_at`, one sparse index. Inbox:
 //! `pending` on `pending_bucket` (S) + `pending_since` (N), which the sweep
 //! queries, never scans. Actions: `open` on `open_bucket` (S) + `created_at`
-//! (N), the actions not COMPLETED.
+//! (N), the actions not COMPLETED. Triage: its status index on
+//! `status_bucket` (S) + `first_seen` (N). The layouts: docs/design.md.
 
 use aws_sdk_dynamodb::{
     Client,

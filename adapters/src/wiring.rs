@@ -169,20 +169,16 @@ pub async fn destinations(
             destination: name.clone(),
             reason,
         };
-        let auth = match d.auth_ref().map_err(failed)? {
-            Some(reference) => {
-                Some(
-                    secrets
-                        .resolve(&reference)
-                        .await
-                        .map_err(|source| WiringError::Secret {
-                            destination: name.clone(),
-                            source,
-                        })?,
-                )
-            }
-            None => None,
-        };
+        let auth =
+            match d.auth_ref().map_err(failed)? {
+                Some(reference) => Some(secrets.resolve(&reference).await.map_err(|source| {
+                    WiringError::Secret {
+                        destination: name.clone(),
+                        source,
+                    }
+                })?),
+                None => None,
+            };
         out.insert(name.clone(), CrmDestination::new(d, auth).map_err(failed)?);
     }
     Ok(out)
@@ -214,7 +210,11 @@ pub fn approvals<E: EventIngress>(
 }
 
 pub fn sweeper(config: &Config, clients: &Clients) -> SweeperService {
-    Sweeper::new(clients.inbox(config), clients.queue(config), config.sweep_age)
+    Sweeper::new(
+        clients.inbox(config),
+        clients.queue(config),
+        config.sweep_age,
+    )
 }
 
 /// What every Lambda entry point starts with: JSON logs, the config from the

@@ -1,7 +1,7 @@
 //! The ingress hot path without I/O: verify the signature, parse the body and
 //! derive the event key, for a 2 KiB body per scheme.
 //!
-//! `cargo bench -p hookgate-bench --bench hot_path` (the README quotes the
+//! `cargo bench -p hookgate-bench --bench hot_path` (docs/performance.md quotes the
 //! medians).
 
 use std::hint::black_box;

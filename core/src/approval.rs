@@ -23,7 +23,6 @@ use crate::{
     triage::{TriageClass, TriageItem, TriageSource, TriageStatus, item_id},
 };
 
-
 /// Why a decision was not carried out.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ApprovalError {

@@ -6,7 +6,6 @@
 
 use std::fmt;
 
-
 /// Why an identifier was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum IdError {

@@ -73,7 +73,7 @@ pub fn render(dimensions: &[(&str, &str)], metrics: &[(&str, f64)], now: Timesta
 static MUTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Stops [`emit`] writing, process-wide: for hosts whose stdout is a
-/// terminal report, not CloudWatch Logs (`hookgate demo`).
+/// terminal report, not CloudWatch Logs (`hookgate-dev demo`).
 pub fn mute() {
     MUTED.store(true, std::sync::atomic::Ordering::Relaxed);
 }

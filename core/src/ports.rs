@@ -17,16 +17,16 @@
 
 use std::{sync::Arc, time::Duration};
 
-pub use crate::{destination::Destination, hold::Hold, secret::SecretSource};
 use crate::{
     InboxPk, Timestamp,
-    names::names,
     action::{ActionKey, ActionRequest},
     inbox::{InboxRecord, InboxStatus, Origin, Verdict},
     ledger::{ActionRecord, Claim, ErrorKind},
     message::{MessageKind, QueueMessage},
+    names::names,
     triage::{TriageItem, TriageStatus},
 };
+pub use crate::{destination::Destination, hold::Hold, secret::SecretSource};
 
 /// The inbox could not be read or written. The ingress answers 503 so the
 /// provider retries; nothing is lost.

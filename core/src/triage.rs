@@ -12,7 +12,6 @@
 use crate::InboxPk;
 use crate::names::names;
 
-
 use serde::{Deserialize, Serialize};
 
 use crate::{Timestamp, crypto, ledger::ErrorKind};

@@ -193,9 +193,8 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
                 ));
                 break;
             }
-            if let ActionOutcome::Retry(reason) = self
-                .run_action(request, &pk, owner, now, lease)
-                .await?
+            if let ActionOutcome::Retry(reason) =
+                self.run_action(request, &pk, owner, now, lease).await?
             {
                 retries.push(format!("{}: {reason}", request.key));
             }

@@ -1,4 +1,4 @@
-//! `hookgate local`: the functions hosted exactly as Lambda would call them,
+//! `hookgate-dev local`: the functions hosted exactly as Lambda would call them,
 //! on loopback, against the emulator's resources.
 //!
 //! - an HTTP server turns each request into the API Gateway request the

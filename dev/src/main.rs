@@ -72,7 +72,7 @@ fn main() -> anyhow::Result<()> {
             };
             let addr = ([127, 0, 0, 1], port).into();
             let local = Local::start(config, &aws, &limits, queues, addr).await?;
-            println!("hookgate local: POST http://{}/webhooks/{{provider}}/{{workspace}}", local.addr);
+            println!("hookgate-dev local: POST http://{}/webhooks/{{provider}}/{{workspace}}", local.addr);
             println!("sign a request with: hookgate sign --provider retell --secret env:NAME --body body.json --url http://{}/webhooks/retell/ws-42", local.addr);
             println!("Ctrl-C stops it.");
             local.wait().await;

@@ -1,4 +1,4 @@
-//! The local AWS for `hookgate demo` and the integration tests: starts
+//! The local AWS for `hookgate-dev demo` and the integration tests: starts
 //! `emulator/server.py` (moto, pinned in the project venv) on a free loopback
 //! port, and provisions the stack's resources into it from
 //! `infra/template.yaml` with `scripts/provision.py`.

@@ -1,4 +1,4 @@
-//! Lambda's limits, for every host that is not Lambda: `hookgate local` and
+//! Lambda's limits, for every host that is not Lambda: `hookgate-dev local` and
 //! the demo run the SQS-fed functions (action, dlq-triage) and the sweep
 //! under the settings the *transformed* template gives them, as
 //! `scripts/provision.py` reads them (`HOOKGATE_LOCAL_FUNCTIONS`); the test

@@ -16,11 +16,11 @@ use hookgate_adapters::{
     schema::create_actions_table,
     wiring::{self, ApprovalsService, Clients, TriagerService, WorkerService},
 };
+use hookgate_core::{action::ActionKey, ledger::ActionRecord, ports::Ledger, worker::Worker};
 use hookgate_testkit::{
     limits::{Invocation, StackLimits},
     sim_crm::SimCrm,
 };
-use hookgate_core::{action::ActionKey, ledger::ActionRecord, ports::Ledger, worker::Worker};
 use serde_json::json;
 
 use std::sync::atomic::AtomicBool;
@@ -334,8 +334,8 @@ impl Pipeline {
             .expect("wire the worker");
         let holder = wiring::holder(&config, &Clients::new(&action_aws)).expect("holder");
         let triage_aws = emulator.function_config("dlq-triage").await;
-        let triager = wiring::triager(config.clone(), &Clients::new(&triage_aws))
-            .expect("wire the triager");
+        let triager =
+            wiring::triager(config.clone(), &Clients::new(&triage_aws)).expect("wire the triager");
         let ops_aws = emulator.function_config("ops").await;
         let approvals = wiring::approvals(
             config.clone(),

@@ -28,7 +28,7 @@ use lambda_http::{Body, Request};
 
 use crate::emulator::Emulator;
 
-/// The documented test secrets (README, "Test secrets"). Never real ones.
+/// The documented test secrets (CONTRIBUTING.md, "Test secrets"). Never real ones.
 pub const TEST_SECRETS: &[(&str, &str)] = &[
     ("WS1_RETELL", "key_test_ws1_retell"),
     ("WS1_RETELL_NEXT", "key_test_ws1_retell_next"),

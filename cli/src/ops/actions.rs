@@ -6,9 +6,9 @@ use hookgate_core::{
     InboxPk, Timestamp,
     action::ActionKey,
     approval::Reconciled,
-    ports::EventIngress,
     inbox::InboxRecord,
     ledger::{ActionRecord, ActionStatus},
+    ports::EventIngress,
     ports::{InboxStore, Ledger, TriageStore},
     triage::{TriageClass, TriageStatus},
 };

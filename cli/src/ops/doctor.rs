@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use aws_sdk_sqs::types::QueueAttributeName;
 use hookgate_core::{
-    ports::EventIngress,
     doctor::{Alarm, Facts, diagnose},
+    ports::EventIngress,
 };
 use serde_json::{Value, json};
 

@@ -1,10 +1,10 @@
-//! `hookgate demo`: a realistic day of webhooks against the whole pipeline on
+//! `hookgate-dev demo`: a realistic day of webhooks against the whole pipeline on
 //! the embedded AWS, with the simulated CRM misbehaving, a scripted operator,
 //! and a report that fails the run on a duplicate effect or a lost event.
 //!
 //! One process hosts everything but the emulator: the emulator (moto, a
 //! child process) with the resources provisioned from `infra/template.yaml`,
-//! the simulated CRM, `hookgate local` (the real handlers), the providers
+//! the simulated CRM, `hookgate-dev local` (the real handlers), the providers
 //! (the plan, played over HTTP and into the rule's target queue) and the
 //! operator (the same `Ops` code as the CLI). AWS clients carry an app name
 //! so the emulator can count the stack's requests apart from the demo's own.
@@ -40,14 +40,14 @@ use play::{Progress, Target};
 use report::Report;
 
 /// The app names the emulator counts requests by.
-/// The functions `hookgate local` hosts, each with its own tagged clients:
+/// The functions `hookgate-dev local` hosts, each with its own tagged clients:
 /// the stack's requests are theirs.
 pub const FUNCTION_APPS: &[&str] = &["ingress", "action", "dlq-triage", "sweep"];
 /// The operator's CLI (its calls are held against the operator policy).
 const OPERATOR_APP: &str = "operator";
 const DEMO_APP: &str = "hookgate-demo";
 
-/// `hookgate demo` options.
+/// `hookgate-dev demo` options.
 #[derive(Debug, Clone)]
 pub struct Options {
     /// Unique background events to aim for.
@@ -137,7 +137,7 @@ pub async fn run(options: &Options) -> anyhow::Result<Report> {
     say(
         start,
         &format!(
-            "hookgate local on http://{}, simulated CRM on {}",
+            "hookgate-dev local on http://{}, simulated CRM on {}",
             local.addr,
             sim.base_url()
         ),

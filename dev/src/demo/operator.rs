@@ -1,5 +1,5 @@
-//! The scripted operator of `hookgate demo`: after the CRM is back, it does
-//! what the README's runbook tells a human to do, with the CLI's own code
+//! The scripted operator of `hookgate-dev demo`: after the CRM is back, it does
+//! what docs/operations.md tells a human to do, with the CLI's own code
 //! (`Ops`), so the demo exercises the operator path exactly as shipped.
 
 use std::collections::BTreeMap;

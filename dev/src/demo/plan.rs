@@ -1,4 +1,4 @@
-//! The day `hookgate demo` plays, decided before anything is sent: which
+//! The day `hookgate-dev demo` plays, decided before anything is sent: which
 //! events exist, which actions they should cause, every delivery (copies,
 //! order, delays, forgeries) and the CRM incidents. Pure and seeded, so a
 //! run can be repeated and the plan is unit-tested.
@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use hookgate_core::Provider;
 
 /// The workspaces, their providers, and the demo's documented test secrets
-/// (README, "Test secrets"); `make demo` writes them to the emulator's SSM.
+/// (CONTRIBUTING.md, "Test secrets"); `make demo` writes them to the emulator's SSM.
 pub const SECRETS: &[(&str, Provider, &str, &str)] = &[
     (
         "ws-42",

@@ -49,7 +49,7 @@ pub struct Progress {
 #[derive(Debug, Clone)]
 pub struct Target {
     pub http: reqwest::Client,
-    /// `http://127.0.0.1:PORT` of `hookgate local`.
+    /// `http://127.0.0.1:PORT` of `hookgate-dev local`.
     pub base: String,
     /// The queue the local EventBridge rule targets, and a client for it
     /// (tagged as the provider's side, not the stack's).

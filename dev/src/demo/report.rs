@@ -1,7 +1,7 @@
 //! The demo's verdict: what the plan says should have happened, compared with
 //! what the stack stored and the CRM holds. Pure: it takes the plan, the
 //! delivery log and the observed state, and returns the report with its
-//! invariants (a failed one makes `hookgate demo` exit non-zero).
+//! invariants (a failed one makes `hookgate-dev demo` exit non-zero).
 
 use std::collections::{BTreeMap, HashMap};
 

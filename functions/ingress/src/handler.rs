@@ -152,4 +152,3 @@ mod tests {
         assert_eq!(malformed.error_type, "hookgate.EventMalformed");
     }
 }
-

@@ -6,7 +6,6 @@
 use std::time::Duration;
 
 use hookgate_adapters::{DynamoInbox, SqsActionQueue};
-use hookgate_testkit::sim_crm::{Fault, FaultKind};
 use hookgate_core::{
     InboxPk, Timestamp,
     inbox::{InboxRecord, InboxStatus, Origin},
@@ -15,6 +14,7 @@ use hookgate_core::{
     provider::Scheme,
     sweep::sweep,
 };
+use hookgate_testkit::sim_crm::{Fault, FaultKind};
 use hookgate_tests::{crash::Step, pipeline::Pipeline};
 
 use crate::analyzed;

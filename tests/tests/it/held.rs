@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use hookgate_testkit::sim_crm::{Fault, FaultKind};
 use hookgate_core::{Timestamp, inbox::InboxStatus, ports::TriageStore, triage::TriageStatus};
+use hookgate_testkit::sim_crm::{Fault, FaultKind};
 use hookgate_tests::pipeline::Pipeline;
 
 use crate::analyzed;

@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use hookgate_testkit::sim_crm::{Fault, FaultKind};
 use hookgate_core::{Timestamp, ledger::ActionStatus, worker::MessageOutcome};
+use hookgate_testkit::sim_crm::{Fault, FaultKind};
 use hookgate_tests::pipeline::Pipeline;
 
 use crate::{analyzed, payment};

@@ -5,9 +5,9 @@
 use std::{sync::Arc, time::Duration};
 
 use aws_sdk_ssm::types::ParameterType;
+use hookgate_core::{Provider, secret::Secret};
 use hookgate_dev::local::{Local, LocalQueues};
 use hookgate_testkit::{limits::StackLimits, sim_crm::SimCrm};
-use hookgate_core::{Provider, secret::Secret};
 use hookgate_tests::{emulator::Emulator, webhook::Delivery};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -6,11 +6,11 @@
 
 use std::time::Duration;
 
-use hookgate_testkit::sim_crm::{Fault, FaultKind};
 use hookgate_core::{
     Timestamp, ledger::ActionStatus, ports::TriageStore, triage::TriageStatus,
     worker::MessageOutcome,
 };
+use hookgate_testkit::sim_crm::{Fault, FaultKind};
 use hookgate_tests::{emulator::Emulator, pipeline::Pipeline};
 
 use crate::analyzed;

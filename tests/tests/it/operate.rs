@@ -4,11 +4,11 @@
 use std::{sync::Arc, time::Duration};
 
 use hookgate_cli::ops::{Ops, Selection, exit};
-use hookgate_testkit::sim_crm::{Fault, FaultKind};
 use hookgate_core::{
     ledger::ActionStatus,
     triage::{TriageClass, TriageStatus},
 };
+use hookgate_testkit::sim_crm::{Fault, FaultKind};
 use hookgate_tests::{pipeline::Pipeline, stack::TestIngress, webhook::Delivery};
 
 use crate::{analyzed, retell, stripe};

@@ -4,7 +4,6 @@
 
 use std::time::Duration;
 
-use hookgate_testkit::sim_crm::{Fault, FaultKind};
 use hookgate_core::{
     Timestamp,
     approval::{ApprovalError, Reinjected},
@@ -14,6 +13,7 @@ use hookgate_core::{
     ports::{Filed, TriageStore},
     triage::{TriageClass, TriageSource, TriageStatus},
 };
+use hookgate_testkit::sim_crm::{Fault, FaultKind};
 use hookgate_tests::{pipeline::Pipeline, webhook::Delivery};
 use serde_json::json;
 
@@ -306,7 +306,10 @@ async fn the_worker_files_an_action_key_collision_and_nothing_is_re_injected_by_
             (item.class, item.source),
             (TriageClass::KeyCollision, TriageSource::Worker)
         );
-        assert_eq!(item.inbox_pk.as_ref().map(ToString::to_string).as_deref(), Some("ws-1#stripe#evt_tc_2"));
+        assert_eq!(
+            item.inbox_pk.as_ref().map(ToString::to_string).as_deref(),
+            Some("ws-1#stripe#evt_tc_2")
+        );
     }
     assert_eq!(p.alerts().await.len(), 2, "collisions alert one by one");
     assert_eq!(p.sim.tasks().total, 2, "only the first event's effects");
@@ -342,7 +345,14 @@ async fn ingress_files_an_event_key_collision() {
         (held[0].class, held[0].source),
         (TriageClass::KeyCollision, TriageSource::Ingress)
     );
-    assert_eq!(held[0].inbox_pk.as_ref().map(ToString::to_string).as_deref(), Some("ws-1#stripe#evt_ec"));
+    assert_eq!(
+        held[0]
+            .inbox_pk
+            .as_ref()
+            .map(ToString::to_string)
+            .as_deref(),
+        Some("ws-1#stripe#evt_ec")
+    );
     assert!(held[0].evidence.collision);
     // The same colliding payload again is the same item.
     p.stack

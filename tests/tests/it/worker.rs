@@ -4,13 +4,13 @@
 
 use std::{sync::Arc, time::Duration};
 
-use hookgate_testkit::sim_crm::{Fault, FaultKind};
 use hookgate_core::{
     Provider, Timestamp,
     inbox::InboxStatus,
     ledger::{ActionStatus, ErrorKind},
     worker::MessageOutcome,
 };
+use hookgate_testkit::sim_crm::{Fault, FaultKind};
 use hookgate_tests::{pipeline::Pipeline, stack::test_secret, webhook::Delivery};
 
 use crate::{analyzed, bland, payment, refund, retell};
@@ -317,14 +317,28 @@ async fn a_late_finisher_whose_lease_was_taken_over_cannot_overwrite_the_outcome
     let keep = Duration::from_secs(3600);
     let first = p
         .ledger
-        .reserve(&request, &pk("ws-1#stripe#evt_a"), "worker-a", t0, lease, keep)
+        .reserve(
+            &request,
+            &pk("ws-1#stripe#evt_a"),
+            "worker-a",
+            t0,
+            lease,
+            keep,
+        )
         .await
         .unwrap();
     assert_eq!(first, Reserve::Acquired(Attempt::First));
     // Within the lease another attempt must wait.
     let busy = p
         .ledger
-        .reserve(&request, &pk("ws-1#stripe#evt_a"), "worker-b", t0, lease, keep)
+        .reserve(
+            &request,
+            &pk("ws-1#stripe#evt_a"),
+            "worker-b",
+            t0,
+            lease,
+            keep,
+        )
         .await
         .unwrap();
     assert!(
