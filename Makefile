@@ -36,32 +36,31 @@ test: venv tools lint iam-tools
 	$(MAKE) invoke-fixtures
 	$(MAKE) deploy-check
 
+# $(call pinned-venv,DIR,REQUIREMENTS,CONSTRAINTS): a venv with every
+# package pinned by the constraints file.
+define pinned-venv
+	$(PYTHON) -m venv $(1)
+	$(1)/bin/pip install --quiet --disable-pip-version-check -r $(2) -c $(3)
+	touch $(1)/.installed
+endef
+
 ## venv: the project venv with the pinned AWS emulator.
 venv: $(VENV)/.installed
 
 $(VENV)/.installed: emulator/requirements.txt emulator/constraints.txt
-	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check \
-		-r emulator/requirements.txt -c emulator/constraints.txt
-	touch $@
+	$(call pinned-venv,$(VENV),emulator/requirements.txt,emulator/constraints.txt)
 
 ## tools: SAM CLI, cargo-lambda and zig, pinned, in .venv-tools.
 tools: $(TOOLS)/.installed
 
 $(TOOLS)/.installed: infra/requirements.txt infra/constraints.txt
-	$(PYTHON) -m venv $(TOOLS)
-	$(TOOLS)/bin/pip install --quiet --disable-pip-version-check \
-		-r infra/requirements.txt -c infra/constraints.txt
-	touch $@
+	$(call pinned-venv,$(TOOLS),infra/requirements.txt,infra/constraints.txt)
 
 ## scan-venv: checkov, pinned with all its dependencies, in .venv-scan.
 scan-venv: $(SCAN)/.installed
 
 $(SCAN)/.installed: infra/scan-requirements.txt infra/scan-constraints.txt
-	$(PYTHON) -m venv $(SCAN)
-	$(SCAN)/bin/pip install --quiet --disable-pip-version-check \
-		-r infra/scan-requirements.txt -c infra/scan-constraints.txt
-	touch $@
+	$(call pinned-venv,$(SCAN),infra/scan-requirements.txt,infra/scan-constraints.txt)
 
 lint: venv tools
 	cargo fmt --all -- --check

@@ -1,8 +1,13 @@
 //! DynamoDB outcomes as the ports see them: a failed condition is an answer
 //! ("not applied"), anything else a storage failure with its context.
 
-use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
-use hookgate_core::ports::StoreError;
+use aws_sdk_dynamodb::{
+    Client,
+    error::{DisplayErrorContext, ProvideErrorMetadata, SdkError},
+};
+use hookgate_core::{ports::StoreError, shard};
+
+use crate::attrs::{Item, s};
 
 /// A storage error of any DynamoDB operation, with its context.
 pub(crate) fn unavailable<E, R>(e: SdkError<E, R>) -> StoreError
@@ -36,4 +41,33 @@ where
 /// the item as its own (the condition then fails against it).
 pub(crate) fn write_token() -> String {
     format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..))
+}
+
+/// Every item of a sharded sparse index whose partition (`{attribute}`) is
+/// one of `value`'s buckets (`hookgate_core::shard`): each shard queried,
+/// each page followed by the SDK's paginator.
+pub(crate) async fn query_shards(
+    client: &Client,
+    table: &str,
+    index: &str,
+    attribute: &str,
+    value: &str,
+) -> Result<Vec<Item>, StoreError> {
+    let mut items = Vec::new();
+    for bucket in shard::buckets(value) {
+        let page: Vec<Item> = client
+            .query()
+            .table_name(table)
+            .index_name(index)
+            .key_condition_expression(format!("{attribute} = :bucket"))
+            .expression_attribute_values(":bucket", s(bucket))
+            .into_paginator()
+            .items()
+            .send()
+            .collect::<Result<_, _>>()
+            .await
+            .map_err(unavailable)?;
+        items.extend(page);
+    }
+    Ok(items)
 }

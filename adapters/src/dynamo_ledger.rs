@@ -22,13 +22,13 @@ use hookgate_core::{
     InboxPk, Timestamp,
     action::{ActionKey, ActionRequest},
     ledger::{ActionRecord, ActionStatus, Claim, ErrorKind, claim},
-    ports::{Attempt, Ledger, Reserve, Settle, StoreError},
+    ports::{Attempt, Lease, Ledger, Reserve, Settle, StoreError},
     shard,
 };
 
 use crate::{
     attrs::{Item, get_n, get_s, n, opt_n, opt_s, s},
-    ddb::{applied, unavailable},
+    ddb::{applied, query_shards, unavailable},
 };
 
 /// A conditional update's result: applied, or — its condition failed — whether
@@ -70,27 +70,20 @@ impl DynamoLedger {
     /// Actions not COMPLETED with `status`, oldest first (every shard of the
     /// sparse `open` index, then one read per action).
     pub async fn list_open(&self, status: ActionStatus) -> Result<Vec<ActionRecord>, StoreError> {
-        let mut keys = Vec::new();
-        for bucket in shard::buckets(status.as_str()) {
-            let items: Vec<Item> = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .index_name(crate::schema::OPEN_INDEX)
-                .key_condition_expression("open_bucket = :bucket")
-                .expression_attribute_values(":bucket", s(bucket))
-                .into_paginator()
-                .items()
-                .send()
-                .collect::<Result<_, _>>()
-                .await
-                .map_err(unavailable)?;
-            for item in &items {
-                keys.push(
-                    ActionKey::parse(get_s(item, "pk").map_err(StoreError::Corrupt)?)
-                        .map_err(StoreError::Corrupt)?,
-                );
-            }
+        let items = query_shards(
+            &self.client,
+            &self.table,
+            crate::schema::OPEN_INDEX,
+            "open_bucket",
+            status.as_str(),
+        )
+        .await?;
+        let mut keys = Vec::with_capacity(items.len());
+        for item in &items {
+            keys.push(
+                ActionKey::parse(get_s(item, "pk").map_err(StoreError::Corrupt)?)
+                    .map_err(StoreError::Corrupt)?,
+            );
         }
         let mut records = Vec::with_capacity(keys.len());
         for key in keys {
@@ -125,10 +118,9 @@ impl DynamoLedger {
         &self,
         request: &ActionRequest,
         inbox_pk: &InboxPk,
-        owner: &str,
-        now: Timestamp,
-        lease: Duration,
+        lease: Lease<'_>,
     ) -> Result<bool, StoreError> {
+        let (owner, now) = (lease.owner, lease.from);
         let result = self
             .client
             .update_item()
@@ -146,7 +138,7 @@ impl DynamoLedger {
             .expression_attribute_values(":open", open_bucket(&request.key, ActionStatus::InProgress))
             .expression_attribute_values(":pending", s(ActionStatus::Pending.as_str()))
             .expression_attribute_values(":owner", s(owner))
-            .expression_attribute_values(":until", n(now.plus(lease).as_millis()))
+            .expression_attribute_values(":until", n(lease.until().as_millis()))
             .expression_attribute_values(":now", n(now.as_millis()))
             .expression_attribute_values(":one", n(1))
             .expression_attribute_values(":pks", AttributeValue::Ss(vec![inbox_pk.to_string()]))
@@ -167,11 +159,10 @@ impl Ledger for DynamoLedger {
         &self,
         request: &ActionRequest,
         inbox_pk: &InboxPk,
-        owner: &str,
-        now: Timestamp,
-        lease: Duration,
+        lease: Lease<'_>,
         retention: Duration,
     ) -> Result<Reserve, StoreError> {
+        let (owner, now) = (lease.owner, lease.from);
         let item = Item::from([
             ("pk".to_owned(), s(request.key.as_str())),
             ("status".to_owned(), s(ActionStatus::InProgress.as_str())),
@@ -182,10 +173,7 @@ impl Ledger for DynamoLedger {
             ("request_sha256".to_owned(), s(&request.request_sha256)),
             ("attempts".to_owned(), n(1)),
             ("lease_owner".to_owned(), s(owner)),
-            (
-                "lease_expires_at".to_owned(),
-                n(now.plus(lease).as_millis()),
-            ),
+            ("lease_expires_at".to_owned(), n(lease.until().as_millis())),
             (
                 "inbox_pks".to_owned(),
                 AttributeValue::Ss(vec![inbox_pk.to_string()]),
@@ -226,7 +214,7 @@ impl Ledger for DynamoLedger {
             return Ok(Reserve::Acquired(Attempt::First));
         }
         match claim(&stored, &request.request_sha256, now) {
-            Claim::TakeOver if self.take_over(request, inbox_pk, owner, now, lease).await? => {
+            Claim::TakeOver if self.take_over(request, inbox_pk, lease).await? => {
                 Ok(Reserve::Acquired(Attempt::Again {
                     since: stored.created_at,
                 }))

@@ -19,7 +19,7 @@ use hookgate_core::{
 
 use crate::{
     attrs::{Item, get_n, get_s, n, opt_n, opt_s, s},
-    ddb::{applied, is_condition_failure, unavailable},
+    ddb::{applied, is_condition_failure, query_shards, unavailable},
 };
 
 pub const STATUS_INDEX: &str = "by_status";
@@ -117,25 +117,17 @@ impl TriageStore for DynamoTriage {
     }
 
     async fn list(&self, status: TriageStatus) -> Result<Vec<TriageItem>, StoreError> {
-        let mut items = Vec::new();
-        for bucket in shard::buckets(status.as_str()) {
-            let page: Vec<Item> = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .index_name(STATUS_INDEX)
-                .key_condition_expression("status_bucket = :bucket")
-                .expression_attribute_values(":bucket", s(bucket))
-                .into_paginator()
-                .items()
-                .send()
-                .collect::<Result<_, _>>()
-                .await
-                .map_err(unavailable)?;
-            for item in &page {
-                items.push(from_item(item)?);
-            }
-        }
+        let mut items = query_shards(
+            &self.client,
+            &self.table,
+            STATUS_INDEX,
+            "status_bucket",
+            status.as_str(),
+        )
+        .await?
+        .iter()
+        .map(from_item)
+        .collect::<Result<Vec<_>, _>>()?;
         items.sort_by_key(|i| i.first_seen);
         Ok(items)
     }

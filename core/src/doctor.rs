@@ -59,36 +59,34 @@ pub struct Alarm {
 /// The failure classes that must each have an alarm that can fire:
 /// (namespace, metric, what it means).
 pub const REQUIRED_ALARMS: &[(&str, &str, &str)] = &[
+    (OWN, "IngressUnavailable", "ingress 5xx / storage failure"),
+    (OWN, "ActionsUncertain", "uncertain actions"),
+    (OWN, "DispatchFailures", "queue sends failed"),
     (
-        "hookgate",
-        "IngressUnavailable",
-        "ingress 5xx / storage failure",
-    ),
-    ("hookgate", "ActionsUncertain", "uncertain actions"),
-    ("hookgate", "DispatchFailures", "queue sends failed"),
-    (
-        "AWS/SQS",
+        SQS,
         "ApproximateAgeOfOldestMessage",
         "a queue triage must drain",
     ),
     (
-        "AWS/SQS",
+        SQS,
         "NumberOfMessagesSent",
         "the ingress's on-failure queue",
     ),
+    (EVENTS, "InvocationsSentToDlq", "the rule's dead letters"),
+    (LAMBDA, "Errors", "function errors"),
+    (LAMBDA, "Throttles", "function throttles"),
     (
-        "AWS/Events",
-        "InvocationsSentToDlq",
-        "the rule's dead letters",
-    ),
-    ("AWS/Lambda", "Errors", "function errors"),
-    ("AWS/Lambda", "Throttles", "function throttles"),
-    (
-        "AWS/Lambda",
+        LAMBDA,
         "DestinationDeliveryFailures",
         "the on-failure destination",
     ),
 ];
+
+/// The metric namespaces of [`REQUIRED_ALARMS`].
+const OWN: &str = "hookgate";
+const SQS: &str = "AWS/SQS";
+const EVENTS: &str = "AWS/Events";
+const LAMBDA: &str = "AWS/Lambda";
 
 /// One check's verdict.
 #[derive(Debug, Clone, PartialEq, Eq)]

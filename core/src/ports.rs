@@ -166,16 +166,30 @@ pub enum Settle<'a> {
     Release { kind: ErrorKind, message: &'a str },
 }
 
+/// An attempt's hold on an action: `owner` (unique per SQS receipt) from
+/// `from` for `length`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lease<'a> {
+    pub owner: &'a str,
+    pub from: Timestamp,
+    pub length: Duration,
+}
+
+impl Lease<'_> {
+    pub fn until(&self) -> Timestamp {
+        self.from.plus(self.length)
+    }
+}
+
 pub trait Ledger: Send + Sync {
-    /// Creates the record IN_PROGRESS under `owner`'s lease, or takes over a
-    /// pending or expired one; otherwise reports what stands in the way.
+    /// Creates the record IN_PROGRESS under `lease`, or takes over a pending
+    /// or expired one; otherwise reports what stands in the way. A record
+    /// created here lives `retention` past its last change.
     fn reserve(
         &self,
         request: &ActionRequest,
         inbox_pk: &InboxPk,
-        owner: &str,
-        now: Timestamp,
-        lease: Duration,
+        lease: Lease<'_>,
         retention: Duration,
     ) -> impl Future<Output = Result<Reserve, StoreError>> + Send;
 

@@ -9,7 +9,7 @@
 //! problem returns the message to the queue; everything else is settled and
 //! the message deleted.
 
-use std::{collections::HashMap, sync::Arc, time::Duration};
+use std::{collections::HashMap, sync::Arc};
 
 use crate::{
     InboxPk, Timestamp,
@@ -20,7 +20,7 @@ use crate::{
     inbox::InboxStatus,
     ledger::{ActionStatus, Claim, ErrorKind},
     message::QueueMessage,
-    ports::{Attempt, InboxStore, Ledger, Reserve, Settle, StoreError},
+    ports::{Attempt, InboxStore, Lease, Ledger, Reserve, Settle, StoreError},
     rules::Decision,
     triage::{Evidence, TriageItem, TriageSource},
 };
@@ -184,7 +184,11 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
         for request in &requests {
             // This action starts at the latest when the ones before it end at
             // their worst: its lease runs from then, not from the message's start.
-            let lease = self.config.lease + worst_end.since(now);
+            let lease = Lease {
+                owner,
+                from: now,
+                length: self.config.lease + worst_end.since(now),
+            };
             worst_end = worst_end.plus(self.config.action_budget(&request.destination));
             if deadline.is_some_and(|d| worst_end > d) {
                 retries.push(format!(
@@ -193,9 +197,7 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
                 ));
                 break;
             }
-            if let ActionOutcome::Retry(reason) =
-                self.run_action(request, &pk, owner, now, lease).await?
-            {
+            if let ActionOutcome::Retry(reason) = self.run_action(request, &pk, lease).await? {
                 retries.push(format!("{}: {reason}", request.key));
             }
         }
@@ -213,21 +215,12 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
         &self,
         request: &ActionRequest,
         inbox_pk: &InboxPk,
-        owner: &str,
-        now: Timestamp,
-        lease: Duration,
+        lease: Lease<'_>,
     ) -> Result<ActionOutcome, StoreError> {
-        let key = &request.key;
+        let (key, owner, now) = (&request.key, lease.owner, lease.from);
         let reserved = self
             .ledger
-            .reserve(
-                request,
-                inbox_pk,
-                owner,
-                now,
-                lease,
-                self.config.ledger_retention,
-            )
+            .reserve(request, inbox_pk, lease, self.config.ledger_retention)
             .await?;
         let attempt = match reserved {
             Reserve::Acquired(attempt) => attempt,

@@ -16,7 +16,7 @@ use hookgate_core::{
     action::{ActionKey, ActionRequest},
     destination::{Destination, DestinationError, Strategy},
     ledger::ActionRecord,
-    ports::{Ledger, Reserve, Settle, StoreError},
+    ports::{Lease, Ledger, Reserve, Settle, StoreError},
 };
 
 /// The worker's step boundaries.
@@ -57,14 +57,12 @@ impl<L: Ledger> Ledger for Crash<L> {
         &self,
         request: &ActionRequest,
         inbox_pk: &hookgate_core::InboxPk,
-        owner: &str,
-        now: Timestamp,
-        lease: Duration,
+        lease: Lease<'_>,
         retention: Duration,
     ) -> Result<Reserve, StoreError> {
         let reserved = self
             .inner
-            .reserve(request, inbox_pk, owner, now, lease, retention)
+            .reserve(request, inbox_pk, lease, retention)
             .await?;
         self.crash_if(Step::AfterReserve);
         Ok(reserved)

@@ -9,8 +9,8 @@
 use serde::Deserialize;
 
 use super::{
-    Delivery, Identity, ParseError, SignRequest, VerifyError, any_match, header, parse_json,
-    required,
+    Delivery, Identity, ParseError, SignRequest, VerifyError, body_hmac_matches, header,
+    parse_json, required,
 };
 use crate::{EventKey, crypto, secret::Secret};
 
@@ -19,12 +19,7 @@ const HEADER: &str = "x-webhook-signature";
 pub fn verify(d: &Delivery<'_>, secrets: &[Secret]) -> Result<(), VerifyError> {
     let got = hex::decode(header(d.headers, HEADER)?.trim())
         .map_err(|_| VerifyError::MalformedHeader(HEADER))?;
-    any_match(
-        &[got],
-        secrets
-            .iter()
-            .map(|s| crypto::hmac_sha256(s.expose(), &[d.body])),
-    )
+    body_hmac_matches(got, secrets, d.body)
 }
 
 #[derive(Deserialize)]
@@ -70,14 +65,7 @@ mod tests {
 
     fn check(sig: &str, body: &[u8]) -> Result<(), VerifyError> {
         let h = headers(&[(HEADER, sig.to_owned())]);
-        verify(
-            &Delivery {
-                headers: &h,
-                body,
-                url: "",
-            },
-            &[Secret::new(SECRET)],
-        )
+        verify(&delivery(&h, body), &[Secret::new(SECRET)])
     }
 
     #[test]
@@ -101,22 +89,13 @@ mod tests {
     #[test]
     fn identity_is_the_call_id() {
         let h = headers::<&str>(&[]);
-        let id = identify(&Delivery {
-            headers: &h,
-            body: BODY,
-            url: "",
-        })
-        .unwrap();
+        let id = identify(&delivery(&h, BODY)).unwrap();
         assert_eq!(
             (id.event_key.as_str(), id.event_type.as_str()),
             ("c-7f3e", "completed")
         );
         assert_eq!(
-            identify(&Delivery {
-                headers: &h,
-                body: br#"{"status":"completed"}"#,
-                url: ""
-            }),
+            identify(&delivery(&h, br#"{"status":"completed"}"#)),
             Err(ParseError::MissingField("call_id"))
         );
     }

@@ -77,11 +77,7 @@ mod tests {
     fn check(value: &str, body: &[u8], now: i64) -> Result<(), VerifyError> {
         let h = headers(&[(HEADER, value.to_owned())]);
         verify(
-            &Delivery {
-                headers: &h,
-                body,
-                url: "",
-            },
+            &delivery(&h, body),
             &[Secret::new(SECRET)],
             Timestamp::from_secs(now),
         )
@@ -128,18 +124,8 @@ mod tests {
     fn transcription_and_audio_of_one_conversation_are_distinct() {
         let h = headers::<&str>(&[]);
         let audio = br#"{"type":"post_call_audio","data":{"conversation_id":"conv_01","full_audio":"..."}}"#;
-        let a = identify(&Delivery {
-            headers: &h,
-            body: BODY,
-            url: "",
-        })
-        .unwrap();
-        let b = identify(&Delivery {
-            headers: &h,
-            body: audio,
-            url: "",
-        })
-        .unwrap();
+        let a = identify(&delivery(&h, BODY)).unwrap();
+        let b = identify(&delivery(&h, audio)).unwrap();
         assert_eq!(a.event_key.as_str(), "post_call_transcription:conv_01");
         assert_eq!(b.event_key.as_str(), "post_call_audio:conv_01");
         assert_eq!(a.occurred_at, Some(Timestamp::from_secs(T)));

@@ -18,8 +18,8 @@
 use serde::Deserialize;
 
 use super::{
-    Delivery, Identity, ParseError, SignRequest, VerifyError, any_match, header, parse_json,
-    required,
+    Delivery, Identity, ParseError, SignRequest, VerifyError, body_hmac_matches, header,
+    parse_json, required,
 };
 use crate::{EventKey, crypto, secret::Secret};
 
@@ -34,12 +34,7 @@ pub fn verify(d: &Delivery<'_>, secrets: &[Secret]) -> Result<(), VerifyError> {
         .strip_prefix("sha256=")
         .ok_or(VerifyError::MalformedHeader(SIGNATURE))?;
     let got = hex::decode(hex_sig).map_err(|_| VerifyError::MalformedHeader(SIGNATURE))?;
-    any_match(
-        &[got],
-        secrets
-            .iter()
-            .map(|s| crypto::hmac_sha256(s.expose(), &[d.body])),
-    )
+    body_hmac_matches(got, secrets, d.body)
 }
 
 #[derive(Deserialize)]
@@ -120,14 +115,7 @@ mod tests {
 
     fn check(sig: &str, body: &[u8]) -> Result<(), VerifyError> {
         let h = headers(&[(SIGNATURE, sig.to_owned())]);
-        verify(
-            &Delivery {
-                headers: &h,
-                body,
-                url: "",
-            },
-            &[Secret::new(SECRET)],
-        )
+        verify(&delivery(&h, body), &[Secret::new(SECRET)])
     }
 
     #[test]
@@ -148,14 +136,7 @@ mod tests {
         );
         let h = headers::<&str>(&[]);
         assert_eq!(
-            verify(
-                &Delivery {
-                    headers: &h,
-                    body: BODY,
-                    url: ""
-                },
-                &[Secret::new(SECRET)]
-            ),
+            verify(&delivery(&h, BODY), &[Secret::new(SECRET)]),
             Err(VerifyError::MissingHeader(SIGNATURE))
         );
     }
@@ -165,18 +146,13 @@ mod tests {
         let body = br#"{"action":"opened","issue":{}}"#;
         let mut keys = Vec::new();
         // Two hooks, or a replay under a fresh delivery id: the same event.
-        for (hook, delivery) in [("111", "guid-a"), ("222", "guid-b")] {
+        for (hook, guid) in [("111", "guid-a"), ("222", "guid-b")] {
             let h = headers(&[
                 (EVENT, "issues".to_owned()),
-                (DELIVERY, delivery.to_owned()),
+                (DELIVERY, guid.to_owned()),
                 (HOOK_ID, hook.to_owned()),
             ]);
-            let id = identify(&Delivery {
-                headers: &h,
-                body,
-                url: "",
-            })
-            .unwrap();
+            let id = identify(&delivery(&h, body)).unwrap();
             assert_eq!(id.event_type, "issues.opened");
             keys.push(id.event_key);
         }
@@ -190,11 +166,7 @@ mod tests {
         let h = headers(&[(EVENT, "issues".to_owned())]);
         let pr = br#"{"action":"opened","pull_request":{"number":1}}"#;
         assert_eq!(
-            identify(&Delivery {
-                headers: &h,
-                body: pr,
-                url: ""
-            }),
+            identify(&delivery(&h, pr)),
             Err(ParseError::Invalid(
                 "X-GitHub-Event",
                 "the event the signed body is"
@@ -203,14 +175,7 @@ mod tests {
         // A comment on an issue carries both: not a contradiction.
         let h = headers(&[(EVENT, "issue_comment".to_owned())]);
         let comment = br#"{"action":"created","issue":{},"comment":{}}"#;
-        assert!(
-            identify(&Delivery {
-                headers: &h,
-                body: comment,
-                url: ""
-            })
-            .is_ok()
-        );
+        assert!(identify(&delivery(&h, comment)).is_ok());
     }
 
     #[test]
@@ -220,20 +185,11 @@ mod tests {
             (DELIVERY, "d1".to_owned()),
             (HOOK_ID, "1".to_owned()),
         ]);
-        let id = identify(&Delivery {
-            headers: &h,
-            body: br#"{"ref":"main"}"#,
-            url: "",
-        })
-        .unwrap();
+        let id = identify(&delivery(&h, br#"{"ref":"main"}"#)).unwrap();
         assert_eq!(id.event_type, "push");
         let h = headers(&[(DELIVERY, "d1".to_owned())]);
         assert_eq!(
-            identify(&Delivery {
-                headers: &h,
-                body: b"{}",
-                url: ""
-            }),
+            identify(&delivery(&h, b"{}")),
             Err(ParseError::MissingField(EVENT))
         );
     }

@@ -351,15 +351,7 @@ mod tests {
         now: Timestamp,
     ) -> Result<(), VerifyError> {
         let h = headers(pairs);
-        s.verify(
-            &Delivery {
-                headers: &h,
-                body,
-                url: "",
-            },
-            &[Secret::new(SECRET)],
-            now,
-        )
+        s.verify(&delivery(&h, body), &[Secret::new(SECRET)], now)
     }
 
     #[test]
@@ -433,13 +425,7 @@ mod tests {
             Err(VerifyError::NoMatch)
         );
         let h = headers(&pairs);
-        let id = s
-            .identify(&Delivery {
-                headers: &h,
-                body: BODY,
-                url: "",
-            })
-            .unwrap();
+        let id = s.identify(&delivery(&h, BODY)).unwrap();
         assert_eq!(
             (id.event_key.as_str(), id.event_type.as_str()),
             ("m-1", "webhook")
@@ -449,21 +435,11 @@ mod tests {
     #[test]
     fn identity_joins_the_pointer_values() {
         let h = headers::<&str>(&[]);
-        let id = vapi_ms()
-            .identify(&Delivery {
-                headers: &h,
-                body: BODY,
-                url: "",
-            })
-            .unwrap();
+        let id = vapi_ms().identify(&delivery(&h, BODY)).unwrap();
         assert_eq!(id.event_key.as_str(), "end-of-call-report:call-9");
         assert_eq!(id.event_type, "end-of-call-report");
         assert_eq!(
-            vapi_ms().identify(&Delivery {
-                headers: &h,
-                body: br#"{"message":{"type":"x"}}"#,
-                url: ""
-            }),
+            vapi_ms().identify(&delivery(&h, br#"{"message":{"type":"x"}}"#)),
             Err(ParseError::MissingPointer("/message/call/id".into()))
         );
     }

@@ -393,6 +393,17 @@ fn any_match<M: AsRef<[u8]>>(
     }
 }
 
+/// Ok when `got` is the HMAC-SHA256 of the raw body under one of `secrets`
+/// (Bland, GitHub: a hex digest of the body alone).
+fn body_hmac_matches(got: Vec<u8>, secrets: &[Secret], body: &[u8]) -> Result<(), VerifyError> {
+    any_match(
+        &[got],
+        secrets
+            .iter()
+            .map(|s| crypto::hmac_sha256(s.expose(), &[body])),
+    )
+}
+
 /// `|now - at| <= tolerance`, all in the scheme's own unit.
 fn within_tolerance(at: i64, now: i64, tolerance: i64, unit_ms: i64) -> Result<(), VerifyError> {
     let skew = now.saturating_sub(at);
@@ -444,6 +455,15 @@ pub(crate) mod test_support {
             map.append(name, v.parse().unwrap());
         }
         map
+    }
+
+    /// A delivery of `body` with `headers` and no URL.
+    pub fn delivery<'a>(headers: &'a HeaderMap, body: &'a [u8]) -> Delivery<'a> {
+        Delivery {
+            headers,
+            body,
+            url: "",
+        }
     }
 
     pub fn sign_req<'a>(body: &'a [u8], secret: &'a Secret, at: Timestamp) -> SignRequest<'a> {

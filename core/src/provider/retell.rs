@@ -107,11 +107,7 @@ mod tests {
     fn check(value: &str, body: &[u8], now_ms: i64) -> Result<(), VerifyError> {
         let h = headers(&[(HEADER, value.to_owned())]);
         verify(
-            &Delivery {
-                headers: &h,
-                body,
-                url: "",
-            },
+            &delivery(&h, body),
             &[Secret::new(KEY)],
             Timestamp::from_millis(now_ms),
         )
@@ -168,15 +164,11 @@ mod tests {
 
     fn key_of(body: &[u8]) -> String {
         let h = headers::<&str>(&[]);
-        identify(&Delivery {
-            headers: &h,
-            body,
-            url: "",
-        })
-        .unwrap()
-        .event_key
-        .as_str()
-        .to_owned()
+        identify(&delivery(&h, body))
+            .unwrap()
+            .event_key
+            .as_str()
+            .to_owned()
     }
 
     #[test]

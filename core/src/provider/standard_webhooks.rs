@@ -310,38 +310,16 @@ mod tests {
     fn identity_is_the_message_id_and_the_body_type() {
         let h = published("webhook", SIG);
         let body = br#"{"type":"invoice.paid","data":{}}"#;
-        let id = identify(
-            STANDARD,
-            &Delivery {
-                headers: &h,
-                body,
-                url: "",
-            },
-        )
-        .unwrap();
+        let id = identify(STANDARD, &delivery(&h, body)).unwrap();
         assert_eq!(id.event_type, "invoice.paid");
         assert_eq!(id.event_key.as_str(), MSG_ID);
         assert_eq!(id.occurred_at, Some(Timestamp::from_secs(TS)));
         assert_eq!(
-            identify(
-                STANDARD,
-                &Delivery {
-                    headers: &h,
-                    body: BODY,
-                    url: ""
-                }
-            ),
+            identify(STANDARD, &delivery(&h, BODY)),
             Err(ParseError::MissingField("type"))
         );
         assert!(matches!(
-            identify(
-                STANDARD,
-                &Delivery {
-                    headers: &h,
-                    body: b"not json",
-                    url: ""
-                }
-            ),
+            identify(STANDARD, &delivery(&h, b"not json")),
             Err(ParseError::NotJson(_))
         ));
     }

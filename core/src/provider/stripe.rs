@@ -73,11 +73,7 @@ mod tests {
     fn check(value: &str, now: i64) -> Result<(), VerifyError> {
         let h = headers(&[(HEADER, value.to_owned())]);
         verify(
-            &Delivery {
-                headers: &h,
-                body: BODY,
-                url: "",
-            },
+            &delivery(&h, BODY),
             &[Secret::new(SECRET)],
             Timestamp::from_secs(now),
         )
@@ -131,21 +127,12 @@ mod tests {
     #[test]
     fn identity_is_the_event_id_and_type() {
         let h = headers::<&str>(&[]);
-        let id = identify(&Delivery {
-            headers: &h,
-            body: BODY,
-            url: "",
-        })
-        .unwrap();
+        let id = identify(&delivery(&h, BODY)).unwrap();
         assert_eq!(id.event_key.as_str(), "evt_1NG8Du2eZvKYlo2CUI79vXWy");
         assert_eq!(id.event_type, "payment_intent.succeeded");
         assert_eq!(id.occurred_at, Some(Timestamp::from_secs(T)));
         assert_eq!(
-            identify(&Delivery {
-                headers: &h,
-                body: br#"{"type":"x"}"#,
-                url: ""
-            }),
+            identify(&delivery(&h, br#"{"type":"x"}"#)),
             Err(ParseError::MissingField("id"))
         );
     }

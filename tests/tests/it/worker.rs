@@ -303,7 +303,7 @@ async fn a_crm_outage_for_the_whole_window_sends_the_message_to_the_dlq_with_the
 async fn a_late_finisher_whose_lease_was_taken_over_cannot_overwrite_the_outcome() {
     use hookgate_core::{
         action::{ActionKey, ActionRequest},
-        ports::{Attempt, Ledger, Reserve, Settle},
+        ports::{Attempt, Lease, Ledger, Reserve, Settle},
     };
     let p = Pipeline::new("w-lease").await;
     let ws = hookgate_core::WorkspaceId::parse("ws-1").unwrap();
@@ -320,9 +320,11 @@ async fn a_late_finisher_whose_lease_was_taken_over_cannot_overwrite_the_outcome
         .reserve(
             &request,
             &pk("ws-1#stripe#evt_a"),
-            "worker-a",
-            t0,
-            lease,
+            Lease {
+                owner: "worker-a",
+                from: t0,
+                length: lease,
+            },
             keep,
         )
         .await
@@ -334,9 +336,11 @@ async fn a_late_finisher_whose_lease_was_taken_over_cannot_overwrite_the_outcome
         .reserve(
             &request,
             &pk("ws-1#stripe#evt_a"),
-            "worker-b",
-            t0,
-            lease,
+            Lease {
+                owner: "worker-b",
+                from: t0,
+                length: lease,
+            },
             keep,
         )
         .await
@@ -355,9 +359,11 @@ async fn a_late_finisher_whose_lease_was_taken_over_cannot_overwrite_the_outcome
         .reserve(
             &request,
             &pk("ws-1#stripe#evt_b"),
-            "worker-b",
-            later,
-            lease,
+            Lease {
+                owner: "worker-b",
+                from: later,
+                length: lease,
+            },
             keep,
         )
         .await
