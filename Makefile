@@ -27,13 +27,14 @@ export HOOKGATE_EMULATOR_PYTHON ?= $(VENV_PY)
 ## the real SAM transform, cfn-lint and checkov on its output), unit and
 ## emulator-backed integration tests (recording every AWS call and EMF line),
 ## the IAM and alarm checks over those recordings, every fixture through cargo
-## lambda, and make deploy's refusals.
+## lambda, the operator CLI standing alone, and make deploy's refusals.
 test: venv tools lint iam-tools
 	@rm -rf target/checks && mkdir -p target/checks
 	HOOKGATE_CALL_LOG=$(CURDIR)/$(CALL_LOG) HOOKGATE_EMF_LOG=$(CURDIR)/$(EMF_LOG) \
 		cargo test --workspace
 	$(MAKE) iam-check alarm-check
 	$(MAKE) invoke-fixtures
+	$(MAKE) cli-check
 	$(MAKE) deploy-check
 
 # $(call pinned-venv,DIR,REQUIREMENTS,CONSTRAINTS): a venv with every
@@ -100,6 +101,12 @@ invoke-fixtures: venv tools
 
 build:
 	cargo build --workspace --bins
+
+## cli-check: the operator's hookgate holds no function crate, dev tooling or
+## HTTP server, and runs and signs from outside the checkout.
+cli-check:
+	cargo build --workspace --bins
+	scripts/check_cli.sh
 
 ## bench: the ingress hot path (verify + parse + event key) per provider.
 bench:

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# `make cli-check` (part of `make test`): the operator's `hookgate` is a tool
+# of its own. Its dependency tree holds no function crate, no dev tooling
+# (hookgate-dev, hookgate-testkit), no axum and no HTTP server; and the built
+# binary runs from a directory outside the checkout, knowing nothing of it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+fail() { echo "cli-check: $*" >&2; exit 1; }
+
+tree=$(cargo tree -p hookgate-cli -e normal --prefix none)
+for crate in hookgate-ingress hookgate-action hookgate-dlq-triage hookgate-ops hookgate-dev hookgate-testkit axum lambda_http; do
+  if grep -q "^$crate v" <<<"$tree"; then fail "the hookgate CLI depends on $crate"; fi
+done
+# hyper and hyper-util come with the AWS SDK's HTTP client: client features only.
+for crate in hyper hyper-util; do
+  if cargo tree -p hookgate-cli -e features -i "$crate" --prefix none | grep -q "$crate feature \"server"; then
+    fail "the hookgate CLI builds $crate with a server feature"
+  fi
+done
+
+bin=target/debug/hookgate
+[[ -x $bin ]] || fail "$bin is not built (cargo build --workspace --bins)"
+if grep -q -F "$PWD" "$bin"; then fail "$bin holds the checkout's path ($PWD)"; fi
+
+away=$(mktemp -d)
+trap 'rm -rf "$away"' EXIT
+cp "$bin" "$away/hookgate"
+printf '{"event":"call_ended","call":{"call_id":"c1"}}' > "$away/body.json"
+(
+  cd "$away"
+  env -i PATH=/usr/bin:/bin ./hookgate --help > help.txt
+  for command in sign check-config inbox actions triage stats doctor; do
+    grep -q "^  $command " help.txt || fail "hookgate --help lists no $command"
+  done
+  for dev in local demo sim-crm; do
+    if grep -q "^  $dev " help.txt; then fail "hookgate --help still lists $dev (hookgate-dev's)"; fi
+  done
+  env -i PATH=/usr/bin:/bin SECRET=key_test_ws1_retell ./hookgate sign --provider retell \
+    --secret env:SECRET --body body.json --timestamp 1796000000 > signed.txt
+  # The documented test secret signs this body at this time to exactly this
+  # (Python: hmac.new(secret, body + b"1796000000000", "sha256")).
+  grep -q -x 'x-retell-signature: v=1796000000000,d=0540948a4739e5c78ab3af72a9f50d75c38b1422610b3ab980084c2957cad04c' signed.txt \
+    || fail "hookgate sign outside the checkout printed: $(cat signed.txt)"
+)
+echo "cli-check ok: no function crate, dev tooling or server in hookgate's tree; it runs and signs from $away"
