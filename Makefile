@@ -21,7 +21,7 @@ TRANSFORMED := target/infra/template.json
 export CARGO_PROFILE_DEV_DEBUG ?= 0
 export HOOKGATE_EMULATOR_PYTHON ?= $(VENV_PY)
 
-.PHONY: test venv tools scan-venv infra-transform infra-check infra-selftest lint build invoke-fixtures bench coldstart emulator local demo deploy sam-build deploy-check clean
+.PHONY: test venv tools scan-venv infra-transform infra-check infra-selftest lint build cli-check invoke-fixtures bench coldstart emulator local demo deploy sam-build deploy-check clean
 
 ## test: everything CI checks — format, lints (clippy, cfn-lint, sam validate,
 ## the real SAM transform, cfn-lint and checkov on its output), unit and

@@ -515,6 +515,40 @@ impl Pipeline {
         ))
     }
 
+    /// The ops function's API as its `main` wires it (the ops function's
+    /// clients, this stack's ingress for re-injection).
+    pub async fn ops_api(&self) -> axum::Router {
+        let aws = Emulator::shared().function_config("ops").await;
+        let clients = Clients::new(&aws);
+        let config = self.stack.config.clone();
+        let ops = hookgate_ops::Ops {
+            triage: clients.triage(&config).expect("a triage table"),
+            approvals: wiring::approvals(config, &clients, self.stack.ingress.clone())
+                .expect("wire approvals"),
+        };
+        hookgate_ops::router(Arc::new(ops))
+    }
+
+    /// One API Gateway request through the ops API, as `lambda_http` hands
+    /// it over: the status and the JSON answer.
+    pub async fn ops_call(&self, request: lambda_http::Request) -> (u16, serde_json::Value) {
+        use lambda_http::tower::ServiceExt;
+        let response = self
+            .ops_api()
+            .await
+            .oneshot(request.map(axum::body::Body::new))
+            .await
+            .expect("the router answers");
+        let status = response.status().as_u16();
+        let body = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .expect("the answer's body");
+        (
+            status,
+            serde_json::from_slice(&body).expect("a JSON answer"),
+        )
+    }
+
     pub async fn action(&self, key: &str) -> Option<ActionRecord> {
         self.ledger
             .get(&ActionKey::parse(key).expect("valid key"))

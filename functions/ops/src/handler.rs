@@ -3,35 +3,67 @@
 //! is recorded as who decided; a request without one is refused. It runs the
 //! same core code as the `hookgate` CLI.
 //!
-//! Routes: `GET /ops/triage?status=HELD&class=…`, `GET /ops/triage/{id}`,
-//! `POST /ops/triage/{id}/approve` and `…/reject` with `{"reason": "…"}`,
-//! `POST /ops/actions/{key}/reconcile` with `{"found": "<id>"}` or
-//! `{"not_found": true}`.
+//! An axum [`Router`] under `lambda_http` (the runtime hands it each API
+//! Gateway request with its context in the extensions):
+//! - `GET /ops/triage?status=HELD&class=…`, `GET /ops/triage/{id}`;
+//! - `POST /ops/triage/{id}/approve` and `…/reject` with `{"reason": "…"}`;
+//! - `POST /ops/actions/{key}/reconcile` with `{"found": "<id>"}` or
+//!   `{"not_found": true}`.
 
+use std::{collections::HashMap, sync::Arc};
+
+use axum::{
+    Extension, Json, Router,
+    body::Bytes,
+    extract::{Path, Query, Request, State},
+    http::StatusCode,
+    middleware::{self, Next},
+    response::{IntoResponse, Response},
+    routing::{get, post},
+};
+use hookgate_adapters::{DynamoTriage, wiring::ApprovalsService};
 use hookgate_core::{
     Timestamp,
     action::ActionKey,
-    approval::{ApprovalError, Approvals, Reconciled, Reinjected},
-    config::Config,
-    ports::{ActionQueue, EventIngress, InboxStore, Ledger, TriageStore},
+    approval::{ApprovalError, Reconciled, Reinjected},
+    ports::{EventIngress, StoreError, TriageStore},
     triage::{TriageClass, TriageStatus},
 };
-use lambda_http::{Body, Request, RequestExt, Response, request::RequestContext};
+use lambda_http::{RequestExt, request::RequestContext};
 use serde_json::{Value, json};
 
-fn answer(status: u16, body: Value) -> Response<Body> {
-    Response::builder()
-        .status(status)
-        .header("content-type", "application/json")
-        .body(Body::Text(body.to_string()))
-        .expect("a valid response")
+/// What the routes decide with: approvals (re-injecting EventBridge events
+/// through `E`) and the triage table they read.
+#[derive(Debug)]
+pub struct Ops<E> {
+    pub approvals: ApprovalsService<E>,
+    pub triage: DynamoTriage,
 }
 
-/// The IAM principal API Gateway authenticated, if any.
+/// The API. Every route needs an IAM caller ([`require_caller`]) and is
+/// logged with it.
+pub fn router<E: EventIngress + 'static>(ops: Arc<Ops<E>>) -> Router {
+    Router::new()
+        .route("/ops/triage", get(list::<E>))
+        .route("/ops/triage/{id}", get(show::<E>))
+        .route("/ops/triage/{id}/approve", post(approve::<E>))
+        .route("/ops/triage/{id}/reject", post(reject::<E>))
+        .route("/ops/actions/{key}/reconcile", post(reconcile::<E>))
+        .fallback(|| async { answer(StatusCode::NOT_FOUND, json!({"error": "no such route"})) })
+        .layer(middleware::from_fn(require_caller))
+        .with_state(ops)
+}
+
 /// The IAM caller, recorded whole on every decision: an assumed role's ARN
 /// ends in a session name the caller chose, so its user id, access key and
-/// source IP go with it. `None` for an unauthenticated request.
-fn caller(request: &Request) -> Option<(String, String)> {
+/// source IP go with it.
+#[derive(Debug, Clone)]
+struct Caller {
+    arn: String,
+    whole: String,
+}
+
+fn caller(request: &Request) -> Option<Caller> {
     let (arn, user_id, access_key, source_ip) = match request.request_context_ref()? {
         RequestContext::ApiGatewayV2(ctx) => {
             let iam = ctx.authorizer.as_ref()?.iam.as_ref()?;
@@ -57,167 +89,228 @@ fn caller(request: &Request) -> Option<(String, String)> {
         part(access_key),
         part(source_ip)
     );
-    Some((arn, whole))
+    Some(Caller { arn, whole })
 }
 
-/// A 403 unless `arn` may decide for `workspace` (`[[ops.deciders]]`).
-fn scope(config: &Config, arn: &str, workspace: Option<&str>) -> Option<Response<Body>> {
-    (!config.may_decide(arn, workspace)).then(|| {
+/// Refuses a request without an IAM identity; logs every answer with its
+/// caller.
+async fn require_caller(mut request: Request, next: Next) -> Response {
+    let Some(caller) = caller(&request) else {
+        return answer(
+            StatusCode::FORBIDDEN,
+            json!({"error": "an IAM-authenticated caller is required"}),
+        );
+    };
+    let (method, path) = (request.method().clone(), request.uri().path().to_owned());
+    request.extensions_mut().insert(caller.clone());
+    let response = next.run(request).await;
+    tracing::info!(
+        caller = caller.whole,
+        method = %method,
+        path,
+        status = response.status().as_u16(),
+        "ops request"
+    );
+    response
+}
+
+fn answer(status: StatusCode, body: Value) -> Response {
+    (status, Json(body)).into_response()
+}
+
+/// A store failure: 503, so automation retries.
+fn unavailable(e: &StoreError) -> Response {
+    answer(
+        StatusCode::SERVICE_UNAVAILABLE,
+        json!({"error": e.to_string()}),
+    )
+}
+
+fn refused(e: &ApprovalError) -> Response {
+    let status = match e {
+        ApprovalError::NotFound(_) | ApprovalError::NoAction(_) => StatusCode::NOT_FOUND,
+        ApprovalError::AlreadyDecided { .. }
+        | ApprovalError::NotUncertain { .. }
+        | ApprovalError::NotReinjectable(_)
+        | ApprovalError::Expired(_)
+        | ApprovalError::ReconcileOnly(_) => StatusCode::CONFLICT,
+        ApprovalError::Reinjection(_) | ApprovalError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
+    };
+    answer(status, json!({"error": e.to_string()}))
+}
+
+/// A 403 unless the caller may decide for `workspace` (`[[ops.deciders]]`).
+fn out_of_scope<E: EventIngress>(
+    ops: &Ops<E>,
+    caller: &Caller,
+    workspace: Option<&str>,
+) -> Option<Response> {
+    (!ops.approvals.config().may_decide(&caller.arn, workspace)).then(|| {
         answer(
-            403,
+            StatusCode::FORBIDDEN,
             json!({"error": format!(
-                "{arn} may not decide for workspace {}",
+                "{} may not decide for workspace {}",
+                caller.arn,
                 workspace.unwrap_or("(none)")
             )}),
         )
     })
 }
 
-fn reason(body: &Value) -> Option<String> {
-    body["reason"]
+/// The JSON body, or `null` when there is none or it is not JSON.
+fn body_json(body: &Bytes) -> Value {
+    serde_json::from_slice(body).unwrap_or(Value::Null)
+}
+
+async fn list<E: EventIngress>(
+    State(ops): State<Arc<Ops<E>>>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    let status = query
+        .get("status")
+        .map_or("HELD", String::as_str)
+        .parse::<TriageStatus>();
+    let class = query
+        .get("class")
+        .map(|c| c.parse::<TriageClass>())
+        .transpose();
+    let (status, class) = match (status, class) {
+        (Ok(status), Ok(class)) => (status, class),
+        (Err(e), _) | (_, Err(e)) => return answer(StatusCode::BAD_REQUEST, json!({"error": e})),
+    };
+    match ops.triage.list(status).await {
+        Ok(items) => {
+            let views: Vec<Value> = items
+                .iter()
+                .filter(|i| class.is_none_or(|c| i.class == c))
+                .map(|i| json!(i.view()))
+                .collect();
+            answer(StatusCode::OK, Value::Array(views))
+        }
+        Err(e) => unavailable(&e),
+    }
+}
+
+async fn show<E: EventIngress>(State(ops): State<Arc<Ops<E>>>, Path(id): Path<String>) -> Response {
+    match ops.triage.get(&id).await {
+        Ok(Some(item)) => answer(StatusCode::OK, json!(item.view())),
+        Ok(None) => answer(
+            StatusCode::NOT_FOUND,
+            json!({"error": format!("no triage item {id}")}),
+        ),
+        Err(e) => unavailable(&e),
+    }
+}
+
+/// The decision's reason and the item's workspace, or the refusal.
+async fn decision<E: EventIngress>(
+    ops: &Ops<E>,
+    caller: &Caller,
+    id: &str,
+    body: &Bytes,
+) -> Result<String, Response> {
+    let Some(why) = body_json(body)["reason"]
         .as_str()
         .filter(|r| !r.trim().is_empty())
         .map(str::to_owned)
-}
-
-fn refused(e: &ApprovalError) -> Response<Body> {
-    let status = match e {
-        ApprovalError::NotFound(_) | ApprovalError::NoAction(_) => 404,
-        ApprovalError::AlreadyDecided { .. }
-        | ApprovalError::NotUncertain { .. }
-        | ApprovalError::NotReinjectable(_)
-        | ApprovalError::Expired(_)
-        | ApprovalError::ReconcileOnly(_) => 409,
-        ApprovalError::Reinjection(_) | ApprovalError::Store(_) => 503,
-    };
-    answer(status, json!({"error": e.to_string()}))
-}
-
-/// Handles one API request.
-pub async fn handle<T, S, L, Q, E>(
-    approvals: &Approvals<T, S, L, Q, E>,
-    triage: &T,
-    request: Request,
-) -> Result<Response<Body>, lambda_http::Error>
-where
-    T: TriageStore,
-    S: InboxStore,
-    L: Ledger,
-    Q: ActionQueue,
-    E: EventIngress,
-{
-    let Some((arn, who)) = caller(&request) else {
-        return Ok(answer(
-            403,
-            json!({"error": "an IAM-authenticated caller is required"}),
+    else {
+        return Err(answer(
+            StatusCode::BAD_REQUEST,
+            json!({"error": "a reason is required"}),
         ));
     };
-    let body: Value = match request.body() {
-        Body::Text(t) => serde_json::from_str(t).unwrap_or(Value::Null),
-        Body::Binary(b) => serde_json::from_slice(b).unwrap_or(Value::Null),
-        _ => Value::Null,
+    let workspace = match ops.triage.get(id).await {
+        Ok(item) => item.and_then(|item| item.workspace),
+        Err(e) => return Err(unavailable(&e)),
     };
-    let path = request.uri().path().to_owned();
-    // Each segment percent-decoded (an action key's `#` arrives as `%23`).
-    let decoded: Vec<String> = path
-        .trim_matches('/')
-        .split('/')
-        .map(|s| {
-            percent_encoding::percent_decode_str(s)
-                .decode_utf8_lossy()
-                .into_owned()
-        })
-        .collect();
-    let segments: Vec<&str> = decoded.iter().map(String::as_str).collect();
-    let now = Timestamp::now();
-    let method = request.method().as_str();
-    let response = match (method, segments.as_slice()) {
-        ("GET", ["ops", "triage"]) => {
-            let query = request.query_string_parameters();
-            let status = query
-                .first("status")
-                .unwrap_or("HELD")
-                .parse::<TriageStatus>();
-            let class = query
-                .first("class")
-                .map(str::parse::<TriageClass>)
-                .transpose();
-            match (status, class) {
-                (Ok(status), Ok(class)) => {
-                    let items = triage.list(status).await?;
-                    let ids: Vec<Value> = items
-                        .iter()
-                        .filter(|i| class.is_none_or(|c| i.class == c))
-                        .map(|i| json!(i.view()))
-                        .collect();
-                    answer(200, Value::Array(ids))
-                }
-                (Err(e), _) | (_, Err(e)) => answer(400, json!({"error": e})),
-            }
-        }
-        ("GET", ["ops", "triage", id]) => match triage.get(id).await? {
-            Some(i) => answer(200, json!(i.view())),
-            None => answer(404, json!({"error": format!("no triage item {id}")})),
-        },
-        ("POST", ["ops", "triage", id, decision @ ("approve" | "reject")]) => {
-            let Some(why) = reason(&body) else {
-                return Ok(answer(400, json!({"error": "a reason is required"})));
-            };
-            let workspace = triage.get(id).await?.and_then(|item| item.workspace);
-            if let Some(refused) = scope(approvals.config(), &arn, workspace.as_deref()) {
-                return Ok(refused);
-            }
-            if *decision == "approve" {
-                match approvals.approve(id, &who, &why, now).await {
-                    Ok(Reinjected::Queued { inbox_pk, reopened }) => answer(
-                        200,
-                        json!({"status": "REINJECTED", "inbox_pk": inbox_pk, "reopened": reopened}),
-                    ),
-                    Ok(Reinjected::Ingested(v)) => {
-                        answer(200, json!({"status": "REINJECTED", "verdict": v.as_str()}))
-                    }
-                    Err(e) => refused(&e),
-                }
-            } else {
-                match approvals.reject(id, &who, &why, now).await {
-                    Ok(()) => answer(200, json!({"status": "DISCARDED"})),
-                    Err(e) => refused(&e),
-                }
-            }
-        }
-        ("POST", ["ops", "actions", key, "reconcile"]) => {
-            let Ok(key) = ActionKey::parse(key) else {
-                return Ok(answer(400, json!({"error": "not an action key"})));
-            };
-            let workspace = Some(key.workspace());
-            if let Some(refused) = scope(approvals.config(), &arn, workspace) {
-                return Ok(refused);
-            }
-            let found = body["found"].as_str();
-            if found.is_none() && body["not_found"] != json!(true) {
-                return Ok(answer(
-                    400,
-                    json!({"error": "send {\"found\": \"<id>\"} or {\"not_found\": true}"}),
-                ));
-            }
-            match approvals.reconcile(&key, found, &who, now).await {
-                Ok(Reconciled::Completed(id)) => {
-                    answer(200, json!({"status": "COMPLETED", "destination_ref": id}))
-                }
-                Ok(Reconciled::Requeued(pk)) => {
-                    answer(200, json!({"status": "PENDING", "requeued": pk}))
-                }
-                Err(e) => refused(&e),
-            }
-        }
-        _ => answer(404, json!({"error": "no such route"})),
+    match out_of_scope(ops, caller, workspace.as_deref()) {
+        Some(refusal) => Err(refusal),
+        None => Ok(why),
+    }
+}
+
+async fn approve<E: EventIngress>(
+    State(ops): State<Arc<Ops<E>>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Response {
+    let why = match decision(&ops, &caller, &id, &body).await {
+        Ok(why) => why,
+        Err(refusal) => return refusal,
     };
-    tracing::info!(
-        caller = who,
-        method,
-        path,
-        status = response.status().as_u16(),
-        "ops request"
-    );
-    Ok(response)
+    match ops
+        .approvals
+        .approve(&id, &caller.whole, &why, Timestamp::now())
+        .await
+    {
+        Ok(Reinjected::Queued { inbox_pk, reopened }) => answer(
+            StatusCode::OK,
+            json!({"status": "REINJECTED", "inbox_pk": inbox_pk, "reopened": reopened}),
+        ),
+        Ok(Reinjected::Ingested(verdict)) => answer(
+            StatusCode::OK,
+            json!({"status": "REINJECTED", "verdict": verdict.as_str()}),
+        ),
+        Err(e) => refused(&e),
+    }
+}
+
+async fn reject<E: EventIngress>(
+    State(ops): State<Arc<Ops<E>>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Response {
+    let why = match decision(&ops, &caller, &id, &body).await {
+        Ok(why) => why,
+        Err(refusal) => return refusal,
+    };
+    match ops
+        .approvals
+        .reject(&id, &caller.whole, &why, Timestamp::now())
+        .await
+    {
+        Ok(()) => answer(StatusCode::OK, json!({"status": "DISCARDED"})),
+        Err(e) => refused(&e),
+    }
+}
+
+async fn reconcile<E: EventIngress>(
+    State(ops): State<Arc<Ops<E>>>,
+    Extension(caller): Extension<Caller>,
+    Path(key): Path<String>,
+    body: Bytes,
+) -> Response {
+    let Ok(key) = ActionKey::parse(&key) else {
+        return answer(
+            StatusCode::BAD_REQUEST,
+            json!({"error": "not an action key"}),
+        );
+    };
+    if let Some(refusal) = out_of_scope(&ops, &caller, Some(key.workspace())) {
+        return refusal;
+    }
+    let body = body_json(&body);
+    let found = body["found"].as_str();
+    if found.is_none() && body["not_found"] != json!(true) {
+        return answer(
+            StatusCode::BAD_REQUEST,
+            json!({"error": "send {\"found\": \"<id>\"} or {\"not_found\": true}"}),
+        );
+    }
+    match ops
+        .approvals
+        .reconcile(&key, found, &caller.whole, Timestamp::now())
+        .await
+    {
+        Ok(Reconciled::Completed(id)) => answer(
+            StatusCode::OK,
+            json!({"status": "COMPLETED", "destination_ref": id}),
+        ),
+        Ok(Reconciled::Requeued(pk)) => {
+            answer(StatusCode::OK, json!({"status": "PENDING", "requeued": pk}))
+        }
+        Err(e) => refused(&e),
+    }
 }

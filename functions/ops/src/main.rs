@@ -4,16 +4,16 @@
 use std::sync::Arc;
 
 use hookgate_adapters::wiring;
-use lambda_http::{Error, run, service_fn};
+use hookgate_ops::{Ops, router};
+use lambda_http::{Error, run};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     let (config, clients) = wiring::cold_start().await?;
     let ingress = Arc::new(wiring::ingress(config.clone(), &clients)?);
-    let triage = clients.triage(&config)?;
-    let approvals = wiring::approvals(config, &clients, ingress)?;
-    run(service_fn(|request| {
-        hookgate_ops::handle(&approvals, &triage, request)
-    }))
-    .await
+    let ops = Ops {
+        triage: clients.triage(&config)?,
+        approvals: wiring::approvals(config, &clients, ingress)?,
+    };
+    run(router(Arc::new(ops))).await
 }

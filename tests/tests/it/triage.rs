@@ -587,56 +587,44 @@ async fn the_ops_api_records_the_iam_caller_and_refuses_anonymous_callers() {
     let id = p.triage.list(TriageStatus::Held).await.unwrap()[0]
         .id
         .clone();
-    // The ops function's own view of the triage table.
-    let ops_aws = hookgate_tests::emulator::Emulator::shared()
-        .function_config("ops")
-        .await;
-    let ops_triage = hookgate_adapters::DynamoTriage::new(
-        aws_sdk_dynamodb::Client::new(&ops_aws),
-        p.stack.config.triage_table.as_deref().unwrap(),
-    );
-    let handle = |decision: &str, identity: bool| {
-        hookgate_ops::handle(
-            &p.approvals,
-            &ops_triage,
-            ops_request(&id, decision, identity),
-        )
-    };
+    let call = |decision: &str, identity: bool| p.ops_call(ops_request(&id, decision, identity));
     // Ids are percent-decoded; what is not an item is a 404, never a 500
     // (the triage table also holds alert markers, `alert#…`).
     let get = |path: String| {
         let mut request = ops_request(&id, "approve", true);
         *request.method_mut() = lambda_http::http::Method::GET;
         *request.uri_mut() = path.parse().unwrap();
-        hookgate_ops::handle(&p.approvals, &ops_triage, request)
+        p.ops_call(request)
     };
-    assert_eq!(
-        get(format!("/ops/triage/{id}")).await.unwrap().status(),
-        200
-    );
+    let (status, shown) = get(format!("/ops/triage/{id}")).await;
+    assert_eq!((status, shown["id"].as_str()), (200, Some(id.as_str())));
+    assert_eq!(shown["status"], "HELD");
     let marker = format!("/ops/triage/alert%23{id}");
-    assert_eq!(get(marker).await.unwrap().status(), 404);
-    let unknown = get("/ops/triage/no%20such%20item".into()).await.unwrap();
-    assert_eq!(unknown.status(), 404);
+    assert_eq!(get(marker).await.0, 404);
     assert_eq!(
-        unknown.body(),
-        &lambda_http::Body::Text(r#"{"error":"no triage item no such item"}"#.into())
+        get("/ops/triage/no%20such%20item".into()).await,
+        (404, json!({"error": "no triage item no such item"}))
     );
-    // The held list, as the API shows it.
-    let mut list = ops_request(&id, "approve", true);
-    *list.method_mut() = lambda_http::http::Method::GET;
-    *list.uri_mut() = "/ops/triage?status=HELD".parse().unwrap();
-    let listed = hookgate_ops::handle(&p.approvals, &ops_triage, list)
-        .await
-        .unwrap();
-    assert_eq!(listed.status(), 200);
-    let body = match listed.body() {
-        lambda_http::Body::Text(t) => t.clone(),
-        other => panic!("{other:?}"),
-    };
-    assert!(body.contains(&id), "{body}");
+    // The held list, as the API shows it: the same view as `triage show`.
+    let (status, listed) = get("/ops/triage?status=HELD".into()).await;
+    assert_eq!(status, 200);
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+    assert_eq!(listed[0]["id"], json!(id));
+    assert_eq!(listed[0]["class"], "poison");
+    // A route that does not exist, and a bad query.
+    assert_eq!(
+        get("/ops/nothing".into()).await,
+        (404, json!({"error": "no such route"}))
+    );
+    assert_eq!(get("/ops/triage?status=NOPE".into()).await.0, 400);
 
-    assert_eq!(handle("approve", false).await.unwrap().status(), 403);
+    assert_eq!(
+        call("approve", false).await,
+        (
+            403,
+            json!({"error": "an IAM-authenticated caller is required"})
+        )
+    );
     assert_eq!(
         p.triage.get(&id).await.unwrap().unwrap().status,
         TriageStatus::Held
@@ -644,14 +632,17 @@ async fn the_ops_api_records_the_iam_caller_and_refuses_anonymous_callers() {
 
     // An unreadable message carries nothing to re-inject: approval is refused
     // and nothing is recorded; rejecting it is the way.
-    let refused = handle("approve", true).await.unwrap();
-    assert_eq!(refused.status(), 409, "{:?}", refused.body());
+    let (status, refused) = call("approve", true).await;
+    assert_eq!(status, 409, "{refused}");
     assert_eq!(
         p.triage.get(&id).await.unwrap().unwrap().status,
         TriageStatus::Held
     );
 
-    assert_eq!(handle("reject", true).await.unwrap().status(), 200);
+    assert_eq!(
+        call("reject", true).await,
+        (200, json!({"status": "DISCARDED"}))
+    );
     let item = p.triage.get(&id).await.unwrap().unwrap();
     assert_eq!(item.status, TriageStatus::Discarded);
     // The whole IAM identity: an assumed role's ARN ends in a session name
@@ -664,11 +655,7 @@ async fn the_ops_api_records_the_iam_caller_and_refuses_anonymous_callers() {
         )
     );
     assert_eq!(item.reason.as_deref(), Some("CRM recovered"));
-    assert_eq!(
-        handle("reject", true).await.unwrap().status(),
-        409,
-        "decided once"
-    );
+    assert_eq!(call("reject", true).await.0, 409, "decided once");
 }
 
 /// Makes `pk`'s inbox record look as TTL leaves it: past `expires_at`
@@ -943,29 +930,21 @@ async fn a_decider_scoped_to_other_workspaces_is_refused_and_nothing_changes() {
     let id = p.triage.list(TriageStatus::Held).await.unwrap()[0]
         .id
         .clone();
-    let response = hookgate_ops::handle(&p.approvals, &p.triage, ops_request(&id, "approve", true))
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 403);
     assert_eq!(
-        response.body(),
-        &lambda_http::Body::Text(
-            r#"{"error":"arn:aws:sts::123456789012:assumed-role/hookgate-operator/oncall may not decide for workspace ws-1"}"#
-                .into()
+        p.ops_call(ops_request(&id, "approve", true)).await,
+        (
+            403,
+            json!({"error": "arn:aws:sts::123456789012:assumed-role/hookgate-operator/oncall \
+                may not decide for workspace ws-1"})
         )
     );
     assert_eq!(
         p.triage.get(&id).await.unwrap().unwrap().status,
         TriageStatus::Held
     );
-    let reconcile = hookgate_ops::handle(&p.approvals, &p.triage, {
-        let mut r = ops_request(&id, "approve", true);
-        *r.uri_mut() = "/ops/actions/ws-1%23create_followup_task%23cb-sc/reconcile"
-            .parse()
-            .unwrap();
-        r
-    })
-    .await
-    .unwrap();
-    assert_eq!(reconcile.status(), 403);
+    let mut reconcile = ops_request(&id, "approve", true);
+    *reconcile.uri_mut() = "/ops/actions/ws-1%23create_followup_task%23cb-sc/reconcile"
+        .parse()
+        .unwrap();
+    assert_eq!(p.ops_call(reconcile).await.0, 403);
 }
