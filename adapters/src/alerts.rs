@@ -3,7 +3,7 @@
 //! Slack or a pager with a rule of their own.
 
 use aws_sdk_eventbridge::{Client, error::DisplayErrorContext, types::PutEventsRequestEntry};
-use hookgate_core::ports::{Alerts, StoreError};
+use hookgate_core::ports::{Alerts, Store, StoreError};
 
 pub const SOURCE: &str = "hookgate";
 pub const DETAIL_TYPE: &str = "hookgate.triage.held";
@@ -37,7 +37,10 @@ impl Alerts for EventBridgeAlerts {
             .entries(entry)
             .send()
             .await
-            .map_err(|e| StoreError::Unavailable(DisplayErrorContext(e).to_string()))?;
+            .map_err(|e| StoreError::Unavailable {
+                store: Store::Alerts,
+                detail: DisplayErrorContext(e).to_string(),
+            })?;
         if out.failed_entry_count() > 0 {
             let reason = out
                 .entries()
@@ -45,9 +48,10 @@ impl Alerts for EventBridgeAlerts {
                 .filter_map(|e| e.error_message())
                 .collect::<Vec<_>>()
                 .join("; ");
-            return Err(StoreError::Unavailable(format!(
-                "PutEvents refused the alert: {reason}"
-            )));
+            return Err(StoreError::Unavailable {
+                store: Store::Alerts,
+                detail: format!("PutEvents refused the alert: {reason}"),
+            });
         }
         Ok(())
     }

@@ -5,17 +5,24 @@ use aws_sdk_dynamodb::{
     Client,
     error::{DisplayErrorContext, ProvideErrorMetadata, SdkError},
 };
-use hookgate_core::{ports::StoreError, shard};
+use hookgate_core::{
+    ports::{Store, StoreError},
+    shard,
+};
 
 use crate::attrs::{Item, s};
 
-/// A storage error of any DynamoDB operation, with its context.
-pub(crate) fn unavailable<E, R>(e: SdkError<E, R>) -> StoreError
+/// `map_err(unavailable(store))`: a storage error of any DynamoDB operation
+/// on `store`, with its context.
+pub(crate) fn unavailable<E, R>(store: Store) -> impl Fn(SdkError<E, R>) -> StoreError
 where
     E: std::error::Error + 'static,
     R: std::fmt::Debug,
 {
-    StoreError::Unavailable(DisplayErrorContext(e).to_string())
+    move |e| StoreError::Unavailable {
+        store,
+        detail: DisplayErrorContext(e).to_string(),
+    }
 }
 
 /// Whether `e` is DynamoDB refusing a write because its condition failed.
@@ -24,7 +31,10 @@ pub(crate) fn is_condition_failure<E: ProvideErrorMetadata, R>(e: &SdkError<E, R
 }
 
 /// A conditional write's result: `true` applied, `false` condition failed.
-pub(crate) fn applied<O, E, R>(result: Result<O, SdkError<E, R>>) -> Result<bool, StoreError>
+pub(crate) fn applied<O, E, R>(
+    store: Store,
+    result: Result<O, SdkError<E, R>>,
+) -> Result<bool, StoreError>
 where
     E: ProvideErrorMetadata + std::error::Error + 'static,
     R: std::fmt::Debug,
@@ -32,7 +42,7 @@ where
     match result {
         Ok(_) => Ok(true),
         Err(e) if is_condition_failure(&e) => Ok(false),
-        Err(e) => Err(unavailable(e)),
+        Err(e) => Err(unavailable(store)(e)),
     }
 }
 
@@ -47,6 +57,7 @@ pub(crate) fn write_token() -> String {
 /// one of `value`'s buckets (`hookgate_core::shard`): each shard queried,
 /// each page followed by the SDK's paginator.
 pub(crate) async fn query_shards(
+    store: Store,
     client: &Client,
     table: &str,
     index: &str,
@@ -66,7 +77,7 @@ pub(crate) async fn query_shards(
             .send()
             .collect::<Result<_, _>>()
             .await
-            .map_err(unavailable)?;
+            .map_err(unavailable(store))?;
         items.extend(page);
     }
     Ok(items)

@@ -14,12 +14,14 @@ use aws_sdk_dynamodb::{
 use hookgate_core::{
     InboxPk, Timestamp,
     inbox::{Collision, InboxRecord, InboxStatus, Origin, PENDING_BUCKETS, Pending},
-    ports::{InboxStore, PutOutcome, StoreError},
+    ports::{InboxStore, PutOutcome, Store, StoreError},
 };
 
 use crate::attrs::{Item, get_bool, get_n, get_s, n, opt_n, opt_s, s};
 use crate::ddb::{applied, unavailable};
 use crate::schema::PENDING_INDEX;
+
+const STORE: Store = Store::Inbox;
 
 /// The inbox store of one table.
 #[derive(Debug, Clone)]
@@ -53,7 +55,7 @@ impl DynamoInbox {
                 .set_exclusive_start_key(start)
                 .send()
                 .await
-                .map_err(unavailable)?;
+                .map_err(unavailable(STORE))?;
             for item in out.items() {
                 records.push(from_item(item)?);
             }
@@ -94,16 +96,18 @@ impl InboxStore for DynamoInbox {
             Err(SdkError::ServiceError(ctx)) => match ctx.err() {
                 PutItemError::ConditionalCheckFailedException(e) => {
                     let item = e.item().ok_or_else(|| {
-                        StoreError::Corrupt("condition failed without the stored item".into())
+                        StoreError::corrupt(STORE)(
+                            "condition failed without the stored item".into(),
+                        )
                     })?;
                     if opt_s(item, "write_token") == Some(token.as_str()) {
                         return Ok(PutOutcome::Inserted);
                     }
                     Ok(PutOutcome::Exists(Box::new(from_item(item)?)))
                 }
-                _ => Err(unavailable(SdkError::ServiceError(ctx))),
+                _ => Err(unavailable(STORE)(SdkError::ServiceError(ctx))),
             },
-            Err(e) => Err(unavailable(e)),
+            Err(e) => Err(unavailable(STORE)(e)),
         }
     }
 
@@ -137,11 +141,11 @@ impl InboxStore for DynamoInbox {
             .update_expression(update)
             .send()
             .await
-            .map_err(unavailable)?;
+            .map_err(unavailable(STORE))?;
         let attrs = out
             .attributes()
-            .ok_or_else(|| StoreError::Corrupt("update returned no attributes".into()))?;
-        get_n(attrs, "delivery_count").map_err(StoreError::Corrupt)
+            .ok_or_else(|| StoreError::corrupt(STORE)("update returned no attributes".into()))?;
+        get_n(attrs, "delivery_count").map_err(StoreError::corrupt(STORE))
     }
 
     async fn set_dispatch_failed(&self, pk: &InboxPk, failed: bool) -> Result<(), StoreError> {
@@ -158,7 +162,7 @@ impl InboxStore for DynamoInbox {
         } else {
             request.update_expression("REMOVE dispatch_failed")
         };
-        request.send().await.map_err(unavailable)?;
+        request.send().await.map_err(unavailable(STORE))?;
         Ok(())
     }
 
@@ -171,7 +175,7 @@ impl InboxStore for DynamoInbox {
             .consistent_read(true)
             .send()
             .await
-            .map_err(unavailable)?;
+            .map_err(unavailable(STORE))?;
         out.item().map(from_item).transpose()
     }
 
@@ -198,7 +202,7 @@ impl InboxStore for DynamoInbox {
             .expression_attribute_values(":now", n(now.as_millis()))
             .send()
             .await;
-        applied(result).map(|_| ())
+        applied(STORE, result).map(|_| ())
     }
 
     async fn stranded(
@@ -222,14 +226,14 @@ impl InboxStore for DynamoInbox {
                 .limit(i32::try_from(limit - found.len()).unwrap_or(i32::MAX))
                 .send()
                 .await
-                .map_err(unavailable)?;
+                .map_err(unavailable(STORE))?;
             for item in out.items() {
-                let pk = InboxPk::parse(get_s(item, "pk").map_err(StoreError::Corrupt)?)
-                    .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+                let pk = InboxPk::parse(get_s(item, "pk").map_err(StoreError::corrupt(STORE))?)
+                    .map_err(|e| StoreError::corrupt(STORE)(e.to_string()))?;
                 let origin = get_s(item, "origin")
-                    .map_err(StoreError::Corrupt)?
+                    .map_err(StoreError::corrupt(STORE))?
                     .parse()
-                    .map_err(StoreError::Corrupt)?;
+                    .map_err(StoreError::corrupt(STORE))?;
                 found.push((pk, origin));
             }
         }
@@ -259,7 +263,7 @@ impl InboxStore for DynamoInbox {
             None => "SET #status = :status REMOVE pending_bucket, pending_since, status_reason",
         };
         // Settled already (a redelivered message): nothing to change.
-        applied(request.update_expression(update).send().await).map(|_| ())
+        applied(STORE, request.update_expression(update).send().await).map(|_| ())
     }
 
     async fn discard(&self, pk: &InboxPk, reason: &str) -> Result<(), StoreError> {
@@ -279,7 +283,7 @@ impl InboxStore for DynamoInbox {
             .expression_attribute_values(":reason", s(reason))
             .send()
             .await;
-        applied(result).map(|_| ())
+        applied(STORE, result).map(|_| ())
     }
 }
 
@@ -322,7 +326,7 @@ pub fn to_item(r: &InboxRecord) -> Item {
 
 /// The record of an item; anything missing or malformed is `Corrupt`.
 pub fn from_item(item: &Item) -> Result<InboxRecord, StoreError> {
-    read(item).map_err(StoreError::Corrupt)
+    read(item).map_err(StoreError::corrupt(STORE))
 }
 
 fn read(item: &Item) -> Result<InboxRecord, String> {
@@ -410,7 +414,7 @@ mod tests {
         let item = Item::from([("pk".to_owned(), s("ws-1#retell#k"))]);
         assert_eq!(
             from_item(&item),
-            Err(StoreError::Corrupt(
+            Err(StoreError::corrupt(STORE)(
                 "attribute event_type is missing or not a string".into()
             ))
         );

@@ -22,7 +22,7 @@ use hookgate_core::{
     InboxPk, Timestamp,
     action::{ActionKey, ActionRequest},
     ledger::{ActionRecord, ActionStatus, Claim, ErrorKind, claim},
-    ports::{Attempt, Lease, Ledger, Reserve, Settle, StoreError},
+    ports::{Attempt, Lease, Ledger, Reserve, Settle, Store, StoreError},
     shard,
 };
 
@@ -30,6 +30,8 @@ use crate::{
     attrs::{Item, get_n, get_s, n, opt_n, opt_s, s},
     ddb::{applied, query_shards, unavailable},
 };
+
+const STORE: Store = Store::Ledger;
 
 /// A conditional update's result: applied, or — its condition failed — whether
 /// the stored item (ALL_OLD) shows the write already done by this attempt (the
@@ -42,9 +44,9 @@ fn own_write(
         Ok(_) => Ok(true),
         Err(SdkError::ServiceError(ctx)) => match ctx.err() {
             UpdateItemError::ConditionalCheckFailedException(e) => Ok(e.item().is_some_and(ours)),
-            _ => Err(unavailable(SdkError::ServiceError(ctx))),
+            _ => Err(unavailable(STORE)(SdkError::ServiceError(ctx))),
         },
-        Err(e) => Err(unavailable(e)),
+        Err(e) => Err(unavailable(STORE)(e)),
     }
 }
 
@@ -71,6 +73,7 @@ impl DynamoLedger {
     /// sparse `open` index, then one read per action).
     pub async fn list_open(&self, status: ActionStatus) -> Result<Vec<ActionRecord>, StoreError> {
         let items = query_shards(
+            STORE,
             &self.client,
             &self.table,
             crate::schema::OPEN_INDEX,
@@ -81,8 +84,8 @@ impl DynamoLedger {
         let mut keys = Vec::with_capacity(items.len());
         for item in &items {
             keys.push(
-                ActionKey::parse(get_s(item, "pk").map_err(StoreError::Corrupt)?)
-                    .map_err(StoreError::Corrupt)?,
+                ActionKey::parse(get_s(item, "pk").map_err(StoreError::corrupt(STORE))?)
+                    .map_err(StoreError::corrupt(STORE))?,
             );
         }
         let mut records = Vec::with_capacity(keys.len());
@@ -197,13 +200,15 @@ impl Ledger for DynamoLedger {
             Err(SdkError::ServiceError(ctx)) => match ctx.err() {
                 PutItemError::ConditionalCheckFailedException(e) => {
                     let item = e.item().ok_or_else(|| {
-                        StoreError::Corrupt("condition failed without the stored item".into())
+                        StoreError::corrupt(STORE)(
+                            "condition failed without the stored item".into(),
+                        )
                     })?;
                     from_item(item)?
                 }
-                _ => return Err(unavailable(SdkError::ServiceError(ctx))),
+                _ => return Err(unavailable(STORE)(SdkError::ServiceError(ctx))),
             },
-            Err(e) => return Err(unavailable(e)),
+            Err(e) => return Err(unavailable(STORE)(e)),
         };
         // The SDK retried a put whose answer was lost: the stored record is
         // this attempt's own reservation.
@@ -302,7 +307,7 @@ impl Ledger for DynamoLedger {
             .expression_attribute_values(":now", n(now.as_millis()))
             .send()
             .await
-            .map_err(unavailable)?;
+            .map_err(unavailable(STORE))?;
         Ok(())
     }
 
@@ -330,7 +335,7 @@ impl Ledger for DynamoLedger {
                 .expression_attribute_values(":pending", s(ActionStatus::Pending.as_str()))
                 .expression_attribute_values(":open", open_bucket(key, ActionStatus::Pending)),
         };
-        applied(request.send().await)
+        applied(STORE, request.send().await)
     }
 
     async fn reopen(&self, key: &ActionKey, now: Timestamp) -> Result<bool, StoreError> {
@@ -341,7 +346,7 @@ impl Ledger for DynamoLedger {
             .expression_attribute_values(":open", open_bucket(key, ActionStatus::Pending))
             .send()
             .await;
-        applied(result)
+        applied(STORE, result)
     }
 
     async fn get(&self, key: &ActionKey) -> Result<Option<ActionRecord>, StoreError> {
@@ -353,14 +358,14 @@ impl Ledger for DynamoLedger {
             .consistent_read(true)
             .send()
             .await
-            .map_err(unavailable)?;
+            .map_err(unavailable(STORE))?;
         out.item().map(from_item).transpose()
     }
 }
 
 /// The record of an item; anything missing or malformed is `Corrupt`.
 pub fn from_item(item: &Item) -> Result<ActionRecord, StoreError> {
-    read(item).map_err(StoreError::Corrupt)
+    read(item).map_err(StoreError::corrupt(STORE))
 }
 
 fn read(item: &Item) -> Result<ActionRecord, String> {

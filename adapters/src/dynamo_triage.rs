@@ -12,7 +12,7 @@
 use aws_sdk_dynamodb::Client;
 use hookgate_core::{
     InboxPk, Timestamp,
-    ports::{Filed, StoreError, TriageStore},
+    ports::{Filed, Store, StoreError, TriageStore},
     shard,
     triage::{TriageItem, TriageStatus},
 };
@@ -21,6 +21,8 @@ use crate::{
     attrs::{Item, get_n, get_s, n, opt_n, opt_s, s},
     ddb::{applied, is_condition_failure, query_shards, unavailable},
 };
+
+const STORE: Store = Store::Triage;
 
 pub const STATUS_INDEX: &str = "by_status";
 const ALERT_MARKER_SECS: i64 = 86_400;
@@ -81,7 +83,7 @@ impl TriageStore for DynamoTriage {
                     .expression_attribute_values(":one", n(1))
                     .send()
                     .await;
-                if applied(reopened)? {
+                if applied(STORE, reopened)? {
                     return Ok(Filed::Reopened);
                 }
                 self.client
@@ -92,10 +94,10 @@ impl TriageStore for DynamoTriage {
                     .expression_attribute_values(":now", n(item.last_seen.as_millis()))
                     .send()
                     .await
-                    .map_err(unavailable)?;
+                    .map_err(unavailable(STORE))?;
                 Ok(Filed::Repeat)
             }
-            Err(e) => Err(unavailable(e)),
+            Err(e) => Err(unavailable(STORE)(e)),
         }
     }
 
@@ -108,7 +110,7 @@ impl TriageStore for DynamoTriage {
             .consistent_read(true)
             .send()
             .await
-            .map_err(unavailable)?;
+            .map_err(unavailable(STORE))?;
         // Alert markers share the table but are no items.
         out.item()
             .filter(|item| item.contains_key("class"))
@@ -118,6 +120,7 @@ impl TriageStore for DynamoTriage {
 
     async fn list(&self, status: TriageStatus) -> Result<Vec<TriageItem>, StoreError> {
         let mut items = query_shards(
+            STORE,
             &self.client,
             &self.table,
             STATUS_INDEX,
@@ -159,7 +162,7 @@ impl TriageStore for DynamoTriage {
             .expression_attribute_values(":now", n(now.as_millis()))
             .send()
             .await;
-        applied(result)
+        applied(STORE, result)
     }
 
     async fn release_alert(&self, marker: &str) -> Result<(), StoreError> {
@@ -169,7 +172,7 @@ impl TriageStore for DynamoTriage {
             .key("pk", s(format!("alert#{marker}")))
             .send()
             .await
-            .map_err(unavailable)?;
+            .map_err(unavailable(STORE))?;
         Ok(())
     }
 
@@ -183,7 +186,7 @@ impl TriageStore for DynamoTriage {
             .condition_expression("attribute_not_exists(pk)")
             .send()
             .await;
-        applied(result)
+        applied(STORE, result)
     }
 }
 
@@ -226,7 +229,7 @@ fn to_item(t: &TriageItem) -> Item {
 }
 
 pub fn from_item(item: &Item) -> Result<TriageItem, StoreError> {
-    read(item).map_err(StoreError::Corrupt)
+    read(item).map_err(StoreError::corrupt(STORE))
 }
 
 fn read(item: &Item) -> Result<TriageItem, String> {

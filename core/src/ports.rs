@@ -28,14 +28,44 @@ use crate::{
 };
 pub use crate::{destination::Destination, hold::Hold, secret::SecretSource};
 
-/// The inbox could not be read or written. The ingress answers 503 so the
-/// provider retries; nothing is lost.
+/// Which store failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Store {
+    Inbox,
+    Ledger,
+    Triage,
+    Alerts,
+}
+
+names!(Store "store" {
+    Inbox => "inbox",
+    Ledger => "action ledger",
+    Triage => "triage table",
+    Alerts => "alert bus",
+});
+
+/// A store could not be read or written (the ingress answers 503 so the
+/// provider retries; a worker's message returns), or holds a record this
+/// code cannot read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StoreError {
-    #[error("inbox storage unavailable: {0}")]
-    Unavailable(String),
-    #[error("stored inbox record is unreadable: {0}")]
-    Corrupt(String),
+    #[error("{store} unavailable: {detail}")]
+    Unavailable { store: Store, detail: String },
+    #[error("{store} holds an unreadable record: {detail}")]
+    Corrupt { store: Store, detail: String },
+}
+
+impl StoreError {
+    /// `map_err(StoreError::corrupt(store))` over a reading error's text.
+    pub fn corrupt(store: Store) -> impl Fn(String) -> StoreError {
+        move |detail| StoreError::Corrupt { store, detail }
+    }
+
+    pub const fn store(&self) -> Store {
+        match self {
+            StoreError::Unavailable { store, .. } | StoreError::Corrupt { store, .. } => *store,
+        }
+    }
 }
 
 /// Result of the conditional put of a first delivery.
@@ -350,5 +380,33 @@ pub trait EventIngress: Send + Sync {
 impl<E: EventIngress> EventIngress for Arc<E> {
     async fn ingest_event(&self, event: &[u8], now: Timestamp) -> Result<Verdict, EventError> {
         self.as_ref().ingest_event(event, now).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_store_error_names_its_store_and_keeps_its_codes_stable() {
+        let e = StoreError::corrupt(Store::Ledger)("no pk".into());
+        assert_eq!(e.store(), Store::Ledger);
+        assert_eq!(
+            e.to_string(),
+            "action ledger holds an unreadable record: no pk"
+        );
+        let down = StoreError::Unavailable {
+            store: Store::Inbox,
+            detail: "throttled".into(),
+        };
+        assert_eq!(down.to_string(), "inbox unavailable: throttled");
+        // Lambda's errorType for each EventError, which triage parses back.
+        for code in EventErrorCode::ALL {
+            assert_eq!(code.as_str().parse::<EventErrorCode>(), Ok(*code));
+        }
+        assert_eq!(
+            EventError::Unavailable(down.to_string()).code().as_str(),
+            "hookgate.StorageUnavailable"
+        );
     }
 }
