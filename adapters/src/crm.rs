@@ -48,7 +48,7 @@ impl CrmDestination {
             .map_err(|e| e.to_string())?;
         Ok(Self {
             kind: config.kind,
-            strategy: config.strategy()?,
+            strategy: config.strategy,
             base,
             client,
             auth,

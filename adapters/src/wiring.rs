@@ -170,8 +170,8 @@ pub async fn destinations(
             reason,
         };
         let auth =
-            match d.auth_ref().map_err(failed)? {
-                Some(reference) => Some(secrets.resolve(&reference).await.map_err(|source| {
+            match &d.auth {
+                Some(reference) => Some(secrets.resolve(reference).await.map_err(|source| {
                     WiringError::Secret {
                         destination: name.clone(),
                         source,

@@ -39,8 +39,8 @@ pub fn problems(config: &Config, template_env: &BTreeSet<String>) -> Vec<String>
         }
     }
     for (name, destination) in &config.destinations {
-        if let Ok(Some(secret)) = destination.auth_ref()
-            && let Some(why) = unresolvable(&secret, template_env)
+        if let Some(secret) = &destination.auth
+            && let Some(why) = unresolvable(secret, template_env)
         {
             found.push(format!("destination {name} auth: {secret}: {why}"));
         }

@@ -18,8 +18,18 @@ pub enum IdError {
 }
 
 /// A tenant of hookgate: the `{workspace}` URL segment and config table name.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// Read from configuration through [`WorkspaceId::parse`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Deserialize)]
+#[serde(try_from = "String")]
 pub struct WorkspaceId(String);
+
+impl TryFrom<String> for WorkspaceId {
+    type Error = String;
+
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        Self::parse(&s).map_err(|e| format!("{s:?}: {e}"))
+    }
+}
 
 impl WorkspaceId {
     pub fn parse(s: &str) -> Result<Self, IdError> {

@@ -31,8 +31,8 @@ pub struct Require {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Rule {
-    pub workspace: String,
-    pub provider: String,
+    pub workspace: WorkspaceId,
+    pub provider: Provider,
     pub event_types: Vec<String>,
     pub action: String,
     pub destination: String,
@@ -49,12 +49,9 @@ pub struct Rule {
 }
 
 impl Rule {
-    /// Checks what types cannot: names, pointers, a non-empty business id.
+    /// Checks what types cannot: the action name, pointers, a non-empty
+    /// business id (workspace and provider are typed when read).
     pub fn validate(&self) -> Result<(), String> {
-        WorkspaceId::parse(&self.workspace).map_err(|e| e.to_string())?;
-        self.provider
-            .parse::<Provider>()
-            .map_err(|e| e.to_string())?;
         ActionKey::check_action(&self.action)?;
         if self.event_types.is_empty() {
             return Err("event_types is empty".into());
@@ -77,8 +74,8 @@ impl Rule {
     }
 
     fn applies_to(&self, workspace: &WorkspaceId, provider: Provider, event_type: &str) -> bool {
-        self.workspace == workspace.as_str()
-            && self.provider == provider.as_str()
+        self.workspace == *workspace
+            && self.provider == provider
             && self.event_types.iter().any(|t| t == event_type)
     }
 }

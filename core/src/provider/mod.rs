@@ -256,6 +256,14 @@ impl fmt::Display for Provider {
 #[error("unknown provider {0:?}")]
 pub struct UnknownProvider(pub String);
 
+/// Read from configuration by name (`retell`, `standard-webhooks`, …).
+impl<'de> serde::Deserialize<'de> for Provider {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 impl FromStr for Provider {
     type Err = UnknownProvider;
 

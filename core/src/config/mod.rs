@@ -1,0 +1,563 @@
+//! hookgate's configuration: one TOML file (path in `HOOKGATE_CONFIG`),
+//! deployment values overridden by `HOOKGATE_*` variables, loaded and
+//! validated once at cold start into one typed struct.
+//!
+//! Validation refuses a configuration that could let a provider re-deliver an
+//! event after its inbox record expired: the inbox TTL must be at least twice
+//! the longest re-delivery window among the configured sources.
+//!
+//! - `file`: the TOML as written;
+//! - `env`: the `HOOKGATE_*` overrides, one line each;
+//! - `validate`: the typed values and the refusals;
+//! - this module: the validated [`Config`] and what the code asks of it.
+//!
+//! The example config (`config/hookgate.example.toml`) documents every key.
+
+mod env;
+mod file;
+#[cfg(test)]
+mod tests;
+mod validate;
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    time::Duration,
+};
+
+use serde::Deserialize;
+
+use crate::{
+    Provider, WorkspaceId, destination::Strategy, ledger, provider::Scheme, rules::Rule,
+    secret::SecretRef,
+};
+use env::Env;
+use file::File;
+
+/// A configuration that cannot run. Each message names the key or variable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("HOOKGATE_CONFIG is not set: point it at the TOML config file")]
+    NoPath,
+    #[error("cannot read config file {path}: {reason}")]
+    Read { path: String, reason: String },
+    #[error("config file is not valid: {0}")]
+    Syntax(String),
+    #[error("{key} is not set: set it in the config file or as {var}")]
+    Missing {
+        key: &'static str,
+        var: &'static str,
+    },
+    #[error("{var}={value:?} is not a whole number")]
+    BadNumber { var: &'static str, value: String },
+    #[error("workspace {0:?}: {1}")]
+    Workspace(String, String),
+    #[error("destination {0:?}: {1}")]
+    Destination(String, String),
+    #[error("rule {0} ({1}): {2}")]
+    Rule(usize, String, String),
+    #[error(
+        "inbox TTL of {ttl_secs} s is shorter than twice the longest re-delivery window: \
+         {source_name} can re-deliver for {window_secs} s, so the TTL must be at least {needed_secs} s"
+    )]
+    TtlTooShort {
+        ttl_secs: u64,
+        window_secs: u64,
+        needed_secs: u64,
+        source_name: String,
+    },
+    #[error(
+        "the action function's timeout of {timeout_ms} ms cannot fit the {needed_ms} ms that the \
+         actions of {event} may take (each action: twice its destination's timeout, plus \
+         {margin_ms} ms for the ledger; and 500 ms for the invocation): raise \
+         HOOKGATE_ACTION_TIMEOUT_SECS (ActionTimeoutSeconds) or lower the destinations' timeout_ms"
+    )]
+    ActionTimeoutTooShort {
+        timeout_ms: u128,
+        needed_ms: u128,
+        margin_ms: u128,
+        event: String,
+    },
+    #[error(
+        "lease of {lease_ms} ms is shorter than the {budget_ms} ms an action at destination \
+         {destination:?} may take (twice its timeout_ms, plus the ledger's margin): another \
+         attempt could take it over mid-call; raise HOOKGATE_LEASE_SECS"
+    )]
+    LeaseTooShort {
+        lease_ms: u128,
+        budget_ms: u128,
+        destination: String,
+    },
+    #[error(
+        "the action queue's visibility timeout of {visibility_secs} s is shorter than the action \
+         function's timeout of {timeout_secs} s: a message would return while it is still being \
+         processed (AWS also refuses such an event source mapping)"
+    )]
+    VisibilityTooShort {
+        visibility_secs: u64,
+        timeout_secs: u64,
+    },
+    #[error(
+        "sweep age of {sweep_secs} s is inside the action queue's retry window of {window_secs} s \
+         (visibility {visibility_secs} s × maxReceiveCount {receives}): the sweep would re-queue \
+         records that SQS is still retrying; set HOOKGATE_SWEEP_AGE_SECS to at least {window_secs} \
+         or leave it unset"
+    )]
+    SweepInsideRetryWindow {
+        sweep_secs: u64,
+        window_secs: u64,
+        visibility_secs: u64,
+        receives: u64,
+    },
+}
+
+/// The validated configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub inbox_table: String,
+    pub action_queue_url: String,
+    pub inbox_ttl: Duration,
+    pub max_body_bytes: usize,
+    /// How long a RECEIVED record may wait before a repeat re-dispatches it.
+    pub redispatch_grace: Duration,
+    /// How long a secret fetched from SSM or Secrets Manager is reused.
+    pub secret_refresh: Duration,
+    pub workspaces: HashMap<WorkspaceId, Workspace>,
+    pub eventbridge: EventBridge,
+    /// The Actions ledger table; only the action worker needs it.
+    pub actions_table: Option<String>,
+    /// The Triage table (triage, approvals, and the code that files items).
+    pub triage_table: Option<String>,
+    /// The EventBridge bus triage alerts are published to.
+    pub event_bus: String,
+    /// How long a worker's claim on an action lasts before another may take over.
+    pub lease: Duration,
+    /// The sweep re-queues inbox records left RECEIVED longer than this;
+    /// never inside the action queue's retry window ([`Config::retry_window`]).
+    pub sweep_age: Duration,
+    /// The action function's timeout (the queue's visibility must be ≥ 6×).
+    pub action_timeout: Duration,
+    /// The action queue's visibility timeout and maxReceiveCount, as the
+    /// template sets them (`None` where the host does not say).
+    pub action_queue: Option<QueueRetry>,
+    /// How many messages of one SQS batch the action function processes at
+    /// once (each with its own destination calls).
+    pub batch_concurrency: usize,
+    /// How long ledger records live (never shorter than the inbox TTL).
+    pub ledger_retention: Duration,
+    pub destinations: BTreeMap<String, DestinationConfig>,
+    pub rules: Vec<Rule>,
+    /// Who may decide for which workspaces; empty: every caller IAM lets in.
+    pub deciders: Vec<Decider>,
+}
+
+/// How SQS retries a message of the action queue: it returns after the
+/// visibility timeout, up to `max_receives` times, then goes to the DLQ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueRetry {
+    pub visibility: Duration,
+    pub max_receives: u32,
+}
+
+impl QueueRetry {
+    /// How long a message can stay in the queue's retries before it is
+    /// dead-lettered: a record RECEIVED for less may still be in flight.
+    pub fn window(&self) -> Duration {
+        self.visibility * self.max_receives
+    }
+}
+
+/// Who may decide through the ops API, for which workspaces
+/// (`[[ops.deciders]]`). IAM decides who may call the API at all (and reads
+/// vs decisions, by method); this narrows decisions to workspaces.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Decider {
+    /// The caller's IAM ARN; a trailing `*` matches any rest (the session
+    /// name of an assumed role, say).
+    pub principal: String,
+    /// The workspaces it may decide for; `*` for every one.
+    pub workspaces: Vec<String>,
+}
+
+impl Decider {
+    fn matches(&self, caller_arn: &str) -> bool {
+        match self.principal.strip_suffix('*') {
+            Some(prefix) => caller_arn.starts_with(prefix),
+            None => caller_arn == self.principal,
+        }
+    }
+}
+
+/// Which CRM API a destination speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DestinationKind {
+    /// Generic JSON `POST /tasks` with an idempotency header.
+    Http,
+    /// Salesforce upsert by External ID field.
+    Salesforce,
+    /// HubSpot batch upsert by `idProperty`, search by it.
+    Hubspot,
+}
+
+/// A configured destination (`[destinations.<name>]`), validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DestinationConfig {
+    pub kind: DestinationKind,
+    pub base_url: String,
+    /// How writes are made safe: the kind's default unless configured.
+    pub strategy: Strategy,
+    /// A secret reference sent as `Authorization: Bearer …`.
+    pub auth: Option<SecretRef>,
+    pub timeout_ms: u64,
+    pub idempotency_header: String,
+    /// How long the destination remembers an idempotency key (many keep one
+    /// for about a day). A later attempt looks the action up before creating
+    /// again. Absent: the key is trusted for the ledger's retention.
+    pub key_retention_secs: Option<u64>,
+}
+
+impl DestinationConfig {
+    pub const DEFAULT_TIMEOUT_MS: u64 = 3000;
+    pub const DEFAULT_IDEMPOTENCY_HEADER: &str = "Idempotency-Key";
+
+    /// How long its idempotency keys are remembered, when it says.
+    pub fn key_retention(&self) -> Option<Duration> {
+        self.key_retention_secs.map(Duration::from_secs)
+    }
+}
+
+/// The EventBridge rule-target path: which events belong to which workspace,
+/// and the deployment's retry windows.
+#[derive(Debug, Clone)]
+pub struct EventBridge {
+    pub sources: Vec<EventSource>,
+    /// The rule target's RetryPolicy MaximumEventAgeInSeconds.
+    pub rule_max_event_age: Duration,
+    /// The ingress function's async EventInvokeConfig MaximumEventAgeInSeconds.
+    pub async_max_event_age: Duration,
+}
+
+impl EventBridge {
+    /// EventBridge's defaults: 24 h for the rule, 6 h for Lambda's async queue.
+    pub const DEFAULT_RULE_MAX_AGE: Duration = Duration::from_secs(86_400);
+    pub const DEFAULT_ASYNC_MAX_AGE: Duration = Duration::from_secs(21_600);
+
+    /// How long after it happened an event can still reach the ingress: the
+    /// rule retries delivery to Lambda, then Lambda retries the invocation.
+    pub fn redelivery_window(&self) -> Duration {
+        self.rule_max_event_age + self.async_max_event_age
+    }
+
+    /// The workspace an event belongs to, if a source maps it.
+    pub fn workspace_for(
+        &self,
+        account: &str,
+        source: &str,
+        detail_type: &str,
+    ) -> Option<&WorkspaceId> {
+        self.sources
+            .iter()
+            .find(|s| {
+                s.account == account
+                    && s.source == source
+                    && s.detail_types
+                        .as_ref()
+                        .is_none_or(|types| types.iter().any(|t| t == detail_type))
+            })
+            .map(|s| &s.workspace)
+    }
+}
+
+/// One mapping of EventBridge events to a workspace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventSource {
+    pub workspace: WorkspaceId,
+    pub account: String,
+    pub source: String,
+    /// Only these detail-types; `None` accepts every one of the source.
+    pub detail_types: Option<Vec<String>>,
+}
+
+/// One tenant: the providers it receives from.
+#[derive(Debug, Clone, Default)]
+pub struct Workspace {
+    pub providers: HashMap<Provider, ProviderBinding>,
+}
+
+/// A workspace's endpoint for one provider.
+#[derive(Debug, Clone)]
+pub struct ProviderBinding {
+    /// How deliveries are verified and identified (with a generic HMAC
+    /// scheme's parameters).
+    pub scheme: Scheme,
+    /// Active secrets, several during a rotation.
+    pub secrets: Vec<SecretRef>,
+    /// The public URL the provider calls, for schemes that sign it (Twilio).
+    pub public_url: Option<String>,
+    /// Event types this workspace handles; `None` handles every type.
+    pub event_types: Option<Vec<String>>,
+}
+
+impl ProviderBinding {
+    pub fn handles(&self, event_type: &str) -> bool {
+        self.event_types
+            .as_ref()
+            .is_none_or(|types| types.iter().any(|t| t == event_type))
+    }
+}
+
+impl Config {
+    pub const DEFAULT_TTL: Duration = Duration::from_secs(8 * 86_400);
+    pub const DEFAULT_MAX_BODY_BYTES: usize = 256 * 1024;
+    pub const DEFAULT_GRACE: Duration = Duration::from_secs(60);
+    pub const DEFAULT_SECRET_REFRESH: Duration = Duration::from_secs(300);
+    pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
+    pub const DEFAULT_SWEEP_AGE: Duration = Duration::from_secs(300);
+    pub const DEFAULT_RETENTION: Duration = Duration::from_secs(90 * 86_400);
+    /// A whole batch (the template's BatchSize) at once.
+    pub const DEFAULT_BATCH_CONCURRENCY: usize = 10;
+    /// The action function's timeout when the template does not say.
+    pub const DEFAULT_ACTION_TIMEOUT: Duration = Duration::from_secs(30);
+
+    /// Loads the file named by `HOOKGATE_CONFIG` with the process
+    /// environment's overrides.
+    pub fn load() -> Result<Self, ConfigError> {
+        let path = std::env::var("HOOKGATE_CONFIG").map_err(|_| ConfigError::NoPath)?;
+        let text = std::fs::read_to_string(&path).map_err(|e| ConfigError::Read {
+            path: path.clone(),
+            reason: e.to_string(),
+        })?;
+        let config = Self::from_toml(&text, |name| std::env::var(name).ok())?;
+        for warning in config.warnings() {
+            tracing::warn!(warning, "configuration");
+        }
+        Ok(config)
+    }
+
+    /// What loads but deserves a look: a secret reference shared by two
+    /// workspaces (a delivery signed for one verifies at the other's URL too,
+    /// so it is stored under whichever workspace the URL names; a rule's
+    /// `correlate` pointer is what keeps such an event from acting for the
+    /// wrong workspace).
+    pub fn warnings(&self) -> Vec<String> {
+        let mut users: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (id, workspace) in &self.workspaces {
+            for (provider, binding) in &workspace.providers {
+                for secret in &binding.secrets {
+                    users
+                        .entry(secret.to_string())
+                        .or_default()
+                        .push(format!("{id}/{provider}"));
+                }
+            }
+        }
+        users
+            .into_iter()
+            .filter(|(_, users)| users.len() > 1)
+            .map(|(secret, mut users)| {
+                users.sort();
+                format!(
+                    "secret {secret} is shared by {}: each accepts the other's deliveries; \
+                     give each workspace its own secret, or set `correlate` on its rules",
+                    users.join(", ")
+                )
+            })
+            .collect()
+    }
+
+    /// Parses and validates `text`, with `env` supplying `HOOKGATE_*`
+    /// overrides (a function, so tests need not touch the process env).
+    pub fn from_toml(
+        text: &str,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
+        let mut file: File =
+            toml::from_str(text).map_err(|e| ConfigError::Syntax(e.message().to_owned()))?;
+        let env = Env(env);
+        let sources = validate::event_sources(std::mem::take(&mut file.eventbridge.sources))?;
+        let (ingress, actions, eb) = (&file.ingress, &file.actions, &file.eventbridge);
+        let mut config = Self {
+            inbox_table: env.required("HOOKGATE_INBOX_TABLE", "inbox.table", file.inbox.table)?,
+            action_queue_url: env.required(
+                "HOOKGATE_ACTION_QUEUE_URL",
+                "queue.action_queue_url",
+                file.queue.action_queue_url,
+            )?,
+            inbox_ttl: env.secs(
+                "HOOKGATE_INBOX_TTL_SECS",
+                file.inbox.ttl_secs,
+                Self::DEFAULT_TTL,
+            )?,
+            max_body_bytes: env.count(
+                "HOOKGATE_MAX_BODY_BYTES",
+                ingress.max_body_bytes,
+                Self::DEFAULT_MAX_BODY_BYTES,
+            )?,
+            redispatch_grace: env.secs(
+                "HOOKGATE_REDISPATCH_GRACE_SECS",
+                ingress.redispatch_grace_secs,
+                Self::DEFAULT_GRACE,
+            )?,
+            secret_refresh: env.secs(
+                "HOOKGATE_SECRET_REFRESH_SECS",
+                file.secrets.refresh_secs,
+                Self::DEFAULT_SECRET_REFRESH,
+            )?,
+            workspaces: validate::workspaces(file.workspaces)?,
+            eventbridge: EventBridge {
+                sources,
+                rule_max_event_age: env.secs(
+                    "HOOKGATE_EVENTBRIDGE_MAX_EVENT_AGE_SECS",
+                    eb.rule_max_event_age_secs,
+                    EventBridge::DEFAULT_RULE_MAX_AGE,
+                )?,
+                async_max_event_age: env.secs(
+                    "HOOKGATE_ASYNC_MAX_EVENT_AGE_SECS",
+                    eb.async_max_event_age_secs,
+                    EventBridge::DEFAULT_ASYNC_MAX_AGE,
+                )?,
+            },
+            triage_table: env.text("HOOKGATE_TRIAGE_TABLE", file.triage.table),
+            event_bus: env
+                .text("HOOKGATE_EVENT_BUS", file.triage.event_bus)
+                .unwrap_or_else(|| "default".to_owned()),
+            actions_table: env.text("HOOKGATE_ACTIONS_TABLE", actions.table.clone()),
+            lease: env.secs(
+                "HOOKGATE_LEASE_SECS",
+                actions.lease_secs,
+                Self::DEFAULT_LEASE,
+            )?,
+            sweep_age: Duration::ZERO,
+            action_timeout: env.secs(
+                "HOOKGATE_ACTION_TIMEOUT_SECS",
+                actions.function_timeout_secs,
+                Self::DEFAULT_ACTION_TIMEOUT,
+            )?,
+            batch_concurrency: env
+                .count(
+                    "HOOKGATE_BATCH_CONCURRENCY",
+                    actions.batch_concurrency,
+                    Self::DEFAULT_BATCH_CONCURRENCY,
+                )?
+                .max(1),
+            // Set by the template only, together: SQS's retry window.
+            action_queue: match (
+                env.get("HOOKGATE_ACTION_QUEUE_VISIBILITY_SECS"),
+                env.get("HOOKGATE_MAX_RECEIVE_COUNT"),
+            ) {
+                (Some(_), Some(_)) => Some(QueueRetry {
+                    visibility: env.secs(
+                        "HOOKGATE_ACTION_QUEUE_VISIBILITY_SECS",
+                        None,
+                        Duration::ZERO,
+                    )?,
+                    max_receives: u32::try_from(env.number(
+                        "HOOKGATE_MAX_RECEIVE_COUNT",
+                        None,
+                        0,
+                    )?)
+                    .unwrap_or(u32::MAX),
+                }),
+                _ => None,
+            },
+            ledger_retention: Duration::ZERO,
+            destinations: validate::destinations(file.destinations)?,
+            rules: file.rules,
+            deciders: file.ops.deciders,
+        };
+        config.ledger_retention = ledger::retention(
+            Duration::from_secs(
+                actions
+                    .retention_secs
+                    .unwrap_or(Self::DEFAULT_RETENTION.as_secs()),
+            ),
+            config.inbox_ttl,
+        );
+        let explicit_sweep = match env.get("HOOKGATE_SWEEP_AGE_SECS") {
+            Some(_) => Some(env.secs("HOOKGATE_SWEEP_AGE_SECS", None, Duration::ZERO)?),
+            None => actions.sweep_age_secs.map(Duration::from_secs),
+        };
+        config.sweep_age = config.resolve_sweep_age(explicit_sweep)?;
+        config.check_ttl()?;
+        config.check_actions()?;
+        config.check_action_timeout()?;
+        Ok(config)
+    }
+
+    /// Room for an action's ledger writes beside its destination calls.
+    pub const LEDGER_MARGIN: Duration = Duration::from_millis(500);
+
+    /// Room an invocation needs beyond its actions' worst case: the runtime's
+    /// start, the receive, the inbox read and settle. Without it an action
+    /// whose worst case equals the timeout could never start.
+    pub const INVOCATION_SLACK: Duration = Duration::from_millis(500);
+
+    /// The worst case of one action on `destination`: a create whose answer
+    /// is lost, one more call (the same key again, or a lookup), and the
+    /// ledger writes around them.
+    pub fn action_budget(&self, destination: &str) -> Duration {
+        let timeout_ms = self
+            .destinations
+            .get(destination)
+            .map_or(DestinationConfig::DEFAULT_TIMEOUT_MS, |d| d.timeout_ms);
+        Duration::from_millis(timeout_ms) * 2 + Self::LEDGER_MARGIN
+    }
+
+    /// The triage table, required by triage and approvals.
+    pub fn require_triage_table(&self) -> Result<&str, ConfigError> {
+        self.triage_table.as_deref().ok_or(ConfigError::Missing {
+            key: "triage.table",
+            var: "HOOKGATE_TRIAGE_TABLE",
+        })
+    }
+
+    /// The ledger table, required by the action worker.
+    pub fn require_actions_table(&self) -> Result<&str, ConfigError> {
+        self.actions_table.as_deref().ok_or(ConfigError::Missing {
+            key: "actions.table",
+            var: "HOOKGATE_ACTIONS_TABLE",
+        })
+    }
+
+    /// The configured source with the longest re-delivery window, named as
+    /// the TTL error names it.
+    pub fn longest_redelivery(&self) -> Option<(String, Duration)> {
+        let providers = self
+            .workspaces
+            .values()
+            .flat_map(|w| w.providers.keys())
+            .map(|p| (p.to_string(), p.redelivery_window()));
+        let eventbridge = (!self.eventbridge.sources.is_empty()).then(|| {
+            let eb = &self.eventbridge;
+            (
+                format!(
+                    "eventbridge (rule MaxEventAge {} s + async MaximumEventAge {} s)",
+                    eb.rule_max_event_age.as_secs(),
+                    eb.async_max_event_age.as_secs()
+                ),
+                eb.redelivery_window(),
+            )
+        });
+        providers
+            .chain(eventbridge)
+            .max_by(|(a_name, a), (b_name, b)| a.cmp(b).then_with(|| b_name.cmp(a_name)))
+    }
+
+    /// Whether the caller `caller_arn` may decide for `workspace` (`None`: an
+    /// item that names none, which only a `*` decider may decide).
+    pub fn may_decide(&self, caller_arn: &str, workspace: Option<&str>) -> bool {
+        self.deciders.is_empty()
+            || self.deciders.iter().any(|d| {
+                d.matches(caller_arn)
+                    && d.workspaces
+                        .iter()
+                        .any(|w| w == "*" || Some(w.as_str()) == workspace)
+            })
+    }
+
+    /// The binding for a URL's provider and workspace segments, if both exist.
+    pub fn binding(&self, workspace: &WorkspaceId, provider: Provider) -> Option<&ProviderBinding> {
+        self.workspaces.get(workspace)?.providers.get(&provider)
+    }
+}

@@ -1,0 +1,430 @@
+//! The configuration's loading, overrides and refusals.
+
+use super::*;
+
+const BASE: &str = r#"
+    [inbox]
+    table = "inbox"
+    [queue]
+    action_queue_url = "http://q"
+    [workspaces.ws-1.retell]
+    secrets = ["env:A", "env:B"]
+    event_types = ["call_ended"]
+"#;
+
+fn no_env(_: &str) -> Option<String> {
+    None
+}
+
+#[test]
+fn defaults_apply_and_bindings_are_typed() {
+    let c = Config::from_toml(BASE, no_env).unwrap();
+    assert_eq!(c.inbox_ttl, Config::DEFAULT_TTL);
+    assert_eq!(c.max_body_bytes, 256 * 1024);
+    let b = c
+        .binding(&WorkspaceId::parse("ws-1").unwrap(), Provider::Retell)
+        .unwrap();
+    assert_eq!(b.secrets.len(), 2);
+    assert!(b.handles("call_ended"));
+    assert!(!b.handles("call_started"));
+    assert!(
+        c.binding(&WorkspaceId::parse("ws-1").unwrap(), Provider::Stripe)
+            .is_none()
+    );
+}
+
+#[test]
+fn environment_overrides_the_file() {
+    let env = |name: &str| match name {
+        "HOOKGATE_INBOX_TABLE" => Some("from-env".to_owned()),
+        "HOOKGATE_MAX_BODY_BYTES" => Some("1024".to_owned()),
+        _ => None,
+    };
+    let c = Config::from_toml(BASE, env).unwrap();
+    assert_eq!(c.inbox_table, "from-env");
+    assert_eq!(c.max_body_bytes, 1024);
+}
+
+/// The template's defaults for the action queue (item 8 of the
+/// deployability review): 180 s visibility, 5 receives.
+fn template_queue(name: &str) -> Option<String> {
+    match name {
+        "HOOKGATE_ACTION_QUEUE_VISIBILITY_SECS" => Some("180".to_owned()),
+        "HOOKGATE_MAX_RECEIVE_COUNT" => Some("5".to_owned()),
+        _ => None,
+    }
+}
+
+#[test]
+fn the_default_sweep_age_waits_out_the_queue_retry_window() {
+    let c = Config::from_toml(BASE, template_queue).unwrap();
+    // 180 s × 5 receives = 900 s in retry; one more minute of room.
+    assert_eq!(c.sweep_age, Duration::from_secs(960));
+    assert_eq!(
+        Config::from_toml(BASE, no_env).unwrap().sweep_age,
+        Config::DEFAULT_SWEEP_AGE
+    );
+}
+
+#[test]
+fn a_sweep_age_inside_the_retry_window_is_refused() {
+    let env = |name: &str| match name {
+        "HOOKGATE_SWEEP_AGE_SECS" => Some("300".to_owned()),
+        other => template_queue(other),
+    };
+    let err = Config::from_toml(BASE, env).unwrap_err();
+    assert_eq!(
+        err,
+        ConfigError::SweepInsideRetryWindow {
+            sweep_secs: 300,
+            window_secs: 900,
+            visibility_secs: 180,
+            receives: 5
+        }
+    );
+    assert!(err.to_string().contains("at least 900"), "{err}");
+}
+
+#[test]
+fn a_visibility_below_the_function_timeout_is_refused() {
+    let env = |name: &str| match name {
+        "HOOKGATE_ACTION_QUEUE_VISIBILITY_SECS" => Some("20".to_owned()),
+        "HOOKGATE_MAX_RECEIVE_COUNT" => Some("5".to_owned()),
+        _ => None,
+    };
+    assert_eq!(
+        Config::from_toml(BASE, env).unwrap_err(),
+        ConfigError::VisibilityTooShort {
+            visibility_secs: 20,
+            timeout_secs: 30
+        }
+    );
+}
+
+const TWO_ACTIONS: &str = r#"
+    [destinations.crm]
+    kind = "http"
+    base_url = "http://crm"
+    timeout_ms = 8000
+    [[rules]]
+    workspace = "ws-1"
+    provider = "retell"
+    event_types = ["call_ended"]
+    action = "task_a"
+    destination = "crm"
+    business_id = ["/call/call_id"]
+    [[rules]]
+    workspace = "ws-1"
+    provider = "retell"
+    event_types = ["call_ended"]
+    action = "task_b"
+    destination = "crm"
+    business_id = ["/call/call_id"]
+"#;
+
+#[test]
+fn deciders_narrow_decisions_to_their_workspaces() {
+    let text = format!(
+        "{BASE}\n[[ops.deciders]]\nprincipal = \"arn:aws:sts::1:assumed-role/ws1-ops/*\"\nworkspaces = [\"ws-1\"]\n\
+         [[ops.deciders]]\nprincipal = \"arn:aws:iam::1:user/lead\"\nworkspaces = [\"*\"]\n"
+    );
+    let c = Config::from_toml(&text, no_env).unwrap();
+    let ops = "arn:aws:sts::1:assumed-role/ws1-ops/alice";
+    assert!(c.may_decide(ops, Some("ws-1")));
+    assert!(!c.may_decide(ops, Some("ws-2")));
+    assert!(!c.may_decide(ops, None));
+    assert!(c.may_decide("arn:aws:iam::1:user/lead", None));
+    assert!(!c.may_decide("arn:aws:iam::1:user/leader", Some("ws-1")));
+    // Without deciders, IAM alone decides.
+    assert!(
+        Config::from_toml(BASE, no_env)
+            .unwrap()
+            .may_decide("any", None)
+    );
+}
+
+#[test]
+fn a_secret_shared_by_two_workspaces_is_warned_about() {
+    let text = format!(
+        "{BASE}\n[workspaces.ws-2.retell]\nsecrets = [\"env:A\"]\nevent_types = [\"call_ended\"]\n"
+    );
+    let c = Config::from_toml(&text, no_env).unwrap();
+    assert_eq!(
+        c.warnings(),
+        [
+            "secret env:A is shared by ws-1/retell, ws-2/retell: each accepts the other's \
+          deliveries; give each workspace its own secret, or set `correlate` on its rules"
+        ]
+    );
+    assert!(
+        Config::from_toml(BASE, no_env)
+            .unwrap()
+            .warnings()
+            .is_empty()
+    );
+}
+
+#[test]
+fn a_lease_shorter_than_an_action_at_its_worst_is_refused() {
+    let text = format!("{BASE}\n{TWO_ACTIONS}");
+    let env = |name: &str| match name {
+        "HOOKGATE_LEASE_SECS" => Some("10".to_owned()),
+        "HOOKGATE_ACTION_TIMEOUT_SECS" => Some("40".to_owned()),
+        _ => None,
+    };
+    assert_eq!(
+        Config::from_toml(&text, env).unwrap_err(),
+        ConfigError::LeaseTooShort {
+            lease_ms: 10_000,
+            budget_ms: 16_500,
+            destination: "crm".into()
+        }
+    );
+}
+
+#[test]
+fn actions_that_cannot_fit_the_function_timeout_are_refused() {
+    let text = format!("{BASE}\n{TWO_ACTIONS}");
+    // Two actions × (2 × 8 s + 0.5 s) + 0.5 s = 33.5 s > the 30 s default.
+    let err = Config::from_toml(&text, no_env).unwrap_err();
+    assert_eq!(
+        err,
+        ConfigError::ActionTimeoutTooShort {
+            timeout_ms: 30_000,
+            needed_ms: 33_500,
+            margin_ms: 500,
+            event: "ws-1/retell call_ended".into()
+        }
+    );
+    // Exactly the worst case: refused too (nothing could start in time).
+    let exact = |name: &str| (name == "HOOKGATE_ACTION_TIMEOUT_SECS").then(|| "33".to_owned());
+    assert!(Config::from_toml(&text, exact).is_err());
+    let roomy = |name: &str| match name {
+        "HOOKGATE_ACTION_TIMEOUT_SECS" => Some("34".to_owned()),
+        _ => None,
+    };
+    let c = Config::from_toml(&text, roomy).unwrap();
+    assert_eq!(c.action_budget("crm"), Duration::from_millis(16_500));
+}
+
+#[test]
+fn a_missing_queue_names_the_key_and_the_variable() {
+    let err = Config::from_toml("[inbox]\ntable = \"t\"", no_env).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "queue.action_queue_url is not set: set it in the config file or as HOOKGATE_ACTION_QUEUE_URL"
+    );
+}
+
+#[test]
+fn a_bad_number_names_the_variable() {
+    let env = |name: &str| (name == "HOOKGATE_INBOX_TTL_SECS").then(|| "8d".to_owned());
+    let err = Config::from_toml(BASE, env).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "HOOKGATE_INBOX_TTL_SECS=\"8d\" is not a whole number"
+    );
+}
+
+#[test]
+fn a_ttl_shorter_than_twice_stripes_window_is_refused_with_both_numbers() {
+    let text = format!("{BASE}\n[workspaces.ws-2.stripe]\nsecrets = [\"env:S\"]\n[inbox.x]");
+    // The stray [inbox.x] table is an unknown key: syntax error first.
+    assert!(matches!(
+        Config::from_toml(&text, no_env),
+        Err(ConfigError::Syntax(_))
+    ));
+    let text = BASE.replace("table = \"inbox\"", "table = \"inbox\"\nttl_secs = 432000")
+        + "\n[workspaces.ws-2.stripe]\nsecrets = [\"env:S\"]\n";
+    let err = Config::from_toml(&text, no_env).unwrap_err();
+    assert_eq!(
+        err,
+        ConfigError::TtlTooShort {
+            ttl_secs: 432_000,
+            window_secs: 259_200,
+            needed_secs: 518_400,
+            source_name: "stripe".into()
+        }
+    );
+    assert!(err.to_string().contains("432000 s"));
+    assert!(err.to_string().contains("259200 s"));
+}
+
+#[test]
+fn a_ttl_of_exactly_twice_the_window_is_accepted() {
+    let env = |name: &str| (name == "HOOKGATE_INBOX_TTL_SECS").then(|| "7200".to_owned());
+    // Retell alone: one-hour window, so two hours suffice.
+    assert_eq!(
+        Config::from_toml(BASE, env).unwrap().inbox_ttl.as_secs(),
+        7_200
+    );
+    let env = |name: &str| (name == "HOOKGATE_INBOX_TTL_SECS").then(|| "7199".to_owned());
+    assert!(matches!(
+        Config::from_toml(BASE, env),
+        Err(ConfigError::TtlTooShort { .. })
+    ));
+}
+
+#[test]
+fn unknown_providers_workspaces_and_secret_kinds_are_refused() {
+    let bad_provider = BASE.replace("ws-1.retell", "ws-1.pager");
+    assert!(
+        Config::from_toml(&bad_provider, no_env)
+            .unwrap_err()
+            .to_string()
+            .contains("pager")
+    );
+    let bad_ws = BASE.replace("ws-1.retell", "WS.retell");
+    assert!(matches!(
+        Config::from_toml(&bad_ws, no_env),
+        Err(ConfigError::Workspace(..))
+    ));
+    let bad_secret = BASE.replace("env:A", "plaintext-secret");
+    let err = Config::from_toml(&bad_secret, no_env)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("must be a reference"), "{err}");
+    assert!(!err.contains("plaintext-secret"), "{err}");
+}
+
+const EVENTBRIDGE: &str = r#"
+    [[eventbridge.sources]]
+    workspace = "ws-1"
+    account = "123456789012"
+    source = "aws.connect"
+    detail_types = ["Amazon Connect Contact Event"]
+"#;
+
+#[test]
+fn eventbridge_sources_map_account_source_and_detail_type_to_a_workspace() {
+    let c = Config::from_toml(&format!("{BASE}{EVENTBRIDGE}"), no_env).unwrap();
+    let eb = &c.eventbridge;
+    let ws = eb.workspace_for(
+        "123456789012",
+        "aws.connect",
+        "Amazon Connect Contact Event",
+    );
+    assert_eq!(ws.map(WorkspaceId::as_str), Some("ws-1"));
+    assert_eq!(
+        eb.workspace_for(
+            "999999999999",
+            "aws.connect",
+            "Amazon Connect Contact Event"
+        ),
+        None
+    );
+    assert_eq!(
+        eb.workspace_for("123456789012", "aws.connect", "Other"),
+        None
+    );
+    assert_eq!(eb.redelivery_window().as_secs(), 86_400 + 21_600);
+}
+
+#[test]
+fn the_ttl_check_counts_the_rule_and_async_windows_together() {
+    let text = format!("{BASE}{EVENTBRIDGE}");
+    // 24 h rule + 6 h async = 30 h: a TTL of 59 h is one hour short.
+    let env = |name: &str| (name == "HOOKGATE_INBOX_TTL_SECS").then(|| (59 * 3600).to_string());
+    let err = Config::from_toml(&text, env).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "inbox TTL of 212400 s is shorter than twice the longest re-delivery window: \
+         eventbridge (rule MaxEventAge 86400 s + async MaximumEventAge 21600 s) can re-deliver \
+         for 108000 s, so the TTL must be at least 216000 s"
+    );
+    let env = |name: &str| match name {
+        "HOOKGATE_INBOX_TTL_SECS" => Some((59 * 3600).to_string()),
+        "HOOKGATE_ASYNC_MAX_EVENT_AGE_SECS" => Some("60".to_owned()),
+        _ => None,
+    };
+    assert!(
+        Config::from_toml(&text, env).is_ok(),
+        "24 h + 60 s fits in 59 h / 2"
+    );
+}
+
+#[test]
+fn twilio_needs_a_public_url_and_hmac_its_parameters() {
+    let twilio = format!("{BASE}\n[workspaces.ws-3.twilio]\nsecrets = [\"env:T\"]\n");
+    let err = Config::from_toml(&twilio, no_env).unwrap_err().to_string();
+    assert!(err.contains("needs public_url"), "{err}");
+    let ok = twilio.clone() + "public_url = \"https://hooks.example.com/webhooks/twilio/ws-3\"\n";
+    let c = Config::from_toml(&ok, no_env).unwrap();
+    let b = c
+        .binding(&WorkspaceId::parse("ws-3").unwrap(), Provider::Twilio)
+        .unwrap();
+    assert_eq!(
+        b.public_url.as_deref(),
+        Some("https://hooks.example.com/webhooks/twilio/ws-3")
+    );
+    let stray = format!(
+        "{BASE}\n[workspaces.ws-3.bland]\nsecrets = [\"env:B\"]\nsignature_header = \"x\"\n"
+    );
+    assert!(
+        Config::from_toml(&stray, no_env)
+            .unwrap_err()
+            .to_string()
+            .contains("unknown key \"signature_header\"")
+    );
+    let hmac = format!(
+        "{BASE}\n[workspaces.ws-3.hmac]\nsecrets = [\"env:H\"]\nsignature_header = \"x-signature\"\n"
+    );
+    let err = Config::from_toml(&hmac, no_env).unwrap_err().to_string();
+    assert!(
+        err.contains("message_id_header or event_key_pointers"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_example_config_is_valid() {
+    let text = include_str!("../../../config/hookgate.example.toml");
+    let c = Config::from_toml(text, no_env).unwrap();
+    assert!(!c.workspaces.is_empty());
+}
+
+#[test]
+fn rules_and_destinations_are_typed_when_read() {
+    let config = |ws: &str, provider: &str, strategy: &str| {
+        format!(
+            r#"{BASE}
+            [destinations.crm]
+            kind = "hubspot"
+            base_url = "https://crm.example"
+            strategy = "{strategy}"
+            auth = "ssm:/hookgate/crm"
+            [[rules]]
+            workspace = "{ws}"
+            provider = "{provider}"
+            event_types = ["call_ended"]
+            action = "log_call"
+            destination = "crm"
+            business_id = ["/call/call_id"]
+            "#
+        )
+    };
+    let ok = Config::from_toml(&config("ws-1", "retell", "lookup"), no_env).unwrap();
+    assert_eq!(ok.rules[0].workspace, WorkspaceId::parse("ws-1").unwrap());
+    assert_eq!(ok.rules[0].provider, Provider::Retell);
+    let crm = &ok.destinations["crm"];
+    assert_eq!(crm.strategy, Strategy::Lookup);
+    assert_eq!(
+        crm.auth,
+        Some(SecretRef::parse("ssm:/hookgate/crm").unwrap())
+    );
+    assert_eq!(crm.timeout_ms, DestinationConfig::DEFAULT_TIMEOUT_MS);
+
+    let refused = |text: String| Config::from_toml(&text, no_env).unwrap_err().to_string();
+    let bad_ws = refused(config("WS", "retell", "lookup"));
+    assert!(bad_ws.contains(r#""WS": workspace id must be"#), "{bad_ws}");
+    let bad_provider = refused(config("ws-1", "pager", "lookup"));
+    assert!(
+        bad_provider.contains(r#"unknown provider "pager""#),
+        "{bad_provider}"
+    );
+    let bad_strategy = refused(config("ws-1", "retell", "idempotency-key"));
+    assert_eq!(
+        bad_strategy,
+        r#"destination "crm": strategy "idempotency-key" is not one of ["upsert", "lookup"] for this kind"#
+    );
+}

@@ -1,0 +1,273 @@
+//! Validation: the file's tables become typed values, and a configuration
+//! that could let a provider re-deliver an event after its inbox record
+//! expired, or an action outlive its lease or its function, is refused.
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    time::Duration,
+};
+
+use super::{
+    Config, ConfigError, DestinationConfig, DestinationKind, EventSource, ProviderBinding,
+    Workspace,
+    file::{RawBinding, RawDestination, RawEventSource},
+};
+use crate::{
+    Provider, WorkspaceId,
+    destination::Strategy,
+    provider::{Scheme, hmac::HmacScheme},
+    secret::{SecretError, SecretRef},
+};
+
+impl Config {
+    /// The sweep age: the configured one, refused inside the queue's retry
+    /// window; by default the larger of [`Self::DEFAULT_SWEEP_AGE`] and that
+    /// window plus a minute.
+    pub(super) fn resolve_sweep_age(
+        &self,
+        explicit: Option<Duration>,
+    ) -> Result<Duration, ConfigError> {
+        let Some(queue) = self.action_queue else {
+            return Ok(explicit.unwrap_or(Self::DEFAULT_SWEEP_AGE));
+        };
+        let window = queue.window();
+        match explicit {
+            Some(age) if age < window => Err(ConfigError::SweepInsideRetryWindow {
+                sweep_secs: age.as_secs(),
+                window_secs: window.as_secs(),
+                visibility_secs: queue.visibility.as_secs(),
+                receives: u64::from(queue.max_receives),
+            }),
+            Some(age) => Ok(age),
+            None => Ok(Self::DEFAULT_SWEEP_AGE.max(window + Duration::from_secs(60))),
+        }
+    }
+
+    /// The function timeout holds the worst case of every event's actions
+    /// (they run one after another), and the queue does not return a message
+    /// before the function's timeout.
+    pub(super) fn check_action_timeout(&self) -> Result<(), ConfigError> {
+        if let Some((destination, budget)) = self
+            .destinations
+            .keys()
+            .map(|d| (d, self.action_budget(d)))
+            .max_by_key(|(_, budget)| *budget)
+            && budget > self.lease
+        {
+            return Err(ConfigError::LeaseTooShort {
+                lease_ms: self.lease.as_millis(),
+                budget_ms: budget.as_millis(),
+                destination: destination.clone(),
+            });
+        }
+        if let Some(q) = self.action_queue
+            && q.visibility < self.action_timeout
+        {
+            return Err(ConfigError::VisibilityTooShort {
+                visibility_secs: q.visibility.as_secs(),
+                timeout_secs: self.action_timeout.as_secs(),
+            });
+        }
+        let mut per_event: BTreeMap<String, Duration> = BTreeMap::new();
+        for rule in &self.rules {
+            for event_type in &rule.event_types {
+                let event = format!("{}/{} {event_type}", rule.workspace, rule.provider);
+                *per_event.entry(event).or_insert(Self::INVOCATION_SLACK) +=
+                    self.action_budget(&rule.destination);
+            }
+        }
+        let worst = per_event.into_iter().max_by_key(|(_, needed)| *needed);
+        match worst {
+            Some((event, needed)) if needed > self.action_timeout => {
+                Err(ConfigError::ActionTimeoutTooShort {
+                    timeout_ms: self.action_timeout.as_millis(),
+                    needed_ms: needed.as_millis(),
+                    margin_ms: Self::LEDGER_MARGIN.as_millis(),
+                    event,
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Every rule is well-formed and names a configured destination.
+    pub(super) fn check_actions(&self) -> Result<(), ConfigError> {
+        for (i, rule) in self.rules.iter().enumerate() {
+            let bad = |msg: String| ConfigError::Rule(i + 1, rule.action.clone(), msg);
+            rule.validate().map_err(bad)?;
+            if !self.destinations.contains_key(&rule.destination) {
+                return Err(bad(format!(
+                    "destination {:?} is not configured",
+                    rule.destination
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn check_ttl(&self) -> Result<(), ConfigError> {
+        let Some((source_name, window)) = self.longest_redelivery() else {
+            return Ok(());
+        };
+        let needed = window * 2;
+        if self.inbox_ttl >= needed {
+            return Ok(());
+        }
+        Err(ConfigError::TtlTooShort {
+            ttl_secs: self.inbox_ttl.as_secs(),
+            window_secs: window.as_secs(),
+            needed_secs: needed.as_secs(),
+            source_name,
+        })
+    }
+}
+
+pub(super) fn workspaces(
+    raw: BTreeMap<String, BTreeMap<String, RawBinding>>,
+) -> Result<HashMap<WorkspaceId, Workspace>, ConfigError> {
+    let mut out = HashMap::new();
+    for (name, providers) in raw {
+        let bad = |msg: String| ConfigError::Workspace(name.clone(), msg);
+        let id = WorkspaceId::parse(&name).map_err(|e| bad(e.to_string()))?;
+        let mut ws = Workspace::default();
+        for (provider_name, binding) in providers {
+            let provider: Provider = provider_name.parse().map_err(|e| bad(format!("{e}")))?;
+            let binding = binding
+                .validate(provider)
+                .map_err(|e| bad(format!("{provider}: {e}")))?;
+            ws.providers.insert(provider, binding);
+        }
+        out.insert(id, ws);
+    }
+    Ok(out)
+}
+
+pub(super) fn event_sources(raw: Vec<RawEventSource>) -> Result<Vec<EventSource>, ConfigError> {
+    raw.into_iter()
+        .map(|s| {
+            let workspace = WorkspaceId::parse(&s.workspace)
+                .map_err(|e| ConfigError::Workspace(s.workspace.clone(), e.to_string()))?;
+            if s.account.is_empty() || s.source.is_empty() {
+                return Err(ConfigError::Workspace(
+                    s.workspace,
+                    "an eventbridge source needs account and source".into(),
+                ));
+            }
+            Ok(EventSource {
+                workspace,
+                account: s.account,
+                source: s.source,
+                detail_types: s.detail_types,
+            })
+        })
+        .collect()
+}
+
+/// Each destination's strategy (checked against what its kind supports)
+/// and auth reference, parsed.
+pub(super) fn destinations(
+    raw: BTreeMap<String, RawDestination>,
+) -> Result<BTreeMap<String, DestinationConfig>, ConfigError> {
+    raw.into_iter()
+        .map(|(name, d)| {
+            let bad = |msg: String| ConfigError::Destination(name.clone(), msg);
+            let strategy = strategy(d.kind, d.strategy.as_deref()).map_err(bad)?;
+            let auth = d
+                .auth
+                .as_deref()
+                .map(SecretRef::parse)
+                .transpose()
+                .map_err(|e| bad(e.to_string()))?;
+            let destination = DestinationConfig {
+                kind: d.kind,
+                base_url: d.base_url,
+                strategy,
+                auth,
+                timeout_ms: d
+                    .timeout_ms
+                    .unwrap_or(DestinationConfig::DEFAULT_TIMEOUT_MS),
+                idempotency_header: d
+                    .idempotency_header
+                    .unwrap_or_else(|| DestinationConfig::DEFAULT_IDEMPOTENCY_HEADER.to_owned()),
+                key_retention_secs: d.key_retention_secs,
+            };
+            Ok((name, destination))
+        })
+        .collect()
+}
+
+/// The named strategy, or the kind's default, if the kind supports it.
+fn strategy(kind: DestinationKind, name: Option<&str>) -> Result<Strategy, String> {
+    let allowed: &[(&str, Strategy)] = match kind {
+        DestinationKind::Http => &[
+            ("idempotency-key", Strategy::IdempotencyKey),
+            ("lookup", Strategy::Lookup),
+        ],
+        DestinationKind::Salesforce => &[("upsert", Strategy::Upsert)],
+        DestinationKind::Hubspot => &[("upsert", Strategy::Upsert), ("lookup", Strategy::Lookup)],
+    };
+    match name {
+        None => Ok(allowed[0].1),
+        Some(name) => allowed
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, s)| *s)
+            .ok_or_else(|| {
+                let names: Vec<_> = allowed.iter().map(|(n, _)| *n).collect();
+                format!("strategy {name:?} is not one of {names:?} for this kind")
+            }),
+    }
+}
+
+impl RawBinding {
+    pub(super) fn validate(self, provider: Provider) -> Result<ProviderBinding, String> {
+        if self.secrets.is_empty() {
+            return Err("lists no secrets".into());
+        }
+        let secrets = self
+            .secrets
+            .iter()
+            .map(|s| SecretRef::parse(s))
+            .collect::<Result<Vec<_>, SecretError>>()
+            .map_err(|e| e.to_string())?;
+        let scheme = match (provider, Scheme::fixed(provider)) {
+            (Provider::Hmac, _) => {
+                let params: HmacScheme = self
+                    .rest
+                    .try_into()
+                    .map_err(|e: toml::de::Error| e.message().to_owned())?;
+                Scheme::Hmac(Box::new(params.validated()?))
+            }
+            (_, Some(scheme)) => {
+                if let Some(key) = self.rest.keys().next() {
+                    return Err(format!("unknown key {key:?}"));
+                }
+                scheme
+            }
+            (_, None) => {
+                return Err(
+                    "is not a webhook provider (EventBridge sources go under [eventbridge])".into(),
+                );
+            }
+        };
+        match (&scheme, &self.public_url) {
+            (Scheme::Twilio, None) => {
+                return Err("needs public_url, the URL Twilio calls (Twilio signs it)".into());
+            }
+            (Scheme::Twilio, Some(url))
+                if !url.starts_with("https://") && !url.starts_with("http://") =>
+            {
+                return Err(format!("public_url {url:?} is not an http(s) URL"));
+            }
+            (Scheme::Twilio, _) => {}
+            (_, Some(_)) => return Err("public_url applies to twilio only".into()),
+            (_, None) => {}
+        }
+        Ok(ProviderBinding {
+            scheme,
+            secrets,
+            public_url: self.public_url,
+            event_types: self.event_types,
+        })
+    }
+}
