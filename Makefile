@@ -21,7 +21,7 @@ TRANSFORMED := target/infra/template.json
 export CARGO_PROFILE_DEV_DEBUG ?= 0
 export HOOKGATE_EMULATOR_PYTHON ?= $(VENV_PY)
 
-.PHONY: test venv tools scan-venv infra-transform infra-check infra-selftest lint build cli-check invoke-fixtures bench coldstart emulator local demo deploy sam-build deploy-check clean
+.PHONY: test venv tools scan-venv infra-transform infra-check infra-selftest lint docs-check build cli-check invoke-fixtures bench coldstart emulator local demo deploy sam-build deploy-check clean
 
 ## test: everything CI checks — format, lints (clippy, cfn-lint, sam validate,
 ## the real SAM transform, cfn-lint and checkov on its output), unit and
@@ -63,7 +63,12 @@ scan-venv: $(SCAN)/.installed
 $(SCAN)/.installed: infra/scan-requirements.txt infra/scan-constraints.txt
 	$(call pinned-venv,$(SCAN),infra/scan-requirements.txt,infra/scan-constraints.txt)
 
-lint: venv tools
+## docs-check: the README is at most 200 lines; every Markdown link and every
+## document a source file names exists.
+docs-check:
+	$(PYTHON) scripts/check_docs.py
+
+lint: venv tools docs-check
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	$(VENV)/bin/cfn-lint infra/template.yaml

@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""`make docs-check` (part of `make test`): the README stays a front door
+(at most 200 lines), every relative link in the Markdown resolves, and every
+document a source file names (`docs/…`, `*.md`) exists in the repository."""
+
+import pathlib
+import re
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+README_MAX_LINES = 200
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+# A document named in code: a page under docs/ or a top-level Markdown file.
+NAMED_DOC = re.compile(r"(?<![\w/.-])((?:docs/)?[A-Za-z][\w.-]*\.md)\b")
+SOURCE_SUFFIXES = {".rs", ".py", ".sh", ".toml", ".mjs", ".yaml"}
+
+
+def tracked():
+    out = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT, check=True, capture_output=True, text=True,
+    ).stdout
+    return [ROOT / line for line in out.splitlines() if (ROOT / line).is_file()]
+
+
+def main():
+    problems = []
+    readme_lines = len((ROOT / "README.md").read_text().splitlines())
+    if readme_lines > README_MAX_LINES:
+        problems.append(f"README.md has {readme_lines} lines (at most {README_MAX_LINES})")
+    files = tracked()
+    for path in files:
+        rel = path.relative_to(ROOT)
+        if path.suffix == ".md" and "node_modules" not in rel.parts:
+            for target in LINK.findall(path.read_text()):
+                if target.startswith(("http://", "https://", "mailto:", "#")):
+                    continue
+                if not (path.parent / target.split("#")[0]).exists():
+                    problems.append(f"{rel}: link to {target}, which does not exist")
+        elif path.suffix in SOURCE_SUFFIXES or path.name == "Makefile":
+            if rel.parts[0] in ("tools",) and "node_modules" in rel.parts:
+                continue
+            for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+                for doc in NAMED_DOC.findall(line):
+                    if not ((ROOT / doc).exists() or (ROOT / "docs" / doc).exists()):
+                        problems.append(f"{rel}:{n}: names {doc}, which the repository lacks")
+    for p in problems:
+        print(f"docs-check: {p}", file=sys.stderr)
+    if problems:
+        sys.exit(1)
+    print(f"docs-check ok: README {readme_lines} lines; links and named documents resolve "
+          f"across {len(files)} files")
+
+
+
+if __name__ == "__main__":
+    main()
