@@ -21,13 +21,14 @@ TRANSFORMED := target/infra/template.json
 export CARGO_PROFILE_DEV_DEBUG ?= 0
 export HOOKGATE_EMULATOR_PYTHON ?= $(VENV_PY)
 
-.PHONY: test venv tools scan-venv infra-transform infra-check infra-selftest lint docs-check build cli-check invoke-fixtures bench coldstart emulator local demo deploy sam-build deploy-check clean
+.PHONY: test venv tools scan-venv infra-transform infra-check infra-selftest lint docs-check build cli-check local-smoke invoke-fixtures bench coldstart emulator local demo deploy sam-build deploy-check clean
 
 ## test: everything CI checks — format, lints (clippy, cfn-lint, sam validate,
 ## the real SAM transform, cfn-lint and checkov on its output), unit and
 ## emulator-backed integration tests (recording every AWS call and EMF line),
 ## the IAM and alarm checks over those recordings, every fixture through cargo
-## lambda, the operator CLI standing alone, and make deploy's refusals.
+## lambda, make local's script, the operator CLI standing alone, and make
+## deploy's refusals.
 test: venv tools lint iam-tools
 	@rm -rf target/checks && mkdir -p target/checks
 	HOOKGATE_CALL_LOG=$(CURDIR)/$(CALL_LOG) HOOKGATE_EMF_LOG=$(CURDIR)/$(EMF_LOG) \
@@ -35,6 +36,7 @@ test: venv tools lint iam-tools
 	$(MAKE) iam-check alarm-check
 	$(MAKE) invoke-fixtures
 	$(MAKE) cli-check
+	$(MAKE) local-smoke
 	$(MAKE) deploy-check
 
 # $(call pinned-venv,DIR,REQUIREMENTS,CONSTRAINTS): a venv with every
@@ -106,6 +108,12 @@ invoke-fixtures: venv tools
 
 build:
 	cargo build --workspace --bins
+
+## local-smoke: make local's script, one signed webhook twice: new, duplicate,
+## one CRM task.
+local-smoke: venv
+	cargo build --workspace --bins
+	scripts/local-smoke.sh
 
 ## cli-check: the operator's hookgate holds no function crate, dev tooling or
 ## HTTP server, and runs and signs from outside the checkout.

@@ -31,9 +31,10 @@ ENDPOINT="http://$(sed -n 's/^listening //p' "$WORK/emulator.log")"
 
 export AWS_ENDPOINT_URL="$ENDPOINT" AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test
 "$PY" scripts/provision.py --endpoint "$ENDPOINT" --prefix fixtures > "$WORK/stack.env"
+# KEY=value lines, taken verbatim: `source` would strip the quotes out of
+# HOOKGATE_LOCAL_FUNCTIONS's JSON.
+while IFS= read -r line; do [[ -n $line ]] && export "$line"; done < "$WORK/stack.env"
 set -a
-# shellcheck disable=SC1091
-source "$WORK/stack.env"
 HOOKGATE_CONFIG=config/fixtures.toml
 # The documented test secrets (CONTRIBUTING.md, "Test secrets").
 HOOKGATE_SECRET_WS1_RETELL=key_test_ws1_retell

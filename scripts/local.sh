@@ -6,9 +6,11 @@ cd "$(dirname "$0")/.."
 
 PY=.venv/bin/python
 EMULATOR_PORT=${HOOKGATE_EMULATOR_PORT:-4566}
-CRM_PORT=8788
+CRM_PORT=${HOOKGATE_CRM_PORT:-8788}
 PORT=${HOOKGATE_PORT:-8787}
 mkdir -p .local
+# config/local.toml's destinations, pointed at this run's simulated CRM.
+sed "s#http://127.0.0.1:8788#http://127.0.0.1:$CRM_PORT#" config/local.toml > .local/local.toml
 
 "$PY" emulator/server.py --port "$EMULATOR_PORT" --no-stdin-watch > .local/emulator.log 2>&1 &
 EMULATOR=$!
@@ -27,10 +29,11 @@ export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test
 "$PY" scripts/provision.py --endpoint "$AWS_ENDPOINT_URL" \
   --param MaxReceiveCount=3 --param ActionQueueVisibilitySeconds=3 \
   --param ActionTimeoutSeconds=3 > .local/stack.env
+# KEY=value lines, taken verbatim: `source` would strip the quotes out of
+# HOOKGATE_LOCAL_FUNCTIONS's JSON.
+while IFS= read -r line; do [[ -n $line ]] && export "$line"; done < .local/stack.env
 set -a
-# shellcheck disable=SC1091
-source .local/stack.env
-HOOKGATE_CONFIG=config/local.toml
+HOOKGATE_CONFIG=.local/local.toml
 # The documented local test secrets (CONTRIBUTING.md, "Test secrets"); never real ones.
 HOOKGATE_SECRET_WS42_RETELL=key_local_ws42_retell
 HOOKGATE_SECRET_WS42_STRIPE=whsec_local_ws42_stripe
