@@ -21,7 +21,7 @@ TRANSFORMED := target/infra/template.json
 export CARGO_PROFILE_DEV_DEBUG ?= 0
 export HOOKGATE_EMULATOR_PYTHON ?= $(VENV_PY)
 
-.PHONY: test venv tools scan-venv infra-transform infra-check infra-selftest lint docs-check build cli-check local-smoke invoke-fixtures bench coldstart emulator local demo deploy sam-build deploy-check clean
+.PHONY: test venv tools scan-venv infra-transform infra-check infra-selftest lint docs-check build cli-check local-smoke coldstart-smoke invoke-fixtures bench coldstart emulator local demo deploy sam-build deploy-check clean
 
 ## test: everything CI checks — format, lints (clippy, cfn-lint, sam validate,
 ## the real SAM transform, cfn-lint and checkov on its output), unit and
@@ -37,6 +37,7 @@ test: venv tools lint iam-tools
 	$(MAKE) invoke-fixtures
 	$(MAKE) cli-check
 	$(MAKE) local-smoke
+	$(MAKE) coldstart-smoke
 	$(MAKE) deploy-check
 
 # $(call pinned-venv,DIR,REQUIREMENTS,CONSTRAINTS): a venv with every
@@ -129,6 +130,12 @@ bench:
 coldstart: venv
 	cargo build --release -p hookgate-ingress
 	$(VENV_PY) scripts/coldstart.py
+
+## coldstart-smoke: the coldstart measurement once on the debug binary, a burst
+## of 5 (every answer 202); no timing asserted. Part of make test.
+coldstart-smoke: venv
+	cargo build --workspace --bins
+	$(VENV_PY) scripts/coldstart.py --binary target/debug/ingress --runs 1 --burst 5
 
 ## local: emulator + resources from infra/template.yaml + simulated CRM + hookgate-dev local (Ctrl-C stops).
 local: venv

@@ -1,8 +1,9 @@
 """Cold start and peak memory of the release ingress binary, measured locally.
 
 What it does, all on 127.0.0.1:
-  1. starts the AWS emulator (emulator/server.py) and creates an inbox table and
-     an action queue in it;
+  1. starts the AWS emulator (emulator/server.py) and creates the inbox and
+     triage tables and an action queue in it (the ingress refuses to start
+     without a triage table: it files payload collisions there);
   2. serves a minimal Lambda Runtime API (the two routes the runtime uses:
      GET .../invocation/next and POST .../invocation/{id}/response|error);
   3. starts target/release/ingress RUNS times and measures the time from spawn
@@ -13,7 +14,9 @@ What it does, all on 127.0.0.1:
      the process's peak RSS (VmHWM) from /proc.
 
 Prints the median and range of the cold starts and the peak RSS. Run with
-`make coldstart` (which builds the release binary and uses the project venv).
+`make coldstart` (which builds the release binary and uses the project venv);
+`make test` runs it once on the debug binary with a small burst
+(`make coldstart-smoke`), for its correctness only, so it cannot rot.
 """
 
 import argparse
@@ -127,10 +130,11 @@ def main():
     emulator, endpoint = start_emulator()
     aws = dict(endpoint_url=endpoint, region_name="us-east-1",
                aws_access_key_id="test", aws_secret_access_key="test")
-    boto3.client("dynamodb", **aws).create_table(
-        TableName="cold-inbox", BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}])
+    for table in ("cold-inbox", "cold-triage"):
+        boto3.client("dynamodb", **aws).create_table(
+            TableName=table, BillingMode="PAY_PER_REQUEST",
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}])
     queue_url = boto3.client("sqs", **aws).create_queue(QueueName="cold-actions")["QueueUrl"]
 
     config = tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False)
@@ -139,6 +143,8 @@ def main():
 table = "cold-inbox"
 [queue]
 action_queue_url = "{queue_url}"
+[triage]
+table = "cold-triage"
 [workspaces.ws-cold.retell]
 secrets = ["env:COLD_RETELL_KEY"]
 """)
