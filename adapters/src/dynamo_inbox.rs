@@ -1,20 +1,30 @@
-//! The Inbox table over DynamoDB: one conditional put per first delivery, one
-//! update per repeat.
+//! The Inbox table over DynamoDB: one conditional upsert per delivery, first
+//! or repeat.
 //!
 //! Item layout (docs/design.md, "Inbox table"): the collision is kept as two flat
 //! attributes, `collision_first_sha256` and `collision_count`, because one
 //! UpdateExpression cannot both create a map and increment a path inside it.
+//!
+//! The upsert writes every first-seen attribute with `if_not_exists`, so one
+//! update stores a first delivery and leaves a live record as it was. That
+//! is why an item never loses its pending-index keys: a settled record is
+//! *parked* (`pending_bucket` = its own key, outside the sweep's
+//! `pending-N` partitions) instead of removed from the index, which a repeat's
+//! `if_not_exists` would put it back into.
 
 use aws_sdk_dynamodb::{
     Client,
     error::SdkError,
-    operation::put_item::PutItemError,
+    operation::{put_item::PutItemError, update_item::UpdateItemError},
     types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure},
 };
 use hookgate_core::{
     InboxPk, Timestamp,
-    inbox::{Collision, InboxRecord, InboxStatus, Origin, PENDING_BUCKETS, Pending},
-    ports::{InboxStore, PutOutcome, Store, StoreError},
+    inbox::{
+        Collision, InboxRecord, InboxStatus, Origin, PENDING_BUCKETS, Pending,
+        REASON_UNHANDLED_TYPE,
+    },
+    ports::{InboxStore, Store, StoreError, Upserted},
 };
 
 use crate::attrs::{Item, get_bool, get_n, get_s, n, opt_n, opt_s, s};
@@ -67,32 +77,82 @@ impl DynamoInbox {
     }
 }
 
-impl InboxStore for DynamoInbox {
-    async fn put_new(
+/// The attributes a first delivery sets and a repeat leaves as they are.
+/// `status_reason` is not among them: a first delivery's is implied by its
+/// status (see `read`), so a colliding repeat cannot add one to a record.
+const FIRST_SEEN: &[&str] = &[
+    "workspace",
+    "provider",
+    "event_key",
+    "event_type",
+    "origin",
+    "received_at",
+    "payload",
+    "payload_sha256",
+    "status",
+    "expires_at",
+    "pending_bucket",
+    "pending_since",
+];
+
+impl DynamoInbox {
+    /// The upsert's condition failed: `item` is what stands there.
+    async fn refused_upsert(
+        &self,
+        record: &InboxRecord,
+        item: &Item,
+        token: &str,
+        now: Timestamp,
+    ) -> Result<Upserted, StoreError> {
+        // This very write, retried by the SDK after its answer was lost.
+        if opt_s(item, "last_token") == Some(token) {
+            let stored = from_item(item)?;
+            if opt_s(item, "write_token") == Some(token) {
+                return Ok(Upserted::New);
+            }
+            let delivery_count = stored.delivery_count;
+            return Ok(Upserted::Repeat {
+                stored: Box::new(stored),
+                delivery_count,
+            });
+        }
+        let stored = from_item(item)?;
+        if stored.expires_at < Timestamp::from_secs(now.as_secs()) {
+            return self.replace_expired(record, now).await;
+        }
+        // Written before parking existed: counted apart, index untouched.
+        let delivery_count = self
+            .count_repeat(&record.pk, record.last_delivery_at)
+            .await?;
+        Ok(Upserted::Repeat {
+            stored: Box::new(stored),
+            delivery_count,
+        })
+    }
+
+    /// Puts `record` over an expired one (conditional on it still being
+    /// expired or gone), recognising its own write when the SDK retries it.
+    async fn replace_expired(
         &self,
         record: &InboxRecord,
         now: Timestamp,
-    ) -> Result<PutOutcome, StoreError> {
-        // A token of this write: when the SDK retries a put whose answer was
-        // lost, the retry fails its condition against the item this very
-        // write stored; the token tells it apart from another delivery's.
+    ) -> Result<Upserted, StoreError> {
         let token = crate::ddb::write_token();
         let mut item = to_item(record);
         item.insert("write_token".to_owned(), s(&token));
+        item.insert("last_token".to_owned(), s(&token));
         let result = self
             .client
             .put_item()
             .table_name(&self.table)
             .set_item(Some(item))
-            // DynamoDB deletes expired items lazily (and the emulator never
-            // does): an expired record is overwritten as if absent.
             .condition_expression("attribute_not_exists(pk) OR expires_at < :now")
             .expression_attribute_values(":now", n(now.as_secs()))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;
         match result {
-            Ok(_) => Ok(PutOutcome::Inserted),
+            Ok(_) => Ok(Upserted::New),
             Err(SdkError::ServiceError(ctx)) => match ctx.err() {
                 PutItemError::ConditionalCheckFailedException(e) => {
                     let item = e.item().ok_or_else(|| {
@@ -101,9 +161,17 @@ impl InboxStore for DynamoInbox {
                         )
                     })?;
                     if opt_s(item, "write_token") == Some(token.as_str()) {
-                        return Ok(PutOutcome::Inserted);
+                        return Ok(Upserted::New);
                     }
-                    Ok(PutOutcome::Exists(Box::new(from_item(item)?)))
+                    // Another delivery replaced it first: this one repeats it.
+                    let stored = from_item(item)?;
+                    let delivery_count = self
+                        .count_repeat(&record.pk, record.last_delivery_at)
+                        .await?;
+                    Ok(Upserted::Repeat {
+                        stored: Box::new(stored),
+                        delivery_count,
+                    })
                 }
                 _ => Err(unavailable(STORE)(SdkError::ServiceError(ctx))),
             },
@@ -111,34 +179,18 @@ impl InboxStore for DynamoInbox {
         }
     }
 
-    async fn record_repeat(
-        &self,
-        pk: &InboxPk,
-        now: Timestamp,
-        collision_hash: Option<&str>,
-    ) -> Result<u32, StoreError> {
-        let mut update =
-            "SET delivery_count = delivery_count + :one, last_delivery_at = :now".to_owned();
-        let mut request = self
+    /// Counts a repeat on its own: the new delivery count.
+    async fn count_repeat(&self, pk: &InboxPk, at: Timestamp) -> Result<u32, StoreError> {
+        let out = self
             .client
             .update_item()
             .table_name(&self.table)
             .key("pk", s(pk.to_string()))
             .condition_expression("attribute_exists(pk)")
+            .update_expression("SET last_delivery_at = :at ADD delivery_count :one")
+            .expression_attribute_values(":at", n(at.as_millis()))
             .expression_attribute_values(":one", n(1))
-            .expression_attribute_values(":now", n(now.as_millis()))
-            .return_values(ReturnValue::UpdatedNew);
-        if let Some(hash) = collision_hash {
-            update.push_str(
-                ", collision_first_sha256 = if_not_exists(collision_first_sha256, :hash), \
-                 collision_count = if_not_exists(collision_count, :zero) + :one",
-            );
-            request = request
-                .expression_attribute_values(":hash", s(hash))
-                .expression_attribute_values(":zero", n(0));
-        }
-        let out = request
-            .update_expression(update)
+            .return_values(ReturnValue::UpdatedNew)
             .send()
             .await
             .map_err(unavailable(STORE))?;
@@ -146,6 +198,98 @@ impl InboxStore for DynamoInbox {
             .attributes()
             .ok_or_else(|| StoreError::corrupt(STORE)("update returned no attributes".into()))?;
         get_n(attrs, "delivery_count").map_err(StoreError::corrupt(STORE))
+    }
+}
+
+impl InboxStore for DynamoInbox {
+    async fn upsert(&self, record: &InboxRecord, now: Timestamp) -> Result<Upserted, StoreError> {
+        // A token of this write: when the SDK retries an upsert whose answer
+        // was lost, the retry fails its condition against the item this very
+        // write left (`last_token`), and tells it apart from another
+        // delivery's; `write_token` says whether that write stored the record.
+        let token = crate::ddb::write_token();
+        let mut request = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(record.pk.to_string()));
+        let mut sets = Vec::new();
+        for (i, (name, value)) in to_item(record)
+            .into_iter()
+            .filter(|(name, _)| FIRST_SEEN.contains(&name.as_str()))
+            .enumerate()
+        {
+            sets.push(format!("#f{i} = if_not_exists(#f{i}, :f{i})"));
+            request = request
+                .expression_attribute_names(format!("#f{i}"), name)
+                .expression_attribute_values(format!(":f{i}"), value);
+        }
+        let update = format!(
+            "SET {}, write_token = if_not_exists(write_token, :token), last_token = :token, \
+             last_delivery_at = :at ADD delivery_count :one",
+            sets.join(", ")
+        );
+        let result = request
+            .update_expression(update)
+            // DynamoDB deletes expired items lazily (and the emulator never
+            // does): an expired record is replaced, not counted. An item
+            // without `pending_bucket` predates parking; it is counted apart.
+            .condition_expression(
+                "attribute_not_exists(pk) OR (expires_at >= :now AND attribute_exists(pending_bucket) \
+                 AND (attribute_not_exists(last_token) OR last_token <> :token))",
+            )
+            .expression_attribute_values(":now", n(now.as_secs()))
+            .expression_attribute_values(":token", s(&token))
+            .expression_attribute_values(":at", n(record.last_delivery_at.as_millis()))
+            .expression_attribute_values(":one", n(1))
+            .return_values(ReturnValue::AllOld)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        match result {
+            Ok(out) => match out.attributes() {
+                Some(old) if !old.is_empty() => {
+                    let stored = from_item(old)?;
+                    let delivery_count = stored.delivery_count + 1;
+                    Ok(Upserted::Repeat {
+                        stored: Box::new(stored),
+                        delivery_count,
+                    })
+                }
+                _ => Ok(Upserted::New),
+            },
+            Err(SdkError::ServiceError(ctx)) => match ctx.err() {
+                UpdateItemError::ConditionalCheckFailedException(e) => {
+                    let item = e.item().ok_or_else(|| {
+                        StoreError::corrupt(STORE)(
+                            "condition failed without the stored item".into(),
+                        )
+                    })?;
+                    self.refused_upsert(record, item, &token, now).await
+                }
+                _ => Err(unavailable(STORE)(SdkError::ServiceError(ctx))),
+            },
+            Err(e) => Err(unavailable(STORE)(e)),
+        }
+    }
+
+    async fn record_collision(&self, pk: &InboxPk, sha256: &str) -> Result<(), StoreError> {
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(pk.to_string()))
+            .condition_expression("attribute_exists(pk)")
+            .update_expression(
+                "SET collision_first_sha256 = if_not_exists(collision_first_sha256, :hash), \
+                 collision_count = if_not_exists(collision_count, :zero) + :one",
+            )
+            .expression_attribute_values(":hash", s(sha256))
+            .expression_attribute_values(":zero", n(0))
+            .expression_attribute_values(":one", n(1))
+            .send()
+            .await
+            .map_err(unavailable(STORE))?;
+        Ok(())
     }
 
     async fn set_dispatch_failed(&self, pk: &InboxPk, failed: bool) -> Result<(), StoreError> {
@@ -254,13 +398,14 @@ impl InboxStore for DynamoInbox {
             .condition_expression("#status = :received")
             .expression_attribute_names("#status", "status")
             .expression_attribute_values(":received", s(InboxStatus::Received.as_str()))
-            .expression_attribute_values(":status", s(status.as_str()));
+            .expression_attribute_values(":status", s(status.as_str()))
+            .expression_attribute_values(":parked", s(pk.to_string()));
         let update = match reason {
             Some(reason) => {
                 request = request.expression_attribute_values(":reason", s(reason));
-                "SET #status = :status, status_reason = :reason REMOVE pending_bucket, pending_since"
+                "SET #status = :status, status_reason = :reason, pending_bucket = :parked"
             }
-            None => "SET #status = :status REMOVE pending_bucket, pending_since, status_reason",
+            None => "SET #status = :status, pending_bucket = :parked REMOVE status_reason",
         };
         // Settled already (a redelivered message): nothing to change.
         applied(STORE, request.update_expression(update).send().await).map(|_| ())
@@ -274,13 +419,14 @@ impl InboxStore for DynamoInbox {
             .key("pk", s(pk.to_string()))
             .condition_expression("#status IN (:held, :received)")
             .update_expression(
-                "SET #status = :discarded, status_reason = :reason REMOVE pending_bucket, pending_since",
+                "SET #status = :discarded, status_reason = :reason, pending_bucket = :parked",
             )
             .expression_attribute_names("#status", "status")
             .expression_attribute_values(":held", s(InboxStatus::Held.as_str()))
             .expression_attribute_values(":received", s(InboxStatus::Received.as_str()))
             .expression_attribute_values(":discarded", s(InboxStatus::Discarded.as_str()))
             .expression_attribute_values(":reason", s(reason))
+            .expression_attribute_values(":parked", s(pk.to_string()))
             .send()
             .await;
         applied(STORE, result).map(|_| ())
@@ -317,10 +463,13 @@ pub fn to_item(r: &InboxRecord) -> Item {
     if r.dispatch_failed {
         item.insert("dispatch_failed".into(), AttributeValue::Bool(true));
     }
-    if let Some(p) = &r.pending {
-        item.insert("pending_bucket".into(), s(&p.bucket));
-        item.insert("pending_since".into(), n(p.since.as_millis()));
-    }
+    // Not pending: parked under its own key, outside the sweep's partitions.
+    let (bucket, since) = match &r.pending {
+        Some(p) => (p.bucket.clone(), p.since),
+        None => (r.pk.to_string(), r.received_at),
+    };
+    item.insert("pending_bucket".into(), s(bucket));
+    item.insert("pending_since".into(), n(since.as_millis()));
     item
 }
 
@@ -338,12 +487,21 @@ fn read(item: &Item) -> Result<InboxRecord, String> {
         }),
         None => None,
     };
+    // A parked record (its own key as the bucket) is not pending.
     let pending = match opt_s(item, "pending_bucket") {
-        Some(bucket) => Some(Pending {
+        Some(bucket) if bucket != pk.to_string() => Some(Pending {
             bucket: bucket.to_owned(),
             since: Timestamp::from_millis(get_n(item, "pending_since")?),
         }),
-        None => None,
+        _ => None,
+    };
+    let status: InboxStatus = get_s(item, "status")?.parse()?;
+    // A first delivery's IGNORED is for its type alone (the upsert does not
+    // write the reason; see FIRST_SEEN).
+    let status_reason = match (opt_s(item, "status_reason"), status) {
+        (Some(reason), _) => Some(reason.to_owned()),
+        (None, InboxStatus::Ignored) => Some(REASON_UNHANDLED_TYPE.to_owned()),
+        (None, _) => None,
     };
     Ok(InboxRecord {
         pk,
@@ -354,8 +512,8 @@ fn read(item: &Item) -> Result<InboxRecord, String> {
         delivery_count: get_n(item, "delivery_count")?,
         payload: get_s(item, "payload")?.to_owned(),
         payload_sha256: get_s(item, "payload_sha256")?.to_owned(),
-        status: get_s(item, "status")?.parse()?,
-        status_reason: opt_s(item, "status_reason").map(str::to_owned),
+        status,
+        status_reason,
         collision,
         dispatch_failed: get_bool(item, "dispatch_failed"),
         pending,

@@ -2,9 +2,10 @@
 //! for the integration tests (in AWS the SAM template creates them; the
 //! local stack is provisioned from the transformed template).
 //!
-//! All three: key `pk` (S), TTL on `expires_at`, one sparse index. Inbox:
-//! `pending` on `pending_bucket` (S) + `pending_since` (N), which the sweep
-//! queries, never scans. Actions: `open` on `open_bucket` (S) + `created_at`
+//! All three: key `pk` (S), TTL on `expires_at`, one index. Inbox:
+//! `pending` on `pending_bucket` (S) + `pending_since` (N), whose `pending-N`
+//! partitions the sweep queries, never scans (a settled record is parked
+//! under its own key). Actions: `open` on `open_bucket` (S) + `created_at`
 //! (N), the actions not COMPLETED. Triage: its status index on
 //! `status_bucket` (S) + `first_seen` (N). The layouts: docs/design.md.
 

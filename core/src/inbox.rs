@@ -75,8 +75,8 @@ impl fmt::Display for InboxPk {
     }
 }
 
-/// How many partitions the sparse "pending" index is spread over; the sweep
-/// queries each.
+/// How many partitions of the "pending" index hold pending records; the
+/// sweep queries each (a parked record has a partition of its own).
 pub const PENDING_BUCKETS: u64 = crate::shard::SHARDS;
 
 /// Processing state of an inbox record (docs/design.md, "Inbox table").
@@ -128,7 +128,8 @@ pub struct Collision {
     pub count: u32,
 }
 
-/// Membership of the sparse index the sweep reads for stranded records.
+/// Membership of the index partitions the sweep reads for stranded records
+/// (`None`: parked, docs/design.md "Inbox table").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pending {
     pub bucket: String,

@@ -17,7 +17,7 @@ use crate::{
     inbox::{InboxRecord, Origin, Verdict, on_repeat},
     message::{MessageKind, QueueMessage},
     metrics,
-    ports::{ActionQueue, EventError, InboxStore, PutOutcome},
+    ports::{ActionQueue, EventError, InboxStore, Upserted},
     provider::{Delivery, Identity},
     secret::SecretSource,
     triage::{Evidence, TriageItem, TriageSource},
@@ -349,8 +349,8 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold> Ingress<S, Q, K, H
 
     async fn persist(&self, record: InboxRecord, now: Timestamp) -> Outcome {
         let key = record.pk.event_key().clone();
-        let stored = match self.store.put_new(&record, now).await {
-            Ok(PutOutcome::Inserted) => {
+        let (stored, attempt) = match self.store.upsert(&record, now).await {
+            Ok(Upserted::New) => {
                 if record.pending.is_some()
                     && let Err(reason) = self.dispatch(&record.pk, record.origin, false, now).await
                 {
@@ -358,7 +358,10 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold> Ingress<S, Q, K, H
                 }
                 return Outcome::accepted(Verdict::New, key, 1);
             }
-            Ok(PutOutcome::Exists(stored)) => stored,
+            Ok(Upserted::Repeat {
+                stored,
+                delivery_count,
+            }) => (stored, delivery_count),
             Err(e) => return storage_failed(key, &e),
         };
         let repeat = on_repeat(
@@ -369,14 +372,11 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold> Ingress<S, Q, K, H
         );
         let collision_hash =
             (repeat.verdict == Verdict::Collision).then_some(record.payload_sha256.as_str());
-        let attempt = match self
-            .store
-            .record_repeat(&record.pk, now, collision_hash)
-            .await
+        if let Some(hash) = collision_hash
+            && let Err(e) = self.store.record_collision(&record.pk, hash).await
         {
-            Ok(attempt) => attempt,
-            Err(e) => return storage_failed(key, &e),
-        };
+            return storage_failed(key, &e);
+        }
         if let Some(hash) = collision_hash {
             tracing::warn!(
                 alarm = alarm::COLLISION,

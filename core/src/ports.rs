@@ -1,6 +1,7 @@
 //! Every port: the small traits the core needs from the outside world. The
 //! adapters crate implements them over DynamoDB, SQS, EventBridge, SSM and
-//! HTTP; the core's unit tests use small fakes of their own.
+//! HTTP; the integration tests run the services on those adapters against
+//! the emulator (no in-memory implementations exist yet).
 //!
 //! Defined here:
 //! - [`InboxStore`]: the inbox table (conditional put, repeats, settling);
@@ -68,33 +69,38 @@ impl StoreError {
     }
 }
 
-/// Result of the conditional put of a first delivery.
+/// What the one write of a delivery found.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PutOutcome {
+pub enum Upserted {
     /// No live record had this key: this delivery's record is stored.
-    Inserted,
-    /// A live record exists (returned as stored): this is a repeat.
-    Exists(Box<InboxRecord>),
+    New,
+    /// A live record has this key. `stored` is the record as it was before
+    /// this delivery; `delivery_count` counts this delivery.
+    Repeat {
+        stored: Box<InboxRecord>,
+        delivery_count: u32,
+    },
 }
 
 pub trait InboxStore: Send + Sync {
-    /// Stores `record` unless a live record (one not past `expires_at` at
-    /// `now`) has its key, in one conditional write.
-    fn put_new(
+    /// Stores `record` as a first delivery, or counts a repeat of the live
+    /// record with its key (one not past `expires_at` at `now`), leaving the
+    /// stored record's fields and processing state as they were. One write;
+    /// replacing an expired record takes a second.
+    fn upsert(
         &self,
         record: &InboxRecord,
         now: Timestamp,
-    ) -> impl Future<Output = Result<PutOutcome, StoreError>> + Send;
+    ) -> impl Future<Output = Result<Upserted, StoreError>> + Send;
 
-    /// Counts a repeated delivery at `now`; with `collision_hash`, also counts
-    /// a differing payload (remembering the first such hash). Returns the new
-    /// delivery count. Never changes the processing state.
-    fn record_repeat(
+    /// Records that a repeat (already counted by [`InboxStore::upsert`])
+    /// carried another payload: the first such payload's hash is kept, the
+    /// collisions are counted.
+    fn record_collision(
         &self,
         pk: &InboxPk,
-        now: Timestamp,
-        collision_hash: Option<&str>,
-    ) -> impl Future<Output = Result<u32, StoreError>> + Send;
+        sha256: &str,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// Sets or clears the `dispatch_failed` mark.
     fn set_dispatch_failed(
@@ -128,8 +134,8 @@ pub trait InboxStore: Send + Sync {
         expires_at: Timestamp,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
-    /// Moves a RECEIVED record to `status` (with `reason`) and takes it out of
-    /// the pending index; a record already settled is left as it is.
+    /// Moves a RECEIVED record to `status` (with `reason`) and parks it, out
+    /// of the sweep's reach; a record already settled is left as it is.
     fn settle(
         &self,
         pk: &InboxPk,
@@ -138,7 +144,7 @@ pub trait InboxStore: Send + Sync {
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// HELD (or RECEIVED again after a failed re-injection) → DISCARDED with
-    /// the operator's `reason`, out of the pending index: a rejected decision.
+    /// the operator's `reason`, parked: a rejected decision.
     /// A record in any other status is left as it is.
     fn discard(
         &self,

@@ -2,7 +2,7 @@
 //!
 //! A crash between the inbox put and the queue send leaves a record that only
 //! a repeat delivery would heal — and GitHub and Vapi do not retry by default.
-//! A scheduled invocation reads the sparse pending index (never a scan) and
+//! A scheduled invocation reads the pending index's partitions (never a scan) and
 //! sends each stranded record's key again; the worker is idempotent, so a
 //! record that was merely slow costs one extra message, never a second effect.
 

@@ -7,7 +7,7 @@ use hookgate_tests::stack::Stack;
 use crate::retell;
 
 #[tokio::test]
-async fn a_new_event_costs_one_put_and_one_send_and_a_duplicate_two_dynamodb_requests() {
+async fn a_new_event_costs_one_dynamodb_write_and_one_send_and_a_duplicate_one_write() {
     let stack = Stack::new("requests").await;
     let delivery = retell("call_started", "call_counted", "");
 
@@ -18,18 +18,20 @@ async fn a_new_event_costs_one_put_and_one_send_and_a_duplicate_two_dynamodb_req
         "new event"
     );
 
+    // The repeat is counted by the same single upsert that would have
+    // stored a first delivery.
     stack.post(delivery.request()).await;
     assert_eq!(
         (stack.ddb_requests.take(), stack.sqs_requests.take()),
-        (2, 0),
+        (1, 0),
         "duplicate"
     );
 
     let mut other = delivery.clone();
     other.body = br#"{"event":"call_started","call":{"call_id":"call_counted","x":1}}"#.to_vec();
     stack.post(other.request()).await;
-    // Two on the inbox (the refused put, the collision count) and two on
-    // the triage table (the held item, its alert's claim marker).
+    // Two on the inbox (the upsert, the collision's first hash and count)
+    // and two on the triage table (the held item, its alert's claim marker).
     assert_eq!(
         (stack.ddb_requests.take(), stack.sqs_requests.take()),
         (4, 0),

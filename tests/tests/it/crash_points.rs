@@ -153,7 +153,10 @@ async fn ingress_crash_after_the_put_is_healed_by_the_sweep_when_the_provider_ne
         received,
         p.stack.config.inbox_ttl,
     );
-    inbox.put_new(&record, received).await.unwrap();
+    assert_eq!(
+        inbox.upsert(&record, received).await.unwrap(),
+        hookgate_core::ports::Upserted::New
+    );
     assert_eq!(p.queue_depth(&p.stack.queue_url).await, 0);
 
     // The sweep function's own clients.

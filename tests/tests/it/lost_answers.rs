@@ -21,7 +21,7 @@ const IDLE: Duration = Duration::from_secs(20);
 async fn a_first_delivery_whose_inbox_put_answer_was_lost_is_still_new_and_dispatched() {
     let p = Pipeline::new("la-inbox").await;
     Emulator::shared()
-        .lose_answers("PutItem", &p.stack.inbox_table, 1)
+        .lose_answers("UpdateItem", &p.stack.inbox_table, 1)
         .await;
     let (status, body) = p.stack.post(analyzed("call_la1", "cb-la1").request()).await;
     assert_eq!((status, body["verdict"].as_str()), (202, Some("new")));
@@ -33,6 +33,28 @@ async fn a_first_delivery_whose_inbox_put_answer_was_lost_is_still_new_and_dispa
     assert_eq!(record.delivery_count, 1, "one delivery, not a repeat");
     p.run_until_idle(IDLE).await;
     assert_eq!(p.sim.tasks().total, 1, "dispatched and performed");
+}
+
+#[tokio::test]
+async fn a_repeat_whose_upsert_answer_was_lost_is_counted_once() {
+    let p = Pipeline::new("la-repeat").await;
+    let delivery = analyzed("call_la2", "cb-la2");
+    assert_eq!(p.stack.post(delivery.request()).await.1["verdict"], "new");
+    Emulator::shared()
+        .lose_answers("UpdateItem", &p.stack.inbox_table, 1)
+        .await;
+    // The SDK retries the committed upsert; its own token tells it apart.
+    let (status, body) = p.stack.post(delivery.request()).await;
+    assert_eq!((status, body["verdict"].as_str()), (202, Some("duplicate")));
+    let record = p
+        .stack
+        .record("ws-1#retell#call_analyzed:call_la2")
+        .await
+        .unwrap();
+    assert_eq!(
+        record.delivery_count, 2,
+        "two deliveries, each counted once"
+    );
 }
 
 #[tokio::test]

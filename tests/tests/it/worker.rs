@@ -53,6 +53,36 @@ async fn the_same_event_delivered_twice_makes_one_task_and_a_completed_action_wi
     );
 }
 
+#[tokio::test]
+async fn a_repeat_after_processing_is_counted_and_stays_out_of_the_sweeps_reach() {
+    let p = Pipeline::new("w-parked").await;
+    let delivery = analyzed("call_w2", "cb-2");
+    assert_eq!(p.stack.post(delivery.request()).await.1["verdict"], "new");
+    p.run_until_idle(IDLE).await;
+    // The repeat's upsert writes the pending-index keys only if absent: the
+    // settled record is parked, so they are present and stay as they are.
+    assert_eq!(
+        p.stack.post(delivery.request()).await.1["verdict"],
+        "duplicate"
+    );
+    let inbox = p
+        .stack
+        .record("ws-1#retell#call_analyzed:call_w2")
+        .await
+        .unwrap();
+    assert_eq!(
+        (inbox.status, inbox.pending, inbox.delivery_count),
+        (InboxStatus::Processed, None, 2)
+    );
+    assert_eq!(
+        p.sweep(Duration::ZERO).await.found,
+        0,
+        "nothing to re-queue"
+    );
+    assert_eq!(p.queue_depth(&p.stack.queue_url).await, 0);
+    assert_eq!(creations(&p, "ws-1#create_followup_task#cb-2"), 1);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sixteen_concurrent_deliveries_make_one_task() {
     let p = Arc::new(Pipeline::new("w-burst").await);
