@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # `make cli-check` (part of `make test`): the operator's `hookgate` is a tool
 # of its own. Its dependency tree holds no function crate, no dev tooling
-# (hookgate-dev, hookgate-testkit), no axum and no HTTP server; and the built
-# binary runs from a directory outside the checkout, knowing nothing of it.
+# (hookgate-dev, hookgate-testkit), no axum and no HTTP server; and
+# `cargo install --path cli` gives a binary that runs from a directory outside
+# the checkout, knowing nothing of it. (reqwest stays: the adapters' CRM
+# client brings it; the simulated CRM's server side is not there.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,13 +21,13 @@ for crate in hyper hyper-util; do
   fi
 done
 
-bin=target/debug/hookgate
-[[ -x $bin ]] || fail "$bin is not built (cargo build --workspace --bins)"
-if grep -q -F "$PWD" "$bin"; then fail "$bin holds the checkout's path ($PWD)"; fi
-
 away=$(mktemp -d)
 trap 'rm -rf "$away"' EXIT
-cp "$bin" "$away/hookgate"
+# As a user installs it (a debug build into this target directory, to reuse
+# what is compiled; `cargo install` alone builds in release, elsewhere).
+CARGO_TARGET_DIR=$PWD/target cargo install --quiet --locked --debug --path cli --root "$away/root"
+cp "$away/root/bin/hookgate" "$away/hookgate"
+if grep -q -F "$PWD" "$away/hookgate"; then fail "the installed hookgate holds the checkout's path ($PWD)"; fi
 printf '{"event":"call_ended","call":{"call_id":"c1"}}' > "$away/body.json"
 (
   cd "$away"
@@ -43,4 +45,4 @@ printf '{"event":"call_ended","call":{"call_id":"c1"}}' > "$away/body.json"
   grep -q -x 'x-retell-signature: v=1796000000000,d=0540948a4739e5c78ab3af72a9f50d75c38b1422610b3ab980084c2957cad04c' signed.txt \
     || fail "hookgate sign outside the checkout printed: $(cat signed.txt)"
 )
-echo "cli-check ok: no function crate, dev tooling or server in hookgate's tree; it runs and signs from $away"
+echo "cli-check ok: no function crate, dev tooling or server in hookgate's tree; installed, it runs and signs from $away"

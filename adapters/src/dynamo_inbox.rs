@@ -53,27 +53,19 @@ impl DynamoInbox {
     /// Every record received since `since` — a scan, for operator statistics
     /// only (the functions never scan).
     pub async fn received_since(&self, since: Timestamp) -> Result<Vec<InboxRecord>, StoreError> {
-        let mut records = Vec::new();
-        let mut start = None;
-        loop {
-            let out = self
-                .client
-                .scan()
-                .table_name(&self.table)
-                .filter_expression("received_at >= :since")
-                .expression_attribute_values(":since", n(since.as_millis()))
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(unavailable(STORE))?;
-            for item in out.items() {
-                records.push(from_item(item)?);
-            }
-            start = out.last_evaluated_key().cloned();
-            if start.is_none() {
-                return Ok(records);
-            }
-        }
+        let items: Vec<Item> = self
+            .client
+            .scan()
+            .table_name(&self.table)
+            .filter_expression("received_at >= :since")
+            .expression_attribute_values(":since", n(since.as_millis()))
+            .into_paginator()
+            .items()
+            .send()
+            .collect::<Result<_, _>>()
+            .await
+            .map_err(unavailable(STORE))?;
+        items.iter().map(from_item).collect()
     }
 }
 

@@ -6,7 +6,7 @@ use std::{path::PathBuf, sync::Arc};
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-use hookgate_cli::ops::{DeployedOps, Output, Plan, Selection, parse_age};
+use hookgate_cli::ops::{ApproveRequest, DeployedOps, Output, Selection, parse_age};
 use hookgate_core::{
     config::Config,
     ledger::ActionStatus,
@@ -305,41 +305,26 @@ fn main() -> anyhow::Result<()> {
                         plan_out,
                         plan,
                     } => {
-                        if let Some(path) = plan {
-                            let text = std::fs::read_to_string(&path)
-                                .with_context(|| format!("cannot read --plan {}", path.display()))?;
-                            let plan: Plan = serde_json::from_str(&text)
-                                .with_context(|| format!("{} is not a plan", path.display()))?;
-                            let dry = dry_run || !execute;
-                            let who = ops.decider(&common.by).await?;
-                            return ops.triage_approve(&plan.ids, None, dry, &who, &reason, rate).await;
-                        }
-                        let bulk = ids.is_empty();
-                        if bulk && execute && !dry_run {
-                            anyhow::bail!(
-                                "a bulk approval runs a reviewed plan: run it without --execute and with \
-                                 --plan-out FILE, read the plan, then --execute --plan FILE"
-                            );
-                        }
-                        let selection = bulk.then_some(Selection {
-                            class,
-                            destination,
-                            since,
-                        });
-                        let dry = dry_run || (bulk && !execute);
-                        let output = ops
-                            .triage_approve(&ids, selection.as_ref(), dry, &ops.decider(&common.by).await?, &reason, rate)
-                            .await?;
-                        if let Some(path) = plan_out {
-                            let plan = Plan::of(&output, &reason);
-                            std::fs::write(&path, serde_json::to_string_pretty(&plan)? + "\n")
-                                .with_context(|| format!("cannot write --plan-out {}", path.display()))?;
-                            eprintln!("plan of {} items written to {}", plan.ids.len(), path.display());
-                        }
-                        Ok(output)
+                        let request = ApproveRequest {
+                            ids,
+                            selection: Selection {
+                                class,
+                                destination,
+                                since,
+                            },
+                            dry_run,
+                            execute,
+                            plan_out,
+                            plan,
+                            reason,
+                            rate,
+                        };
+                        ops.triage_approve_command(request, &ops.decider(&common.by).await?)
+                            .await
                     }
                     TriageCommand::Reject { id, reason } => {
-                        ops.triage_reject(&id, &ops.decider(&common.by).await?, &reason).await
+                        ops.triage_reject(&id, &ops.decider(&common.by).await?, &reason)
+                            .await
                     }
                 }
             })?;

@@ -9,8 +9,8 @@
 
 use crate::{
     action::{ActionKey, ActionRequest},
+    ledger::Attempt,
     ledger::ErrorKind,
-    ports::Attempt,
 };
 
 /// How a destination makes a repeated request harmless.

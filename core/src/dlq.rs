@@ -14,11 +14,10 @@ use serde_json::Value;
 use crate::{
     InboxPk, Timestamp,
     config::Config,
-    hold::Hold,
     inbox::InboxStatus,
     ledger::ErrorKind,
     message::QueueMessage,
-    ports::{EventErrorCode, Filed, InboxStore, Ledger, StoreError},
+    ports::{EventErrorCode, Filed, Hold, InboxStore, Ledger, StoreError},
     rules::Decision,
     triage::{Evidence, TriageClass, TriageItem, TriageSource, TriageStatus, classify, item_id},
 };

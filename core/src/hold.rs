@@ -10,21 +10,12 @@ use serde_json::json;
 
 use crate::{
     Timestamp,
-    ports::{Alerts, Filed, StoreError, TriageStore},
+    ports::{Alerts, Filed, Hold, StoreError, TriageStore},
     triage::{Evidence, TriageClass, TriageItem, TriageSource, TriageStatus, classify, item_id},
 };
 
 /// An outage's alerts are grouped per destination in windows of this length.
 pub const ALERT_WINDOW_MS: i64 = 15 * 60 * 1000;
-
-/// Files items (and alerts) — the port the worker and ingress hold through.
-pub trait Hold: Send + Sync {
-    fn hold(
-        &self,
-        item: &TriageItem,
-        now: Timestamp,
-    ) -> impl Future<Output = Result<Filed, StoreError>> + Send;
-}
 
 /// The Triage table plus the alert channel.
 #[derive(Debug, Clone)]

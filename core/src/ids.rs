@@ -1,5 +1,5 @@
-//! Validated identifiers that cross boundaries: workspaces, event keys and the
-//! inbox partition key built from them.
+//! Validated identifiers that cross boundaries: workspaces and event keys
+//! (the inbox key built from them is `inbox::InboxPk`).
 //!
 //! Each is built only through `parse`, so a value that exists is a value that
 //! is safe to put in a DynamoDB key, a URL segment or a log line.

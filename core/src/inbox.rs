@@ -1,10 +1,11 @@
-//! The inbox record: proof that a delivery was received, and the pure rules
-//! that decide what a repeated delivery means.
+//! The inbox record: proof that a delivery was received, its key
+//! ([`InboxPk`]), and the pure rules that decide what a repeated delivery
+//! means.
 //!
-//! One record per event key. The first delivery creates it with a conditional
-//! put; every later delivery only counts itself (`delivery_count`,
-//! `last_delivery_at`) and, when its payload differs, the collision. Nothing a
-//! repeated delivery does touches the processing state.
+//! One record per event key. The first delivery creates it and every later
+//! delivery only counts itself (`delivery_count`, `last_delivery_at`), in the
+//! same single upsert; a payload that differs is also marked a collision.
+//! Nothing a repeated delivery does touches the processing state.
 
 use std::{fmt, time::Duration};
 
@@ -249,21 +250,11 @@ pub enum Verdict {
     Collision,
 }
 
-impl Verdict {
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Verdict::New => "new",
-            Verdict::Duplicate => "duplicate",
-            Verdict::Collision => "collision",
-        }
-    }
-}
-
-impl fmt::Display for Verdict {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+names!(Verdict "verdict" {
+    New => "new",
+    Duplicate => "duplicate",
+    Collision => "collision",
+});
 
 /// What a repeated delivery must do, decided from the stored record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

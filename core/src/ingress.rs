@@ -13,11 +13,10 @@ use serde_json::json;
 use crate::{
     EventKey, InboxPk, Provider, Timestamp, WorkspaceId,
     config::{Config, ProviderBinding},
-    hold::Hold,
     inbox::{InboxRecord, Origin, Verdict, on_repeat},
     message::{MessageKind, QueueMessage},
     metrics,
-    ports::{ActionQueue, EventError, InboxStore, Upserted},
+    ports::{ActionQueue, EventError, Hold, InboxStore, Upserted},
     provider::{Delivery, Identity},
     secret::SecretSource,
     triage::{Evidence, TriageItem, TriageSource},

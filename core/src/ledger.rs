@@ -47,6 +47,20 @@ names!(ErrorKind "error kind" {
     Collision => "collision",
 });
 
+/// Whether an attempt that holds the lease is the action's first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attempt {
+    /// The record was created by this attempt: nothing was sent before.
+    First,
+    /// Taken over (an expired lease, a released or re-opened action): an
+    /// earlier attempt may have reached the destination, answer lost. `since`
+    /// is when the action was first reserved.
+    Again { since: Timestamp },
+    /// `Again`, and so long after the first attempt that the destination may
+    /// have forgotten the idempotency key (its `key_retention`).
+    KeyExpired,
+}
+
 /// One business action as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ActionRecord {

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{InboxPk, inbox::Origin};
+use crate::{InboxPk, inbox::Origin, names::names};
 
 /// Body of an action-queue message: `{"v":1,"inbox_pk":"…","origin":"http"}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -24,14 +24,12 @@ pub enum MessageKind {
 
 impl MessageKind {
     pub const ATTRIBUTE: &'static str = "kind";
-
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            MessageKind::Event => "event",
-            MessageKind::Reinjected => "reinjected",
-        }
-    }
 }
+
+names!(MessageKind "message kind" {
+    Event => "event",
+    Reinjected => "reinjected",
+});
 
 impl QueueMessage {
     pub fn for_event(pk: &InboxPk, origin: Origin) -> Self {

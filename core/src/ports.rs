@@ -11,10 +11,11 @@
 //! - [`Alerts`]: where triage alerts go;
 //! - [`EventIngress`]: the ingress's EventBridge path, for re-injection.
 //!
+//! - [`Hold`]: files a failure in triage and alerts once (`hold::Holder`).
+//!
 //! Defined with their subsystem, re-exported here:
 //! - [`Destination`]: a CRM or business API, and how it makes writes safe;
-//! - [`SecretSource`]: webhook and destination secrets by reference;
-//! - [`Hold`]: files a failure in triage and alerts once.
+//! - [`SecretSource`]: webhook and destination secrets by reference.
 
 use std::{sync::Arc, time::Duration};
 
@@ -27,7 +28,7 @@ use crate::{
     names::names,
     triage::{TriageItem, TriageStatus},
 };
-pub use crate::{destination::Destination, hold::Hold, secret::SecretSource};
+pub use crate::{destination::Destination, ledger::Attempt, secret::SecretSource};
 
 /// Which store failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -173,20 +174,6 @@ pub enum Reserve {
     Acquired(Attempt),
     /// Someone else's state decides (see [`Claim`]); the stored record.
     Existing(Claim, Box<ActionRecord>),
-}
-
-/// Whether an attempt that holds the lease is the action's first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Attempt {
-    /// The record was created by this attempt: nothing was sent before.
-    First,
-    /// Taken over (an expired lease, a released or re-opened action): an
-    /// earlier attempt may have reached the destination, answer lost. `since`
-    /// is when the action was first reserved.
-    Again { since: Timestamp },
-    /// `Again`, and so long after the first attempt that the destination may
-    /// have forgotten the idempotency key (its `key_retention`).
-    KeyExpired,
 }
 
 /// How an attempt ends its lease.
@@ -387,6 +374,16 @@ impl<E: EventIngress> EventIngress for Arc<E> {
     async fn ingest_event(&self, event: &[u8], now: Timestamp) -> Result<Verdict, EventError> {
         self.as_ref().ingest_event(event, now).await
     }
+}
+
+/// Files items (and alerts): the port the worker, the ingress and the
+/// triager hold through.
+pub trait Hold: Send + Sync {
+    fn hold(
+        &self,
+        item: &TriageItem,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<Filed, StoreError>> + Send;
 }
 
 #[cfg(test)]

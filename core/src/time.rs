@@ -81,4 +81,19 @@ mod tests {
         assert_eq!(t.since(Timestamp::from_millis(2_500)), Duration::ZERO);
         assert_eq!(t.since(Timestamp::from_millis(999)), Duration::from_secs(1));
     }
+
+    #[test]
+    fn utc_text_of_known_instants() {
+        // `date -u -d @…` agrees with each of these.
+        assert_eq!(Timestamp::from_secs(0).utc(), "1970-01-01T00:00:00Z");
+        assert_eq!(
+            Timestamp::from_secs(951_782_400).utc(),
+            "2000-02-29T00:00:00Z"
+        );
+        assert_eq!(
+            Timestamp::from_millis(1_795_953_600_999).utc(),
+            "2026-11-29T12:00:00Z"
+        );
+        assert_eq!(Timestamp::from_secs(-1).utc(), "1969-12-31T23:59:59Z");
+    }
 }

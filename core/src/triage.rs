@@ -200,7 +200,32 @@ pub struct TriageView<'a> {
     pub reason: Option<&'a str>,
 }
 
+/// An item in a list: what tells items apart, without the original message
+/// (a list of many held payloads would be large, and `show` has them).
+#[derive(Debug, serde::Serialize)]
+pub struct TriageSummary<'a> {
+    pub id: &'a str,
+    pub class: &'static str,
+    pub status: &'static str,
+    pub source: &'static str,
+    pub workspace: Option<&'a str>,
+    pub destination: Option<&'a str>,
+    pub first_seen: String,
+}
+
 impl TriageItem {
+    pub fn summary(&self) -> TriageSummary<'_> {
+        TriageSummary {
+            id: &self.id,
+            class: self.class.as_str(),
+            status: self.status.as_str(),
+            source: self.source.as_str(),
+            workspace: self.workspace.as_deref(),
+            destination: self.destination.as_deref(),
+            first_seen: self.first_seen.utc(),
+        }
+    }
+
     pub fn view(&self) -> TriageView<'_> {
         TriageView {
             id: &self.id,

@@ -16,11 +16,10 @@ use crate::{
     action::ActionRequest,
     config::{Config, DestinationConfig},
     destination::{Destination, Performed, perform},
-    hold::Hold,
     inbox::InboxStatus,
     ledger::{ActionStatus, Claim, ErrorKind},
     message::QueueMessage,
-    ports::{Attempt, InboxStore, Lease, Ledger, Reserve, Settle, StoreError},
+    ports::{Attempt, Hold, InboxStore, Lease, Ledger, Reserve, Settle, StoreError},
     rules::Decision,
     triage::{Evidence, TriageItem, TriageSource},
 };

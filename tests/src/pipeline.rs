@@ -521,11 +521,8 @@ impl Pipeline {
         let aws = Emulator::shared().function_config("ops").await;
         let clients = Clients::new(&aws);
         let config = self.stack.config.clone();
-        let ops = hookgate_ops::Ops {
-            triage: clients.triage(&config).expect("a triage table"),
-            approvals: wiring::approvals(config, &clients, self.stack.ingress.clone())
-                .expect("wire approvals"),
-        };
+        let ops = hookgate_ops::Ops::wire(config, &clients, self.stack.ingress.clone())
+            .expect("wire the ops API");
         hookgate_ops::router(Arc::new(ops))
     }
 

@@ -1,4 +1,4 @@
-//! The operator commands (`inbox`, `actions`, `triage`, `stats`): clients of
+//! The operator commands (`inbox`, `actions`, `triage`, `stats`, `doctor`): clients of
 //! the same core code the functions run, against AWS (normal credential chain)
 //! or the local emulator (`AWS_ENDPOINT_URL`).
 //!
@@ -19,7 +19,7 @@ use hookgate_adapters::{
 use hookgate_core::{config::Config, ports::EventIngress};
 use serde_json::Value;
 
-pub use triage::{Plan, Selection};
+pub use triage::{ApproveRequest, Plan, Selection};
 
 /// Exit codes.
 pub mod exit {
@@ -86,15 +86,24 @@ pub type DeployedOps = Ops<Arc<IngressService>>;
 
 impl DeployedOps {
     pub fn connect(config: Arc<Config>, aws: &SdkConfig) -> anyhow::Result<Self> {
-        let ingress = Arc::new(wiring::ingress(config.clone(), &Clients::new(aws))?);
-        Ops::new(config, aws, ingress)
+        let clients = Clients::new(aws);
+        let ingress = Arc::new(wiring::ingress(config.clone(), &clients)?);
+        Ops::with_clients(config, aws, clients, ingress)
     }
 }
 
 impl<E: EventIngress> Ops<E> {
     /// The operator's view, with `ingress` re-injecting approved events.
     pub fn new(config: Arc<Config>, aws: &SdkConfig, ingress: E) -> anyhow::Result<Self> {
-        let clients = Clients::new(aws);
+        Self::with_clients(config, aws, Clients::new(aws), ingress)
+    }
+
+    fn with_clients(
+        config: Arc<Config>,
+        aws: &SdkConfig,
+        clients: Clients,
+        ingress: E,
+    ) -> anyhow::Result<Self> {
         let approvals = wiring::approvals(config.clone(), &clients, ingress)?;
         Ok(Self {
             inbox: DynamoInbox::new(clients.ddb.clone(), &config.inbox_table),

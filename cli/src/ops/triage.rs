@@ -1,6 +1,8 @@
 //! `hookgate triage list | show | approve | reject`.
 
-use std::time::Duration;
+use std::{path::PathBuf, time::Duration};
+
+use anyhow::Context;
 
 use hookgate_core::{
     Timestamp,
@@ -57,6 +59,23 @@ pub struct Selection {
 
 fn item_json(item: &TriageItem) -> Value {
     serde_json::to_value(item.view()).unwrap_or_default()
+}
+
+/// What `hookgate triage approve` was asked.
+#[derive(Debug, Clone)]
+pub struct ApproveRequest {
+    /// Items by id; none: the `selection` in bulk.
+    pub ids: Vec<String>,
+    pub selection: Selection,
+    pub dry_run: bool,
+    pub execute: bool,
+    /// Write the dry run's items as a plan here.
+    pub plan_out: Option<PathBuf>,
+    /// Approve exactly this plan's items.
+    pub plan: Option<PathBuf>,
+    pub reason: String,
+    /// Approvals per second at most.
+    pub rate: u32,
 }
 
 impl<E: EventIngress> Ops<E> {
@@ -151,6 +170,51 @@ impl<E: EventIngress> Ops<E> {
     /// Approves `ids` one by one, or every HELD item matching `selection`
     /// (outages and other bulk-approvable classes only) at most `per_second`.
     /// A dry run (the default for a selection) only shows what would happen.
+    /// `triage approve` as the CLI runs it, `who` deciding: by id (a dry run
+    /// with `--dry-run`), a bulk dry run (its plan written with
+    /// `--plan-out`), or a reviewed plan carried out (`--execute --plan`). A
+    /// bulk approval is never carried out without a plan.
+    pub async fn triage_approve_command(
+        &self,
+        request: ApproveRequest,
+        who: &str,
+    ) -> anyhow::Result<Output> {
+        let (reason, rate) = (&request.reason, request.rate);
+        if let Some(path) = &request.plan {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read --plan {}", path.display()))?;
+            let plan: Plan = serde_json::from_str(&text)
+                .with_context(|| format!("{} is not a plan", path.display()))?;
+            let dry = request.dry_run || !request.execute;
+            return self
+                .triage_approve(&plan.ids, None, dry, who, reason, rate)
+                .await;
+        }
+        let bulk = request.ids.is_empty();
+        if bulk && request.execute && !request.dry_run {
+            anyhow::bail!(
+                "a bulk approval runs a reviewed plan: run it without --execute and with \
+                 --plan-out FILE, read the plan, then --execute --plan FILE"
+            );
+        }
+        let selection = bulk.then_some(&request.selection);
+        let dry = request.dry_run || (bulk && !request.execute);
+        let output = self
+            .triage_approve(&request.ids, selection, dry, who, reason, rate)
+            .await?;
+        if let Some(path) = &request.plan_out {
+            let plan = Plan::of(&output, reason);
+            std::fs::write(path, serde_json::to_string_pretty(&plan)? + "\n")
+                .with_context(|| format!("cannot write --plan-out {}", path.display()))?;
+            eprintln!(
+                "plan of {} items written to {}",
+                plan.ids.len(),
+                path.display()
+            );
+        }
+        Ok(output)
+    }
+
     pub async fn triage_approve(
         &self,
         ids: &[String],

@@ -11,8 +11,7 @@ use futures_util::StreamExt;
 use hookgate_core::{
     Timestamp,
     destination::Destination,
-    hold::Hold,
-    ports::{InboxStore, Ledger},
+    ports::{Hold, InboxStore, Ledger},
     worker::{MessageOutcome, Worker},
 };
 use tracing::Instrument;

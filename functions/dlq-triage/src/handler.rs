@@ -7,8 +7,7 @@ use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use hookgate_core::{
     Timestamp,
     dlq::{DeadLetter, Triager},
-    hold::Hold,
-    ports::{InboxStore, Ledger},
+    ports::{Hold, InboxStore, Ledger},
     triage::TriageSource,
 };
 use serde_json::json;

@@ -11,9 +11,8 @@
 
 use hookgate_core::{
     Timestamp,
-    hold::Hold,
     ingress::{Ingress, Reply, WebhookRequest},
-    ports::{ActionQueue, EventError, InboxStore},
+    ports::{ActionQueue, EventError, Hold, InboxStore},
     secret::SecretSource,
 };
 use lambda_http::{

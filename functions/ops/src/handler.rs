@@ -21,11 +21,15 @@ use axum::{
     response::{IntoResponse, Response},
     routing::{get, post},
 };
-use hookgate_adapters::{DynamoTriage, wiring::ApprovalsService};
+use hookgate_adapters::{
+    DynamoTriage,
+    wiring::{self, ApprovalsService, Clients},
+};
 use hookgate_core::{
     Timestamp,
     action::ActionKey,
     approval::{ApprovalError, Reconciled, Reinjected},
+    config::{Config, ConfigError},
     ports::{EventIngress, StoreError, TriageStore},
     triage::{TriageClass, TriageStatus},
 };
@@ -38,6 +42,17 @@ use serde_json::{Value, json};
 pub struct Ops<E> {
     pub approvals: ApprovalsService<E>,
     pub triage: DynamoTriage,
+}
+
+impl<E: EventIngress> Ops<E> {
+    /// Assembled as deployed: the ops function's `main` and the tests call
+    /// this, so neither wires it by hand.
+    pub fn wire(config: Arc<Config>, clients: &Clients, ingress: E) -> Result<Self, ConfigError> {
+        Ok(Self {
+            triage: clients.triage(&config)?,
+            approvals: wiring::approvals(config, clients, ingress)?,
+        })
+    }
 }
 
 /// The API. Every route needs an IAM caller ([`require_caller`]) and is
@@ -183,7 +198,7 @@ async fn list<E: EventIngress>(
             let views: Vec<Value> = items
                 .iter()
                 .filter(|i| class.is_none_or(|c| i.class == c))
-                .map(|i| json!(i.view()))
+                .map(|i| json!(i.summary()))
                 .collect();
             answer(StatusCode::OK, Value::Array(views))
         }
@@ -230,48 +245,57 @@ async fn decision<E: EventIngress>(
 }
 
 async fn approve<E: EventIngress>(
-    State(ops): State<Arc<Ops<E>>>,
-    Extension(caller): Extension<Caller>,
-    Path(id): Path<String>,
+    state: State<Arc<Ops<E>>>,
+    caller: Extension<Caller>,
+    id: Path<String>,
     body: Bytes,
 ) -> Response {
-    let why = match decision(&ops, &caller, &id, &body).await {
-        Ok(why) => why,
-        Err(refusal) => return refusal,
-    };
-    match ops
-        .approvals
-        .approve(&id, &caller.whole, &why, Timestamp::now())
-        .await
-    {
-        Ok(Reinjected::Queued { inbox_pk, reopened }) => answer(
-            StatusCode::OK,
-            json!({"status": "REINJECTED", "inbox_pk": inbox_pk, "reopened": reopened}),
-        ),
-        Ok(Reinjected::Ingested(verdict)) => answer(
-            StatusCode::OK,
-            json!({"status": "REINJECTED", "verdict": verdict.as_str()}),
-        ),
-        Err(e) => refused(&e),
-    }
+    decide(state, caller, id, body, true).await
 }
 
 async fn reject<E: EventIngress>(
+    state: State<Arc<Ops<E>>>,
+    caller: Extension<Caller>,
+    id: Path<String>,
+    body: Bytes,
+) -> Response {
+    decide(state, caller, id, body, false).await
+}
+
+/// An approval (`approve`) or a rejection, once the reason and the scope
+/// are checked.
+async fn decide<E: EventIngress>(
     State(ops): State<Arc<Ops<E>>>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
     body: Bytes,
+    approve: bool,
 ) -> Response {
     let why = match decision(&ops, &caller, &id, &body).await {
         Ok(why) => why,
         Err(refusal) => return refusal,
     };
-    match ops
-        .approvals
-        .reject(&id, &caller.whole, &why, Timestamp::now())
-        .await
-    {
-        Ok(()) => answer(StatusCode::OK, json!({"status": "DISCARDED"})),
+    let (approvals, now) = (&ops.approvals, Timestamp::now());
+    let decided = if approve {
+        approvals
+            .approve(&id, &caller.whole, &why, now)
+            .await
+            .map(|done| match done {
+                Reinjected::Queued { inbox_pk, reopened } => {
+                    json!({"status": "REINJECTED", "inbox_pk": inbox_pk, "reopened": reopened})
+                }
+                Reinjected::Ingested(verdict) => {
+                    json!({"status": "REINJECTED", "verdict": verdict.as_str()})
+                }
+            })
+    } else {
+        approvals
+            .reject(&id, &caller.whole, &why, now)
+            .await
+            .map(|()| json!({"status": "DISCARDED"}))
+    };
+    match decided {
+        Ok(answer_body) => answer(StatusCode::OK, answer_body),
         Err(e) => refused(&e),
     }
 }

@@ -11,9 +11,6 @@ use lambda_http::{Error, run};
 async fn main() -> Result<(), Error> {
     let (config, clients) = wiring::cold_start().await?;
     let ingress = Arc::new(wiring::ingress(config.clone(), &clients)?);
-    let ops = Ops {
-        triage: clients.triage(&config)?,
-        approvals: wiring::approvals(config, &clients, ingress)?,
-    };
+    let ops = Ops::wire(config, &clients, ingress)?;
     run(router(Arc::new(ops))).await
 }

@@ -3,7 +3,7 @@
 
 use std::{sync::Arc, time::Duration};
 
-use hookgate_cli::ops::{Ops, Selection, exit};
+use hookgate_cli::ops::{ApproveRequest, Ops, Selection, exit};
 use hookgate_core::{
     ledger::ActionStatus,
     triage::{TriageClass, TriageStatus},
@@ -148,12 +148,39 @@ async fn stats_match_a_scripted_run_and_bulk_approval_after_an_outage_completes_
         destination: Some("crm".into()),
         since: None,
     };
+    // As `hookgate triage approve` runs it: plan files on disk.
+    let dir = std::env::temp_dir().join(format!("hookgate-plan-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let plan_path = dir.join("plan.json");
+    let request =
+        |execute: bool, plan_out: Option<&std::path::Path>, plan: Option<&std::path::Path>| {
+            ApproveRequest {
+                ids: Vec::new(),
+                selection: outage.clone(),
+                dry_run: false,
+                execute,
+                plan_out: plan_out.map(Into::into),
+                plan: plan.map(Into::into),
+                reason: "CRM recovered".into(),
+                rate: 100,
+            }
+        };
+    // A bulk --execute without a reviewed plan is refused, and changes nothing.
+    let unreviewed = ops
+        .triage_approve_command(request(true, None, None), "ops")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        unreviewed.starts_with("a bulk approval runs a reviewed plan"),
+        "{unreviewed}"
+    );
     let dry = ops
-        .triage_approve(&[], Some(&outage), true, "ops", "recovered", 100)
+        .triage_approve_command(request(false, Some(&plan_path), None), "ops")
         .await
         .unwrap();
     show(
-        "triage approve --class downstream-outage --destination crm --dry-run --reason recovered",
+        "triage approve --class downstream-outage --destination crm --plan-out plan.json --reason 'CRM recovered'",
         &dry,
     );
     assert_eq!(
@@ -176,13 +203,12 @@ async fn stats_match_a_scripted_run_and_bulk_approval_after_an_outage_completes_
         who,
         "arn:aws:sts::123456789012:user/moto (userId AKIAIOSFODNN7EXAMPLE, by ops@example.com)"
     );
-    let plan = hookgate_cli::ops::Plan::of(&dry, "CRM recovered");
-    assert_eq!(plan.ids.len(), 2, "{plan:?}");
-    let file: hookgate_cli::ops::Plan =
-        serde_json::from_str(&serde_json::to_string(&plan).unwrap()).unwrap();
-    assert_eq!(file, plan);
+    let written: hookgate_cli::ops::Plan =
+        serde_json::from_str(&std::fs::read_to_string(&plan_path).unwrap()).unwrap();
+    assert_eq!(written, hookgate_cli::ops::Plan::of(&dry, "CRM recovered"));
+    assert_eq!(written.ids.len(), 2, "{written:?}");
     let done = ops
-        .triage_approve(&plan.ids, None, false, &who, &plan.reason, 100)
+        .triage_approve_command(request(true, None, Some(&plan_path)), &who)
         .await
         .unwrap();
     show(
@@ -191,6 +217,7 @@ async fn stats_match_a_scripted_run_and_bulk_approval_after_an_outage_completes_
     );
     assert_eq!(done.code, exit::OK, "{}", done.text);
     assert!(done.text.contains("[2/2]"), "{}", done.text);
+    std::fs::remove_dir_all(&dir).unwrap();
     p.run_until_idle(IDLE).await;
     for key in [
         "ws-1#create_followup_task#cb-o4",

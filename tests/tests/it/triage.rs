@@ -195,6 +195,10 @@ async fn a_poison_message_is_held_as_poison_and_rejecting_records_who_and_why() 
 /// ingress's on-failure destination receives it, filed by triage. Triage
 /// reads the stable `errorType` (`EventError::code`), never the message.
 async fn on_failure(p: &Pipeline, event: &serde_json::Value) {
+    on_failure_with(p, event, "hookgate.StorageUnavailable").await;
+}
+
+async fn on_failure_with(p: &Pipeline, event: &serde_json::Value, error_type: &str) {
     let record = json!({
         "version": "1.0",
         "timestamp": "2026-11-29T12:00:00.000Z",
@@ -202,7 +206,7 @@ async fn on_failure(p: &Pipeline, event: &serde_json::Value) {
             "condition": "RetriesExhausted", "approximateInvokeCount": 3},
         "requestPayload": event,
         "responseContext": {"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
-        "responsePayload": {"errorType": "hookgate.StorageUnavailable", "errorMessage": "ProvisionedThroughputExceededException: throttled"},
+        "responsePayload": {"errorType": error_type, "errorMessage": "ProvisionedThroughputExceededException: throttled"},
     });
     p.stack
         .sqs
@@ -213,6 +217,39 @@ async fn on_failure(p: &Pipeline, event: &serde_json::Value) {
         .await
         .unwrap();
     assert_eq!(p.triage_dlq().await, 1);
+}
+
+#[tokio::test]
+async fn an_invocation_record_is_classed_by_its_error_type_not_its_message() {
+    let p = Pipeline::new("t-ebtype").await;
+    let path = format!(
+        "{}/../events/eventbridge-connect-contact-event.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let event: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    // The same message under three types: the ingress's "malformed" is
+    // poison; a type the ingress never reports (a crash, a timeout, a record
+    // from before the codes) is left for a human as unknown.
+    for (id, error_type, class) in [
+        ("eb-type-1", "hookgate.EventMalformed", TriageClass::Poison),
+        ("eb-type-2", "Runtime.ExitError", TriageClass::Unknown),
+        (
+            "eb-type-3",
+            "hookgate.StorageUnavailable",
+            TriageClass::DownstreamOutage,
+        ),
+    ] {
+        let mut event = event.clone();
+        event["id"] = json!(id);
+        on_failure_with(&p, &event, error_type).await;
+        let held = p.triage.list(TriageStatus::Held).await.unwrap();
+        let item = held
+            .iter()
+            .find(|i| i.original_body.contains(id))
+            .unwrap_or_else(|| panic!("{id} held"));
+        assert_eq!(item.class, class, "{error_type}");
+    }
 }
 
 #[tokio::test]
