@@ -21,7 +21,7 @@ TRANSFORMED := target/infra/template.json
 export CARGO_PROFILE_DEV_DEBUG ?= 0
 export HOOKGATE_EMULATOR_PYTHON ?= $(VENV_PY)
 
-.PHONY: test venv tools scan-venv infra-transform infra-check infra-selftest lint docs-check build cli-check local-smoke coldstart-smoke invoke-fixtures bench coldstart emulator local demo deploy sam-build deploy-check clean
+.PHONY: test venv tools scan-venv infra-transform infra-check infra-selftest lint docs-check build cli-check local-smoke coldstart-smoke perf perf-smoke invoke-fixtures bench coldstart emulator local demo deploy sam-build deploy-check clean
 
 ## test: everything CI checks — format, lints (clippy, cfn-lint, sam validate,
 ## the real SAM transform, cfn-lint and checkov on its output), unit and
@@ -38,6 +38,7 @@ test: venv tools lint iam-tools
 	$(MAKE) cli-check
 	$(MAKE) local-smoke
 	$(MAKE) coldstart-smoke
+	$(MAKE) perf-smoke
 	$(MAKE) deploy-check
 
 # $(call pinned-venv,DIR,REQUIREMENTS,CONSTRAINTS): a venv with every
@@ -130,6 +131,22 @@ bench:
 coldstart: venv
 	cargo build --release -p hookgate-ingress
 	$(VENV_PY) scripts/coldstart.py
+
+## perf: the Lambda-model benchmark of the release ingress (scripts/perf.py):
+## K=4 instances, N=300 events x DUP=3 deliveries racing; a JSON report in
+## target/perf/report.json. `make perf INSTANCES=… EVENTS=… DUP=… BODY=…`.
+INSTANCES ?= 4
+DUP ?= 3
+BODY ?= 2048
+perf: venv
+	cargo build --release -p hookgate-ingress
+	$(VENV_PY) scripts/perf.py --instances $(INSTANCES) --events $(EVENTS) --dup $(DUP) --body-bytes $(BODY)
+
+## perf-smoke: the same on the debug binary, tiny, for correctness only (in
+## make test; no timing asserted).
+perf-smoke: venv
+	cargo build --workspace --bins
+	$(VENV_PY) scripts/perf.py --binary target/debug/ingress --smoke --out target/perf/smoke.json
 
 ## coldstart-smoke: the coldstart measurement once on the debug binary, a burst
 ## of 5 (every answer 202); no timing asserted. Part of make test.

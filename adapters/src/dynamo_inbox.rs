@@ -487,15 +487,7 @@ fn read(item: &Item) -> Result<InboxRecord, String> {
         }),
         _ => None,
     };
-    let status: InboxStatus = get_s(item, "status")?.parse()?;
-    // A first delivery's IGNORED is for its type alone (the upsert does not
-    // write the reason; see FIRST_SEEN).
-    let status_reason = match (opt_s(item, "status_reason"), status) {
-        (Some(reason), _) => Some(reason.to_owned()),
-        (None, InboxStatus::Ignored) => Some(REASON_UNHANDLED_TYPE.to_owned()),
-        (None, _) => None,
-    };
-    Ok(InboxRecord {
+    let mut record = InboxRecord {
         pk,
         event_type: get_s(item, "event_type")?.to_owned(),
         origin: get_s(item, "origin")?.parse()?,
@@ -504,13 +496,19 @@ fn read(item: &Item) -> Result<InboxRecord, String> {
         delivery_count: get_n(item, "delivery_count")?,
         payload: get_s(item, "payload")?.to_owned(),
         payload_sha256: get_s(item, "payload_sha256")?.to_owned(),
-        status,
-        status_reason,
+        status: get_s(item, "status")?.parse()?,
+        status_reason: opt_s(item, "status_reason").map(str::to_owned),
         collision,
         dispatch_failed: get_bool(item, "dispatch_failed"),
         pending,
         expires_at: Timestamp::from_secs(get_n(item, "expires_at")?),
-    })
+    };
+    // A first delivery's IGNORED is for its type alone (the upsert does not
+    // write the reason; see FIRST_SEEN).
+    if record.status == InboxStatus::Ignored && record.status_reason.is_none() {
+        record.status_reason = Some(REASON_UNHANDLED_TYPE.to_owned());
+    }
+    Ok(record)
 }
 
 #[cfg(test)]
@@ -556,7 +554,17 @@ mod tests {
         r.status = InboxStatus::Ignored;
         r.status_reason = Some("unhandled type".into());
         r.pending = None;
-        assert_eq!(from_item(&to_item(&r)).unwrap(), r);
+        let item = to_item(&r);
+        assert_eq!(from_item(&item).unwrap(), r);
+        // Not pending: parked under its own key, outside the sweep's buckets.
+        assert_eq!(item["pending_bucket"], s(r.pk.to_string()));
+        // The upsert writes no reason for a first delivery's IGNORED.
+        let mut unreasoned = item.clone();
+        unreasoned.remove("status_reason");
+        assert_eq!(
+            from_item(&unreasoned).unwrap().status_reason.as_deref(),
+            Some("unhandled type")
+        );
     }
 
     #[test]
