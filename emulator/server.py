@@ -522,11 +522,24 @@ def main():
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--no-stdin-watch", action="store_true",
                         help="keep running after stdin closes (stop it by PID)")
+    parser.add_argument("--keep-alive", action="store_true",
+                        help="serve with waitress, keeping connections alive as AWS does "
+                             "(werkzeug closes each one); `make perf` uses it")
     args = parser.parse_args()
 
     app = CountRequests(SerializeDynamoDB(LoseAnswers(CloudWatchCbor(DomainDispatcherApplication(create_backend_app)))))
     if os.environ.get("HOOKGATE_CALL_LOG"):
         app = RecordCalls(app, os.environ["HOOKGATE_CALL_LOG"])
+    if args.keep_alive:
+        import waitress
+
+        server = waitress.create_server(app, host=args.host, port=args.port, threads=16)
+        print(f"listening {args.host}:{server.effective_port}", flush=True)
+        if not args.no_stdin_watch:
+            threading.Thread(target=lambda: (sys.stdin.buffer.read(), os._exit(0)),
+                             daemon=True).start()
+        server.run()
+        return
     server = make_server(args.host, args.port, app, threaded=True, request_handler=QuietHandler)
     print(f"listening {args.host}:{server.server_port}", flush=True)
     if not args.no_stdin_watch:

@@ -51,6 +51,10 @@ class RuntimeApi(ThreadingHTTPServer):
 
 
 class RuntimeHandler(BaseHTTPRequestHandler):
+    # Keep-alive, as Lambda's Runtime API: a runtime client that had to
+    # reconnect for every `next` and every answer would be charged for it.
+    protocol_version = "HTTP/1.1"
+
     def log_message(self, *args):
         pass
 

@@ -58,6 +58,10 @@ class RuntimeApi(ThreadingHTTPServer):
 
 
 class Handler(BaseHTTPRequestHandler):
+    # Keep-alive, as Lambda's Runtime API: a runtime client that had to
+    # reconnect for every `next` and every answer would be charged for it.
+    protocol_version = "HTTP/1.1"
+
     def log_message(self, *args):
         pass
 
@@ -94,7 +98,7 @@ class Handler(BaseHTTPRequestHandler):
 
 def start_emulator():
     proc = subprocess.Popen(
-        [sys.executable, str(ROOT / "emulator/server.py"), "--port=0"],
+        [sys.executable, str(ROOT / "emulator/server.py"), "--port=0", "--keep-alive"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     line = proc.stdout.readline().strip()
     return proc, "http://" + line.removeprefix("listening ")
@@ -221,9 +225,12 @@ secrets = ["env:PERF_SECRET"]
                    AWS_ENDPOINT_URL=endpoint, AWS_REGION="us-east-1",
                    AWS_ACCESS_KEY_ID="test", AWS_SECRET_ACCESS_KEY="test",
                    AWS_SDK_UA_APP_ID="ingress", HOOKGATE_SERVICE="perf",
-                   HOOKGATE_CONFIG=config.name, PERF_SECRET=SECRET, RUST_LOG="warn")
+                   HOOKGATE_CONFIG=config.name, PERF_SECRET=SECRET, RUST_LOG="info")
         spawned = time.perf_counter()
-        proc = subprocess.Popen([args.binary], env=env, stdout=subprocess.DEVNULL)
+        # Logs at `info`, as deployed (one JSON line and one EMF line per
+        # delivery); Lambda would ship them to CloudWatch, here they are dropped.
+        proc = subprocess.Popen([args.binary], env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
         while api.first_poll is None:
             if proc.poll() is not None:
                 sys.exit(f"ingress exited with {proc.returncode} before serving")

@@ -4,7 +4,7 @@ use hookgate_adapters::wiring;
 use hookgate_core::Timestamp;
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     let (config, clients) = wiring::cold_start().await?;
     let worker = wiring::worker(config, &clients).await?;

@@ -6,7 +6,7 @@ use hookgate_core::Timestamp;
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
 use serde_json::{Value, json};
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     let (config, clients) = wiring::cold_start().await?;
     let sweeper = wiring::sweeper(&config, &clients);

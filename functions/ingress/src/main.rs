@@ -3,7 +3,7 @@
 use hookgate_adapters::wiring;
 use lambda_http::{Error, run, service_fn};
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     let (config, clients) = wiring::cold_start().await?;
     let service = wiring::ingress(config, &clients)?;

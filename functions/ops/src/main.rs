@@ -7,7 +7,7 @@ use hookgate_adapters::wiring;
 use hookgate_ops::{Ops, router};
 use lambda_http::{Error, run};
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     let (config, clients) = wiring::cold_start().await?;
     let ingress = Arc::new(wiring::ingress(config.clone(), &clients)?);
