@@ -24,74 +24,20 @@ import hashlib
 import hmac
 import json
 import os
-import queue
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import boto3
 
+from lambda_model import RuntimeApi, peak_rss_kib, start_emulator
+
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "key_coldstart_test"
-
-
-class RuntimeApi(ThreadingHTTPServer):
-    """The Lambda Runtime API, as far as lambda_runtime uses it."""
-
-    def __init__(self):
-        super().__init__(("127.0.0.1", 0), RuntimeHandler)
-        self.events = queue.Queue()
-        self.responses = queue.Queue()
-        self.first_poll = None
-
-
-class RuntimeHandler(BaseHTTPRequestHandler):
-    # Keep-alive, as Lambda's Runtime API: a runtime client that had to
-    # reconnect for every `next` and every answer would be charged for it.
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
-    def do_GET(self):
-        if not self.path.endswith("/invocation/next"):
-            self.send_error(404)
-            return
-        if self.server.first_poll is None:
-            self.server.first_poll = time.perf_counter()
-        request_id, event = self.server.events.get()
-        body = json.dumps(event).encode()
-        self.send_response(200)
-        self.send_header("Lambda-Runtime-Aws-Request-Id", request_id)
-        self.send_header("Lambda-Runtime-Deadline-Ms", str(int(time.time() * 1000) + 30_000))
-        self.send_header("Lambda-Runtime-Invoked-Function-Arn",
-                         "arn:aws:lambda:us-east-1:123456789012:function:ingress")
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_POST(self):
-        length = int(self.headers.get("Content-Length", 0))
-        payload = self.rfile.read(length)
-        kind = "error" if self.path.endswith("/error") else "response"
-        self.server.responses.put((kind, payload))
-        self.send_response(202)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-
-def start_emulator():
-    proc = subprocess.Popen(
-        [sys.executable, str(ROOT / "emulator/server.py"), "--port=0"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    line = proc.stdout.readline().strip()
-    return proc, "http://" + line.removeprefix("listening ")
 
 
 def signed_event(n):
@@ -115,13 +61,6 @@ def signed_event(n):
         "body": body,
         "isBase64Encoded": False,
     }
-
-
-def peak_rss_kib(pid):
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1])
-    raise RuntimeError("no VmHWM")
 
 
 def main():
@@ -177,7 +116,7 @@ secrets = ["env:COLD_RETELL_KEY"]
         if run == args.runs - 1:
             for n in range(args.burst):
                 api.events.put((f"req-{n}", signed_event(n)))
-                kind, payload = api.responses.get(timeout=30)
+                _, kind, payload, _ = api.answers.get(timeout=30)
                 answer = json.loads(payload)
                 if kind != "response" or answer.get("statusCode") != 202:
                     sys.exit(f"invocation {n} answered {kind}: {payload[:300]!r}")

@@ -24,7 +24,6 @@ import hmac
 import json
 import math
 import os
-import queue
 import statistics
 import subprocess
 import sys
@@ -32,76 +31,16 @@ import tempfile
 import threading
 import time
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import boto3
+
+from lambda_model import RuntimeApi, peak_rss_kib, start_emulator
 
 ROOT = Path(__file__).resolve().parent.parent
 # A documented test secret (CONTRIBUTING.md, "Test secrets").
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 TICKS = os.sysconf("SC_CLK_TCK")
-
-
-class RuntimeApi(ThreadingHTTPServer):
-    """One instance's Lambda Runtime API: `next` hands out one invocation at
-    a time; the answer is timed from hand-out to response."""
-
-    daemon_threads = True
-
-    def __init__(self):
-        super().__init__(("127.0.0.1", 0), Handler)
-        self.events = queue.Queue()
-        self.answers = queue.Queue()
-        self.handed_at = {}
-        self.first_poll = None
-
-
-class Handler(BaseHTTPRequestHandler):
-    # Keep-alive, as Lambda's Runtime API: a runtime client that had to
-    # reconnect for every `next` and every answer would be charged for it.
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
-    def do_GET(self):
-        if not self.path.endswith("/invocation/next"):
-            self.send_error(404)
-            return
-        if self.server.first_poll is None:
-            self.server.first_poll = time.perf_counter()
-        request_id, event = self.server.events.get()
-        body = json.dumps(event).encode()
-        self.send_response(200)
-        self.send_header("Lambda-Runtime-Aws-Request-Id", request_id)
-        self.send_header("Lambda-Runtime-Deadline-Ms", str(int(time.time() * 1000) + 30_000))
-        self.send_header("Lambda-Runtime-Invoked-Function-Arn",
-                         "arn:aws:lambda:us-east-1:123456789012:function:ingress")
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.server.handed_at[request_id] = time.perf_counter()
-        self.wfile.write(body)
-
-    def do_POST(self):
-        length = int(self.headers.get("Content-Length", 0))
-        payload = self.rfile.read(length)
-        request_id = self.path.split("/invocation/")[1].split("/")[0]
-        elapsed = time.perf_counter() - self.server.handed_at.pop(request_id, time.perf_counter())
-        kind = "error" if self.path.endswith("/error") else "response"
-        self.server.answers.put((request_id, kind, payload, elapsed))
-        self.send_response(202)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-
-def start_emulator():
-    proc = subprocess.Popen(
-        [sys.executable, str(ROOT / "emulator/server.py"), "--port=0", "--keep-alive"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    line = proc.stdout.readline().strip()
-    return proc, "http://" + line.removeprefix("listening ")
 
 
 def signed_event(n, body):
@@ -147,13 +86,6 @@ def cpu_ticks(pid):
     return int(fields[11]) + int(fields[12])  # utime + stime
 
 
-def peak_rss_kib(pid):
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1])
-    raise RuntimeError("no VmHWM")
-
-
 def item_bytes(item):
     """DynamoDB's item size: attribute names plus values (strings and
     binaries by length, numbers ~ digits / 2 + 1, booleans 1)."""
@@ -188,7 +120,7 @@ def main():
     if args.smoke:
         args.instances, args.events, args.dup = 2, 6, 2
 
-    emulator, endpoint = start_emulator()
+    emulator, endpoint = start_emulator(keep_alive=True)
     aws = dict(endpoint_url=endpoint, region_name="us-east-1",
                aws_access_key_id="test", aws_secret_access_key="test")
     ddb = boto3.client("dynamodb", **aws)

@@ -69,6 +69,13 @@ impl DynamoInbox {
     }
 }
 
+/// The item a failed condition returned (`ALL_OLD`); none is corrupt.
+fn refused_with(item: Option<&Item>) -> Result<&Item, StoreError> {
+    item.ok_or_else(|| {
+        StoreError::corrupt(STORE)("condition failed without the stored item".into())
+    })
+}
+
 /// The attributes a first delivery sets and a repeat leaves as they are.
 /// `status_reason` is not among them: a first delivery's is implied by its
 /// status (see `read`), so a colliding repeat cannot add one to a record.
@@ -147,11 +154,7 @@ impl DynamoInbox {
             Ok(_) => Ok(Upserted::New),
             Err(SdkError::ServiceError(ctx)) => match ctx.err() {
                 PutItemError::ConditionalCheckFailedException(e) => {
-                    let item = e.item().ok_or_else(|| {
-                        StoreError::corrupt(STORE)(
-                            "condition failed without the stored item".into(),
-                        )
-                    })?;
+                    let item = refused_with(e.item())?;
                     if opt_s(item, "write_token") == Some(token.as_str()) {
                         return Ok(Upserted::New);
                     }
@@ -252,11 +255,7 @@ impl InboxStore for DynamoInbox {
             },
             Err(SdkError::ServiceError(ctx)) => match ctx.err() {
                 UpdateItemError::ConditionalCheckFailedException(e) => {
-                    let item = e.item().ok_or_else(|| {
-                        StoreError::corrupt(STORE)(
-                            "condition failed without the stored item".into(),
-                        )
-                    })?;
+                    let item = refused_with(e.item())?;
                     self.refused_upsert(record, item, &token, now).await
                 }
                 _ => Err(unavailable(STORE)(SdkError::ServiceError(ctx))),
