@@ -24,6 +24,7 @@ import hmac
 import json
 import math
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -71,14 +72,47 @@ def signed_event(n, body):
     }
 
 
+# Words of a call transcript: a body made of them compresses about as real
+# webhook JSON does (2.3-2.6x at 2 KiB), where a repeated filler would
+# compress 20x and flatter the stored size.
+WORDS = ("the customer called about their invoice and asked whether the payment "
+         "went through yesterday agent confirmed amount account update schedule "
+         "follow up next week thanks for calling please hold while I check your "
+         "order number shipping address refund policy appointment tomorrow "
+         "morning afternoon").split()
+ID_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+
 def body_of(n, size):
-    """A webhook body of about `size` bytes, unique per event."""
-    head = {"type": "invoice.paid", "timestamp": "2026-11-30T00:00:00Z",
-            "data": {"id": f"inv_{n}", "customer": f"cus_{n % 97}", "amount": 4200 + n}}
-    text = json.dumps(head)
-    pad = max(0, size - len(text) - 12)
-    head["data"]["note"] = ("lorem ipsum " * (pad // 12 + 1))[:pad]
-    return json.dumps(head).encode()
+    """A call-ended webhook body of about `size` bytes, unique per event:
+    ids, numbers and a transcript, deterministic in `n`."""
+    rng = random.Random(n)
+
+    def rid(prefix, k=14):
+        return prefix + "_" + "".join(rng.choice(ID_CHARS) for _ in range(k))
+
+    call = {"id": rid("call", 20), "agent_id": rid("agent"), "customer": rid("cus"),
+            "from_number": f"+1415555{n % 10000:04d}", "to_number": "+14155550100",
+            "direction": "inbound", "status": "ended",
+            "start_timestamp": 1764460700000 + n, "end_timestamp": 1764460800000 + n,
+            "disconnection_reason": "user_hangup",
+            "metadata": {"crm_contact": rid("ct", 10), "campaign": "winter"},
+            "transcript": []}
+    event = {"id": rid("evt", 24), "type": "call.ended", "created": 1764460800 + n,
+             "data": {"object": call}}
+    turns = call["transcript"]
+    while len(json.dumps(event)) < size:
+        turns.append({"role": rng.choice(["agent", "user"]),
+                      "content": " ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 16)))})
+    while len(json.dumps(event)) > size and turns:
+        turns.pop()
+    return json.dumps(event).encode()
+
+
+def count_bytes(stream, total):
+    """Adds what `stream` yields to total[0] until it closes."""
+    while chunk := stream.read1(65536):
+        total[0] += len(chunk)
 
 
 def cpu_ticks(pid):
@@ -157,17 +191,21 @@ secrets = ["env:PERF_SECRET"]
                    AWS_ENDPOINT_URL=endpoint, AWS_REGION="us-east-1",
                    AWS_ACCESS_KEY_ID="test", AWS_SECRET_ACCESS_KEY="test",
                    AWS_SDK_UA_APP_ID="ingress", HOOKGATE_SERVICE="perf",
-                   HOOKGATE_CONFIG=config.name, PERF_SECRET=SECRET, RUST_LOG="info")
+                   HOOKGATE_CONFIG=config.name, PERF_SECRET=SECRET,
+                   RUST_LOG=os.environ.get("PERF_RUST_LOG", "info"))
         spawned = time.perf_counter()
         # Logs at `info`, as deployed (one JSON line and one EMF line per
-        # delivery); Lambda would ship them to CloudWatch, here they are dropped.
-        proc = subprocess.Popen([args.binary], env=env, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
+        # delivery); Lambda would ship them to CloudWatch (billed by the
+        # byte), here they are counted and dropped.
+        proc = subprocess.Popen([args.binary], env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT)
+        log_bytes = [0]
+        threading.Thread(target=count_bytes, args=(proc.stdout, log_bytes), daemon=True).start()
         while api.first_poll is None:
             if proc.poll() is not None:
                 sys.exit(f"ingress exited with {proc.returncode} before serving")
             time.sleep(0.0005)
-        instances.append({"api": api, "proc": proc,
+        instances.append({"api": api, "proc": proc, "log_bytes": log_bytes,
                           "cold_ms": (api.first_poll - spawned) * 1000,
                           "ticks": cpu_ticks(proc.pid)})
 
@@ -189,6 +227,7 @@ secrets = ["env:PERF_SECRET"]
             api.events.put((request_id, signed_event(n, bodies[n])))
             answers.append(api.answers.get(timeout=60))
 
+    logged_at_start = sum(i["log_bytes"][0] for i in instances)
     threads = [threading.Thread(target=feed, args=f) for f in feeders]
     for t in threads:
         t.start()
@@ -198,6 +237,8 @@ secrets = ["env:PERF_SECRET"]
 
     cpu_ms = sum((cpu_ticks(i["proc"].pid) - i["ticks"]) for i in instances) * 1000 / TICKS
     rss = max(peak_rss_kib(i["proc"].pid) for i in instances)
+    time.sleep(0.2)  # the last lines through the pipes
+    logged = sum(i["log_bytes"][0] for i in instances) - logged_at_start
     for inst in instances:
         inst["proc"].kill()
         inst["proc"].wait()
@@ -244,9 +285,14 @@ secrets = ["env:PERF_SECRET"]
         "aws_requests_per_delivery_total": round(sum(ingress_requests.values()) / deliveries, 3),
         "inbox_item_bytes": {"median": statistics.median(sizes) if sizes else 0,
                              "max": max(sizes, default=0)},
+        # Every upsert, new or repeat, is billed the larger of the item's
+        # sizes before and after: the stored size, per delivery.
         "write_units_per_item": math.ceil(max(sizes, default=0) / 1024),
+        # The worker's strongly consistent GetItem of the record.
+        "read_units_per_item": math.ceil(max(sizes, default=0) / 4096),
         "answer_ms": {"p50": round(quantile(50), 2), "p99": round(quantile(99), 2)},
         "wall_s": round(wall, 2),
+        "log_bytes_per_delivery": round(logged / deliveries),
         "statuses": statuses, "verdicts": verdicts, "errors": errors,
         "queued_messages": queued,
     }

@@ -8,12 +8,17 @@
 //! is down); other 4xx → permanent; a timeout or a connection lost after the
 //! request went out → outcome unknown.
 
-use std::time::Duration;
+use std::{
+    sync::{Arc, Mutex},
+    time::Duration,
+};
 
 use hookgate_core::{
+    Timestamp,
     action::{ActionKey, ActionRequest},
     config::{DestinationConfig, DestinationKind},
     destination::{Destination, DestinationError, Strategy},
+    pace::TokenBucket,
     secret::Secret,
 };
 use reqwest::{Client, RequestBuilder, Response, StatusCode, Url};
@@ -32,6 +37,8 @@ pub struct CrmDestination {
     client: Client,
     auth: Option<Secret>,
     idempotency_header: String,
+    /// The rate limit, shared by the clones this instance makes.
+    pacer: Option<Arc<Mutex<TokenBucket>>>,
 }
 
 impl CrmDestination {
@@ -53,6 +60,9 @@ impl CrmDestination {
             client,
             auth,
             idempotency_header: config.idempotency_header.clone(),
+            pacer: config
+                .pace
+                .map(|p| Arc::new(Mutex::new(TokenBucket::new(p.rate_per_sec, p.burst)))),
         })
     }
 
@@ -130,6 +140,28 @@ fn id_at(answer: &Value, pointer: &str) -> Result<String, DestinationError> {
 impl Destination for CrmDestination {
     fn strategy(&self) -> Strategy {
         self.strategy
+    }
+
+    async fn admit(&self, max_wait: Duration) -> Option<Duration> {
+        let Some(pacer) = &self.pacer else {
+            return Some(Duration::ZERO);
+        };
+        let mut waited = Duration::ZERO;
+        loop {
+            // The lock is never held across the sleep.
+            let next = pacer
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take(Timestamp::now());
+            match next {
+                None => return Some(waited),
+                Some(wait) if waited + wait <= max_wait => {
+                    tokio::time::sleep(wait).await;
+                    waited += wait;
+                }
+                Some(_) => return None,
+            }
+        }
     }
 
     async fn create(&self, request: &ActionRequest) -> Result<String, DestinationError> {
@@ -218,4 +250,55 @@ fn hubspot_properties(request: &ActionRequest) -> Value {
         "hs_task_body": request.body["fields"].to_string(),
         HUBSPOT_ID_PROPERTY: request.key.as_str(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use hookgate_core::config::{Config, Pace};
+
+    use super::*;
+
+    fn destination(pace: Option<Pace>) -> CrmDestination {
+        let config = Config::from_toml(
+            r#"
+            [inbox]
+            table = "inbox"
+            [queue]
+            action_queue_url = "http://q"
+            [destinations.crm]
+            kind = "http"
+            base_url = "http://127.0.0.1:9"
+            "#,
+            |_| None,
+        )
+        .expect("config");
+        let mut d = config.destinations["crm"].clone();
+        d.pace = pace;
+        CrmDestination::new(&d, None).expect("destination")
+    }
+
+    #[tokio::test]
+    async fn an_unlimited_destination_admits_at_once() {
+        let d = destination(None);
+        for _ in 0..100 {
+            assert_eq!(d.admit(Duration::ZERO).await, Some(Duration::ZERO));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_limited_destination_waits_its_turn_or_refuses_a_turn_too_far_off() {
+        let d = destination(Some(Pace {
+            rate_per_sec: 20.0,
+            burst: 1,
+        }));
+        let clone = d.clone();
+        assert_eq!(d.admit(Duration::ZERO).await, Some(Duration::ZERO));
+        // The clone shares the bucket: the next turn is ~50 ms off.
+        assert_eq!(clone.admit(Duration::from_millis(10)).await, None);
+        let waited = clone.admit(Duration::from_secs(1)).await.expect("admitted");
+        assert!(
+            waited >= Duration::from_millis(30) && waited <= Duration::from_millis(60),
+            "{waited:?}"
+        );
+    }
 }

@@ -29,6 +29,7 @@ use hookgate_core::{
 
 use crate::attrs::{Item, get_bool, get_n, get_s, n, opt_n, opt_s, s};
 use crate::ddb::{applied, unavailable};
+use crate::payload;
 use crate::schema::PENDING_INDEX;
 
 const STORE: Store = Store::Inbox;
@@ -80,9 +81,6 @@ fn refused_with(item: Option<&Item>) -> Result<&Item, StoreError> {
 /// `status_reason` is not among them: a first delivery's is implied by its
 /// status (see `read`), so a colliding repeat cannot add one to a record.
 const FIRST_SEEN: &[&str] = &[
-    "workspace",
-    "provider",
-    "event_key",
     "event_type",
     "origin",
     "received_at",
@@ -427,10 +425,9 @@ impl InboxStore for DynamoInbox {
 /// The item for a record, attribute names as in the contract.
 pub fn to_item(r: &InboxRecord) -> Item {
     let mut item = Item::from([
+        // The workspace, provider and event key are read from `pk`: stored
+        // apart too they added 70 bytes to every write (docs/capacity.md).
         ("pk".to_owned(), s(r.pk.to_string())),
-        ("workspace".to_owned(), s(r.pk.workspace().as_str())),
-        ("provider".to_owned(), s(r.pk.provider().as_str())),
-        ("event_key".to_owned(), s(r.pk.event_key().as_str())),
         ("event_type".to_owned(), s(&r.event_type)),
         ("origin".to_owned(), s(r.origin.as_str())),
         ("received_at".to_owned(), n(r.received_at.as_millis())),
@@ -439,7 +436,7 @@ pub fn to_item(r: &InboxRecord) -> Item {
             n(r.last_delivery_at.as_millis()),
         ),
         ("delivery_count".to_owned(), n(r.delivery_count)),
-        ("payload".to_owned(), s(&r.payload)),
+        (payload::ATTRIBUTE.to_owned(), payload::encode(&r.payload)),
         ("payload_sha256".to_owned(), s(&r.payload_sha256)),
         ("status".to_owned(), s(r.status.as_str())),
         ("expires_at".to_owned(), n(r.expires_at.as_secs())),
@@ -493,7 +490,7 @@ fn read(item: &Item) -> Result<InboxRecord, String> {
         received_at: Timestamp::from_millis(get_n(item, "received_at")?),
         last_delivery_at: Timestamp::from_millis(get_n(item, "last_delivery_at")?),
         delivery_count: get_n(item, "delivery_count")?,
-        payload: get_s(item, "payload")?.to_owned(),
+        payload: payload::decode(item)?,
         payload_sha256: get_s(item, "payload_sha256")?.to_owned(),
         status: get_s(item, "status")?.parse()?,
         status_reason: opt_s(item, "status_reason").map(str::to_owned),

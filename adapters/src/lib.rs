@@ -23,6 +23,7 @@ mod ddb;
 pub mod dynamo_inbox;
 pub mod dynamo_ledger;
 pub mod dynamo_triage;
+pub mod payload;
 pub mod schema;
 pub mod secrets;
 pub mod sqs_queue;

@@ -7,6 +7,8 @@
 //! - lookup: look the external reference up; found → that id;
 //!   not confirmable → UNCERTAIN for reconciliation, never a second create.
 
+use std::time::Duration;
+
 use crate::{
     action::{ActionKey, ActionRequest},
     ledger::Attempt,
@@ -52,6 +54,15 @@ pub trait Destination: Send + Sync {
         &self,
         key: &ActionKey,
     ) -> impl Future<Output = Result<Option<String>, DestinationError>> + Send;
+
+    /// Waits for this destination's rate limit to allow one more action,
+    /// for no longer than `max_wait`: how long it waited, or `None` when the
+    /// turn would come later than that (the action is not started). A
+    /// destination without a limit admits at once.
+    fn admit(&self, max_wait: Duration) -> impl Future<Output = Option<Duration>> + Send {
+        let _ = max_wait;
+        std::future::ready(Some(Duration::ZERO))
+    }
 }
 
 /// The confirmed result of performing an action.

@@ -21,6 +21,7 @@ pub mod ledger;
 pub mod message;
 pub mod metrics;
 mod names;
+pub mod pace;
 pub mod ports;
 pub mod provider;
 pub mod rules;

@@ -7,8 +7,13 @@
 
 use crate::crypto;
 
-/// How many keys one indexed value is spread over.
-pub const SHARDS: u64 = 8;
+/// How many keys one indexed value is spread over. An index partition takes
+/// about 1,000 write units a second, and an event costs its pending shard two
+/// index writes (the insert, and the removal when it settles): 32 shards carry
+/// some 16,000 new events a second (docs/capacity.md). Raise it, never lower
+/// it, on a live table: a reader queries shards `0..SHARDS`, so the old
+/// shards stay in view, where a lower count would hide the items above it.
+pub const SHARDS: u64 = 32;
 
 /// The shard of the item keyed `item_key`: stable across processes.
 pub fn shard(item_key: &str) -> u64 {
@@ -35,9 +40,9 @@ mod tests {
         let b = bucket("IN_PROGRESS", "ws-1#create_task#cb-1");
         assert_eq!(b, bucket("IN_PROGRESS", "ws-1#create_task#cb-1"));
         assert!(buckets("IN_PROGRESS").any(|x| x == b));
-        assert_eq!(buckets("HELD").count(), 8);
+        assert_eq!(buckets("HELD").count(), 32);
         let spread: std::collections::BTreeSet<u64> =
-            (0..64).map(|i| shard(&format!("ws-1#a#{i}"))).collect();
-        assert!(spread.len() > 4, "keys spread over the shards: {spread:?}");
+            (0..256).map(|i| shard(&format!("ws-1#a#{i}"))).collect();
+        assert!(spread.len() > 24, "keys spread over the shards: {spread:?}");
     }
 }

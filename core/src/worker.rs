@@ -32,6 +32,10 @@ pub mod alarm {
     pub const POISON: &str = "ACTION_POISON_MESSAGE";
 }
 
+/// The longest an action waits for its destination's rate limit when the
+/// invocation has no deadline (the tests, `hookgate-dev local`).
+pub const MAX_PACE_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// What became of one message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MessageOutcome {
@@ -181,6 +185,30 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
         let mut retries = Vec::new();
         let mut worst_end = now;
         for request in &requests {
+            let budget = self.config.action_budget(&request.destination);
+            if deadline.is_some_and(|d| worst_end.plus(budget) > d) {
+                retries.push(format!(
+                    "{}: not started, its worst case would outlast the function timeout",
+                    request.key
+                ));
+                break;
+            }
+            // The destination's rate limit, before anything is written: a
+            // throttled action holds no lease and costs no request. It waits
+            // only as long as its worst case still ends before the deadline.
+            if let Some(destination) = self.destinations.get(&request.destination) {
+                let slack = deadline.map_or(MAX_PACE_WAIT, |d| d.since(worst_end.plus(budget)));
+                match destination.admit(slack.min(MAX_PACE_WAIT)).await {
+                    Some(waited) => worst_end = worst_end.plus(waited),
+                    None => {
+                        retries.push(format!(
+                            "{}: not started, {} is at its rate limit",
+                            request.key, request.destination
+                        ));
+                        break;
+                    }
+                }
+            }
             // This action starts at the latest when the ones before it end at
             // their worst: its lease runs from then, not from the message's start.
             let lease = Lease {
@@ -188,14 +216,7 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
                 from: now,
                 length: self.config.lease + worst_end.since(now),
             };
-            worst_end = worst_end.plus(self.config.action_budget(&request.destination));
-            if deadline.is_some_and(|d| worst_end > d) {
-                retries.push(format!(
-                    "{}: not started, its worst case would outlast the function timeout",
-                    request.key
-                ));
-                break;
-            }
+            worst_end = worst_end.plus(budget);
             if let ActionOutcome::Retry(reason) = self.run_action(request, &pk, lease).await? {
                 retries.push(format!("{}: {reason}", request.key));
             }

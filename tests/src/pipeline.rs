@@ -142,6 +142,7 @@ pub struct Pipeline {
     /// DynamoDB requests the worker sent (inspection is not counted).
     pub worker_ddb_requests: RequestCounter,
     pub ledger: DynamoLedger,
+    pub actions_table: String,
     pub dlq_url: String,
     pub triager: TestTriager,
     pub holder: TestHolder,
@@ -233,7 +234,8 @@ impl Pipeline {
         Self::build(name, env, params, "").await
     }
 
-    /// With more configuration (e.g. `[[ops.deciders]]`).
+    /// With more configuration (e.g. `[[ops.deciders]]`; `{sim}` is the
+    /// simulated CRM's URL).
     pub async fn with_config(name: &str, extra: &str) -> Pipeline {
         Self::build(name, Vec::new(), &[], extra).await
     }
@@ -267,10 +269,7 @@ impl Pipeline {
         env.push(("HOOKGATE_EVENT_BUS", bus.clone()));
         let options = StackOptions {
             env,
-            extra_config: format!(
-                "{}\n{extra}",
-                WORKER_CONFIG.replace("{sim}", &sim.base_url())
-            ),
+            extra_config: format!("{WORKER_CONFIG}\n{extra}").replace("{sim}", &sim.base_url()),
             ..StackOptions::default()
         };
         // The bus exists before anything can publish to it.
@@ -354,6 +353,7 @@ impl Pipeline {
             worker: Arc::new(worker),
             worker_ddb_requests,
             ledger,
+            actions_table,
             dlq_url,
             action,
             triage_invocation,

@@ -312,6 +312,19 @@ impl Stack {
             .expect("read inbox")
     }
 
+    /// The stored item of `pk` as DynamoDB holds it, read consistently.
+    pub async fn raw_item(&self, pk: &str) -> Option<hookgate_adapters::attrs::Item> {
+        self.ddb
+            .get_item()
+            .table_name(&self.inbox_table)
+            .key("pk", aws_sdk_dynamodb::types::AttributeValue::S(pk.into()))
+            .consistent_read(true)
+            .send()
+            .await
+            .expect("read inbox item")
+            .item
+    }
+
     /// How many items the inbox table holds.
     pub async fn inbox_count(&self) -> i32 {
         self.ddb

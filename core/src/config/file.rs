@@ -129,4 +129,8 @@ pub(super) struct RawDestination {
     pub timeout_ms: Option<u64>,
     pub idempotency_header: Option<String>,
     pub key_retention_secs: Option<u64>,
+    /// Calls per second one worker instance makes to it, at most.
+    pub rate_per_second: Option<f64>,
+    /// Calls one worker instance may make at once after a quiet spell.
+    pub burst: Option<u32>,
 }

@@ -215,6 +215,24 @@ pub struct DestinationConfig {
     /// for about a day). A later attempt looks the action up before creating
     /// again. Absent: the key is trusted for the ledger's retention.
     pub key_retention_secs: Option<u64>,
+    /// The calls per second (and burst) each worker instance allows itself.
+    pub pace: Option<Pace>,
+}
+
+/// A destination's rate limit per worker instance (`core/src/pace.rs`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Pace {
+    pub rate_per_sec: f64,
+    pub burst: u32,
+}
+
+/// The rate is never NaN (validation refuses it), so equality is total.
+impl Eq for Pace {}
+
+impl Pace {
+    /// The highest rate a destination may be given, per instance.
+    pub const MAX_RATE: f64 = 10_000.0;
+    pub const MAX_BURST: u32 = 1_000;
 }
 
 impl DestinationConfig {

@@ -428,3 +428,55 @@ fn rules_and_destinations_are_typed_when_read() {
         r#"destination "crm": strategy "idempotency-key" is not one of ["upsert", "lookup"] for this kind"#
     );
 }
+
+#[test]
+fn a_destinations_rate_limit_is_bounded_and_its_burst_defaults_to_a_seconds_worth() {
+    use crate::config::Pace;
+    let with = |limit: &str| {
+        Config::from_toml(
+            &format!(
+                "{BASE}\n[destinations.crm]\nkind = \"http\"\nbase_url = \"http://127.0.0.1:1\"\n{limit}\n"
+            ),
+            no_env,
+        )
+    };
+    let pace = |limit: &str| with(limit).unwrap().destinations["crm"].pace;
+    assert_eq!(pace(""), None);
+    assert_eq!(
+        pace("rate_per_second = 2.5"),
+        Some(Pace {
+            rate_per_sec: 2.5,
+            burst: 3
+        })
+    );
+    assert_eq!(
+        pace("rate_per_second = 0.5\nburst = 1"),
+        Some(Pace {
+            rate_per_sec: 0.5,
+            burst: 1
+        })
+    );
+    assert_eq!(pace("rate_per_second = 10000").unwrap().burst, 1000);
+    for (limit, error) in [
+        (
+            "rate_per_second = 0",
+            "rate_per_second must be above 0 and at most 10000, not 0",
+        ),
+        (
+            "rate_per_second = -1",
+            "rate_per_second must be above 0 and at most 10000, not -1",
+        ),
+        (
+            "rate_per_second = nan",
+            "rate_per_second must be above 0 and at most 10000, not NaN",
+        ),
+        (
+            "rate_per_second = 1\nburst = 0",
+            "burst must be 1 to 1000, not 0",
+        ),
+        ("burst = 5", "burst is set without rate_per_second"),
+    ] {
+        let e = with(limit).unwrap_err().to_string();
+        assert!(e.contains(error), "{limit}: {e}");
+    }
+}

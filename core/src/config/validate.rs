@@ -8,7 +8,7 @@ use std::{
 };
 
 use super::{
-    Config, ConfigError, DestinationConfig, DestinationKind, EventSource, ProviderBinding,
+    Config, ConfigError, DestinationConfig, DestinationKind, EventSource, Pace, ProviderBinding,
     Workspace,
     file::{RawBinding, RawDestination, RawEventSource},
 };
@@ -190,10 +190,40 @@ pub(super) fn destinations(
                     .idempotency_header
                     .unwrap_or_else(|| DestinationConfig::DEFAULT_IDEMPOTENCY_HEADER.to_owned()),
                 key_retention_secs: d.key_retention_secs,
+                pace: pace(d.rate_per_second, d.burst).map_err(bad)?,
             };
             Ok((name, destination))
         })
         .collect()
+}
+
+/// A destination's rate limit: a positive rate up to [`Pace::MAX_RATE`], a
+/// burst of 1 to [`Pace::MAX_BURST`] (default: one second's worth).
+fn pace(rate: Option<f64>, burst: Option<u32>) -> Result<Option<Pace>, String> {
+    let Some(rate) = rate else {
+        return match burst {
+            Some(_) => Err("burst is set without rate_per_second".into()),
+            None => Ok(None),
+        };
+    };
+    if !(rate > 0.0 && rate <= Pace::MAX_RATE) {
+        return Err(format!(
+            "rate_per_second must be above 0 and at most {}, not {rate}",
+            Pace::MAX_RATE
+        ));
+    }
+    // A rate of at most MAX_RATE rounds up to a u32 exactly.
+    let burst = burst.unwrap_or((rate.ceil() as u32).min(Pace::MAX_BURST));
+    if !(1..=Pace::MAX_BURST).contains(&burst) {
+        return Err(format!(
+            "burst must be 1 to {}, not {burst}",
+            Pace::MAX_BURST
+        ));
+    }
+    Ok(Some(Pace {
+        rate_per_sec: rate,
+        burst,
+    }))
 }
 
 /// The named strategy, or the kind's default, if the kind supports it.

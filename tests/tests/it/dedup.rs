@@ -159,3 +159,127 @@ async fn a_stripe_retry_whose_pending_webhooks_count_changed_is_a_duplicate_not_
     let record = stack.record("ws-1#stripe#evt_pw").await.unwrap();
     assert_eq!((record.delivery_count, record.collision), (2, None));
 }
+
+/// A call transcript of about `size` bytes: words and ids, so it compresses
+/// as real webhook JSON does, not as a repeated filler would.
+fn transcript(size: usize) -> String {
+    const WORDS: &[&str] = &[
+        "the",
+        "customer",
+        "called",
+        "about",
+        "their",
+        "invoice",
+        "and",
+        "asked",
+        "whether",
+        "payment",
+        "went",
+        "through",
+        "yesterday",
+        "agent",
+        "confirmed",
+        "amount",
+        "account",
+        "update",
+        "schedule",
+        "follow",
+        "up",
+        "next",
+        "week",
+        "thanks",
+        "for",
+        "calling",
+        "please",
+        "hold",
+        "while",
+        "I",
+        "check",
+        "your",
+        "order",
+        "number",
+        "refund",
+    ];
+    let mut seed: u64 = 7;
+    let mut next = |n: usize| {
+        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+        (seed >> 33) as usize % n
+    };
+    let mut turns = Vec::new();
+    while turns.join(",").len() + 150 < size {
+        let words: Vec<&str> = (0..6 + next(10))
+            .map(|_| WORDS[next(WORDS.len())])
+            .collect();
+        let role = ["agent", "user"][next(2)];
+        turns.push(format!(
+            r#"{{"role":"{role}","content":"{}","t":{}}}"#,
+            words.join(" "),
+            next(100_000)
+        ));
+    }
+    format!(r#","transcript":[{}]"#, turns.join(","))
+}
+
+fn raw_payload(item: &hookgate_adapters::attrs::Item) -> &AttributeValue {
+    item.get("payload").expect("payload attribute")
+}
+
+#[tokio::test]
+async fn a_2_kib_webhook_is_stored_deflated_in_one_write_unit_and_reads_back_exactly() {
+    use hookgate_adapters::attrs::{item_size, write_units};
+    let stack = Stack::new("deflated").await;
+    let delivery = retell("call_ended", "call_big", &transcript(2048));
+    assert!(
+        (1950..=2150).contains(&delivery.body.len()),
+        "{}",
+        delivery.body.len()
+    );
+    assert_eq!(stack.post(delivery.request()).await.1["verdict"], "new");
+    assert_eq!(
+        stack.post(delivery.request()).await.1["verdict"],
+        "duplicate"
+    );
+
+    let pk = "ws-1#retell#call_ended:call_big";
+    let item = stack.raw_item(pk).await.expect("stored");
+    assert!(
+        matches!(raw_payload(&item), AttributeValue::B(_)),
+        "{:?}",
+        raw_payload(&item)
+    );
+    let size = item_size(&item);
+    assert_eq!(write_units(size), 1, "item of {size} bytes");
+    let record = stack.record(pk).await.unwrap();
+    assert_eq!(record.payload.as_bytes(), delivery.body.as_slice());
+    assert_eq!(record.delivery_count, 2);
+}
+
+#[tokio::test]
+async fn a_record_stored_as_text_keeps_its_single_text_payload_when_a_repeat_would_deflate() {
+    let stack = Stack::new("textkept").await;
+    let delivery = retell("call_ended", "call_text", &transcript(2048));
+    assert_eq!(stack.post(delivery.request()).await.1["verdict"], "new");
+    // A record written before payloads were compressed holds its payload as text.
+    let pk = "ws-1#retell#call_ended:call_text";
+    let text = String::from_utf8(delivery.body.clone()).unwrap();
+    stack
+        .ddb
+        .update_item()
+        .table_name(&stack.inbox_table)
+        .key("pk", AttributeValue::S(pk.into()))
+        .update_expression("SET payload = :text")
+        .expression_attribute_values(":text", AttributeValue::S(text.clone()))
+        .send()
+        .await
+        .unwrap();
+
+    assert_eq!(
+        stack.post(delivery.request()).await.1["verdict"],
+        "duplicate"
+    );
+    let item = stack.raw_item(pk).await.expect("stored");
+    assert_eq!(raw_payload(&item), &AttributeValue::S(text));
+    let record = stack.record(pk).await.unwrap();
+    assert_eq!(record.payload.as_bytes(), delivery.body.as_slice());
+    assert_eq!(record.delivery_count, 2);
+}

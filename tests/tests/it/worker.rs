@@ -476,6 +476,35 @@ async fn a_processed_event_costs_four_dynamodb_requests_per_action_message() {
     // Inbox GetItem, ledger PutItem (reserve), ledger UpdateItem (complete),
     // inbox UpdateItem (settle).
     assert_eq!(p.worker_ddb_requests.take(), 4);
+    // Each write is billed by the larger of the item's sizes before and
+    // after: both items stay within one write unit (docs/capacity.md).
+    use hookgate_adapters::attrs::{item_size, write_units};
+    let ledger_item = p
+        .stack
+        .ddb
+        .get_item()
+        .table_name(&p.actions_table)
+        .key(
+            "pk",
+            aws_sdk_dynamodb::types::AttributeValue::S("ws-1#create_followup_task#cb-req".into()),
+        )
+        .consistent_read(true)
+        .send()
+        .await
+        .unwrap()
+        .item
+        .expect("the ledger item");
+    let inbox_item = p
+        .stack
+        .raw_item("ws-1#retell#call_analyzed:call_req")
+        .await
+        .expect("the inbox item");
+    let sizes = (item_size(&ledger_item), item_size(&inbox_item));
+    assert_eq!(
+        (write_units(sizes.0), write_units(sizes.1)),
+        (1, 1),
+        "{sizes:?}"
+    );
     // A redelivered message for a settled record costs one read.
     p.stack.post(analyzed("call_req", "cb-req").request()).await;
     let body = serde_json::json!({"v": 1, "inbox_pk": "ws-1#retell#call_analyzed:call_req", "origin": "http"});
@@ -553,4 +582,69 @@ fn pk(text: &str) -> hookgate_core::InboxPk {
 /// The record's inbox keys as stored text.
 fn pks(record: &hookgate_core::ledger::ActionRecord) -> Vec<String> {
     record.inbox_pks.iter().map(ToString::to_string).collect()
+}
+
+/// A destination limited to 2 calls, then one per 100 s, and a rule sending
+/// `call_ended` there.
+const PACED: &str = r#"
+[destinations.crm-paced]
+kind = "http"
+base_url = "{sim}"
+timeout_ms = 600
+rate_per_second = 0.01
+burst = 2
+
+[[rules]]
+workspace = "ws-1"
+provider = "retell"
+event_types = ["call_ended"]
+action = "log_call"
+destination = "crm-paced"
+business_id = ["/call/call_id"]
+"#;
+
+#[tokio::test]
+async fn an_action_over_its_destinations_rate_limit_is_not_started_and_returns_to_the_queue() {
+    let p = Pipeline::with_config("w-paced", PACED).await;
+    let calls = ["call_p1", "call_p2", "call_p3"];
+    for call in calls {
+        let (status, _) = p.stack.post(retell("call_ended", call, "").request()).await;
+        assert_eq!(status, 202);
+    }
+    let mut received = 0;
+    while received < calls.len() {
+        let got = p.poll_once().await;
+        assert!(got > 0, "the queue ran dry after {received} messages");
+        received += got;
+    }
+
+    let mut started = Vec::new();
+    let mut waiting = Vec::new();
+    for call in calls {
+        let key = format!("ws-1#log_call#{call}");
+        match p.action(&key).await {
+            Some(record) => {
+                assert_eq!(record.status, ActionStatus::Completed, "{key}");
+                started.push(key);
+            }
+            None => waiting.push(key),
+        }
+    }
+    // The burst went through; the third was never reserved, so it holds no
+    // lease and cost no write, and nothing was sent for it.
+    assert_eq!(
+        (started.len(), waiting.len()),
+        (2, 1),
+        "{started:?} {waiting:?}"
+    );
+    assert_eq!(p.sim.tasks().total, 2);
+    let throttled = waiting[0].rsplit('#').next().unwrap();
+    let record = p
+        .stack
+        .record(&format!("ws-1#retell#call_ended:{throttled}"))
+        .await
+        .unwrap();
+    assert_eq!(record.status, InboxStatus::Received);
+    // Its message is back in the queue (or in flight), not deleted.
+    assert_eq!(p.queue_depth(&p.stack.queue_url).await, 1);
 }
