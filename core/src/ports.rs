@@ -1,7 +1,9 @@
 //! Every port: the small traits the core needs from the outside world. The
 //! adapters crate implements them over DynamoDB, SQS, EventBridge, SSM and
 //! HTTP; the integration tests run the services on those adapters against
-//! the emulator (no in-memory implementations exist yet).
+//! the emulator. `hookgate-testkit` keeps memory implementations of the
+//! inbox, ledger, queue and holder, held to the same contract suites as the
+//! DynamoDB adapters, for tests that run the services in milliseconds.
 //!
 //! Defined here:
 //! - [`InboxStore`]: the inbox table (conditional put, repeats, settling);

@@ -7,12 +7,16 @@
 //!   template sets them;
 //! - `poll`: an SQS event source mapping's invocation, for hosts that are
 //!   not Lambda;
-//! - `sim_crm`: the simulated CRM over HTTP, with faults.
+//! - `sim_crm`: the simulated CRM over HTTP, with faults;
+//! - `memory`: in-memory inbox, ledger, queue and holder, and `contract`:
+//!   the suites that keep them honest against the DynamoDB adapters.
 //!
 //! It finds the emulator and the scripts in the checkout it was built from:
 //! a development tool, never installed.
 
+pub mod contract;
 pub mod emulator;
 pub mod limits;
+pub mod memory;
 pub mod poll;
 pub mod sim_crm;

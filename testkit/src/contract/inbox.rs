@@ -1,0 +1,298 @@
+//! What every `InboxStore` must do, as one suite: run on `MemoryInbox` by
+//! the fast tests and on `DynamoInbox` against the emulator by the
+//! integration tests, so the two cannot drift apart.
+
+use std::{sync::Arc, time::Duration};
+
+use hookgate_core::{
+    EventKey, InboxPk, Provider, Timestamp, WorkspaceId,
+    inbox::{Collision, InboxRecord, InboxStatus, Origin},
+    ports::{InboxStore, Upserted},
+    provider::Identity,
+};
+
+const T0: Timestamp = Timestamp::from_millis(1_800_000_000_000);
+const TTL: Duration = Duration::from_secs(3_600);
+
+fn pk(ns: &str, key: &str) -> InboxPk {
+    InboxPk::new(
+        WorkspaceId::parse("ws-1").expect("workspace"),
+        Provider::Retell,
+        EventKey::parse(&format!("{ns}-{key}")).expect("event key"),
+    )
+}
+
+/// A first delivery of `key` at `at` with `body`, handled or not.
+pub fn first(ns: &str, key: &str, body: &str, handled: bool, at: Timestamp) -> InboxRecord {
+    let pk = pk(ns, key);
+    let identity = Identity {
+        event_type: "call_ended".into(),
+        event_key: pk.event_key().clone(),
+        occurred_at: None,
+    };
+    InboxRecord::first_delivery(
+        pk,
+        &identity,
+        Origin::Http,
+        body.as_bytes(),
+        handled,
+        at,
+        TTL,
+    )
+}
+
+/// Runs every check on `store`, which must be empty of `ns`'s keys and of
+/// any pending record (a fresh table, or a fresh memory inbox).
+pub async fn inbox_store_contract<S: InboxStore + 'static>(store: Arc<S>, ns: &str) {
+    first_delivery_then_repeats(&*store, ns).await;
+    collisions_keep_the_first_payload(&*store, ns).await;
+    an_expired_record_is_replaced(&*store, ns).await;
+    an_unhandled_type_is_stored_ignored_and_never_pending(&*store, ns).await;
+    settling_parks_once_and_reopening_puts_it_back(&*store, ns).await;
+    stranded_lists_pending_records_older_than_the_cut(&*store, ns).await;
+    discard_and_dispatch_marks(&*store, ns).await;
+    concurrent_first_deliveries_make_one_new(store, ns).await;
+}
+
+async fn first_delivery_then_repeats(store: &impl InboxStore, ns: &str) {
+    let record = first(ns, "repeat", r#"{"a":1}"#, true, T0);
+    assert_eq!(store.get(&record.pk).await.unwrap(), None);
+    assert_eq!(store.upsert(&record, T0).await.unwrap(), Upserted::New);
+    assert_eq!(store.get(&record.pk).await.unwrap().as_ref(), Some(&record));
+
+    let mut again = first(
+        ns,
+        "repeat",
+        r#"{"a":1}"#,
+        true,
+        T0.plus(Duration::from_secs(5)),
+    );
+    again.received_at = again.last_delivery_at;
+    let answer = store.upsert(&again, again.last_delivery_at).await.unwrap();
+    assert_eq!(
+        answer,
+        Upserted::Repeat {
+            stored: Box::new(record.clone()),
+            delivery_count: 2
+        }
+    );
+    let stored = store.get(&record.pk).await.unwrap().unwrap();
+    // A repeat moves the count and the last delivery, nothing else.
+    let expected = InboxRecord {
+        delivery_count: 2,
+        last_delivery_at: again.last_delivery_at,
+        ..record
+    };
+    assert_eq!(stored, expected);
+}
+
+async fn collisions_keep_the_first_payload(store: &impl InboxStore, ns: &str) {
+    let record = first(ns, "collide", r#"{"amount":1}"#, true, T0);
+    store.upsert(&record, T0).await.unwrap();
+    let other = first(ns, "collide", r#"{"amount":2}"#, true, T0);
+    let Upserted::Repeat { stored, .. } = store.upsert(&other, T0).await.unwrap() else {
+        panic!("a repeat");
+    };
+    assert_eq!(stored.payload, record.payload);
+    store
+        .record_collision(&record.pk, &other.payload_sha256)
+        .await
+        .unwrap();
+    store.record_collision(&record.pk, "third").await.unwrap();
+    let stored = store.get(&record.pk).await.unwrap().unwrap();
+    assert_eq!(stored.payload, record.payload);
+    assert_eq!(stored.payload_sha256, record.payload_sha256);
+    assert_eq!(
+        stored.collision,
+        Some(Collision {
+            first_hash: other.payload_sha256.clone(),
+            count: 2
+        })
+    );
+    // A collision on a record that does not exist is an error, not a record.
+    let absent = pk(ns, "never-stored");
+    assert!(store.record_collision(&absent, "h").await.is_err());
+    assert_eq!(store.get(&absent).await.unwrap(), None);
+}
+
+async fn an_expired_record_is_replaced(store: &impl InboxStore, ns: &str) {
+    let old = first(ns, "expired", r#"{"v":"old"}"#, true, T0);
+    store.upsert(&old, T0).await.unwrap();
+    let later = T0.plus(TTL).plus(Duration::from_secs(2));
+    let new = first(ns, "expired", r#"{"v":"new"}"#, true, later);
+    assert_eq!(store.upsert(&new, later).await.unwrap(), Upserted::New);
+    assert_eq!(store.get(&new.pk).await.unwrap(), Some(new));
+}
+
+async fn an_unhandled_type_is_stored_ignored_and_never_pending(store: &impl InboxStore, ns: &str) {
+    let ignored = first(ns, "ignored", r#"{"x":1}"#, false, T0);
+    store.upsert(&ignored, T0).await.unwrap();
+    let stored = store.get(&ignored.pk).await.unwrap().unwrap();
+    assert_eq!(stored.status, InboxStatus::Ignored);
+    assert_eq!(stored.status_reason.as_deref(), Some("unhandled type"));
+    assert_eq!(stored.pending, None);
+    let far = T0.plus(Duration::from_secs(60));
+    assert!(
+        !store
+            .stranded(far, 100)
+            .await
+            .unwrap()
+            .iter()
+            .any(|(p, _)| *p == ignored.pk)
+    );
+}
+
+async fn settling_parks_once_and_reopening_puts_it_back(store: &impl InboxStore, ns: &str) {
+    let record = first(ns, "settle", "{}", true, T0);
+    store.upsert(&record, T0).await.unwrap();
+    store
+        .settle(&record.pk, InboxStatus::Processed, None)
+        .await
+        .unwrap();
+    // Settled once: a second settle changes nothing.
+    store
+        .settle(&record.pk, InboxStatus::Unmatched, Some("late"))
+        .await
+        .unwrap();
+    let stored = store.get(&record.pk).await.unwrap().unwrap();
+    assert_eq!(
+        (
+            stored.status,
+            stored.status_reason.as_deref(),
+            stored.pending.as_ref()
+        ),
+        (InboxStatus::Processed, None, None)
+    );
+    // A settle of nothing stored writes nothing.
+    let absent = pk(ns, "settle-absent");
+    store
+        .settle(&absent, InboxStatus::Processed, None)
+        .await
+        .unwrap();
+    assert_eq!(store.get(&absent).await.unwrap(), None);
+
+    let at = T0.plus(Duration::from_secs(30));
+    let expires = at.plus(TTL);
+    store.reopen(&record.pk, at, expires).await.unwrap();
+    let reopened = store.get(&record.pk).await.unwrap().unwrap();
+    assert_eq!(reopened.status, InboxStatus::Received);
+    assert_eq!(reopened.status_reason, None);
+    assert_eq!(reopened.expires_at, Timestamp::from_secs(expires.as_secs()));
+    let pending = reopened.pending.expect("pending again");
+    assert_eq!(pending.since, at);
+    // Reopening a RECEIVED record leaves it as it is.
+    store
+        .reopen(&record.pk, at.plus(TTL), at.plus(TTL).plus(TTL))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.get(&record.pk).await.unwrap().unwrap().expires_at,
+        Timestamp::from_secs(expires.as_secs())
+    );
+}
+
+async fn stranded_lists_pending_records_older_than_the_cut(store: &impl InboxStore, ns: &str) {
+    let base = T0.plus(Duration::from_secs(7_200));
+    let older = first(ns, "stranded-old", "{}", true, base);
+    let newer = first(
+        ns,
+        "stranded-new",
+        "{}",
+        true,
+        base.plus(Duration::from_secs(10)),
+    );
+    let settled = first(ns, "stranded-settled", "{}", true, base);
+    for r in [&older, &newer, &settled] {
+        store.upsert(r, r.received_at).await.unwrap();
+    }
+    store
+        .settle(&settled.pk, InboxStatus::Processed, None)
+        .await
+        .unwrap();
+    let cut = base.plus(Duration::from_secs(5));
+    let found = store.stranded(cut, 100).await.unwrap();
+    let ours: Vec<_> = found
+        .iter()
+        .filter(|(p, _)| {
+            p.event_key()
+                .as_str()
+                .starts_with(&format!("{ns}-stranded"))
+        })
+        .collect();
+    assert_eq!(ours, vec![&(older.pk.clone(), Origin::Http)]);
+    assert_eq!(store.stranded(cut, 0).await.unwrap(), vec![]);
+}
+
+async fn discard_and_dispatch_marks(store: &impl InboxStore, ns: &str) {
+    let record = first(ns, "discard", "{}", true, T0);
+    store.upsert(&record, T0).await.unwrap();
+    store.set_dispatch_failed(&record.pk, true).await.unwrap();
+    assert!(
+        store
+            .get(&record.pk)
+            .await
+            .unwrap()
+            .unwrap()
+            .dispatch_failed
+    );
+    store.set_dispatch_failed(&record.pk, false).await.unwrap();
+    assert!(
+        !store
+            .get(&record.pk)
+            .await
+            .unwrap()
+            .unwrap()
+            .dispatch_failed
+    );
+
+    store.discard(&record.pk, "rejected by ana").await.unwrap();
+    let stored = store.get(&record.pk).await.unwrap().unwrap();
+    assert_eq!(
+        (
+            stored.status,
+            stored.status_reason.as_deref(),
+            stored.pending
+        ),
+        (InboxStatus::Discarded, Some("rejected by ana"), None)
+    );
+    // A processed record is not discarded.
+    let done = first(ns, "discard-done", "{}", true, T0);
+    store.upsert(&done, T0).await.unwrap();
+    store
+        .settle(&done.pk, InboxStatus::Processed, None)
+        .await
+        .unwrap();
+    store.discard(&done.pk, "too late").await.unwrap();
+    assert_eq!(
+        store.get(&done.pk).await.unwrap().unwrap().status,
+        InboxStatus::Processed
+    );
+}
+
+async fn concurrent_first_deliveries_make_one_new<S: InboxStore + 'static>(
+    store: Arc<S>,
+    ns: &str,
+) {
+    let record = first(ns, "race", r#"{"r":1}"#, true, T0);
+    let tasks: Vec<_> = (0..8)
+        .map(|_| {
+            let (store, record) = (store.clone(), record.clone());
+            tokio::spawn(async move { store.upsert(&record, T0).await.unwrap() })
+        })
+        .collect();
+    let mut new = 0;
+    let mut counts = Vec::new();
+    for task in tasks {
+        match task.await.unwrap() {
+            Upserted::New => new += 1,
+            Upserted::Repeat { delivery_count, .. } => counts.push(delivery_count),
+        }
+    }
+    counts.sort_unstable();
+    assert_eq!(new, 1);
+    assert_eq!(counts, (2..=8).collect::<Vec<u32>>());
+    assert_eq!(
+        store.get(&record.pk).await.unwrap().unwrap().delivery_count,
+        8
+    );
+}

@@ -1,0 +1,249 @@
+//! What every `Ledger` must do, as one suite: run on `MemoryLedger` by the
+//! fast tests and on `DynamoLedger` against the emulator by the integration
+//! tests.
+
+use std::time::Duration;
+
+use hookgate_core::{
+    InboxPk, Timestamp, WorkspaceId,
+    action::{ActionKey, ActionRequest},
+    ledger::{ActionStatus, Attempt, Claim, ErrorKind},
+    ports::{Lease, Ledger, Reserve, Settle},
+};
+use serde_json::json;
+
+const T0: Timestamp = Timestamp::from_millis(1_800_000_000_000);
+const LEASE: Duration = Duration::from_secs(30);
+const RETENTION: Duration = Duration::from_secs(86_400);
+
+fn request(ns: &str, id: &str, amount: u32) -> ActionRequest {
+    let ws = WorkspaceId::parse("ws-1").expect("workspace");
+    let key = ActionKey::new(&ws, "create_task", &format!("{ns}-{id}")).expect("action key");
+    ActionRequest::new(key, "crm", json!({ "amount": amount }))
+}
+
+fn inbox(ns: &str, n: u32) -> InboxPk {
+    InboxPk::parse(&format!("ws-1#retell#{ns}-event-{n}")).expect("inbox key")
+}
+
+fn lease(owner: &str, from: Timestamp) -> Lease<'_> {
+    Lease {
+        owner,
+        from,
+        length: LEASE,
+    }
+}
+
+/// Runs every check on `ledger`, which must hold none of `ns`'s keys.
+pub async fn ledger_contract(ledger: &impl Ledger, ns: &str) {
+    reserve_complete_and_repeat(ledger, ns).await;
+    a_live_lease_is_busy_and_an_expired_one_is_taken_over(ledger, ns).await;
+    release_failure_and_human_decisions(ledger, ns).await;
+    another_request_under_the_key_is_a_collision(ledger, ns).await;
+}
+
+async fn reserve_complete_and_repeat(ledger: &impl Ledger, ns: &str) {
+    let r = request(ns, "once", 1);
+    assert_eq!(ledger.get(&r.key).await.unwrap(), None);
+    let got = ledger
+        .reserve(&r, &inbox(ns, 1), lease("a:1", T0), RETENTION)
+        .await
+        .unwrap();
+    assert_eq!(got, Reserve::Acquired(Attempt::First));
+    // The same attempt asking again (its answer lost) still holds it.
+    let again = ledger
+        .reserve(&r, &inbox(ns, 1), lease("a:1", T0), RETENTION)
+        .await
+        .unwrap();
+    assert_eq!(again, Reserve::Acquired(Attempt::First));
+    let stored = ledger.get(&r.key).await.unwrap().unwrap();
+    assert_eq!(stored.status, ActionStatus::InProgress);
+    assert_eq!(stored.lease_owner.as_deref(), Some("a:1"));
+    assert_eq!(stored.lease_expires_at, Some(T0.plus(LEASE)));
+    assert_eq!(stored.attempts, 1);
+    assert_eq!(stored.inbox_pks, vec![inbox(ns, 1)]);
+    assert_eq!(
+        stored.expires_at,
+        Timestamp::from_secs(T0.plus(RETENTION).as_secs())
+    );
+
+    let done = Settle::Completed {
+        destination_ref: "task-1",
+    };
+    let at = T0.plus(Duration::from_secs(1));
+    assert!(ledger.settle(&r.key, "a:1", done, at).await.unwrap());
+    // The same settle asked again is recognised as its own; another owner's is refused.
+    assert!(ledger.settle(&r.key, "a:1", done, at).await.unwrap());
+    assert!(!ledger.settle(&r.key, "b:1", done, at).await.unwrap());
+    let stored = ledger.get(&r.key).await.unwrap().unwrap();
+    assert_eq!(
+        (
+            stored.status,
+            stored.destination_ref.as_deref(),
+            stored.lease_owner
+        ),
+        (ActionStatus::Completed, Some("task-1"), None)
+    );
+    let later = ledger
+        .reserve(&r, &inbox(ns, 2), lease("c:1", at), RETENTION)
+        .await
+        .unwrap();
+    assert!(
+        matches!(later, Reserve::Existing(Claim::Completed, _)),
+        "{later:?}"
+    );
+}
+
+async fn a_live_lease_is_busy_and_an_expired_one_is_taken_over(ledger: &impl Ledger, ns: &str) {
+    let r = request(ns, "lease", 2);
+    ledger
+        .reserve(&r, &inbox(ns, 1), lease("a:1", T0), RETENTION)
+        .await
+        .unwrap();
+    let during = T0.plus(LEASE / 2);
+    let busy = ledger
+        .reserve(&r, &inbox(ns, 2), lease("b:1", during), RETENTION)
+        .await
+        .unwrap();
+    assert!(
+        matches!(busy, Reserve::Existing(Claim::Busy, _)),
+        "{busy:?}"
+    );
+    let after = T0.plus(LEASE);
+    let taken = ledger
+        .reserve(&r, &inbox(ns, 2), lease("b:1", after), RETENTION)
+        .await
+        .unwrap();
+    assert_eq!(taken, Reserve::Acquired(Attempt::Again { since: T0 }));
+    let stored = ledger.get(&r.key).await.unwrap().unwrap();
+    assert_eq!(stored.attempts, 2);
+    assert_eq!(stored.lease_owner.as_deref(), Some("b:1"));
+    assert_eq!(stored.inbox_pks, vec![inbox(ns, 1), inbox(ns, 2)]);
+    // The first attempt's late settle is refused: the lease is not its own.
+    let late = Settle::Completed {
+        destination_ref: "task-late",
+    };
+    assert!(!ledger.settle(&r.key, "a:1", late, after).await.unwrap());
+    assert_eq!(
+        ledger.get(&r.key).await.unwrap().unwrap().status,
+        ActionStatus::InProgress
+    );
+}
+
+async fn release_failure_and_human_decisions(ledger: &impl Ledger, ns: &str) {
+    let r = request(ns, "decide", 3);
+    ledger
+        .reserve(&r, &inbox(ns, 1), lease("a:1", T0), RETENTION)
+        .await
+        .unwrap();
+    let release = Settle::Release {
+        kind: ErrorKind::Retryable,
+        message: "503",
+    };
+    assert!(ledger.settle(&r.key, "a:1", release, T0).await.unwrap());
+    let stored = ledger.get(&r.key).await.unwrap().unwrap();
+    assert_eq!(
+        (
+            stored.status,
+            stored.last_error_kind,
+            stored.last_error.as_deref()
+        ),
+        (
+            ActionStatus::Pending,
+            Some(ErrorKind::Retryable),
+            Some("503")
+        )
+    );
+    // Pending is taken over at once.
+    let t1 = T0.plus(Duration::from_secs(1));
+    let again = ledger
+        .reserve(&r, &inbox(ns, 1), lease("a:2", t1), RETENTION)
+        .await
+        .unwrap();
+    assert_eq!(again, Reserve::Acquired(Attempt::Again { since: T0 }));
+    assert!(
+        ledger
+            .settle(&r.key, "a:2", Settle::Failed("422"), t1)
+            .await
+            .unwrap()
+    );
+    let held = ledger
+        .reserve(&r, &inbox(ns, 1), lease("a:3", t1), RETENTION)
+        .await
+        .unwrap();
+    assert!(
+        matches!(
+            held,
+            Reserve::Existing(Claim::Held(ActionStatus::Failed), _)
+        ),
+        "{held:?}"
+    );
+    // Only a FAILED action reopens; only an UNCERTAIN one reconciles.
+    assert!(
+        !ledger
+            .reconcile(&r.key, Some("x"), "ana", t1)
+            .await
+            .unwrap()
+    );
+    assert!(ledger.reopen(&r.key, t1).await.unwrap());
+    assert!(!ledger.reopen(&r.key, t1).await.unwrap());
+    assert_eq!(
+        ledger.get(&r.key).await.unwrap().unwrap().status,
+        ActionStatus::Pending
+    );
+    ledger
+        .reserve(&r, &inbox(ns, 1), lease("a:4", t1), RETENTION)
+        .await
+        .unwrap();
+    assert!(
+        ledger
+            .settle(&r.key, "a:4", Settle::Uncertain("timeout"), t1)
+            .await
+            .unwrap()
+    );
+    assert!(
+        ledger
+            .reconcile(&r.key, Some("task-9"), "ana", t1)
+            .await
+            .unwrap()
+    );
+    let stored = ledger.get(&r.key).await.unwrap().unwrap();
+    assert_eq!(
+        (stored.status, stored.destination_ref.as_deref()),
+        (ActionStatus::Completed, Some("task-9"))
+    );
+    assert!(!ledger.reconcile(&r.key, None, "ana", t1).await.unwrap());
+}
+
+async fn another_request_under_the_key_is_a_collision(ledger: &impl Ledger, ns: &str) {
+    let r = request(ns, "collide", 4);
+    ledger
+        .reserve(&r, &inbox(ns, 1), lease("a:1", T0), RETENTION)
+        .await
+        .unwrap();
+    let other = ActionRequest {
+        request_sha256: request(ns, "collide", 5).request_sha256,
+        ..r.clone()
+    };
+    let got = ledger
+        .reserve(
+            &other,
+            &inbox(ns, 2),
+            lease("b:1", T0.plus(LEASE)),
+            RETENTION,
+        )
+        .await
+        .unwrap();
+    assert!(
+        matches!(got, Reserve::Existing(Claim::Collision, _)),
+        "{got:?}"
+    );
+    ledger
+        .record_collision(&r.key, &other.request_sha256, &inbox(ns, 2), T0)
+        .await
+        .unwrap();
+    let stored = ledger.get(&r.key).await.unwrap().unwrap();
+    assert_eq!(stored.last_error_kind, Some(ErrorKind::Collision));
+    assert_eq!(stored.request_sha256, r.request_sha256);
+    assert_eq!(stored.lease_owner.as_deref(), Some("a:1"));
+}

@@ -1,0 +1,6 @@
+//! Contract suites: what every implementation of a port must do, written
+//! once and run on the memory ports (`testkit/tests/contracts.rs`) and on the
+//! DynamoDB adapters against the emulator (`tests/tests/it/contracts.rs`).
+
+pub mod inbox;
+pub mod ledger;

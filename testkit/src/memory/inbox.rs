@@ -1,0 +1,185 @@
+//! The inbox in memory: one map behind a lock, each method one atomic step,
+//! as each DynamoDB request is (`adapters/src/dynamo_inbox.rs`). Its
+//! honesty is checked by `contract::inbox`, run on both.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+};
+
+use hookgate_core::{
+    InboxPk, Timestamp,
+    inbox::{
+        Collision, InboxRecord, InboxStatus, Origin, PENDING_BUCKETS, Pending, pending_bucket,
+    },
+    ports::{InboxStore, Store, StoreError, Upserted},
+};
+
+/// A handle: clones share the same store.
+#[derive(Debug, Clone, Default)]
+pub struct MemoryInbox {
+    records: Arc<Mutex<HashMap<InboxPk, InboxRecord>>>,
+}
+
+impl MemoryInbox {
+    fn with<T>(&self, f: impl FnOnce(&mut HashMap<InboxPk, InboxRecord>) -> T) -> T {
+        f(&mut self.records.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Every stored record (for a test's assertions).
+    pub fn records(&self) -> Vec<InboxRecord> {
+        self.with(|records| records.values().cloned().collect())
+    }
+
+    /// Sets a record's status directly, as the triage table's transaction
+    /// does when it holds an event (not an inbox port operation).
+    pub fn force_status(&self, pk: &InboxPk, status: InboxStatus) {
+        self.with(|records| {
+            if let Some(r) = records.get_mut(pk) {
+                r.status = status;
+                r.pending = None;
+            }
+        });
+    }
+}
+
+/// A conditional write on an absent record, as DynamoDB answers it.
+fn missing(pk: &InboxPk) -> StoreError {
+    StoreError::Unavailable {
+        store: Store::Inbox,
+        detail: format!("ConditionalCheckFailedException: {pk} does not exist"),
+    }
+}
+
+impl InboxStore for MemoryInbox {
+    async fn upsert(&self, record: &InboxRecord, now: Timestamp) -> Result<Upserted, StoreError> {
+        self.with(|records| {
+            let live = records
+                .get(&record.pk)
+                .filter(|r| r.expires_at >= Timestamp::from_secs(now.as_secs()));
+            match live {
+                None => {
+                    records.insert(record.pk.clone(), record.clone());
+                    Ok(Upserted::New)
+                }
+                Some(stored) => {
+                    let before = stored.clone();
+                    let stored = records.get_mut(&record.pk).expect("present");
+                    stored.delivery_count += 1;
+                    stored.last_delivery_at = record.last_delivery_at;
+                    Ok(Upserted::Repeat {
+                        delivery_count: stored.delivery_count,
+                        stored: Box::new(before),
+                    })
+                }
+            }
+        })
+    }
+
+    async fn record_collision(&self, pk: &InboxPk, sha256: &str) -> Result<(), StoreError> {
+        self.with(|records| {
+            let r = records.get_mut(pk).ok_or_else(|| missing(pk))?;
+            let c = r.collision.get_or_insert_with(|| Collision {
+                first_hash: sha256.to_owned(),
+                count: 0,
+            });
+            c.count += 1;
+            Ok(())
+        })
+    }
+
+    async fn set_dispatch_failed(&self, pk: &InboxPk, failed: bool) -> Result<(), StoreError> {
+        self.with(|records| {
+            records
+                .get_mut(pk)
+                .ok_or_else(|| missing(pk))?
+                .dispatch_failed = failed;
+            Ok(())
+        })
+    }
+
+    async fn get(&self, pk: &InboxPk) -> Result<Option<InboxRecord>, StoreError> {
+        Ok(self.with(|records| records.get(pk).cloned()))
+    }
+
+    async fn stranded(
+        &self,
+        before: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<(InboxPk, Origin)>, StoreError> {
+        Ok(self.with(|records| {
+            // As the index is read: bucket by bucket, oldest first in each.
+            let mut found = Vec::new();
+            for bucket in 0..PENDING_BUCKETS {
+                let name = format!("pending-{bucket}");
+                let mut in_bucket: Vec<_> = records
+                    .values()
+                    .filter_map(|r| {
+                        let p = r.pending.as_ref()?;
+                        (p.bucket == name && p.since < before).then_some((p.since, r))
+                    })
+                    .collect();
+                in_bucket.sort_by_key(|(since, r)| (*since, r.pk.to_string()));
+                found.extend(in_bucket.into_iter().map(|(_, r)| (r.pk.clone(), r.origin)));
+                if found.len() >= limit {
+                    found.truncate(limit);
+                    break;
+                }
+            }
+            found
+        }))
+    }
+
+    async fn reopen(
+        &self,
+        pk: &InboxPk,
+        now: Timestamp,
+        expires_at: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.with(|records| {
+            if let Some(r) = records.get_mut(pk)
+                && r.status != InboxStatus::Received
+            {
+                r.status = InboxStatus::Received;
+                r.status_reason = None;
+                r.pending = Some(Pending {
+                    bucket: pending_bucket(pk),
+                    since: now,
+                });
+                r.expires_at = Timestamp::from_secs(expires_at.as_secs());
+            }
+        });
+        Ok(())
+    }
+
+    async fn settle(
+        &self,
+        pk: &InboxPk,
+        status: InboxStatus,
+        reason: Option<&str>,
+    ) -> Result<(), StoreError> {
+        self.with(|records| {
+            if let Some(r) = records.get_mut(pk)
+                && r.status == InboxStatus::Received
+            {
+                r.status = status;
+                r.status_reason = reason.map(str::to_owned);
+                r.pending = None;
+            }
+        });
+        Ok(())
+    }
+
+    async fn discard(&self, pk: &InboxPk, reason: &str) -> Result<(), StoreError> {
+        self.with(|records| {
+            if let Some(r) = records.get_mut(pk)
+                && matches!(r.status, InboxStatus::Held | InboxStatus::Received)
+            {
+                r.status = InboxStatus::Discarded;
+                r.status_reason = Some(reason.to_owned());
+                r.pending = None;
+            }
+        });
+        Ok(())
+    }
+}

@@ -1,0 +1,217 @@
+//! The action ledger in memory, with the DynamoDB ledger's conditions
+//! (`adapters/src/dynamo_ledger.rs`): the same pure `ledger::claim` decides,
+//! and a repeated write by the same owner is recognised as its own, as the
+//! DynamoDB ledger recognises an SDK retry whose first answer was lost.
+//! `contract::ledger` runs on both.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use hookgate_core::{
+    InboxPk, Timestamp,
+    action::{ActionKey, ActionRequest},
+    ledger::{ActionRecord, ActionStatus, Attempt, Claim, ErrorKind, claim},
+    ports::{Lease, Ledger, Reserve, Settle, Store, StoreError},
+};
+
+#[derive(Debug, Clone)]
+struct Stored {
+    record: ActionRecord,
+    /// Who settled it last (the DynamoDB item's `settled_by`).
+    settled_by: Option<String>,
+}
+
+/// A handle: clones share the same store.
+#[derive(Debug, Clone, Default)]
+pub struct MemoryLedger {
+    records: Arc<Mutex<HashMap<ActionKey, Stored>>>,
+}
+
+impl MemoryLedger {
+    fn with<T>(&self, f: impl FnOnce(&mut HashMap<ActionKey, Stored>) -> T) -> T {
+        f(&mut self.records.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Every stored record (for a test's assertions).
+    pub fn records(&self) -> Vec<ActionRecord> {
+        self.with(|r| r.values().map(|s| s.record.clone()).collect())
+    }
+}
+
+fn add_pk(record: &mut ActionRecord, pk: &InboxPk) {
+    if !record.inbox_pks.contains(pk) {
+        record.inbox_pks.push(pk.clone());
+        record.inbox_pks.sort_by_key(ToString::to_string);
+    }
+}
+
+impl Ledger for MemoryLedger {
+    async fn reserve(
+        &self,
+        request: &ActionRequest,
+        inbox_pk: &InboxPk,
+        lease: Lease<'_>,
+        retention: Duration,
+    ) -> Result<Reserve, StoreError> {
+        let (owner, now) = (lease.owner, lease.from);
+        Ok(self.with(|records| {
+            let Some(stored) = records.get_mut(&request.key) else {
+                let record = ActionRecord {
+                    key: request.key.clone(),
+                    status: ActionStatus::InProgress,
+                    request_sha256: request.request_sha256.clone(),
+                    attempts: 1,
+                    lease_owner: Some(owner.to_owned()),
+                    lease_expires_at: Some(lease.until()),
+                    inbox_pks: vec![inbox_pk.clone()],
+                    destination: request.destination.clone(),
+                    destination_ref: None,
+                    last_error_kind: None,
+                    last_error: None,
+                    created_at: now,
+                    updated_at: now,
+                    expires_at: Timestamp::from_secs(now.plus(retention).as_secs()),
+                };
+                records.insert(
+                    request.key.clone(),
+                    Stored {
+                        record,
+                        settled_by: None,
+                    },
+                );
+                return Reserve::Acquired(Attempt::First);
+            };
+            let r = &mut stored.record;
+            // This attempt's own reservation, asked again.
+            if r.lease_owner.as_deref() == Some(owner)
+                && r.status == ActionStatus::InProgress
+                && r.request_sha256 == request.request_sha256
+            {
+                return Reserve::Acquired(Attempt::First);
+            }
+            match claim(r, &request.request_sha256, now) {
+                Claim::TakeOver => {
+                    let since = r.created_at;
+                    r.status = ActionStatus::InProgress;
+                    r.lease_owner = Some(owner.to_owned());
+                    r.lease_expires_at = Some(lease.until());
+                    r.updated_at = now;
+                    r.attempts += 1;
+                    add_pk(r, inbox_pk);
+                    Reserve::Acquired(Attempt::Again { since })
+                }
+                other => Reserve::Existing(other, Box::new(r.clone())),
+            }
+        }))
+    }
+
+    async fn settle(
+        &self,
+        key: &ActionKey,
+        owner: &str,
+        outcome: Settle<'_>,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        let (status, error) = match outcome {
+            Settle::Completed { .. } => (ActionStatus::Completed, None),
+            Settle::Failed(m) => (ActionStatus::Failed, Some((ErrorKind::Permanent, m))),
+            Settle::Uncertain(m) => (
+                ActionStatus::Uncertain,
+                Some((ErrorKind::OutcomeUnknown, m)),
+            ),
+            Settle::Release { kind, message } => (ActionStatus::Pending, Some((kind, message))),
+        };
+        Ok(self.with(|records| {
+            let Some(stored) = records.get_mut(key) else {
+                return false;
+            };
+            let r = &mut stored.record;
+            if r.status != ActionStatus::InProgress || r.lease_owner.as_deref() != Some(owner) {
+                // This very settle, asked again.
+                return stored.settled_by.as_deref() == Some(owner) && r.status == status;
+            }
+            r.status = status;
+            r.updated_at = now;
+            r.lease_owner = None;
+            r.lease_expires_at = None;
+            match (outcome, error) {
+                (Settle::Completed { destination_ref }, _) => {
+                    r.destination_ref = Some(destination_ref.to_owned());
+                }
+                (_, Some((kind, message))) => {
+                    r.last_error_kind = Some(kind);
+                    r.last_error = Some(message.to_owned());
+                }
+                (_, None) => unreachable!("only completion carries no error"),
+            }
+            stored.settled_by = Some(owner.to_owned());
+            true
+        }))
+    }
+
+    async fn record_collision(
+        &self,
+        key: &ActionKey,
+        request_sha256: &str,
+        inbox_pk: &InboxPk,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.with(|records| {
+            let stored = records
+                .get_mut(key)
+                .ok_or_else(|| StoreError::Unavailable {
+                    store: Store::Ledger,
+                    detail: format!("ConditionalCheckFailedException: {key} does not exist"),
+                })?;
+            let r = &mut stored.record;
+            r.last_error_kind = Some(ErrorKind::Collision);
+            r.last_error = Some(format!(
+                "{inbox_pk} requested this key with another request ({request_sha256})"
+            ));
+            r.updated_at = now;
+            Ok(())
+        })
+    }
+
+    async fn get(&self, key: &ActionKey) -> Result<Option<ActionRecord>, StoreError> {
+        Ok(self.with(|records| records.get(key).map(|s| s.record.clone())))
+    }
+
+    async fn reconcile(
+        &self,
+        key: &ActionKey,
+        found: Option<&str>,
+        _who: &str,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        Ok(self.with(|records| match records.get_mut(key) {
+            Some(stored) if stored.record.status == ActionStatus::Uncertain => {
+                let r = &mut stored.record;
+                match found {
+                    Some(id) => {
+                        r.status = ActionStatus::Completed;
+                        r.destination_ref = Some(id.to_owned());
+                    }
+                    None => r.status = ActionStatus::Pending,
+                }
+                r.updated_at = now;
+                true
+            }
+            _ => false,
+        }))
+    }
+
+    async fn reopen(&self, key: &ActionKey, now: Timestamp) -> Result<bool, StoreError> {
+        Ok(self.with(|records| match records.get_mut(key) {
+            Some(stored) if stored.record.status == ActionStatus::Failed => {
+                stored.record.status = ActionStatus::Pending;
+                stored.record.updated_at = now;
+                true
+            }
+            _ => false,
+        }))
+    }
+}

@@ -1,0 +1,14 @@
+//! Honest in-memory ports: the inbox, the ledger, the queue and the holder
+//! as maps and lists behind locks, for tests that run the core's services in
+//! milliseconds. "Honest" means checked: the suites in `crate::contract` run
+//! on these and, in the integration tests, on the DynamoDB adapters against
+//! the emulator, so a behaviour the real store has and these lack fails a
+//! test instead of passing one.
+
+mod inbox;
+mod ledger;
+mod queue;
+
+pub use inbox::MemoryInbox;
+pub use ledger::MemoryLedger;
+pub use queue::{MemoryHold, MemoryQueue};

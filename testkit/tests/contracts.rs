@@ -1,0 +1,19 @@
+//! The contract suites on the memory ports (the same suites run on the
+//! DynamoDB adapters in `tests/tests/it/contracts.rs`).
+
+use std::sync::Arc;
+
+use hookgate_testkit::{
+    contract,
+    memory::{MemoryInbox, MemoryLedger},
+};
+
+#[tokio::test]
+async fn the_memory_inbox_honours_the_inbox_contract() {
+    contract::inbox::inbox_store_contract(Arc::new(MemoryInbox::default()), "mem").await;
+}
+
+#[tokio::test]
+async fn the_memory_ledger_honours_the_ledger_contract() {
+    contract::ledger::ledger_contract(&MemoryLedger::default(), "mem").await;
+}

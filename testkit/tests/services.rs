@@ -1,0 +1,337 @@
+//! The core's ingress and worker on the memory ports, in milliseconds: each
+//! answer and outcome checked against the stored state. The ports are the
+//! contract-checked ones (`contracts.rs`); the integration tests run the
+//! same services on DynamoDB and SQS.
+
+use std::{
+    collections::{HashMap, VecDeque},
+    sync::{Arc, Mutex},
+};
+
+use hookgate_core::{
+    InboxPk, Timestamp,
+    action::{ActionKey, ActionRequest},
+    config::Config,
+    destination::{Destination, DestinationError, Strategy},
+    inbox::InboxStatus,
+    ingress::{Ingress, WebhookRequest},
+    ledger::ActionStatus,
+    message::{MessageKind, QueueMessage},
+    ports::InboxStore,
+    provider::{Scheme, SignRequest},
+    secret::{Secret, SecretError, SecretRef, SecretSource},
+    worker::{MessageOutcome, Worker},
+};
+use hookgate_testkit::memory::{MemoryHold, MemoryInbox, MemoryLedger, MemoryQueue};
+
+/// The documented test secret of ws-1's Retell binding (CONTRIBUTING.md).
+const SECRET: &str = "key_test_ws1_retell";
+
+const CONFIG: &str = r#"
+[inbox]
+table = "inbox"
+[queue]
+action_queue_url = "http://q"
+[workspaces.ws-1.retell]
+secrets = ["env:WS1_RETELL"]
+event_types = ["call_analyzed"]
+[destinations.crm]
+kind = "http"
+base_url = "http://127.0.0.1:9"
+[[rules]]
+workspace = "ws-1"
+provider = "retell"
+event_types = ["call_analyzed"]
+action = "create_task"
+destination = "crm"
+business_id = ["/call/call_id"]
+"#;
+
+fn config() -> Arc<Config> {
+    Arc::new(Config::from_toml(CONFIG, |_| None).expect("config"))
+}
+
+/// Every reference resolves to the test secret.
+struct TestSecrets;
+
+impl SecretSource for TestSecrets {
+    async fn resolve(&self, _reference: &SecretRef) -> Result<Secret, SecretError> {
+        Ok(Secret::new(SECRET))
+    }
+}
+
+struct Memory {
+    inbox: MemoryInbox,
+    queue: MemoryQueue,
+    ledger: MemoryLedger,
+    hold: MemoryHold,
+    crm: ScriptedCrm,
+}
+
+impl Memory {
+    fn new() -> Self {
+        Memory {
+            inbox: MemoryInbox::default(),
+            queue: MemoryQueue::default(),
+            ledger: MemoryLedger::default(),
+            hold: MemoryHold::default(),
+            crm: ScriptedCrm::default(),
+        }
+    }
+
+    fn ingress(&self) -> Ingress<MemoryInbox, MemoryQueue, TestSecrets, MemoryHold> {
+        Ingress::new(
+            config(),
+            self.inbox.clone(),
+            self.queue.clone(),
+            TestSecrets,
+            self.hold.clone(),
+        )
+    }
+
+    fn worker(&self) -> Worker<MemoryInbox, MemoryLedger, ScriptedCrm, MemoryHold> {
+        let destinations = HashMap::from([("crm".to_owned(), self.crm.clone())]);
+        Worker::new(
+            config(),
+            self.inbox.clone(),
+            self.ledger.clone(),
+            destinations,
+            self.hold.clone(),
+        )
+    }
+}
+
+/// A CRM answering from a script (then `task-N`), counting creates by key.
+#[derive(Clone, Default)]
+struct ScriptedCrm {
+    script: Arc<Mutex<VecDeque<Result<String, DestinationError>>>>,
+    creates: Arc<Mutex<Vec<ActionKey>>>,
+}
+
+impl ScriptedCrm {
+    fn then(&self, answer: Result<String, DestinationError>) {
+        self.script.lock().unwrap().push_back(answer);
+    }
+
+    fn creates(&self) -> usize {
+        self.creates.lock().unwrap().len()
+    }
+}
+
+impl Destination for ScriptedCrm {
+    fn strategy(&self) -> Strategy {
+        Strategy::IdempotencyKey
+    }
+
+    async fn create(&self, request: &ActionRequest) -> Result<String, DestinationError> {
+        let mut creates = self.creates.lock().unwrap();
+        creates.push(request.key.clone());
+        let n = creates.len();
+        self.script
+            .lock()
+            .unwrap()
+            .pop_front()
+            .unwrap_or_else(|| Ok(format!("task-{n}")))
+    }
+
+    async fn lookup(&self, _key: &ActionKey) -> Result<Option<String>, DestinationError> {
+        Ok(None)
+    }
+}
+
+const NOW: Timestamp = Timestamp::from_millis(1_800_000_000_000);
+
+fn analyzed(call: &str) -> Vec<u8> {
+    format!(r#"{{"event":"call_analyzed","call":{{"call_id":"{call}"}}}}"#).into_bytes()
+}
+
+async fn post(
+    ingress: &Ingress<MemoryInbox, MemoryQueue, TestSecrets, MemoryHold>,
+    body: &[u8],
+    secret: &str,
+) -> (u16, String) {
+    let secret = Secret::new(secret);
+    let signed = Scheme::Retell
+        .sign(&SignRequest {
+            body,
+            secret: &secret,
+            timestamp: NOW,
+            id: None,
+            github_event: "",
+            github_hook_id: "",
+            url: None,
+        })
+        .expect("signs");
+    let mut headers = axum::http::HeaderMap::new();
+    for (name, value) in signed {
+        headers.insert(
+            axum::http::HeaderName::try_from(name).unwrap(),
+            value.parse().unwrap(),
+        );
+    }
+    let reply = ingress
+        .handle(
+            WebhookRequest {
+                provider: "retell",
+                workspace: "ws-1",
+                query: "",
+                headers: &headers,
+                body,
+            },
+            NOW,
+        )
+        .await;
+    (reply.status, reply.body)
+}
+
+fn pk(call: &str) -> InboxPk {
+    InboxPk::parse(&format!("ws-1#retell#call_analyzed:{call}")).unwrap()
+}
+
+fn message(call: &str) -> String {
+    QueueMessage::for_event(&pk(call), hookgate_core::inbox::Origin::Http).to_json()
+}
+
+#[tokio::test]
+async fn a_new_event_is_stored_queued_once_and_its_repeat_only_counted() {
+    let m = Memory::new();
+    let ingress = m.ingress();
+    let body = analyzed("c1");
+    assert_eq!(
+        post(&ingress, &body, SECRET).await,
+        (
+            202,
+            r#"{"event_key":"call_analyzed:c1","verdict":"new"}"#.into()
+        )
+    );
+    assert_eq!(
+        post(&ingress, &body, SECRET).await,
+        (
+            202,
+            r#"{"event_key":"call_analyzed:c1","verdict":"duplicate"}"#.into()
+        )
+    );
+    let record = m.inbox.get(&pk("c1")).await.unwrap().unwrap();
+    assert_eq!(
+        (record.status, record.delivery_count),
+        (InboxStatus::Received, 2)
+    );
+    assert_eq!(record.payload.as_bytes(), body.as_slice());
+    assert_eq!(
+        m.queue.sent(),
+        vec![(
+            QueueMessage::for_event(&pk("c1"), hookgate_core::inbox::Origin::Http),
+            MessageKind::Event
+        )]
+    );
+}
+
+#[tokio::test]
+async fn a_forged_delivery_is_refused_and_changes_nothing() {
+    let m = Memory::new();
+    let (status, _) = post(&m.ingress(), &analyzed("c2"), "not-the-secret").await;
+    assert_eq!(status, 401);
+    assert!(m.inbox.records().is_empty());
+    assert!(m.queue.sent().is_empty());
+}
+
+#[tokio::test]
+async fn a_queue_that_fails_gets_a_503_and_the_providers_retry_dispatches_it() {
+    let m = Memory::new();
+    let ingress = m.ingress();
+    m.queue.set_failing(true);
+    let (status, _) = post(&ingress, &analyzed("c3"), SECRET).await;
+    assert_eq!(status, 503);
+    let record = m.inbox.get(&pk("c3")).await.unwrap().unwrap();
+    assert!(record.dispatch_failed);
+    assert!(m.queue.sent().is_empty());
+
+    m.queue.set_failing(false);
+    let (status, body) = post(&ingress, &analyzed("c3"), SECRET).await;
+    assert_eq!((status, body.contains("duplicate")), (202, true));
+    assert_eq!(m.queue.sent().len(), 1);
+    assert!(
+        !m.inbox
+            .get(&pk("c3"))
+            .await
+            .unwrap()
+            .unwrap()
+            .dispatch_failed
+    );
+}
+
+#[tokio::test]
+async fn the_worker_performs_an_action_once_however_often_its_message_comes() {
+    let m = Memory::new();
+    post(&m.ingress(), &analyzed("c4"), SECRET).await;
+    let worker = m.worker();
+    let outcome = worker.process(&message("c4"), "m1:1", NOW).await;
+    assert_eq!(outcome, MessageOutcome::Done("1 action(s) settled".into()));
+    let again = worker.process(&message("c4"), "m1:2", NOW).await;
+    assert_eq!(again, MessageOutcome::Done("already PROCESSED".into()));
+    assert_eq!(m.crm.creates(), 1);
+    let action = &m.ledger.records()[0];
+    assert_eq!(
+        (action.status, action.destination_ref.as_deref()),
+        (ActionStatus::Completed, Some("task-1"))
+    );
+    assert_eq!(
+        m.inbox.get(&pk("c4")).await.unwrap().unwrap().status,
+        InboxStatus::Processed
+    );
+}
+
+#[tokio::test]
+async fn a_held_or_discarded_event_is_never_performed() {
+    for status in [InboxStatus::Held, InboxStatus::Discarded] {
+        let m = Memory::new();
+        post(&m.ingress(), &analyzed("c5"), SECRET).await;
+        m.inbox.force_status(&pk("c5"), status);
+        let outcome = m.worker().process(&message("c5"), "m1:1", NOW).await;
+        assert_eq!(
+            outcome,
+            MessageOutcome::Done(format!("already {}", status.as_str()))
+        );
+        assert_eq!(m.crm.creates(), 0, "{status}");
+        assert!(m.ledger.records().is_empty(), "{status}");
+    }
+}
+
+#[tokio::test]
+async fn an_outage_returns_the_message_and_the_next_attempt_completes_it() {
+    let m = Memory::new();
+    post(&m.ingress(), &analyzed("c6"), SECRET).await;
+    m.crm.then(Err(DestinationError::Retryable("503".into())));
+    let worker = m.worker();
+    let first = worker.process(&message("c6"), "m1:1", NOW).await;
+    assert!(matches!(first, MessageOutcome::Retry(_)), "{first:?}");
+    assert_eq!(m.ledger.records()[0].status, ActionStatus::Pending);
+    assert_eq!(
+        m.inbox.get(&pk("c6")).await.unwrap().unwrap().status,
+        InboxStatus::Received
+    );
+    let second = worker.process(&message("c6"), "m1:2", NOW).await;
+    assert_eq!(second, MessageOutcome::Done("1 action(s) settled".into()));
+    let action = &m.ledger.records()[0];
+    assert_eq!(
+        (action.status, action.attempts),
+        (ActionStatus::Completed, 2)
+    );
+    assert!(m.hold.held().is_empty());
+}
+
+#[tokio::test]
+async fn a_permanent_refusal_is_failed_and_held_for_a_human() {
+    let m = Memory::new();
+    post(&m.ingress(), &analyzed("c7"), SECRET).await;
+    m.crm.then(Err(DestinationError::Permanent("422".into())));
+    let outcome = m.worker().process(&message("c7"), "m1:1", NOW).await;
+    assert_eq!(outcome, MessageOutcome::Done("1 action(s) settled".into()));
+    assert_eq!(m.ledger.records()[0].status, ActionStatus::Failed);
+    let held = m.hold.held();
+    assert_eq!(held.len(), 1);
+    assert_eq!(held[0].inbox_pk.as_ref(), Some(&pk("c7")));
+    // The message is settled: a redelivery neither creates nor holds again.
+    m.worker().process(&message("c7"), "m1:2", NOW).await;
+    assert_eq!((m.crm.creates(), m.hold.held().len()), (1, 1));
+}

@@ -1,0 +1,22 @@
+//! The contract suites on the DynamoDB adapters, against the emulator: the
+//! same suites the memory ports pass (`testkit/tests/contracts.rs`), so the
+//! fast tests' stores behave as the real ones do.
+
+use std::sync::Arc;
+
+use hookgate_adapters::dynamo_inbox::DynamoInbox;
+use hookgate_testkit::contract;
+use hookgate_tests::{pipeline::Pipeline, stack::Stack};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_dynamodb_inbox_honours_the_inbox_contract() {
+    let stack = Stack::new("contract-inbox").await;
+    let inbox = DynamoInbox::new(stack.ddb.clone(), &stack.inbox_table);
+    contract::inbox::inbox_store_contract(Arc::new(inbox), "ddb").await;
+}
+
+#[tokio::test]
+async fn the_dynamodb_ledger_honours_the_ledger_contract() {
+    let p = Pipeline::new("contract-ledger").await;
+    contract::ledger::ledger_contract(&p.ledger, "ddb").await;
+}
