@@ -21,14 +21,14 @@ TRANSFORMED := target/infra/template.json
 export CARGO_PROFILE_DEV_DEBUG ?= 0
 export HOOKGATE_EMULATOR_PYTHON ?= $(VENV_PY)
 
-.PHONY: test venv tools scan-venv infra-transform infra-check infra-selftest lint docs-check build cli-check local-smoke coldstart-smoke perf perf-smoke invoke-fixtures bench coldstart emulator local demo deploy sam-build deploy-check clean
+.PHONY: test fuzz fuzz-smoke fuzz-tools venv tools scan-venv infra-transform infra-check infra-selftest lint docs-check build cli-check local-smoke coldstart-smoke perf perf-smoke invoke-fixtures bench coldstart emulator local demo deploy sam-build deploy-check clean
 
 ## test: everything CI checks — format, lints (clippy, cfn-lint, sam validate,
 ## the real SAM transform, cfn-lint and checkov on its output), unit and
 ## emulator-backed integration tests (recording every AWS call and EMF line),
 ## the IAM and alarm checks over those recordings, every fixture through cargo
-## lambda, make local's script, the operator CLI standing alone, and make
-## deploy's refusals.
+## lambda, make local's script, the operator CLI standing alone, the perf,
+## coldstart and fuzz smoke runs, and make deploy's refusals.
 test: venv tools lint iam-tools
 	@rm -rf target/checks && mkdir -p target/checks
 	HOOKGATE_CALL_LOG=$(CURDIR)/$(CALL_LOG) HOOKGATE_EMF_LOG=$(CURDIR)/$(EMF_LOG) \
@@ -39,6 +39,7 @@ test: venv tools lint iam-tools
 	$(MAKE) local-smoke
 	$(MAKE) coldstart-smoke
 	$(MAKE) perf-smoke
+	$(MAKE) fuzz-smoke
 	$(MAKE) deploy-check
 
 # $(call pinned-venv,DIR,REQUIREMENTS,CONSTRAINTS): a venv with every
@@ -122,6 +123,32 @@ local-smoke: venv
 cli-check:
 	cargo build --workspace --bins
 	scripts/check_cli.sh
+
+## fuzz-tools: cargo-fuzz, pinned, in .tools (the targets build on nightly).
+CARGO_FUZZ := $(CURDIR)/.tools/bin/cargo-fuzz
+FUZZ_TARGETS := verify signed twilio_form config
+fuzz-tools: $(CARGO_FUZZ)
+
+$(CARGO_FUZZ):
+	cargo install cargo-fuzz --version 0.12.0 --locked --root $(CURDIR)/.tools
+
+## fuzz: every target for RUNS executions (default 10 million), from its
+## seeds (fuzz/seeds/, written by fuzz/seeds.py); what it finds lands in
+## fuzz/artifacts/. The working corpus is target/fuzz-corpus/.
+RUNS ?= 10000000
+FUZZ_FLAGS ?= -runs=$(RUNS)
+fuzz: fuzz-tools
+	@for t in $(FUZZ_TARGETS); do \
+		mkdir -p target/fuzz-corpus/$$t; \
+		echo "fuzz: $$t"; \
+		(cd fuzz && PATH=$(CURDIR)/.tools/bin:$$PATH cargo +nightly fuzz run $$t \
+			../target/fuzz-corpus/$$t seeds/$$t -- $(FUZZ_FLAGS) -print_final_stats=1) \
+			|| exit 1; \
+	done
+
+## fuzz-smoke: each target for 5 seconds (in make test), so none can rot.
+fuzz-smoke:
+	$(MAKE) fuzz FUZZ_FLAGS=-max_total_time=5
 
 ## bench: the ingress hot path (verify + parse + event key) per provider.
 bench:

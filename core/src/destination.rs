@@ -55,6 +55,11 @@ pub trait Destination: Send + Sync {
         key: &ActionKey,
     ) -> impl Future<Output = Result<Option<String>, DestinationError>> + Send;
 
+    /// Whether calls wait for a rate limit ([`Destination::admit`]).
+    fn paced(&self) -> bool {
+        false
+    }
+
     /// Waits for this destination's rate limit to allow one more action,
     /// for no longer than `max_wait`: how long it waited, or `None` when the
     /// turn would come later than that (the action is not started). A

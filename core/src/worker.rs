@@ -193,31 +193,30 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
                 ));
                 break;
             }
-            // The destination's rate limit, before anything is written: a
-            // throttled action holds no lease and costs no request. It waits
-            // only as long as its worst case still ends before the deadline.
-            if let Some(destination) = self.destinations.get(&request.destination) {
-                let slack = deadline.map_or(MAX_PACE_WAIT, |d| d.since(worst_end.plus(budget)));
-                match destination.admit(slack.min(MAX_PACE_WAIT)).await {
-                    Some(waited) => worst_end = worst_end.plus(waited),
-                    None => {
-                        retries.push(format!(
-                            "{}: not started, {} is at its rate limit",
-                            request.key, request.destination
-                        ));
-                        break;
-                    }
-                }
-            }
+            // A paced destination may make the call wait for its turn, as
+            // long as the action's worst case still ends before the deadline:
+            // the lease covers that wait too.
+            let paced = self
+                .destinations
+                .get(&request.destination)
+                .is_some_and(Destination::paced);
+            let max_wait = if paced {
+                deadline
+                    .map_or(MAX_PACE_WAIT, |d| d.since(worst_end.plus(budget)))
+                    .min(MAX_PACE_WAIT)
+            } else {
+                std::time::Duration::ZERO
+            };
             // This action starts at the latest when the ones before it end at
             // their worst: its lease runs from then, not from the message's start.
             let lease = Lease {
                 owner,
                 from: now,
-                length: self.config.lease + worst_end.since(now),
+                length: self.config.lease + worst_end.since(now) + max_wait,
             };
-            worst_end = worst_end.plus(budget);
-            if let ActionOutcome::Retry(reason) = self.run_action(request, &pk, lease).await? {
+            let (outcome, waited) = self.run_action(request, &pk, lease, max_wait).await?;
+            worst_end = worst_end.plus(waited).plus(budget);
+            if let ActionOutcome::Retry(reason) = outcome {
                 retries.push(format!("{}: {reason}", request.key));
             }
         }
@@ -231,12 +230,17 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
         )))
     }
 
+    /// Runs one action: its outcome, and how long it waited for its
+    /// destination's turn (at most `max_wait`).
     async fn run_action(
         &self,
         request: &ActionRequest,
         inbox_pk: &InboxPk,
         lease: Lease<'_>,
-    ) -> Result<ActionOutcome, StoreError> {
+        max_wait: std::time::Duration,
+    ) -> Result<(ActionOutcome, std::time::Duration), StoreError> {
+        let no_wait = std::time::Duration::ZERO;
+        let settled = |outcome| Ok((outcome, no_wait));
         let (key, owner, now) = (&request.key, lease.owner, lease.from);
         let reserved = self
             .ledger
@@ -244,7 +248,7 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
             .await?;
         let attempt = match reserved {
             Reserve::Acquired(attempt) => attempt,
-            Reserve::Existing(Claim::Completed, _) => return Ok(ActionOutcome::Settled),
+            Reserve::Existing(Claim::Completed, _) => return settled(ActionOutcome::Settled),
             // Settled FAILED or UNCERTAIN by an earlier attempt, whose filing
             // may have failed after the settle: file again (idempotent: the
             // item's id is the same, a repeat only moves `last_seen`).
@@ -256,10 +260,10 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
                 let detail = stored.last_error.as_deref().unwrap_or("settled earlier");
                 self.hold(case, request, inbox_pk, kind, detail, now)
                     .await?;
-                return Ok(ActionOutcome::Settled);
+                return settled(ActionOutcome::Settled);
             }
             Reserve::Existing(Claim::Busy | Claim::TakeOver, _) => {
-                return Ok(ActionOutcome::Retry(
+                return settled(ActionOutcome::Retry(
                     "another attempt holds the lease".into(),
                 ));
             }
@@ -288,7 +292,7 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
                     now,
                 )
                 .await?;
-                return Ok(ActionOutcome::Settled);
+                return settled(ActionOutcome::Settled);
             }
         };
         let Some(destination) = self.destinations.get(&request.destination) else {
@@ -297,7 +301,7 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
             self.ledger
                 .settle(key, owner, Settle::Failed(&message), now)
                 .await?;
-            return Ok(ActionOutcome::Settled);
+            return settled(ActionOutcome::Settled);
         };
         // Long after the first attempt the destination may have forgotten
         // the key: the action is looked up before anything is created again.
@@ -313,6 +317,24 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
                 Attempt::KeyExpired
             }
             other => other,
+        };
+        // The destination's rate limit, only for an action that will call
+        // it: one whose turn is too far off gives its lease back, recorded as
+        // a retryable delay, and its message returns.
+        let Some(waited) = destination.admit(max_wait).await else {
+            let message = format!("{} is at its rate limit", request.destination);
+            self.ledger
+                .settle(
+                    key,
+                    owner,
+                    Settle::Release {
+                        kind: ErrorKind::Retryable,
+                        message: &message,
+                    },
+                    now,
+                )
+                .await?;
+            return settled(ActionOutcome::Retry(format!("not performed: {message}")));
         };
         let performed = perform(destination, request, attempt).await;
         let (metric, kind) = match &performed {
@@ -399,6 +421,6 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
                 ActionOutcome::Retry(message)
             }
         };
-        Ok(outcome)
+        Ok((outcome, waited))
     }
 }

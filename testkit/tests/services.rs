@@ -101,11 +101,15 @@ impl Memory {
     }
 }
 
-/// A CRM answering from a script (then `task-N`), counting creates by key.
+/// A CRM answering from a script (then `task-N`), counting creates by key;
+/// paced, its turns come from a script too (then at once), counted.
 #[derive(Clone, Default)]
 struct ScriptedCrm {
     script: Arc<Mutex<VecDeque<Result<String, DestinationError>>>>,
     creates: Arc<Mutex<Vec<ActionKey>>>,
+    paced: bool,
+    turns: Arc<Mutex<VecDeque<Option<std::time::Duration>>>>,
+    admits: Arc<Mutex<u32>>,
 }
 
 impl ScriptedCrm {
@@ -115,6 +119,10 @@ impl ScriptedCrm {
 
     fn creates(&self) -> usize {
         self.creates.lock().unwrap().len()
+    }
+
+    fn admits(&self) -> u32 {
+        *self.admits.lock().unwrap()
     }
 }
 
@@ -136,6 +144,19 @@ impl Destination for ScriptedCrm {
 
     async fn lookup(&self, _key: &ActionKey) -> Result<Option<String>, DestinationError> {
         Ok(None)
+    }
+
+    fn paced(&self) -> bool {
+        self.paced
+    }
+
+    async fn admit(&self, _max_wait: std::time::Duration) -> Option<std::time::Duration> {
+        *self.admits.lock().unwrap() += 1;
+        self.turns
+            .lock()
+            .unwrap()
+            .pop_front()
+            .unwrap_or(Some(std::time::Duration::ZERO))
     }
 }
 
@@ -334,4 +355,43 @@ async fn a_permanent_refusal_is_failed_and_held_for_a_human() {
     // The message is settled: a redelivery neither creates nor holds again.
     m.worker().process(&message("c7"), "m1:2", NOW).await;
     assert_eq!((m.crm.creates(), m.hold.held().len()), (1, 1));
+}
+
+#[tokio::test]
+async fn a_paced_action_waits_its_turn_or_gives_its_lease_back_and_a_done_one_takes_no_turn() {
+    let mut m = Memory::new();
+    m.crm.paced = true;
+    post(&m.ingress(), &analyzed("c8"), SECRET).await;
+    let worker = m.worker();
+    // No turn within the time left: nothing sent, the lease given back.
+    m.crm.turns.lock().unwrap().push_back(None);
+    let first = worker.process(&message("c8"), "m1:1", NOW).await;
+    assert!(
+        matches!(&first, MessageOutcome::Retry(r) if r.contains("crm is at its rate limit")),
+        "{first:?}"
+    );
+    let action = &m.ledger.records()[0];
+    assert_eq!(
+        (
+            action.status,
+            action.lease_owner.as_deref(),
+            m.crm.creates()
+        ),
+        (ActionStatus::Pending, None, 0)
+    );
+    // A turn after a wait: performed.
+    m.crm
+        .turns
+        .lock()
+        .unwrap()
+        .push_back(Some(std::time::Duration::from_millis(40)));
+    let second = worker.process(&message("c8"), "m1:2", NOW).await;
+    assert_eq!(second, MessageOutcome::Done("1 action(s) settled".into()));
+    assert_eq!((m.crm.creates(), m.crm.admits()), (1, 2));
+    // Its record reopened (a crash before the inbox settle, say): the ledger
+    // says done, and no turn is taken for an action that makes no call.
+    m.inbox.force_status(&pk("c8"), InboxStatus::Received);
+    let third = worker.process(&message("c8"), "m1:3", NOW).await;
+    assert_eq!(third, MessageOutcome::Done("1 action(s) settled".into()));
+    assert_eq!((m.crm.creates(), m.crm.admits()), (1, 2));
 }

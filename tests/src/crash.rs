@@ -127,4 +127,12 @@ impl<D: Destination> Destination for Crash<D> {
     async fn lookup(&self, key: &ActionKey) -> Result<Option<String>, DestinationError> {
         self.inner.lookup(key).await
     }
+
+    fn paced(&self) -> bool {
+        self.inner.paced()
+    }
+
+    async fn admit(&self, max_wait: std::time::Duration) -> Option<std::time::Duration> {
+        self.inner.admit(max_wait).await
+    }
 }

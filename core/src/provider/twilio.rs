@@ -131,12 +131,14 @@ pub fn is_form(d: &Delivery<'_>) -> bool {
     body_hash_param(d.url).is_none()
 }
 
-/// A form body's canonical form: its pairs decoded, sorted and encoded
-/// again. Twilio signs the sorted decoded pairs, so every byte variant of one
-/// signed form (field order, percent-encoding) has this one form.
+/// A form body's canonical form: its pairs decoded, sorted, deduplicated
+/// and encoded again. Twilio signs the sorted distinct decoded pairs, so
+/// every byte variant of one signed form (field order, percent-encoding, a
+/// pair repeated) has this one form.
 pub fn canonical_form(body: &[u8]) -> String {
     let mut pairs: Vec<(String, String)> = form_urlencoded::parse(body).into_owned().collect();
     pairs.sort();
+    pairs.dedup();
     form_urlencoded::Serializer::new(String::new())
         .extend_pairs(pairs)
         .finish()
@@ -448,5 +450,38 @@ mod tests {
             canonical_form(b"SequenceNumber=1&CallSid=CA42&From=%2B1555&CallStatus=ringing"),
             a
         );
+    }
+
+    #[test]
+    fn a_field_repeated_verbatim_signs_as_once_and_is_one_canonical_payload() {
+        // Twilio signs each distinct name+value once (its own validators
+        // sort and deduplicate), so a copy of a field verifies as the form
+        // without it: both must be one payload, a duplicate and not a
+        // collision. Found by `fuzz/fuzz_targets/signed.rs`.
+        let secret = Secret::new("twilio-auth-token");
+        let url = "https://hooks.example.test/webhooks/twilio/ws-1";
+        let once: &[u8] = b"CallSid=CA42&CallStatus=ringing";
+        let twice: &[u8] = b"CallSid=CA42&CallStatus=ringing&CallSid=CA42";
+        let signed = crate::provider::test_support::signed(
+            &crate::provider::Scheme::Twilio,
+            &SignRequest {
+                url: Some(url),
+                ..crate::provider::test_support::sign_req(
+                    once,
+                    &secret,
+                    crate::Timestamp::from_secs(0),
+                )
+            },
+        );
+        let delivery = |body| Delivery {
+            headers: &signed,
+            body,
+            url,
+        };
+        assert_eq!(
+            verify(&delivery(twice), std::slice::from_ref(&secret)),
+            Ok(())
+        );
+        assert_eq!(canonical_form(twice), canonical_form(once));
     }
 }

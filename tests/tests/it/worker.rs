@@ -604,7 +604,7 @@ business_id = ["/call/call_id"]
 "#;
 
 #[tokio::test]
-async fn an_action_over_its_destinations_rate_limit_is_not_started_and_returns_to_the_queue() {
+async fn an_action_over_its_destinations_rate_limit_is_not_performed_and_returns_to_the_queue() {
     let p = Pipeline::with_config("w-paced", PACED).await;
     let calls = ["call_p1", "call_p2", "call_p3"];
     for call in calls {
@@ -622,23 +622,38 @@ async fn an_action_over_its_destinations_rate_limit_is_not_started_and_returns_t
     let mut waiting = Vec::new();
     for call in calls {
         let key = format!("ws-1#log_call#{call}");
-        match p.action(&key).await {
-            Some(record) => {
-                assert_eq!(record.status, ActionStatus::Completed, "{key}");
-                started.push(key);
-            }
-            None => waiting.push(key),
+        let record = p.action(&key).await.expect("reserved");
+        match record.status {
+            ActionStatus::Completed => started.push(key),
+            _ => waiting.push((key, record)),
         }
     }
-    // The burst went through; the third was never reserved, so it holds no
-    // lease and cost no write, and nothing was sent for it.
+    // The burst went through; the third gave its lease back, recorded as a
+    // retryable delay (so a dead-lettered one is filed as an outage), and
+    // nothing was sent for it.
     assert_eq!(
         (started.len(), waiting.len()),
         (2, 1),
         "{started:?} {waiting:?}"
     );
+    let (key, record) = &waiting[0];
+    assert_eq!(
+        (
+            record.status,
+            record.last_error_kind,
+            record.last_error.as_deref(),
+            record.lease_owner.as_deref()
+        ),
+        (
+            ActionStatus::Pending,
+            Some(ErrorKind::Retryable),
+            Some("crm-paced is at its rate limit"),
+            None
+        ),
+        "{key}"
+    );
     assert_eq!(p.sim.tasks().total, 2);
-    let throttled = waiting[0].rsplit('#').next().unwrap();
+    let throttled = key.rsplit('#').next().unwrap();
     let record = p
         .stack
         .record(&format!("ws-1#retell#call_ended:{throttled}"))

@@ -1,0 +1,96 @@
+//! What the targets share: the schemes, the fixed clock and keys, and the
+//! seed format of a delivery:
+//!
+//! ```text
+//! <scheme index>
+//! <url, may be empty>
+//! <header>: <value>
+//! …
+//! <empty line>
+//! <body>
+//! ```
+//!
+//! The seeds (`fuzz/corpus/`, written by `fuzz/seeds.py` from the fixtures
+//! and the providers' published examples) are signed with another key than
+//! [`key`], at [`NOW`]: they reach the signature comparison, and nothing the
+//! fuzzer derives from them may pass it.
+
+#![allow(dead_code)]
+
+use hookgate_core::{
+    Timestamp,
+    provider::{Scheme, hmac::HmacScheme},
+    secret::Secret,
+};
+use http::{HeaderMap, HeaderName, HeaderValue};
+
+/// The clock of every target: the seeds' timestamps.
+pub const NOW: Timestamp = Timestamp::from_secs(1_800_000_000);
+
+/// Every scheme: the fixed ones and a Vapi-style generic HMAC.
+pub fn schemes() -> Vec<Scheme> {
+    let vapi: HmacScheme = toml::from_str(
+        r#"
+        signature_header = "x-vapi-signature"
+        timestamp_header = "x-vapi-timestamp"
+        signed_payload = "{timestamp}.{body}"
+        event_key_pointers = ["/message/type", "/message/call/id"]
+        event_type_pointer = "/message/type"
+        "#,
+    )
+    .expect("the vapi scheme parses");
+    let mut all: Vec<Scheme> = Scheme::FIXED
+        .into_iter()
+        .filter_map(Scheme::fixed)
+        .collect();
+    all.push(Scheme::Hmac(Box::new(vapi.validated().expect("valid"))));
+    all
+}
+
+/// The key the targets verify with (Standard Webhooks and Svix keys are
+/// base64 `whsec_` keys); the documented fuzz key, never a real one.
+pub fn key(scheme: &Scheme) -> Secret {
+    match scheme {
+        Scheme::StandardWebhooks | Scheme::Svix => {
+            Secret::new("whsec_ZnV6ei1rZXktbm90LWEtcmVhbC1vbmUtMDAwMA==")
+        }
+        _ => Secret::new("fuzz-key-not-a-real-one"),
+    }
+}
+
+/// A delivery in the seed format.
+pub struct Request {
+    pub scheme: usize,
+    pub url: String,
+    pub headers: HeaderMap,
+    pub body: Vec<u8>,
+}
+
+pub fn parse(data: &[u8]) -> Option<Request> {
+    let mut rest = data;
+    let mut line = || {
+        let end = rest.iter().position(|b| *b == b'\n')?;
+        let (head, tail) = rest.split_at(end);
+        rest = &tail[1..];
+        Some(head)
+    };
+    let scheme = std::str::from_utf8(line()?).ok()?.trim().parse().ok()?;
+    let url = String::from_utf8(line()?.to_vec()).ok()?;
+    let mut headers = HeaderMap::new();
+    loop {
+        let header = line()?;
+        if header.is_empty() {
+            break;
+        }
+        let colon = header.iter().position(|b| *b == b':')?;
+        let name = HeaderName::from_bytes(&header[..colon]).ok()?;
+        let value = HeaderValue::from_bytes(header[colon + 1..].trim_ascii_start()).ok()?;
+        headers.append(name, value);
+    }
+    Some(Request {
+        scheme,
+        url,
+        headers,
+        body: rest.to_vec(),
+    })
+}

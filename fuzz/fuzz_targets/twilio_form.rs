@@ -1,0 +1,34 @@
+//! Twilio form bodies: the canonical form is stable (canonical of canonical
+//! is itself), and byte variants of one form (its fields in another order)
+//! have one canonical payload and one event key.
+#![no_main]
+
+use hookgate_core::provider::{Delivery, twilio};
+use http::{HeaderMap, HeaderValue, header::CONTENT_TYPE};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let canonical = twilio::canonical_form(data);
+    assert_eq!(twilio::canonical_form(canonical.as_bytes()), canonical);
+
+    let mut pairs: Vec<(String, String)> = form_urlencoded::parse(data).into_owned().collect();
+    pairs.reverse();
+    let reordered = form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(pairs)
+        .finish();
+    assert_eq!(twilio::canonical_form(reordered.as_bytes()), canonical);
+
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("application/x-www-form-urlencoded"),
+    );
+    let url = "https://hooks.example.test/webhooks/twilio/ws-1";
+    let identify = |body: &[u8]| {
+        format!(
+            "{:?}",
+            twilio::identify(&Delivery { headers: &headers, body, url })
+        )
+    };
+    assert_eq!(identify(data), identify(reordered.as_bytes()));
+});

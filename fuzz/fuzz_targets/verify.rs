@@ -1,0 +1,28 @@
+//! Any delivery, any scheme: parsing, verification and identification never
+//! panic, nothing the fuzzer writes verifies under the target's key (it
+//! would be a forgery), and identification is a function of the bytes.
+#![no_main]
+
+#[path = "common.rs"]
+mod common;
+
+use hookgate_core::provider::Delivery;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Some(request) = common::parse(data) else {
+        return;
+    };
+    let schemes = common::schemes();
+    let scheme = &schemes[request.scheme % schemes.len()];
+    let delivery = Delivery {
+        headers: &request.headers,
+        body: &request.body,
+        url: &request.url,
+    };
+    let verified = scheme.verify(&delivery, &[common::key(scheme)], common::NOW);
+    assert!(verified.is_err(), "a forged delivery verified: {scheme:?}");
+    let first = format!("{:?}", scheme.identify(&delivery));
+    assert_eq!(first, format!("{:?}", scheme.identify(&delivery)));
+    let _ = scheme.canonical_payload(&delivery);
+});

@@ -1,0 +1,110 @@
+"""Writes the fuzz targets' seed corpora (fuzz/seeds/<target>/) from the
+repository's fixtures (events/, config/) and the providers' documented header
+shapes. Each `verify` seed is signed, as its provider signs, with a key that
+is not the target's, at the targets' clock (fuzz_targets/common.rs): it
+reaches the signature comparison and must fail there.
+
+Run from the repository root: python3 fuzz/seeds.py
+"""
+
+import base64
+import hashlib
+import hmac
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SEEDS = ROOT / "fuzz" / "seeds"
+NOW = 1_800_000_000  # common::NOW, seconds
+OTHER_KEY = b"seed-key-not-the-targets"
+URL = "https://hooks.example.test/webhooks/twilio/ws-1"
+# Scheme indexes as common::schemes() orders them.
+STANDARD, SVIX, STRIPE, GITHUB, TWILIO, RETELL, ELEVENLABS, BLAND, VAPI = range(9)
+
+
+def mac(data, algo=hashlib.sha256, key=OTHER_KEY):
+    return hmac.new(key, data, algo)
+
+
+def fixture_body(name):
+    event = json.loads((ROOT / "events" / name).read_text())
+    return event["body"].encode()
+
+
+def delivery(scheme, headers, body, url=""):
+    lines = [str(scheme), url] + [f"{k}: {v}" for k, v in headers] + [""]
+    return "\n".join(lines).encode() + b"\n" + body
+
+
+def verify_seeds():
+    retell = fixture_body("apigw-v2-retell-call-ended.json")
+    stripe = fixture_body("apigw-v1-stripe-payment-succeeded.json")
+    contact = (ROOT / "events" / "eventbridge-connect-contact-event.json").read_bytes()
+    vapi = b'{"message":{"type":"end-of-call-report","call":{"id":"call-9"}}}'
+    form = b"CallSid=CA42&CallStatus=completed&From=%2B15550100&SequenceNumber=3"
+    ms = NOW * 1000
+    sw_sig = base64.b64encode(mac(f"msg_1.{NOW}.".encode() + retell).digest()).decode()
+    twilio_sig = base64.b64encode(
+        mac(URL.encode() + b"CallSidCA42CallStatuscompletedFrom+15550100SequenceNumber3",
+            hashlib.sha1).digest()).decode()
+    seeds = {
+        "standard-webhooks": delivery(STANDARD, [
+            ("webhook-id", "msg_1"), ("webhook-timestamp", str(NOW)),
+            ("webhook-signature", f"v1,{sw_sig} v2,unknown")], retell),
+        "svix": delivery(SVIX, [
+            ("svix-id", "msg_1"), ("svix-timestamp", str(NOW)),
+            ("svix-signature", f"v1,{sw_sig}")], retell),
+        "stripe": delivery(STRIPE, [
+            ("stripe-signature",
+             f"t={NOW},v1={mac(f'{NOW}.'.encode() + stripe).hexdigest()},v0=00")], stripe),
+        "github": delivery(GITHUB, [
+            ("x-github-event", "issues"), ("x-github-delivery", "72d3162e-cc78-11e3"),
+            ("x-github-hook-id", "42"),
+            ("x-hub-signature-256", "sha256=" + mac(contact).hexdigest())], contact),
+        "twilio-form": delivery(TWILIO, [
+            ("content-type", "application/x-www-form-urlencoded"),
+            ("x-twilio-signature", twilio_sig)], form, URL),
+        "twilio-json": delivery(TWILIO, [
+            ("content-type", "application/json"),
+            ("x-twilio-signature", twilio_sig)], retell,
+            URL + "?bodySHA256=" + hashlib.sha256(retell).hexdigest()),
+        "retell": delivery(RETELL, [
+            ("x-retell-signature", f"v={ms},d={mac(retell + str(ms).encode()).hexdigest()}")],
+            retell),
+        "elevenlabs": delivery(ELEVENLABS, [
+            ("elevenlabs-signature", f"t={NOW},v0={mac(f'{NOW}.'.encode() + retell).hexdigest()}")],
+            retell),
+        "bland": delivery(BLAND, [("x-webhook-signature", mac(retell).hexdigest())], retell),
+        "vapi": delivery(VAPI, [
+            ("x-vapi-timestamp", str(NOW)),
+            ("x-vapi-signature", mac(f"{NOW}.".encode() + vapi).hexdigest())], vapi),
+    }
+    return seeds
+
+
+def main():
+    corpora = {
+        "verify": verify_seeds(),
+        "signed": {
+            "retell": fixture_body("apigw-v2-retell-call-ended.json"),
+            "stripe": fixture_body("apigw-v1-stripe-payment-succeeded.json"),
+            "form": b"\x05CallSid=CA42&CallStatus=ringing&SequenceNumber=0",
+        },
+        "twilio_form": {
+            "status": b"CallSid=CA42&CallStatus=completed&From=%2B15550100&SequenceNumber=3",
+            "encodings": b"From=+1555&From=%2b1555&Empty=&=novalue&CallSid=CA%34%32",
+        },
+        "config": {
+            "example": (ROOT / "config" / "hookgate.example.toml").read_bytes(),
+        },
+    }
+    for target, seeds in corpora.items():
+        folder = SEEDS / target
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, data in seeds.items():
+            (folder / name).write_bytes(data)
+    print(f"seeds written under {SEEDS.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
