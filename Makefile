@@ -21,7 +21,7 @@ TRANSFORMED := target/infra/template.json
 export CARGO_PROFILE_DEV_DEBUG ?= 0
 export HOOKGATE_EMULATOR_PYTHON ?= $(VENV_PY)
 
-.PHONY: test fuzz fuzz-smoke fuzz-tools venv tools scan-venv infra-transform infra-check infra-selftest lint docs-check build cli-check local-smoke coldstart-smoke perf perf-smoke invoke-fixtures bench coldstart emulator local demo deploy sam-build deploy-check clean
+.PHONY: test sim fuzz fuzz-smoke fuzz-tools venv tools scan-venv infra-transform infra-check infra-selftest lint docs-check build cli-check local-smoke coldstart-smoke perf perf-smoke invoke-fixtures bench coldstart emulator local demo deploy sam-build deploy-check clean
 
 ## test: everything CI checks — format, lints (clippy, cfn-lint, sam validate,
 ## the real SAM transform, cfn-lint and checkov on its output), unit and
@@ -123,6 +123,13 @@ local-smoke: venv
 cli-check:
 	cargo build --workspace --bins
 	scripts/check_cli.sh
+
+## sim: the deterministic simulator (testkit/src/sim/) over SEEDS generated
+## scenarios (default 10,000, what make test runs) from SEED, in release.
+SEEDS ?= 10000
+SEED ?= 20261201
+sim:
+	SIM_CASES=$(SEEDS) SIM_SEED=$(SEED) cargo test --release -p hookgate-testkit --test sim -- --nocapture
 
 ## fuzz-tools: cargo-fuzz, pinned, in .tools (the targets build on nightly).
 CARGO_FUZZ := $(CURDIR)/.tools/bin/cargo-fuzz

@@ -210,13 +210,15 @@ impl Ledger for DynamoLedger {
             },
             Err(e) => return Err(unavailable(STORE)(e)),
         };
-        // The SDK retried a put whose answer was lost: the stored record is
-        // this attempt's own reservation.
+        // The stored record is this attempt's own reservation (the SDK
+        // retried a put whose answer was lost, or it asks again): the first
+        // attempt if it created the record, else still a takeover, after
+        // which the action may already have been performed.
         if stored.lease_owner.as_deref() == Some(owner)
             && stored.status == ActionStatus::InProgress
             && stored.request_sha256 == request.request_sha256
         {
-            return Ok(Reserve::Acquired(Attempt::First));
+            return Ok(Reserve::Acquired(own_attempt(&stored)));
         }
         match claim(&stored, &request.request_sha256, now) {
             Claim::TakeOver if self.take_over(request, inbox_pk, lease).await? => {
@@ -360,6 +362,18 @@ impl Ledger for DynamoLedger {
             .await
             .map_err(unavailable(STORE))?;
         out.item().map(from_item).transpose()
+    }
+}
+
+/// What an attempt that finds its own lease on `stored` is: the first only if
+/// nothing attempted the action before it.
+fn own_attempt(stored: &ActionRecord) -> Attempt {
+    if stored.attempts <= 1 {
+        Attempt::First
+    } else {
+        Attempt::Again {
+            since: stored.created_at,
+        }
     }
 }
 

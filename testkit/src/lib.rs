@@ -9,7 +9,8 @@
 //!   not Lambda;
 //! - `sim_crm`: the simulated CRM over HTTP, with faults;
 //! - `memory`: in-memory inbox, ledger, queue and holder, and `contract`:
-//!   the suites that keep them honest against the DynamoDB adapters.
+//!   the suites that keep them honest against the DynamoDB adapters;
+//! - `sim`: the deterministic simulator of the pipeline on those ports.
 //!
 //! It finds the emulator and the scripts in the checkout it was built from:
 //! a development tool, never installed.
@@ -19,4 +20,5 @@ pub mod emulator;
 pub mod limits;
 pub mod memory;
 pub mod poll;
+pub mod sim;
 pub mod sim_crm;

@@ -186,16 +186,35 @@ pub fn identify(d: &Delivery<'_>) -> Result<Identity, ParseError> {
     let callback: Callback = if !is_form(d) {
         parse_json(d.body)?
     } else {
-        let mut c = Callback::default();
+        // The signature sorts the fields, so an identity field given two
+        // values would name two events whichever one were taken: refused.
+        fn once(
+            slot: &mut Option<String>,
+            field: &'static str,
+            value: String,
+        ) -> Result<(), ParseError> {
+            match slot {
+                Some(seen) if *seen != value => Err(ParseError::Invalid(field, "a single value")),
+                _ => {
+                    *slot = Some(value);
+                    Ok(())
+                }
+            }
+        }
+        let (mut sid, mut status, mut sequence) = (None, None, None);
         for (name, value) in form_urlencoded::parse(d.body) {
             match name.as_ref() {
-                "CallSid" => c.call_sid = Some(value.into_owned()),
-                "CallStatus" => c.call_status = Some(value.into_owned()),
-                "SequenceNumber" => c.sequence_number = Some(value.into_owned().into()),
+                "CallSid" => once(&mut sid, "CallSid", value.into_owned())?,
+                "CallStatus" => once(&mut status, "CallStatus", value.into_owned())?,
+                "SequenceNumber" => once(&mut sequence, "SequenceNumber", value.into_owned())?,
                 _ => {}
             }
         }
-        c
+        Callback {
+            call_sid: sid,
+            call_status: status,
+            sequence_number: sequence.map(Into::into),
+        }
     };
     let call_sid = required(callback.call_sid.as_deref(), "CallSid")?;
     let status = required(callback.call_status.as_deref(), "CallStatus")?;
@@ -483,5 +502,39 @@ mod tests {
             Ok(())
         );
         assert_eq!(canonical_form(twice), canonical_form(once));
+    }
+
+    #[test]
+    fn an_identity_field_given_two_values_is_refused_whatever_their_order() {
+        // The signature sorts the fields, so both orders verify alike; taking
+        // the first or the last value would give one signed form two event
+        // keys. Found by `fuzz/fuzz_targets/twilio_form.rs`.
+        let headers = http::HeaderMap::new();
+        let url = "https://hooks.example.test/webhooks/twilio/ws-1";
+        for body in [
+            &b"CallSid=CA1&CallStatus=completed&CallSid=CA2"[..],
+            &b"CallSid=CA2&CallStatus=completed&CallSid=CA1"[..],
+            &b"CallSid=CA1&CallStatus=completed&CallStatus=busy"[..],
+            &b"CallSid=CA1&CallStatus=completed&SequenceNumber=1&SequenceNumber=2"[..],
+        ] {
+            let d = Delivery {
+                headers: &headers,
+                body,
+                url,
+            };
+            assert!(
+                matches!(identify(&d), Err(ParseError::Invalid(_, "a single value"))),
+                "{:?}: {:?}",
+                String::from_utf8_lossy(body),
+                identify(&d)
+            );
+        }
+        // The same value twice is one value.
+        let d = Delivery {
+            headers: &headers,
+            body: b"CallSid=CA1&CallStatus=completed&CallSid=CA1",
+            url,
+        };
+        assert_eq!(identify(&d).unwrap().event_key.as_str(), "CA1:completed");
     }
 }

@@ -85,12 +85,19 @@ impl Ledger for MemoryLedger {
                 return Reserve::Acquired(Attempt::First);
             };
             let r = &mut stored.record;
-            // This attempt's own reservation, asked again.
+            // This attempt's own reservation, asked again: still a takeover
+            // if it was one.
             if r.lease_owner.as_deref() == Some(owner)
                 && r.status == ActionStatus::InProgress
                 && r.request_sha256 == request.request_sha256
             {
-                return Reserve::Acquired(Attempt::First);
+                return Reserve::Acquired(if r.attempts <= 1 {
+                    Attempt::First
+                } else {
+                    Attempt::Again {
+                        since: r.created_at,
+                    }
+                });
             }
             match claim(r, &request.request_sha256, now) {
                 Claim::TakeOver => {
