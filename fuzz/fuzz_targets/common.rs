@@ -10,7 +10,7 @@
 //! <body>
 //! ```
 //!
-//! The seeds (`fuzz/corpus/`, written by `fuzz/seeds.py` from the fixtures
+//! The seeds (`fuzz/seeds/`, written by `fuzz/seeds.py` from the fixtures
 //! and the providers' published examples) are signed with another key than
 //! [`key`], at [`NOW`]: they reach the signature comparison, and nothing the
 //! fuzzer derives from them may pass it.

@@ -25,7 +25,12 @@ fuzz_target!(|data: &[u8]| {
     );
     let url = "https://hooks.example.test/webhooks/twilio/ws-1";
     let key = |body: &[u8]| {
-        twilio::identify(&Delivery { headers: &headers, body, url }).map(|i| i.event_key)
+        twilio::identify(&Delivery {
+            headers: &headers,
+            body,
+            url,
+        })
+        .map(|i| i.event_key)
     };
     // Refused either way (for whatever reason), or one event either way.
     match (key(data), key(reordered.as_bytes())) {

@@ -1,6 +1,6 @@
 //! Any delivery, any scheme: parsing, verification and identification never
 //! panic, nothing the fuzzer writes verifies under the target's key (it
-//! would be a forgery), and identification is a function of the bytes.
+//! would be a forgery).
 #![no_main]
 
 #[path = "common.rs"]
@@ -22,7 +22,6 @@ fuzz_target!(|data: &[u8]| {
     };
     let verified = scheme.verify(&delivery, &[common::key(scheme)], common::NOW);
     assert!(verified.is_err(), "a forged delivery verified: {scheme:?}");
-    let first = format!("{:?}", scheme.identify(&delivery));
-    assert_eq!(first, format!("{:?}", scheme.identify(&delivery)));
+    let _ = scheme.identify(&delivery);
     let _ = scheme.canonical_payload(&delivery);
 });

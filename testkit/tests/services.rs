@@ -307,7 +307,20 @@ async fn a_held_or_discarded_event_is_never_performed() {
     for status in [InboxStatus::Held, InboxStatus::Discarded] {
         let m = Memory::new();
         post(&m.ingress(), &analyzed("c5"), SECRET).await;
-        m.inbox.force_status(&pk("c5"), status);
+        // Through the ports, as triage holds a dead-lettered event (a
+        // settle of the RECEIVED record) or an operator rejects it.
+        if status == InboxStatus::Held {
+            m.inbox
+                .settle(&pk("c5"), status, Some("dead-lettered"))
+                .await
+                .unwrap();
+        } else {
+            m.inbox.discard(&pk("c5"), "rejected").await.unwrap();
+        }
+        assert_eq!(
+            m.inbox.get(&pk("c5")).await.unwrap().unwrap().status,
+            status
+        );
         let outcome = m.worker().process(&message("c5"), "m1:1", NOW).await;
         assert_eq!(
             outcome,
@@ -390,7 +403,14 @@ async fn a_paced_action_waits_its_turn_or_gives_its_lease_back_and_a_done_one_ta
     assert_eq!((m.crm.creates(), m.crm.admits()), (1, 2));
     // Its record reopened (a crash before the inbox settle, say): the ledger
     // says done, and no turn is taken for an action that makes no call.
-    m.inbox.force_status(&pk("c8"), InboxStatus::Received);
+    m.inbox
+        .reopen(
+            &pk("c8"),
+            NOW,
+            NOW.plus(std::time::Duration::from_secs(3600)),
+        )
+        .await
+        .unwrap();
     let third = worker.process(&message("c8"), "m1:3", NOW).await;
     assert_eq!(third, MessageOutcome::Done("1 action(s) settled".into()));
     assert_eq!((m.crm.creates(), m.crm.admits()), (1, 2));

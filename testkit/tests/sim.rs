@@ -64,15 +64,36 @@ fn every_simulated_scenario_keeps_the_invariants() {
     let seed = env_u64("SIM_SEED", 20_261_201);
     let cases = u32::try_from(env_u64("SIM_CASES", 10_000)).unwrap_or(u32::MAX);
     let started = std::time::Instant::now();
+    let total = std::cell::Cell::new(sim::Counts::default());
     let result = runner(seed, cases).run(&scenario(), |s| {
-        sim::run(&s).map(|_| ()).map_err(TestCaseError::fail)
+        let (_, c) = sim::run_counted(&s).map_err(TestCaseError::fail)?;
+        let t = total.get();
+        total.set(sim::Counts {
+            accepted_events: t.accepted_events + c.accepted_events,
+            completed_messages: t.completed_messages + c.completed_messages,
+            crashes: t.crashes + c.crashes,
+            lost_answers: t.lost_answers + c.lost_answers,
+        });
+        Ok(())
     });
     let elapsed = started.elapsed().as_secs_f64();
     match result {
-        Ok(()) => eprintln!(
-            "sim: {cases} scenarios from seed {seed} in {elapsed:.1} s ({:.0}/s)",
-            f64::from(cases) / elapsed
-        ),
+        Ok(()) => {
+            let t = total.get();
+            eprintln!(
+                "sim: {cases} scenarios from seed {seed} in {elapsed:.1} s ({:.0}/s): {t:?}",
+                f64::from(cases) / elapsed
+            );
+            // Not vacuous: events were accepted and worked, faults fired.
+            assert!(
+                t.accepted_events > cases && t.completed_messages > cases / 2,
+                "{t:?}"
+            );
+            assert!(
+                t.crashes > cases / 10 && t.lost_answers > cases / 20,
+                "{t:?}"
+            );
+        }
         Err(TestError::Fail(why, scenario)) => {
             panic!("seed {seed}: a scenario broke an invariant (shrunk):\n{scenario:#?}\n{why}")
         }

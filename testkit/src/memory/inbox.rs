@@ -30,17 +30,6 @@ impl MemoryInbox {
     pub fn records(&self) -> Vec<InboxRecord> {
         self.with(|records| records.values().cloned().collect())
     }
-
-    /// Sets a record's status directly, as the triage table's transaction
-    /// does when it holds an event (not an inbox port operation).
-    pub fn force_status(&self, pk: &InboxPk, status: InboxStatus) {
-        self.with(|records| {
-            if let Some(r) = records.get_mut(pk) {
-                r.status = status;
-                r.pending = None;
-            }
-        });
-    }
 }
 
 /// A conditional write on an absent record, as DynamoDB answers it.

@@ -33,6 +33,14 @@ enum Fate {
 #[derive(Debug, Default)]
 pub struct Plan {
     state: Mutex<(u32, Option<u32>, Option<u32>)>,
+    fired: Mutex<Fired>,
+}
+
+/// The faults that did fire (a planned one past the last call does not).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Fired {
+    pub crashes: u32,
+    pub lost_answers: u32,
 }
 
 impl Plan {
@@ -41,13 +49,21 @@ impl Plan {
         *self.state.lock().unwrap_or_else(|e| e.into_inner()) = (0, crash_at, lose_answer_at);
     }
 
+    /// What fired so far.
+    pub fn fired(&self) -> Fired {
+        *self.fired.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn next(&self) -> Fate {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let (call, crash, lose) = *state;
         state.0 += 1;
+        let mut fired = self.fired.lock().unwrap_or_else(|e| e.into_inner());
         if crash == Some(call) {
+            fired.crashes += 1;
             Fate::Crash
         } else if lose == Some(call) {
+            fired.lost_answers += 1;
             Fate::LoseAnswer
         } else {
             Fate::Proceed
@@ -191,8 +207,9 @@ impl<T: Hold> Hold for Faulty<T> {
     }
 }
 
-/// A destination call crashes *after* it reached the CRM (its effect made,
-/// the invocation gone): the worst moment to die.
+/// A destination's create crashes *after* it reached the CRM (its effect
+/// made, the invocation gone): the worst moment to die. Its lost answers are
+/// the CRM model's (`crm::Mode`), so a planned one is not applied here.
 impl<T: Destination> Destination for Faulty<T> {
     fn strategy(&self) -> Strategy {
         self.inner.strategy()
@@ -209,5 +226,13 @@ impl<T: Destination> Destination for Faulty<T> {
 
     async fn lookup(&self, key: &ActionKey) -> Result<Option<String>, DestinationError> {
         faulted!(self, self.inner.lookup(key).await)
+    }
+
+    fn paced(&self) -> bool {
+        self.inner.paced()
+    }
+
+    async fn admit(&self, max_wait: Duration) -> Option<Duration> {
+        self.inner.admit(max_wait).await
     }
 }

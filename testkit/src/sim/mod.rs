@@ -31,6 +31,7 @@ use hookgate_core::{
     InboxPk, Timestamp,
     config::Config,
     destination::Strategy,
+    inbox::InboxStatus,
     ingress::{Ingress, WebhookRequest},
     ledger::ActionStatus,
     message::{MessageKind, QueueMessage},
@@ -119,6 +120,8 @@ struct Message {
     body: String,
     visible_at: Timestamp,
     receives: u32,
+    /// Receives before it is dead-lettered (SQS's maxReceiveCount).
+    max_receives: u32,
 }
 
 /// The action queue: messages in order of sending, each visible from a time.
@@ -137,6 +140,7 @@ impl ActionQueue for Queue {
             body: message.to_json(),
             visible_at: Timestamp::from_millis(0),
             receives: 0,
+            max_receives: MAX_RECEIVES,
         });
         Ok(())
     }
@@ -170,6 +174,11 @@ struct Sim {
     crm: SimCrm,
     /// Events the ingress accepted (answered 202).
     accepted: BTreeSet<u8>,
+    /// Set once every fault is off: a message dead-lettered then is a stall.
+    draining: bool,
+    stalled: Vec<u32>,
+    completed: u32,
+    inbox: MemoryInbox,
     trace: Vec<String>,
 }
 
@@ -238,7 +247,13 @@ impl Sim {
                 plan: plan.clone(),
             },
         );
-        let ingress = Ingress::new(config, inbox, queue.clone(), TestSecrets, hold.clone());
+        let ingress = Ingress::new(
+            config,
+            inbox.clone(),
+            queue.clone(),
+            TestSecrets,
+            hold.clone(),
+        );
         Sim {
             now: T0,
             ingress,
@@ -250,6 +265,10 @@ impl Sim {
             hold,
             crm,
             accepted: BTreeSet::new(),
+            draining: false,
+            stalled: Vec::new(),
+            completed: 0,
+            inbox,
             trace: Vec::new(),
         }
     }
@@ -313,12 +332,15 @@ impl Sim {
             let index = visible[usize::from(pick) % visible.len()];
             let message = &mut state.1[index];
             message.receives += 1;
-            if message.receives > MAX_RECEIVES {
+            if message.receives > message.max_receives {
                 let message = state.1.remove(index);
                 drop(state);
+                if self.draining {
+                    self.stalled.push(message.id);
+                }
                 self.log(format!(
-                    "m{} dead-lettered after {MAX_RECEIVES} receives",
-                    message.id
+                    "m{} dead-lettered after {} receives",
+                    message.id, message.max_receives
                 ));
                 self.dlq.push(message);
                 return true;
@@ -329,10 +351,18 @@ impl Sim {
         self.plan
             .arm(crash_at.map(u32::from), lose_answer_at.map(u32::from));
         let owner = format!("m{}:{}", picked.id, picked.receives);
+        let crashes = self.plan.fired().crashes;
         let outcome = poll_once(self.worker.process(&picked.body, &owner, now));
         self.plan.arm(None, None);
+        assert!(
+            outcome.is_some() || self.plan.fired().crashes > crashes,
+            "the worker awaited without a crash: every simulated port must answer at once"
+        );
         let line = match outcome {
             Some(MessageOutcome::Done(why)) => {
+                if why.ends_with("action(s) settled") {
+                    self.completed += 1;
+                }
                 let mut state = self.queue.state.lock().unwrap_or_else(|e| e.into_inner());
                 state.1.retain(|m| m.id != picked.id);
                 format!("done: {why}")
@@ -372,6 +402,13 @@ impl Sim {
     /// Every fault off, the queue worked until empty (or dead-lettered).
     fn drain(&mut self) {
         self.crm.set_mode(Mode::Healthy);
+        // From here every message must settle: each gets a fresh allowance
+        // of receives (its count goes on, as SQS's does, so every attempt
+        // keeps a distinct owner), and one that dead-letters now is stuck.
+        self.draining = true;
+        for message in &mut self.queue.state.lock().unwrap_or_else(|e| e.into_inner()).1 {
+            message.max_receives = message.receives + MAX_RECEIVES;
+        }
         for _ in 0..MAX_RECEIVES * 4 {
             if self
                 .queue
@@ -389,6 +426,12 @@ impl Sim {
     }
 
     fn check(&self) -> Result<(), String> {
+        if !self.stalled.is_empty() {
+            return Err(format!(
+                "messages {:?} never settled with every fault off",
+                self.stalled
+            ));
+        }
         let tasks = self.crm.tasks();
         for (key, ids) in &tasks {
             if ids.len() > 1 {
@@ -437,12 +480,47 @@ impl Sim {
                 }
             }
         }
+        // Every accepted event is settled, unless its own message was
+        // dead-lettered (triage holds it).
+        let dead_events: BTreeSet<String> = self
+            .dlq
+            .iter()
+            .filter_map(|m| serde_json::from_str::<QueueMessage>(&m.body).ok())
+            .map(|m| m.inbox_pk)
+            .collect();
+        for event in &self.accepted {
+            let pk = inbox_pk(*event);
+            if dead_events.contains(&pk.to_string()) {
+                continue;
+            }
+            let status = poll_once(hookgate_core::ports::InboxStore::get(&self.inbox, &pk))
+                .expect("memory answers")
+                .map_err(|e| e.to_string())?
+                .map(|r| r.status);
+            if status != Some(InboxStatus::Processed) {
+                return Err(format!("event {pk} accepted but left {status:?}"));
+            }
+        }
         Ok(())
     }
 }
 
 /// Runs `scenario`: its trace, or the invariant it broke (with the trace).
 pub fn run(scenario: &Scenario) -> Result<Vec<String>, String> {
+    run_counted(scenario).map(|(trace, _)| trace)
+}
+
+/// What a run exercised, so a budget of runs can show it was not vacuous.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    pub accepted_events: u32,
+    pub completed_messages: u32,
+    pub crashes: u32,
+    pub lost_answers: u32,
+}
+
+/// [`run`], with what it exercised.
+pub fn run_counted(scenario: &Scenario) -> Result<(Vec<String>, Counts), String> {
     hookgate_core::metrics::mute();
     let mut sim = Sim::new(scenario.strategy);
     for op in &scenario.ops {
@@ -450,12 +528,22 @@ pub fn run(scenario: &Scenario) -> Result<Vec<String>, String> {
     }
     sim.log("drain".into());
     sim.drain();
+    let fired = sim.plan.fired();
+    let counts = Counts {
+        accepted_events: u32::try_from(sim.accepted.len()).unwrap_or(u32::MAX),
+        completed_messages: sim.completed,
+        crashes: fired.crashes,
+        lost_answers: fired.lost_answers,
+    };
     match sim.check() {
-        Ok(()) => Ok(sim.trace),
-        Err(violation) => Err(format!(
-            "{violation}\ntrace:\n{}\nledger:\n{:#?}",
-            sim.trace.join("\n"),
-            sim.ledger.records()
-        )),
+        Ok(()) => Ok((sim.trace, counts)),
+        Err(violation) => {
+            let mut ledger = sim.ledger.records();
+            ledger.sort_by(|a, b| a.key.as_str().cmp(b.key.as_str()));
+            Err(format!(
+                "{violation}\ntrace:\n{}\nledger:\n{ledger:#?}",
+                sim.trace.join("\n")
+            ))
+        }
     }
 }
