@@ -218,7 +218,9 @@ impl Ledger for DynamoLedger {
             && stored.status == ActionStatus::InProgress
             && stored.request_sha256 == request.request_sha256
         {
-            return Ok(Reserve::Acquired(own_attempt(&stored)));
+            return Ok(Reserve::Acquired(hookgate_core::ledger::own_attempt(
+                &stored,
+            )));
         }
         match claim(&stored, &request.request_sha256, now) {
             Claim::TakeOver if self.take_over(request, inbox_pk, lease).await? => {
@@ -362,18 +364,6 @@ impl Ledger for DynamoLedger {
             .await
             .map_err(unavailable(STORE))?;
         out.item().map(from_item).transpose()
-    }
-}
-
-/// What an attempt that finds its own lease on `stored` is: the first only if
-/// nothing attempted the action before it.
-fn own_attempt(stored: &ActionRecord) -> Attempt {
-    if stored.attempts <= 1 {
-        Attempt::First
-    } else {
-        Attempt::Again {
-            since: stored.created_at,
-        }
     }
 }
 

@@ -113,6 +113,20 @@ pub fn claim(record: &ActionRecord, request_sha256: &str, now: Timestamp) -> Cla
     }
 }
 
+/// What an attempt that finds its own live lease on `stored` is (its write
+/// retried, or its reservation asked again): the first only if nothing
+/// attempted the action before it, else a takeover, after which the action
+/// may already have been performed.
+pub fn own_attempt(stored: &ActionRecord) -> Attempt {
+    if stored.attempts <= 1 {
+        Attempt::First
+    } else {
+        Attempt::Again {
+            since: stored.created_at,
+        }
+    }
+}
+
 /// How long ledger records live: at least the inbox TTL, so an action is
 /// recognised for as long as anything can re-deliver the event behind it.
 pub fn retention(configured: Duration, inbox_ttl: Duration) -> Duration {
@@ -198,6 +212,19 @@ mod tests {
                 "{status}"
             );
         }
+    }
+
+    #[test]
+    fn an_attempt_finding_its_own_lease_is_first_only_if_nothing_came_before() {
+        let mut r = record(ActionStatus::InProgress, Some(3_000));
+        assert_eq!(own_attempt(&r), Attempt::First);
+        r.attempts = 2;
+        assert_eq!(
+            own_attempt(&r),
+            Attempt::Again {
+                since: Timestamp::from_secs(1_000)
+            }
+        );
     }
 
     #[test]

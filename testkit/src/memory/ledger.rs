@@ -13,7 +13,7 @@ use std::{
 use hookgate_core::{
     InboxPk, Timestamp,
     action::{ActionKey, ActionRequest},
-    ledger::{ActionRecord, ActionStatus, Attempt, Claim, ErrorKind, claim},
+    ledger::{ActionRecord, ActionStatus, Attempt, Claim, ErrorKind, claim, own_attempt},
     ports::{Lease, Ledger, Reserve, Settle, Store, StoreError},
 };
 
@@ -91,13 +91,7 @@ impl Ledger for MemoryLedger {
                 && r.status == ActionStatus::InProgress
                 && r.request_sha256 == request.request_sha256
             {
-                return Reserve::Acquired(if r.attempts <= 1 {
-                    Attempt::First
-                } else {
-                    Attempt::Again {
-                        since: r.created_at,
-                    }
-                });
+                return Reserve::Acquired(own_attempt(r));
             }
             match claim(r, &request.request_sha256, now) {
                 Claim::TakeOver => {
