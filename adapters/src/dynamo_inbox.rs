@@ -400,7 +400,13 @@ impl InboxStore for DynamoInbox {
         applied(STORE, request.update_expression(update).send().await).map(|_| ())
     }
 
-    async fn discard(&self, pk: &InboxPk, reason: &str) -> Result<(), StoreError> {
+    async fn discard(&self, pk: &InboxPk, reason: &str, reopened: bool) -> Result<(), StoreError> {
+        // Without `reopened`, `:received` is HELD too: the condition is one
+        // expression either way.
+        let received = match reopened {
+            true => InboxStatus::Received,
+            false => InboxStatus::Held,
+        };
         let result = self
             .client
             .update_item()
@@ -412,7 +418,7 @@ impl InboxStore for DynamoInbox {
             )
             .expression_attribute_names("#status", "status")
             .expression_attribute_values(":held", s(InboxStatus::Held.as_str()))
-            .expression_attribute_values(":received", s(InboxStatus::Received.as_str()))
+            .expression_attribute_values(":received", s(received.as_str()))
             .expression_attribute_values(":discarded", s(InboxStatus::Discarded.as_str()))
             .expression_attribute_values(":reason", s(reason))
             .expression_attribute_values(":parked", s(pk.to_string()))

@@ -136,7 +136,7 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         if !reinjectable {
             return Err(ApprovalError::NotReinjectable(id.to_owned()));
         }
-        if item.class == TriageClass::Uncertain {
+        if item.class == TriageClass::Uncertain && self.awaits_reconcile(&item).await? {
             return Err(ApprovalError::ReconcileOnly(id.to_owned()));
         }
         // Refused before anything is recorded: the item stays for a decision
@@ -173,7 +173,7 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
                 });
             }
         }
-        let done = self.reinject(&item, now).await?;
+        let done = self.reinject(&item, who, why, now).await?;
         // Approved again after a failed re-injection: the record keeps who
         // approved it first, and why.
         let (who, why) = match (item.status, &item.decided_by) {
@@ -232,9 +232,12 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
             });
         }
         // The event's held work is discarded with it: no sweep, repeat or
-        // recovery runs it again.
+        // recovery runs it again. A RECEIVED record is discarded only when
+        // this item's own approval re-opened it; otherwise another decision
+        // re-opened it (a reconcile), or the item never held it.
         if let Some(pk) = &item.inbox_pk {
-            self.inbox.discard(pk, why).await?;
+            let reopened = from == TriageStatus::Approved;
+            self.inbox.discard(pk, why, reopened).await?;
         }
         Ok(())
     }
@@ -242,7 +245,8 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
     /// Resolves an UNCERTAIN action with the operator's finding: `found` →
     /// COMPLETED with that destination id; not found → PENDING and its event
     /// re-queued once (the UNCERTAIN → PENDING write happens once). The
-    /// worker's `uncertain` triage item is closed with the finding.
+    /// worker's `uncertain` triage item records the finding: DISCARDED when
+    /// found, REINJECTED when re-run.
     pub async fn reconcile(
         &self,
         key: &ActionKey,
@@ -278,20 +282,25 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
             Some(id) => format!("reconciled: found {id}"),
             None => "reconciled: not found, re-queued".to_owned(),
         };
-        let item = item_id(
-            TriageSource::Worker,
-            &format!("uncertain#{key}#{}", record.request_sha256),
-        );
-        self.triage
-            .transition(
-                &item,
-                TriageStatus::Held,
-                TriageStatus::Discarded,
-                who,
-                &why,
-                now,
-            )
-            .await?;
+        let case = format!("uncertain#{key}#{}", record.request_sha256);
+        let item = item_id(TriageSource::Worker, &case);
+        // Found: the item is closed. Not found: the work is re-run, as an
+        // approval re-runs it.
+        match found {
+            Some(_) => {
+                self.triage
+                    .transition(
+                        &item,
+                        TriageStatus::Held,
+                        TriageStatus::Discarded,
+                        who,
+                        &why,
+                        now,
+                    )
+                    .await?;
+            }
+            None => self.rerun_item(&case, who, &why, now).await?,
+        }
         match (found, requeue) {
             (Some(id), _) => Ok(Reconciled::Completed(id.to_owned())),
             (None, None) => unreachable!("not found always names the record to re-queue"),
@@ -311,6 +320,54 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         }
     }
 
+    /// Marks the worker's item of `case` (a failed or uncertain action)
+    /// REINJECTED when a decision re-runs its action, whether the item was
+    /// HELD or rejected: the worker files the same id when the re-run fails
+    /// again, which then holds and alerts again. Left closed, the new
+    /// failure read as a repeat of a closed item, held by nobody.
+    async fn rerun_item(
+        &self,
+        case: &str,
+        who: &str,
+        why: &str,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        let id = item_id(TriageSource::Worker, case);
+        for from in [TriageStatus::Held, TriageStatus::Discarded] {
+            if self
+                .triage
+                .transition(&id, from, TriageStatus::Reinjected, who, why, now)
+                .await?
+            {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether an action of the item's event is still UNCERTAIN, which only
+    /// a reconcile may decide. Once reconciled, an uncertain item (a dead
+    /// letter filed while its action was uncertain) may be approved: the
+    /// re-run finds the action decided. Where it cannot tell, it says yes.
+    async fn awaits_reconcile(&self, item: &TriageItem) -> Result<bool, StoreError> {
+        let Some(pk) = &item.inbox_pk else {
+            return Ok(true);
+        };
+        let Some(record) = self.inbox.get(pk).await? else {
+            return Ok(true);
+        };
+        let Decision::Actions(requests) = record.decide(&self.config.rules) else {
+            return Ok(true);
+        };
+        for request in requests {
+            match self.ledger.get(&request.key).await? {
+                Some(action) if action.status != ActionStatus::Uncertain => {}
+                _ => return Ok(true),
+            }
+        }
+        Ok(false)
+    }
+
     /// The inbox record of `pk`, refused when its TTL has passed (DynamoDB
     /// deletes expired items up to days after `expires_at`). A live one is
     /// re-opened with a fresh TTL, so it cannot expire during the re-run.
@@ -328,6 +385,8 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
     async fn reinject(
         &self,
         item: &TriageItem,
+        who: &str,
+        why: &str,
         now: Timestamp,
     ) -> Result<Reinjected, ApprovalError> {
         let Some(pk) = item.inbox_pk.clone() else {
@@ -344,6 +403,8 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         {
             for request in requests {
                 if self.ledger.reopen(&request.key, now).await? {
+                    let case = format!("failed#{}#{}", request.key, request.request_sha256);
+                    self.rerun_item(&case, who, why, now).await?;
                     reopened.push(request.key.to_string());
                 }
             }

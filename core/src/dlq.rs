@@ -15,7 +15,7 @@ use crate::{
     InboxPk, Timestamp,
     config::Config,
     inbox::InboxStatus,
-    ledger::ErrorKind,
+    ledger::{ActionStatus, ErrorKind},
     message::QueueMessage,
     ports::{EventErrorCode, Filed, Hold, InboxStore, Ledger, StoreError},
     rules::Decision,
@@ -135,7 +135,8 @@ impl<S: InboxStore, L: Ledger, H: Hold> Triager<S, L, H> {
                     match self.ledger.get(&request.key).await? {
                         Some(action) => {
                             if let Some(kind) = action.last_error_kind {
-                                e.error_kinds.push(kind.as_str().to_owned());
+                                e.error_kinds
+                                    .push(evidence_kind(kind, action.status).to_owned());
                             }
                             if let Some(error) = &action.last_error {
                                 e.details.push(format!(
@@ -214,5 +215,21 @@ impl<S: InboxStore, L: Ledger, H: Hold> Triager<S, L, H> {
             Some(ws) => item.workspace = Some(ws.to_string()),
             None => item.evidence.unknown_workspace = true,
         }
+    }
+}
+
+/// The error kind an action's last error is evidence of. A lost answer
+/// leaves an action UNCERTAIN only where asking again could make a second
+/// effect (the lookup strategy); an action still PENDING after one was
+/// retried under the same idempotency key, where re-running is safe, so it
+/// is evidence of a failing destination. Classed uncertain it could be
+/// neither approved (approval leaves uncertain items to reconcile) nor
+/// reconciled (the action is not UNCERTAIN): only rejected.
+fn evidence_kind(kind: ErrorKind, status: ActionStatus) -> &'static str {
+    match (kind, status) {
+        (ErrorKind::OutcomeUnknown, s) if s != ActionStatus::Uncertain => {
+            ErrorKind::Retryable.as_str()
+        }
+        _ => kind.as_str(),
     }
 }

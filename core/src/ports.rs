@@ -146,13 +146,16 @@ pub trait InboxStore: Send + Sync {
         reason: Option<&str>,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
-    /// HELD (or RECEIVED again after a failed re-injection) → DISCARDED with
-    /// the operator's `reason`, parked: a rejected decision.
-    /// A record in any other status is left as it is.
+    /// HELD → DISCARDED with the operator's `reason`, parked: a rejected
+    /// decision. With `reopened`, a RECEIVED record too: the rejected item's
+    /// own approval re-opened it and its re-injection failed. A record in
+    /// any other status is left as it is; so is a RECEIVED one otherwise,
+    /// which another decision may have re-opened to run.
     fn discard(
         &self,
         pk: &InboxPk,
         reason: &str,
+        reopened: bool,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 }
 

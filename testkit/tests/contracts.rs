@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use hookgate_testkit::{
     contract,
-    memory::{MemoryInbox, MemoryLedger},
+    memory::{MemoryInbox, MemoryLedger, MemoryTriage},
 };
 
 #[tokio::test]
@@ -16,4 +16,9 @@ async fn the_memory_inbox_honours_the_inbox_contract() {
 #[tokio::test]
 async fn the_memory_ledger_honours_the_ledger_contract() {
     contract::ledger::ledger_contract(&MemoryLedger::default(), "mem").await;
+}
+
+#[tokio::test]
+async fn the_memory_triage_table_honours_the_triage_contract() {
+    contract::triage::triage_store_contract(&MemoryTriage::default(), "mem").await;
 }

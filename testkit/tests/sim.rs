@@ -21,7 +21,7 @@ fn op() -> impl Strategy<Value = Op> {
             crash_at,
             lose_answer_at
         }),
-        2 => (1..180u16).prop_map(Op::Advance),
+        4 => (1..240u16).prop_map(Op::Advance),
         1 => prop_oneof![
             3 => Just(Mode::Healthy),
             2 => Just(Mode::Down),
@@ -30,15 +30,23 @@ fn op() -> impl Strategy<Value = Op> {
             1 => Just(Mode::Refuse),
         ]
         .prop_map(Op::Crm),
+        1 => Just(Op::Sweep),
+        1 => (any::<u8>(), proptest::bool::weighted(0.3))
+            .prop_map(|(pick, reject)| Op::Decide { pick, reject }),
     ]
 }
 
 fn scenario() -> impl Strategy<Value = Scenario> {
     (
         prop_oneof![Just(CrmStrategy::IdempotencyKey), Just(CrmStrategy::Lookup)],
+        1..=5u32,
         proptest::collection::vec(op(), 1..60),
     )
-        .prop_map(|(strategy, ops)| Scenario { strategy, ops })
+        .prop_map(|(strategy, max_receives, ops)| Scenario {
+            strategy,
+            max_receives,
+            ops,
+        })
 }
 
 fn env_u64(name: &str, default: u64) -> u64 {
@@ -67,13 +75,7 @@ fn every_simulated_scenario_keeps_the_invariants() {
     let total = std::cell::Cell::new(sim::Counts::default());
     let result = runner(seed, cases).run(&scenario(), |s| {
         let (_, c) = sim::run_counted(&s).map_err(TestCaseError::fail)?;
-        let t = total.get();
-        total.set(sim::Counts {
-            accepted_events: t.accepted_events + c.accepted_events,
-            completed_messages: t.completed_messages + c.completed_messages,
-            crashes: t.crashes + c.crashes,
-            lost_answers: t.lost_answers + c.lost_answers,
-        });
+        total.set(total.get() + c);
         Ok(())
     });
     let elapsed = started.elapsed().as_secs_f64();
@@ -91,6 +93,11 @@ fn every_simulated_scenario_keeps_the_invariants() {
             );
             assert!(
                 t.crashes > cases / 10 && t.lost_answers > cases / 20,
+                "{t:?}"
+            );
+            // Dead letters were triaged, the sweep re-queued, operators decided.
+            assert!(
+                t.dead_letters > cases / 100 && t.swept > cases / 100 && t.decisions > cases / 100,
                 "{t:?}"
             );
         }
@@ -119,6 +126,7 @@ fn a_crash_after_the_crm_answered_still_makes_one_task() {
     for strategy in [CrmStrategy::IdempotencyKey, CrmStrategy::Lookup] {
         let scenario = Scenario {
             strategy,
+            max_receives: 5,
             ops: vec![
                 Op::Deliver(0),
                 Op::Work {

@@ -245,7 +245,20 @@ async fn discard_and_dispatch_marks(store: &impl InboxStore, ns: &str) {
             .dispatch_failed
     );
 
-    store.discard(&record.pk, "rejected by ana").await.unwrap();
+    // A RECEIVED record is discarded only when the reject says it was re-opened
+    // by the rejected item's own approval.
+    store
+        .discard(&record.pk, "rejected by ana", false)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.get(&record.pk).await.unwrap().unwrap().status,
+        InboxStatus::Received
+    );
+    store
+        .discard(&record.pk, "rejected by ana", true)
+        .await
+        .unwrap();
     let stored = store.get(&record.pk).await.unwrap().unwrap();
     assert_eq!(
         (
@@ -262,10 +275,23 @@ async fn discard_and_dispatch_marks(store: &impl InboxStore, ns: &str) {
         .settle(&done.pk, InboxStatus::Processed, None)
         .await
         .unwrap();
-    store.discard(&done.pk, "too late").await.unwrap();
+    store.discard(&done.pk, "too late", true).await.unwrap();
     assert_eq!(
         store.get(&done.pk).await.unwrap().unwrap().status,
         InboxStatus::Processed
+    );
+    // A HELD record (held for a decision by triage) is discarded by any reject.
+    let held = first(ns, "discard-held", "{}", true, T0);
+    store.upsert(&held, T0).await.unwrap();
+    store
+        .settle(&held.pk, InboxStatus::Held, Some("dead-lettered"))
+        .await
+        .unwrap();
+    store.discard(&held.pk, "not ours", false).await.unwrap();
+    let stored = store.get(&held.pk).await.unwrap().unwrap();
+    assert_eq!(
+        (stored.status, stored.status_reason.as_deref()),
+        (InboxStatus::Discarded, Some("not ours"))
     );
 }
 

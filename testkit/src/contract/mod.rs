@@ -4,3 +4,4 @@
 
 pub mod inbox;
 pub mod ledger;
+pub mod triage;

@@ -159,10 +159,10 @@ impl InboxStore for MemoryInbox {
         Ok(())
     }
 
-    async fn discard(&self, pk: &InboxPk, reason: &str) -> Result<(), StoreError> {
+    async fn discard(&self, pk: &InboxPk, reason: &str, reopened: bool) -> Result<(), StoreError> {
         self.with(|records| {
             if let Some(r) = records.get_mut(pk)
-                && matches!(r.status, InboxStatus::Held | InboxStatus::Received)
+                && (r.status == InboxStatus::Held || reopened && r.status == InboxStatus::Received)
             {
                 r.status = InboxStatus::Discarded;
                 r.status_reason = Some(reason.to_owned());

@@ -1,5 +1,5 @@
-//! Honest in-memory ports: the inbox, the ledger, the queue and the holder
-//! as maps and lists behind locks, for tests that run the core's services in
+//! Honest in-memory ports: the inbox, the ledger, the queue, the triage
+//! table and the alert channel as maps and lists behind locks, for tests that run the core's services in
 //! milliseconds. "Honest" means checked: the suites in `crate::contract` run
 //! on these and, in the integration tests, on the DynamoDB adapters against
 //! the emulator, so a behaviour the real store has and these lack fails a
@@ -8,7 +8,9 @@
 mod inbox;
 mod ledger;
 mod queue;
+mod triage;
 
 pub use inbox::MemoryInbox;
 pub use ledger::MemoryLedger;
-pub use queue::{MemoryHold, MemoryQueue};
+pub use queue::MemoryQueue;
+pub use triage::{MemoryAlerts, MemoryHolder, MemoryTriage, holder};

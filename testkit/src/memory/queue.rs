@@ -1,13 +1,11 @@
-//! The action queue and the triage holder in memory: what was sent and what
-//! was held, in order, for a test to read back.
+//! The action queue in memory: what was sent, in order, for a test to read
+//! back.
 
 use std::sync::{Arc, Mutex};
 
 use hookgate_core::{
-    Timestamp,
     message::{MessageKind, QueueMessage},
-    ports::{ActionQueue, Filed, Hold, QueueError, StoreError},
-    triage::TriageItem,
+    ports::{ActionQueue, QueueError},
 };
 
 /// Every message sent, with its kind; `fail` makes the next sends fail.
@@ -39,29 +37,5 @@ impl ActionQueue for MemoryQueue {
             .unwrap_or_else(|e| e.into_inner())
             .push((message.clone(), kind));
         Ok(())
-    }
-}
-
-/// Every item held, by id: a second filing of an id is a repeat.
-/// A handle: clones share the same list.
-#[derive(Debug, Clone, Default)]
-pub struct MemoryHold {
-    held: Arc<Mutex<Vec<TriageItem>>>,
-}
-
-impl MemoryHold {
-    pub fn held(&self) -> Vec<TriageItem> {
-        self.held.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-}
-
-impl Hold for MemoryHold {
-    async fn hold(&self, item: &TriageItem, _now: Timestamp) -> Result<Filed, StoreError> {
-        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
-        if held.iter().any(|h| h.id == item.id) {
-            return Ok(Filed::Repeat);
-        }
-        held.push(item.clone());
-        Ok(Filed::New)
     }
 }

@@ -57,6 +57,11 @@ impl SimCrm {
         self.lock().mode = mode;
     }
 
+    /// How many tasks were ever made.
+    pub fn made(&self) -> u32 {
+        self.lock().made
+    }
+
     /// Every task made, by action key.
     pub fn tasks(&self) -> BTreeMap<String, Vec<String>> {
         self.lock().tasks.clone()

@@ -136,8 +136,8 @@ impl<T: InboxStore> InboxStore for Faulty<T> {
         faulted!(self, self.inner.settle(pk, status, reason).await)
     }
 
-    async fn discard(&self, pk: &InboxPk, reason: &str) -> Result<(), StoreError> {
-        self.inner.discard(pk, reason).await
+    async fn discard(&self, pk: &InboxPk, reason: &str, reopened: bool) -> Result<(), StoreError> {
+        self.inner.discard(pk, reason, reopened).await
     }
 }
 

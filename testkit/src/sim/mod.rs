@@ -1,14 +1,12 @@
-//! A deterministic simulator of the pipeline: the core's real `Ingress` and
-//! `Worker` on the memory ports, a virtual clock, an SQS model and a CRM
-//! model, driven by a list of steps (a provider's delivery, a worker's
-//! receive with a crash or a lost answer at any port call, time passing, the
-//! CRM going down or dropping answers). After the steps it drains the queue
-//! with every fault off and checks the reference model's invariants:
-//! - no duplicate effect: at most one CRM task per action key;
-//! - no lost event: every accepted event's action is completed with the
-//!   CRM's task, or held for a human (a failed or uncertain action with a
-//!   triage item, or its message dead-lettered);
-//! - the ledger and the CRM agree on every task.
+//! A deterministic simulator of the pipeline: the core's real `Ingress`,
+//! `Worker`, DLQ `Triager`, `Sweeper` and `Approvals` on the memory ports, a
+//! virtual clock, an SQS model and a CRM model, driven by a list of steps (a
+//! provider's delivery, a worker's receive with a crash or a lost answer at
+//! any port call, time passing, the CRM going down or dropping answers, a
+//! sweep, an operator's decision). A dead-lettered message is triaged at
+//! once. After the steps it drains the queue with every fault off, then an
+//! operator decides every held item and the queue is drained again, and
+//! [`model`] checks the reference model's invariants.
 //!
 //! Single-threaded and without real time, so the same steps give the same
 //! trace, byte for byte. `testkit/tests/sim.rs` generates the steps with
@@ -17,43 +15,52 @@
 
 pub mod crm;
 pub mod faults;
+mod model;
+mod queue;
 
 use std::{
-    collections::{BTreeMap, BTreeSet, HashMap},
+    collections::{BTreeSet, HashMap},
     future::Future,
     pin::pin,
-    sync::{Arc, Mutex},
+    sync::Arc,
     task::{Context, Poll, Waker},
     time::Duration,
 };
 
 use hookgate_core::{
     InboxPk, Timestamp,
+    approval::{ApprovalError, Approvals},
     config::Config,
     destination::Strategy,
-    inbox::InboxStatus,
+    dlq::{DeadLetter, Triager},
+    inbox::{InboxStatus, Verdict},
     ingress::{Ingress, WebhookRequest},
-    ledger::ActionStatus,
-    message::{MessageKind, QueueMessage},
-    ports::{ActionQueue, QueueError},
+    message::QueueMessage,
+    ports::{EventError, EventIngress, InboxStore, TriageStore},
     provider::{Scheme, SignRequest},
     secret::{Secret, SecretError, SecretRef, SecretSource},
+    sweep::Sweeper,
+    triage::{TriageItem, TriageSource, TriageStatus},
     worker::{MessageOutcome, Worker},
 };
 
-use crate::memory::{MemoryHold, MemoryInbox, MemoryLedger};
+use crate::memory::{self, MemoryAlerts, MemoryHolder, MemoryInbox, MemoryLedger, MemoryTriage};
 use crm::{Mode, SimCrm};
 use faults::{Faulty, Plan};
+use queue::{MAX_RECEIVES, Queue, Received};
 
 /// Distinct events; two of them (a call's `call_analyzed` and its
 /// `call_ended`) ask for each action.
 pub const EVENTS: u8 = 8;
-/// The action queue's visibility timeout and redrive.
+/// The action queue's visibility timeout.
 const VISIBILITY: Duration = Duration::from_secs(60);
-const MAX_RECEIVES: u32 = 5;
+/// The sweep re-queues records left RECEIVED this long.
+const SWEEP_AGE: Duration = Duration::from_secs(120);
 const T0: Timestamp = Timestamp::from_millis(1_800_000_000_000);
 /// The documented test secret of ws-1's Retell binding (CONTRIBUTING.md).
 const SECRET: &str = "key_test_ws1_retell";
+/// The reason the simulated operator gives for a reject.
+const REJECTED: &str = "rejected by the simulated operator";
 
 const CONFIG: &str = r#"
 [inbox]
@@ -86,7 +93,8 @@ pub enum Op {
     /// A worker receives one visible message (the `pick`-th: SQS does not
     /// keep order) and processes it; the invocation crashes before port
     /// call `crash_at`, or port call `lose_answer_at` loses its answer and
-    /// is sent again.
+    /// is sent again. A message received once too often is dead-lettered
+    /// and triaged instead.
     Work {
         pick: u8,
         crash_at: Option<u8>,
@@ -96,12 +104,19 @@ pub enum Op {
     Advance(u16),
     /// The CRM changes how it answers.
     Crm(Mode),
+    /// The scheduled sweep runs.
+    Sweep,
+    /// An operator decides the `pick`-th held item: rejects it, or approves
+    /// it (an uncertain one is reconciled with what the CRM really holds).
+    Decide { pick: u8, reject: bool },
 }
 
-/// A run: the CRM's strategy and the steps.
+/// A run: the CRM's strategy, the queue's redrive limit (receives before a
+/// message is dead-lettered, 1 to 5) and the steps.
 #[derive(Debug, Clone)]
 pub struct Scenario {
     pub strategy: Strategy,
+    pub max_receives: u32,
     pub ops: Vec<Op>,
 }
 
@@ -114,35 +129,14 @@ impl SecretSource for TestSecrets {
     }
 }
 
-#[derive(Debug, Clone)]
-struct Message {
-    id: u32,
-    body: String,
-    visible_at: Timestamp,
-    receives: u32,
-    /// Receives before it is dead-lettered (SQS's maxReceiveCount).
-    max_receives: u32,
-}
+/// The simulator delivers no EventBridge events, so no approval re-ingests one.
+struct NoEvents;
 
-/// The action queue: messages in order of sending, each visible from a time.
-#[derive(Debug, Clone, Default)]
-struct Queue {
-    state: Arc<Mutex<(u32, Vec<Message>)>>,
-}
-
-impl ActionQueue for Queue {
-    async fn send(&self, message: &QueueMessage, _kind: MessageKind) -> Result<(), QueueError> {
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        state.0 += 1;
-        let id = state.0;
-        state.1.push(Message {
-            id,
-            body: message.to_json(),
-            visible_at: Timestamp::from_millis(0),
-            receives: 0,
-            max_receives: MAX_RECEIVES,
-        });
-        Ok(())
+impl EventIngress for NoEvents {
+    async fn ingest_event(&self, _event: &[u8], _now: Timestamp) -> Result<Verdict, EventError> {
+        Err(EventError::Malformed(
+            "the simulator sends no EventBridge events".into(),
+        ))
     }
 }
 
@@ -159,26 +153,38 @@ fn poll_once<F: Future>(future: F) -> Option<F::Output> {
     }
 }
 
+/// Runs a call on the fault-free ports, which always answer at once.
+fn now_or_never<F: Future>(future: F) -> F::Output {
+    poll_once(future).expect("the fault-free memory ports answer at once")
+}
+
 type SimWorker =
-    Worker<Faulty<MemoryInbox>, Faulty<MemoryLedger>, Faulty<SimCrm>, Faulty<MemoryHold>>;
+    Worker<Faulty<MemoryInbox>, Faulty<MemoryLedger>, Faulty<SimCrm>, Faulty<MemoryHolder>>;
 
 struct Sim {
     now: Timestamp,
-    ingress: Ingress<MemoryInbox, Queue, TestSecrets, MemoryHold>,
+    ingress: Ingress<MemoryInbox, Queue, TestSecrets, MemoryHolder>,
     worker: SimWorker,
+    triager: Triager<MemoryInbox, MemoryLedger, MemoryHolder>,
+    sweeper: Sweeper<MemoryInbox, Queue>,
+    approvals: Approvals<MemoryTriage, MemoryInbox, MemoryLedger, Queue, NoEvents>,
     plan: Arc<Plan>,
     queue: Queue,
-    dlq: Vec<Message>,
     ledger: MemoryLedger,
-    hold: MemoryHold,
+    triage: MemoryTriage,
+    alerts: MemoryAlerts,
     crm: SimCrm,
+    inbox: MemoryInbox,
     /// Events the ingress accepted (answered 202).
     accepted: BTreeSet<u8>,
+    /// What the operator's decisions and the dead letters allow.
+    model: model::Model,
     /// Set once every fault is off: a message dead-lettered then is a stall.
     draining: bool,
     stalled: Vec<u32>,
-    completed: u32,
-    inbox: MemoryInbox,
+    /// Effects the model forbids, seen as they happened.
+    violations: Vec<String>,
+    counts: Counts,
     trace: Vec<String>,
 }
 
@@ -207,8 +213,19 @@ fn inbox_pk(event: u8) -> InboxPk {
     .expect("an inbox key")
 }
 
+/// The event an inbox key names.
+fn event_of(pk: &InboxPk) -> Option<u8> {
+    (0..EVENTS).find(|e| inbox_pk(*e) == *pk)
+}
+
+/// The event a queue message names.
+fn event_in(body: &str) -> Option<u8> {
+    let message: QueueMessage = serde_json::from_str(body).ok()?;
+    event_of(&InboxPk::parse(&message.inbox_pk).ok()?)
+}
+
 impl Sim {
-    fn new(strategy: Strategy) -> Sim {
+    fn new(strategy: Strategy, max_receives: u32) -> Sim {
         let name = match strategy {
             Strategy::IdempotencyKey => "idempotency-key",
             Strategy::Upsert => "upsert",
@@ -217,13 +234,10 @@ impl Sim {
         let config = Arc::new(
             Config::from_toml(&CONFIG.replace("STRATEGY", name), |_| None).expect("sim config"),
         );
-        let (inbox, ledger, hold) = (
-            MemoryInbox::default(),
-            MemoryLedger::default(),
-            MemoryHold::default(),
-        );
+        let (inbox, ledger) = (MemoryInbox::default(), MemoryLedger::default());
+        let (holder, triage, alerts) = memory::holder();
         let (queue, crm, plan) = (
-            Queue::default(),
+            Queue::new(max_receives),
             SimCrm::new(strategy),
             Arc::new(Plan::default()),
         );
@@ -243,32 +257,46 @@ impl Sim {
             },
             HashMap::from([("crm".to_owned(), faulty(crm.clone()))]),
             Faulty {
-                inner: hold.clone(),
+                inner: holder.clone(),
                 plan: plan.clone(),
             },
         );
         let ingress = Ingress::new(
-            config,
+            config.clone(),
             inbox.clone(),
             queue.clone(),
             TestSecrets,
-            hold.clone(),
+            holder.clone(),
+        );
+        let triager = Triager::new(config.clone(), inbox.clone(), ledger.clone(), holder);
+        let approvals = Approvals::new(
+            config,
+            triage.clone(),
+            inbox.clone(),
+            ledger.clone(),
+            queue.clone(),
+            NoEvents,
         );
         Sim {
             now: T0,
             ingress,
             worker,
+            triager,
+            sweeper: Sweeper::new(inbox.clone(), queue.clone(), SWEEP_AGE),
+            approvals,
             plan,
             queue,
-            dlq: Vec::new(),
             ledger,
-            hold,
+            triage,
+            alerts,
             crm,
+            inbox,
             accepted: BTreeSet::new(),
+            model: model::Model::default(),
             draining: false,
             stalled: Vec::new(),
-            completed: 0,
-            inbox,
+            violations: Vec::new(),
+            counts: Counts::default(),
             trace: Vec::new(),
         }
     }
@@ -311,7 +339,7 @@ impl Sim {
             headers: &headers,
             body: body.as_bytes(),
         };
-        let reply = poll_once(self.ingress.handle(request, self.now)).expect("memory ports answer");
+        let reply = now_or_never(self.ingress.handle(request, self.now));
         if reply.status == 202 {
             self.accepted.insert(event);
         }
@@ -321,50 +349,39 @@ impl Sim {
     /// One receive; `false` when nothing was visible.
     fn work(&mut self, pick: u8, crash_at: Option<u8>, lose_answer_at: Option<u8>) -> bool {
         let now = self.now;
-        let picked = {
-            let mut state = self.queue.state.lock().unwrap_or_else(|e| e.into_inner());
-            let visible: Vec<usize> = (0..state.1.len())
-                .filter(|i| state.1[*i].visible_at <= now)
-                .collect();
-            if visible.is_empty() {
-                return false;
-            }
-            let index = visible[usize::from(pick) % visible.len()];
-            let message = &mut state.1[index];
-            message.receives += 1;
-            if message.receives > message.max_receives {
-                let message = state.1.remove(index);
-                drop(state);
-                if self.draining {
-                    self.stalled.push(message.id);
-                }
-                self.log(format!(
-                    "m{} dead-lettered after {} receives",
-                    message.id, message.max_receives
-                ));
-                self.dlq.push(message);
+        let picked = match self.queue.receive(pick, now, VISIBILITY) {
+            Received::Nothing => return false,
+            Received::DeadLettered(message) => {
+                self.dead_letter(&message);
                 return true;
             }
-            message.visible_at = now.plus(VISIBILITY);
-            message.clone()
+            Received::Message(message) => message,
         };
         self.plan
             .arm(crash_at.map(u32::from), lose_answer_at.map(u32::from));
         let owner = format!("m{}:{}", picked.id, picked.receives);
         let crashes = self.plan.fired().crashes;
+        // What the model allows this invocation, decided before it runs.
+        let forbidden = event_in(&picked.body).and_then(|e| self.forbidden(e));
+        let made = self.crm.made();
         let outcome = poll_once(self.worker.process(&picked.body, &owner, now));
         self.plan.arm(None, None);
         assert!(
             outcome.is_some() || self.plan.fired().crashes > crashes,
             "the worker awaited without a crash: every simulated port must answer at once"
         );
+        if let Some(why) = forbidden
+            && self.crm.made() > made
+        {
+            self.violations
+                .push(format!("m{} made a CRM task {why}", picked.id));
+        }
         let line = match outcome {
             Some(MessageOutcome::Done(why)) => {
                 if why.ends_with("action(s) settled") {
-                    self.completed += 1;
+                    self.counts.completed_messages += 1;
                 }
-                let mut state = self.queue.state.lock().unwrap_or_else(|e| e.into_inner());
-                state.1.retain(|m| m.id != picked.id);
+                self.queue.delete(picked.id);
                 format!("done: {why}")
             }
             Some(MessageOutcome::Retry(why)) => format!("returns: {why}"),
@@ -375,6 +392,111 @@ impl Sim {
             picked.id, picked.receives
         ));
         true
+    }
+
+    /// Redriven to the DLQ and triaged at once (the triager runs fault-free).
+    fn dead_letter(&mut self, message: &queue::Message) {
+        if self.draining {
+            self.stalled.push(message.id);
+        }
+        self.counts.dead_letters += 1;
+        let letter = DeadLetter {
+            source: TriageSource::ActionDlq,
+            message_id: &format!("m{}", message.id),
+            body: &message.body,
+            attributes: serde_json::json!({"ApproximateReceiveCount": message.receives}),
+        };
+        // A dead letter of an event not yet processed holds the event until
+        // the operator decides its item.
+        let pending = event_in(&message.body).filter(|e| {
+            now_or_never(self.inbox.get(&inbox_pk(*e)))
+                .ok()
+                .flatten()
+                .is_some_and(|r| r.status == InboxStatus::Received)
+        });
+        let triaged = now_or_never(self.triager.triage(&letter, self.now));
+        if let Some(event) = pending {
+            self.model.hold(event);
+        }
+        self.log(format!(
+            "m{} dead-lettered after {} receives, triaged: {triaged:?}",
+            message.id, message.max_receives
+        ));
+    }
+
+    fn sweep(&mut self) {
+        let report = now_or_never(self.sweeper.run(self.now));
+        if let Ok(report) = &report {
+            self.counts.swept += u32::try_from(report.dispatched).unwrap_or(u32::MAX);
+        }
+        self.log(format!("sweep: {report:?}"));
+    }
+
+    /// The held items, oldest first (ties in id order).
+    fn held(&self) -> Vec<TriageItem> {
+        now_or_never(self.triage.list(TriageStatus::Held)).expect("the memory triage answers")
+    }
+
+    /// An operator's decision on `item`: a reject, or an approval (a
+    /// reconcile where only a reconcile may decide).
+    fn decide(&mut self, item: &TriageItem, reject: bool) {
+        let now = self.now;
+        let event = item.inbox_pk.as_ref().and_then(event_of);
+        let result = if reject {
+            let done = now_or_never(
+                self.approvals
+                    .reject(&item.id, "sim-operator", REJECTED, now),
+            );
+            if done.is_ok() {
+                self.model.reject(item);
+            }
+            done.map(|()| "rejected".to_owned())
+        } else {
+            // As the tool tells an operator: approve, and where it answers
+            // that only a reconcile decides, reconcile with what the CRM holds.
+            match now_or_never(self.approvals.approve(
+                &item.id,
+                "sim-operator",
+                "approved in the simulation",
+                now,
+            )) {
+                Err(ApprovalError::ReconcileOnly(_)) => self.reconcile(event),
+                other => {
+                    if other.is_ok() {
+                        self.model.approved(event);
+                    }
+                    other.map(|r| format!("approved: {r:?}"))
+                }
+            }
+        };
+        if result.is_ok() {
+            self.counts.decisions += 1;
+        }
+        self.log(format!("decide {} ({}): {result:?}", item.id, item.class));
+    }
+
+    /// Reconciles `event`'s action with what the CRM really holds.
+    fn reconcile(&mut self, event: Option<u8>) -> Result<String, ApprovalError> {
+        let key = event.map(action_key).unwrap_or_default();
+        let found = self.crm.tasks().get(&key).and_then(|t| t.first()).cloned();
+        let Some(record) = self
+            .ledger
+            .records()
+            .into_iter()
+            .find(|r| r.key.as_str() == key)
+        else {
+            return Ok(format!("no action {key} to reconcile"));
+        };
+        let done = now_or_never(self.approvals.reconcile(
+            &record.key,
+            found.as_deref(),
+            "sim-operator",
+            self.now,
+        ));
+        if done.is_ok() {
+            self.model.reconciled(event);
+        }
+        done.map(|r| format!("reconciled: {r:?}"))
     }
 
     fn step(&mut self, op: &Op) {
@@ -396,112 +518,54 @@ impl Sim {
                 self.crm.set_mode(mode);
                 self.log(format!("crm {mode:?}"));
             }
+            Op::Sweep => self.sweep(),
+            Op::Decide { pick, reject } => {
+                let held = self.held();
+                if held.is_empty() {
+                    self.log("decide: nothing held".into());
+                } else {
+                    let item = held[usize::from(pick) % held.len()].clone();
+                    self.decide(&item, reject);
+                }
+            }
         }
     }
 
-    /// Every fault off, the queue worked until empty (or dead-lettered).
+    /// Works the queue until it is empty, the sweep running as time passes.
     fn drain(&mut self) {
-        self.crm.set_mode(Mode::Healthy);
         // From here every message must settle: each gets a fresh allowance
         // of receives (its count goes on, as SQS's does, so every attempt
         // keeps a distinct owner), and one that dead-letters now is stuck.
-        self.draining = true;
-        for message in &mut self.queue.state.lock().unwrap_or_else(|e| e.into_inner()).1 {
-            message.max_receives = message.receives + MAX_RECEIVES;
-        }
+        self.queue.extend_receives(MAX_RECEIVES);
         for _ in 0..MAX_RECEIVES * 4 {
-            if self
-                .queue
-                .state
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .1
-                .is_empty()
-            {
+            self.now = self.now.plus(VISIBILITY).plus(Duration::from_secs(1));
+            self.sweep();
+            if self.queue.is_empty() {
                 return;
             }
-            self.now = self.now.plus(VISIBILITY).plus(Duration::from_secs(1));
             while self.work(0, None, None) {}
         }
     }
 
-    fn check(&self) -> Result<(), String> {
-        if !self.stalled.is_empty() {
-            return Err(format!(
-                "messages {:?} never settled with every fault off",
-                self.stalled
-            ));
+    /// Every fault off; the queue drained; then, until nothing is held, an
+    /// operator approves (or reconciles) every held item and the queue is
+    /// drained again.
+    fn settle(&mut self) {
+        self.crm.set_mode(Mode::Healthy);
+        self.draining = true;
+        self.log("drain".into());
+        self.drain();
+        for _ in 0..4 {
+            let held = self.held();
+            if held.is_empty() {
+                return;
+            }
+            self.log(format!("the operator decides {} held item(s)", held.len()));
+            for item in held {
+                self.decide(&item, false);
+            }
+            self.drain();
         }
-        let tasks = self.crm.tasks();
-        for (key, ids) in &tasks {
-            if ids.len() > 1 {
-                return Err(format!("duplicate effect: {key} has tasks {ids:?}"));
-            }
-        }
-        let ledger: BTreeMap<String, _> = self
-            .ledger
-            .records()
-            .into_iter()
-            .map(|r| (r.key.as_str().to_owned(), r))
-            .collect();
-        let held_keys: BTreeSet<String> = self
-            .hold
-            .held()
-            .iter()
-            .flat_map(|item| item.evidence.details.clone())
-            .filter_map(|d| d.split(": ").next().map(str::to_owned))
-            .collect();
-        let dead: BTreeSet<String> = self
-            .dlq
-            .iter()
-            .filter_map(|m| serde_json::from_str::<QueueMessage>(&m.body).ok())
-            .filter_map(|m| {
-                (0..EVENTS)
-                    .find(|e| inbox_pk(*e).to_string() == m.inbox_pk)
-                    .map(action_key)
-            })
-            .collect();
-        let keys: BTreeSet<String> = self.accepted.iter().map(|e| action_key(*e)).collect();
-        for key in keys.iter().chain(tasks.keys()) {
-            if dead.contains(key) {
-                continue; // dead-lettered: triage holds it for a human
-            }
-            let record = ledger.get(key);
-            let task = tasks.get(key).and_then(|t| t.first());
-            match record.map(|r| (r.status, r.destination_ref.as_ref())) {
-                Some((ActionStatus::Completed, Some(reference))) if task == Some(reference) => {}
-                Some((ActionStatus::Failed | ActionStatus::Uncertain, _))
-                    if held_keys.contains(key) => {}
-                other => {
-                    return Err(format!(
-                        "{key}: the ledger says {other:?}, the CRM has {task:?}, held: {}",
-                        held_keys.contains(key)
-                    ));
-                }
-            }
-        }
-        // Every accepted event is settled, unless its own message was
-        // dead-lettered (triage holds it).
-        let dead_events: BTreeSet<String> = self
-            .dlq
-            .iter()
-            .filter_map(|m| serde_json::from_str::<QueueMessage>(&m.body).ok())
-            .map(|m| m.inbox_pk)
-            .collect();
-        for event in &self.accepted {
-            let pk = inbox_pk(*event);
-            if dead_events.contains(&pk.to_string()) {
-                continue;
-            }
-            let status = poll_once(hookgate_core::ports::InboxStore::get(&self.inbox, &pk))
-                .expect("memory answers")
-                .map_err(|e| e.to_string())?
-                .map(|r| r.status);
-            if status != Some(InboxStatus::Processed) {
-                return Err(format!("event {pk} accepted but left {status:?}"));
-            }
-        }
-        Ok(())
     }
 }
 
@@ -517,23 +581,44 @@ pub struct Counts {
     pub completed_messages: u32,
     pub crashes: u32,
     pub lost_answers: u32,
+    pub dead_letters: u32,
+    pub swept: u32,
+    pub decisions: u32,
+}
+
+impl std::ops::Add for Counts {
+    type Output = Counts;
+
+    fn add(self, o: Counts) -> Counts {
+        Counts {
+            accepted_events: self.accepted_events + o.accepted_events,
+            completed_messages: self.completed_messages + o.completed_messages,
+            crashes: self.crashes + o.crashes,
+            lost_answers: self.lost_answers + o.lost_answers,
+            dead_letters: self.dead_letters + o.dead_letters,
+            swept: self.swept + o.swept,
+            decisions: self.decisions + o.decisions,
+        }
+    }
 }
 
 /// [`run`], with what it exercised.
 pub fn run_counted(scenario: &Scenario) -> Result<(Vec<String>, Counts), String> {
     hookgate_core::metrics::mute();
-    let mut sim = Sim::new(scenario.strategy);
+    let mut sim = Sim::new(
+        scenario.strategy,
+        scenario.max_receives.clamp(1, MAX_RECEIVES),
+    );
     for op in &scenario.ops {
         sim.step(op);
     }
-    sim.log("drain".into());
-    sim.drain();
+    sim.settle();
     let fired = sim.plan.fired();
     let counts = Counts {
         accepted_events: u32::try_from(sim.accepted.len()).unwrap_or(u32::MAX),
-        completed_messages: sim.completed,
         crashes: fired.crashes,
         lost_answers: fired.lost_answers,
+        ..sim.counts
     };
     match sim.check() {
         Ok(()) => Ok((sim.trace, counts)),
@@ -541,8 +626,9 @@ pub fn run_counted(scenario: &Scenario) -> Result<(Vec<String>, Counts), String>
             let mut ledger = sim.ledger.records();
             ledger.sort_by(|a, b| a.key.as_str().cmp(b.key.as_str()));
             Err(format!(
-                "{violation}\ntrace:\n{}\nledger:\n{ledger:#?}",
-                sim.trace.join("\n")
+                "{violation}\ntrace:\n{}\nledger:\n{ledger:#?}\ntriage:\n{:#?}",
+                sim.trace.join("\n"),
+                sim.triage.items()
             ))
         }
     }

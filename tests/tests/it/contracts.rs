@@ -20,3 +20,9 @@ async fn the_dynamodb_ledger_honours_the_ledger_contract() {
     let p = Pipeline::new("contract-ledger").await;
     contract::ledger::ledger_contract(&p.ledger, "ddb").await;
 }
+
+#[tokio::test]
+async fn the_dynamodb_triage_table_honours_the_triage_contract() {
+    let p = Pipeline::new("contract-triage").await;
+    contract::triage::triage_store_contract(&p.triage, "ddb").await;
+}

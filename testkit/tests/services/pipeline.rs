@@ -1,217 +1,16 @@
 //! The core's ingress and worker on the memory ports, in milliseconds: each
-//! answer and outcome checked against the stored state. The ports are the
-//! contract-checked ones (`contracts.rs`); the integration tests run the
-//! same services on DynamoDB and SQS.
-
-use std::{
-    collections::{HashMap, VecDeque},
-    sync::{Arc, Mutex},
-};
+//! answer and outcome checked against the stored state.
 
 use hookgate_core::{
-    InboxPk, Timestamp,
-    action::{ActionKey, ActionRequest},
-    config::Config,
-    destination::{Destination, DestinationError, Strategy},
+    destination::DestinationError,
     inbox::InboxStatus,
-    ingress::{Ingress, WebhookRequest},
     ledger::ActionStatus,
     message::{MessageKind, QueueMessage},
     ports::InboxStore,
-    provider::{Scheme, SignRequest},
-    secret::{Secret, SecretError, SecretRef, SecretSource},
-    worker::{MessageOutcome, Worker},
+    worker::MessageOutcome,
 };
-use hookgate_testkit::memory::{MemoryHold, MemoryInbox, MemoryLedger, MemoryQueue};
 
-/// The documented test secret of ws-1's Retell binding (CONTRIBUTING.md).
-const SECRET: &str = "key_test_ws1_retell";
-
-const CONFIG: &str = r#"
-[inbox]
-table = "inbox"
-[queue]
-action_queue_url = "http://q"
-[workspaces.ws-1.retell]
-secrets = ["env:WS1_RETELL"]
-event_types = ["call_analyzed"]
-[destinations.crm]
-kind = "http"
-base_url = "http://127.0.0.1:9"
-[[rules]]
-workspace = "ws-1"
-provider = "retell"
-event_types = ["call_analyzed"]
-action = "create_task"
-destination = "crm"
-business_id = ["/call/call_id"]
-"#;
-
-fn config() -> Arc<Config> {
-    Arc::new(Config::from_toml(CONFIG, |_| None).expect("config"))
-}
-
-/// Every reference resolves to the test secret.
-struct TestSecrets;
-
-impl SecretSource for TestSecrets {
-    async fn resolve(&self, _reference: &SecretRef) -> Result<Secret, SecretError> {
-        Ok(Secret::new(SECRET))
-    }
-}
-
-struct Memory {
-    inbox: MemoryInbox,
-    queue: MemoryQueue,
-    ledger: MemoryLedger,
-    hold: MemoryHold,
-    crm: ScriptedCrm,
-}
-
-impl Memory {
-    fn new() -> Self {
-        Memory {
-            inbox: MemoryInbox::default(),
-            queue: MemoryQueue::default(),
-            ledger: MemoryLedger::default(),
-            hold: MemoryHold::default(),
-            crm: ScriptedCrm::default(),
-        }
-    }
-
-    fn ingress(&self) -> Ingress<MemoryInbox, MemoryQueue, TestSecrets, MemoryHold> {
-        Ingress::new(
-            config(),
-            self.inbox.clone(),
-            self.queue.clone(),
-            TestSecrets,
-            self.hold.clone(),
-        )
-    }
-
-    fn worker(&self) -> Worker<MemoryInbox, MemoryLedger, ScriptedCrm, MemoryHold> {
-        let destinations = HashMap::from([("crm".to_owned(), self.crm.clone())]);
-        Worker::new(
-            config(),
-            self.inbox.clone(),
-            self.ledger.clone(),
-            destinations,
-            self.hold.clone(),
-        )
-    }
-}
-
-/// A CRM answering from a script (then `task-N`), counting creates by key;
-/// paced, its turns come from a script too (then at once), counted.
-#[derive(Clone, Default)]
-struct ScriptedCrm {
-    script: Arc<Mutex<VecDeque<Result<String, DestinationError>>>>,
-    creates: Arc<Mutex<Vec<ActionKey>>>,
-    paced: bool,
-    turns: Arc<Mutex<VecDeque<Option<std::time::Duration>>>>,
-    admits: Arc<Mutex<u32>>,
-}
-
-impl ScriptedCrm {
-    fn then(&self, answer: Result<String, DestinationError>) {
-        self.script.lock().unwrap().push_back(answer);
-    }
-
-    fn creates(&self) -> usize {
-        self.creates.lock().unwrap().len()
-    }
-
-    fn admits(&self) -> u32 {
-        *self.admits.lock().unwrap()
-    }
-}
-
-impl Destination for ScriptedCrm {
-    fn strategy(&self) -> Strategy {
-        Strategy::IdempotencyKey
-    }
-
-    async fn create(&self, request: &ActionRequest) -> Result<String, DestinationError> {
-        let mut creates = self.creates.lock().unwrap();
-        creates.push(request.key.clone());
-        let n = creates.len();
-        self.script
-            .lock()
-            .unwrap()
-            .pop_front()
-            .unwrap_or_else(|| Ok(format!("task-{n}")))
-    }
-
-    async fn lookup(&self, _key: &ActionKey) -> Result<Option<String>, DestinationError> {
-        Ok(None)
-    }
-
-    fn paced(&self) -> bool {
-        self.paced
-    }
-
-    async fn admit(&self, _max_wait: std::time::Duration) -> Option<std::time::Duration> {
-        *self.admits.lock().unwrap() += 1;
-        self.turns
-            .lock()
-            .unwrap()
-            .pop_front()
-            .unwrap_or(Some(std::time::Duration::ZERO))
-    }
-}
-
-const NOW: Timestamp = Timestamp::from_millis(1_800_000_000_000);
-
-fn analyzed(call: &str) -> Vec<u8> {
-    format!(r#"{{"event":"call_analyzed","call":{{"call_id":"{call}"}}}}"#).into_bytes()
-}
-
-async fn post(
-    ingress: &Ingress<MemoryInbox, MemoryQueue, TestSecrets, MemoryHold>,
-    body: &[u8],
-    secret: &str,
-) -> (u16, String) {
-    let secret = Secret::new(secret);
-    let signed = Scheme::Retell
-        .sign(&SignRequest {
-            body,
-            secret: &secret,
-            timestamp: NOW,
-            id: None,
-            github_event: "",
-            github_hook_id: "",
-            url: None,
-        })
-        .expect("signs");
-    let mut headers = axum::http::HeaderMap::new();
-    for (name, value) in signed {
-        headers.insert(
-            axum::http::HeaderName::try_from(name).unwrap(),
-            value.parse().unwrap(),
-        );
-    }
-    let reply = ingress
-        .handle(
-            WebhookRequest {
-                provider: "retell",
-                workspace: "ws-1",
-                query: "",
-                headers: &headers,
-                body,
-            },
-            NOW,
-        )
-        .await;
-    (reply.status, reply.body)
-}
-
-fn pk(call: &str) -> InboxPk {
-    InboxPk::parse(&format!("ws-1#retell#call_analyzed:{call}")).unwrap()
-}
-
-fn message(call: &str) -> String {
-    QueueMessage::for_event(&pk(call), hookgate_core::inbox::Origin::Http).to_json()
-}
+use crate::support::{Memory, NOW, SECRET, analyzed, message, pk, post};
 
 #[tokio::test]
 async fn a_new_event_is_stored_queued_once_and_its_repeat_only_counted() {
@@ -315,7 +114,11 @@ async fn a_held_or_discarded_event_is_never_performed() {
                 .await
                 .unwrap();
         } else {
-            m.inbox.discard(&pk("c5"), "rejected").await.unwrap();
+            m.inbox
+                .settle(&pk("c5"), InboxStatus::Held, None)
+                .await
+                .unwrap();
+            m.inbox.discard(&pk("c5"), "rejected", false).await.unwrap();
         }
         assert_eq!(
             m.inbox.get(&pk("c5")).await.unwrap().unwrap().status,
@@ -351,7 +154,7 @@ async fn an_outage_returns_the_message_and_the_next_attempt_completes_it() {
         (action.status, action.attempts),
         (ActionStatus::Completed, 2)
     );
-    assert!(m.hold.held().is_empty());
+    assert!(m.triage.items().is_empty());
 }
 
 #[tokio::test]
@@ -362,12 +165,12 @@ async fn a_permanent_refusal_is_failed_and_held_for_a_human() {
     let outcome = m.worker().process(&message("c7"), "m1:1", NOW).await;
     assert_eq!(outcome, MessageOutcome::Done("1 action(s) settled".into()));
     assert_eq!(m.ledger.records()[0].status, ActionStatus::Failed);
-    let held = m.hold.held();
+    let held = m.triage.items();
     assert_eq!(held.len(), 1);
     assert_eq!(held[0].inbox_pk.as_ref(), Some(&pk("c7")));
     // The message is settled: a redelivery neither creates nor holds again.
     m.worker().process(&message("c7"), "m1:2", NOW).await;
-    assert_eq!((m.crm.creates(), m.hold.held().len()), (1, 1));
+    assert_eq!((m.crm.creates(), m.triage.items().len()), (1, 1));
 }
 
 #[tokio::test]

@@ -1,0 +1,215 @@
+//! The reference model: what the pipeline must have done with the events
+//! the provider delivered and the decisions the operator made, checked as
+//! the simulation runs ([`Sim::forbidden`]) and after it settles
+//! ([`Sim::check`]).
+//!
+//! An event is held from the dead letter of one of its messages, if it was
+//! not processed yet, until the operator's next decision on it: an approval
+//! (or a reconcile of its action) runs it again, a reject ends it. An action
+//! is asked for by the accepted events that name its key. It may make a CRM
+//! task while one of them is neither held nor rejected, unless the
+//! operator's last decision on the action itself rejected it (a failed or
+//! uncertain action). Once the faults are off and the operator has decided
+//! every held item, each action is completed with the one task the CRM
+//! holds, unless the operator rejected it or a dead letter of one of its
+//! events; each accepted event is processed, or discarded by a reject.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use hookgate_core::{
+    inbox::InboxStatus,
+    ledger::ActionStatus,
+    ports::InboxStore,
+    triage::{TriageClass, TriageItem, TriageSource, TriageStatus},
+};
+
+use super::{EVENTS, Sim, action_key, event_of, inbox_pk, now_or_never};
+
+/// Where an event stands with the operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stand {
+    Held,
+    Rejected,
+}
+
+/// The operator's decisions, as the model reads them.
+#[derive(Debug, Default)]
+pub(super) struct Model {
+    events: BTreeMap<u8, Stand>,
+    /// Actions whose failed or uncertain item the operator rejected last.
+    rejected_actions: BTreeSet<String>,
+    /// Events a reject may have discarded.
+    discarded: BTreeSet<u8>,
+}
+
+impl Model {
+    /// A message of `event`, not yet processed, dead-lettered.
+    pub(super) fn hold(&mut self, event: u8) {
+        self.events.insert(event, Stand::Held);
+    }
+
+    /// An approval of an item of `event`: the event and its action may run
+    /// again.
+    pub(super) fn approved(&mut self, event: Option<u8>) {
+        let Some(event) = event else { return };
+        self.rejected_actions.remove(&action_key(event));
+        self.events.remove(&event);
+    }
+
+    /// A reconcile of `event`'s action: it re-queues whichever of the
+    /// action's events the ledger names, so every one of them may run.
+    pub(super) fn reconciled(&mut self, event: Option<u8>) {
+        let Some(event) = event else { return };
+        let key = action_key(event);
+        self.rejected_actions.remove(&key);
+        self.events.retain(|e, _| action_key(*e) != key);
+    }
+
+    /// A reject of `item`: of an action's failure (the worker's item), or of
+    /// a dead letter, which ends its event if it held it.
+    pub(super) fn reject(&mut self, item: &TriageItem) {
+        let Some(event) = item.inbox_pk.as_ref().and_then(event_of) else {
+            return;
+        };
+        if item.source == TriageSource::Worker {
+            self.rejected_actions.insert(action_key(event));
+            return;
+        }
+        // Its record may be discarded (if the pipeline still held it).
+        self.discarded.insert(event);
+        if self.events.get(&event) == Some(&Stand::Held) {
+            self.events.insert(event, Stand::Rejected);
+        }
+    }
+
+    fn stopped(&self, event: u8) -> bool {
+        self.events.contains_key(&event)
+    }
+}
+
+impl Sim {
+    /// The events accepted that ask for `key`.
+    fn askers(&self, key: &str) -> Vec<u8> {
+        (0..EVENTS)
+            .filter(|e| self.accepted.contains(e) && action_key(*e) == key)
+            .collect()
+    }
+
+    /// Why a new CRM task for `event`'s action would break the model now, if
+    /// it would.
+    pub(super) fn forbidden(&self, event: u8) -> Option<String> {
+        let key = action_key(event);
+        if self.model.rejected_actions.contains(&key) {
+            return Some(format!("for {key} after the operator rejected it"));
+        }
+        let askers = self.askers(&key);
+        askers
+            .iter()
+            .all(|e| self.model.stopped(*e))
+            .then(|| format!("for {key}, whose events {askers:?} are all held or rejected"))
+    }
+
+    pub(super) fn check(&self) -> Result<(), String> {
+        if !self.stalled.is_empty() {
+            return Err(format!(
+                "messages {:?} never settled with every fault off",
+                self.stalled
+            ));
+        }
+        if let Some(first) = self.violations.first() {
+            return Err(format!("forbidden effect: {first}"));
+        }
+        let tasks = self.crm.tasks();
+        for (key, ids) in &tasks {
+            if ids.len() > 1 {
+                return Err(format!("duplicate effect: {key} has tasks {ids:?}"));
+            }
+        }
+        let items = self.triage.items();
+        let held: Vec<&str> = items
+            .iter()
+            .filter(|i| i.status == TriageStatus::Held)
+            .map(|i| i.id.as_str())
+            .collect();
+        if !held.is_empty() {
+            return Err(format!(
+                "items {held:?} are still held after the operator decided every one"
+            ));
+        }
+        self.every_item_alerted(&items)?;
+        // Every accepted event is settled, or discarded by a reject.
+        for event in &self.accepted {
+            let pk = inbox_pk(*event);
+            let status = now_or_never(self.inbox.get(&pk))
+                .map_err(|e| e.to_string())?
+                .map(|r| r.status);
+            let rejected = self.model.discarded.contains(event);
+            match status {
+                Some(InboxStatus::Processed) => {}
+                Some(InboxStatus::Discarded) if rejected => {}
+                other => return Err(format!("event {pk} accepted but left {other:?}")),
+            }
+        }
+        // Every action asked for is completed with the CRM's one task,
+        // unless the operator rejected it; a completed record is truthful.
+        let keys: BTreeSet<String> = self
+            .accepted
+            .iter()
+            .map(|e| action_key(*e))
+            .chain(tasks.keys().cloned())
+            .collect();
+        for key in keys {
+            let record = self
+                .ledger
+                .records()
+                .into_iter()
+                .find(|r| r.key.as_str() == key);
+            let task = tasks.get(&key).and_then(|t| t.first());
+            let state = record.map(|r| (r.status, r.destination_ref));
+            if let Some((ActionStatus::Completed, reference)) = &state
+                && reference.as_ref() == task
+            {
+                continue;
+            }
+            let askers = self.askers(&key);
+            // A reject of any of its events' dead letters excuses it too: an
+            // event settled while the action was held for a human leaves its
+            // fate to the decisions on the action (a known looseness).
+            let rejected = self.model.rejected_actions.contains(&key)
+                || askers
+                    .iter()
+                    .any(|e| self.model.events.get(e) == Some(&Stand::Rejected));
+            let completed = matches!(state, Some((ActionStatus::Completed, _)));
+            if rejected && !completed {
+                continue;
+            }
+            return Err(format!(
+                "{key}: the ledger says {state:?}, the CRM has {task:?} (rejected: {rejected})"
+            ));
+        }
+        Ok(())
+    }
+
+    /// Every item filed went out as an alert: its own, or for an outage its
+    /// destination's.
+    fn every_item_alerted(&self, items: &[TriageItem]) -> Result<(), String> {
+        let alerts = self.alerts.published();
+        for item in items {
+            let alerted = alerts.iter().any(|a| {
+                if item.class == TriageClass::DownstreamOutage {
+                    a["class"] == item.class.as_str()
+                        && a["destination"].as_str() == item.destination.as_deref()
+                } else {
+                    a["first_item"] == item.id.as_str()
+                }
+            });
+            if !alerted {
+                return Err(format!(
+                    "item {} ({}) was never alerted",
+                    item.id, item.class
+                ));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,554 @@
+//! What happens to failed work: the DLQ triager holds it, the sweep leaves
+//! it alone, and only an operator's recorded decision re-runs it (approve,
+//! reconcile) or ends it (reject).
+
+use std::time::Duration;
+
+use hookgate_core::{
+    approval::{ApprovalError, Reconciled, Reinjected},
+    destination::DestinationError,
+    dlq::DeadLetter,
+    inbox::InboxStatus,
+    ledger::ActionStatus,
+    message::{MessageKind, QueueMessage},
+    ports::{Filed, InboxStore, TriageStore},
+    triage::{TriageClass, TriageItem, TriageSource, TriageStatus},
+    worker::MessageOutcome,
+};
+use serde_json::json;
+
+use crate::support::{Memory, NOW, SECRET, analyzed, message, pk, post};
+
+fn at(secs: u64) -> hookgate_core::Timestamp {
+    NOW.plus(Duration::from_secs(secs))
+}
+
+/// `call`'s event delivered, its action failed once on an outage, and its
+/// message dead-lettered and triaged: the item the triager holds.
+async fn held(m: &Memory, call: &str) -> TriageItem {
+    post(&m.ingress(), &analyzed(call), SECRET).await;
+    m.crm
+        .then(Err(DestinationError::Retryable("HTTP 503".into())));
+    let first = m.worker().process(&message(call), "m1:1", NOW).await;
+    assert!(matches!(first, MessageOutcome::Retry(_)), "{first:?}");
+    let letter = DeadLetter {
+        source: TriageSource::ActionDlq,
+        message_id: &format!("dlq-{call}"),
+        body: &message(call),
+        attributes: json!({"ApproximateReceiveCount": "5"}),
+    };
+    let (class, filed) = m.triager().triage(&letter, at(10)).await.unwrap();
+    assert_eq!((class, filed), (TriageClass::DownstreamOutage, Filed::New));
+    // Redelivered by the DLQ: one item, one alert.
+    let again = m.triager().triage(&letter, at(20)).await.unwrap();
+    assert_eq!(again, (TriageClass::DownstreamOutage, Filed::Repeat));
+    let items = m.triage.items();
+    assert_eq!(items.len(), 1);
+    items.into_iter().next().unwrap()
+}
+
+async fn status(m: &Memory, call: &str) -> InboxStatus {
+    m.inbox.get(&pk(call)).await.unwrap().unwrap().status
+}
+
+#[tokio::test]
+async fn a_dead_letter_is_held_and_alerted_once_and_neither_the_sweep_nor_a_repeat_runs_it() {
+    let m = Memory::new();
+    let item = held(&m, "d1").await;
+    assert_eq!(
+        (
+            item.status,
+            item.inbox_pk.as_ref(),
+            item.destination.as_deref(),
+            item.last_seen
+        ),
+        (TriageStatus::Held, Some(&pk("d1")), Some("crm"), at(20))
+    );
+    assert_eq!(item.evidence.error_kinds, vec!["retryable".to_owned()]);
+    assert_eq!(status(&m, "d1").await, InboxStatus::Held);
+    assert_eq!(m.alerts.published().len(), 1);
+    assert_eq!(m.alerts.published()[0]["class"], json!("downstream-outage"));
+
+    // An hour on: the sweep finds nothing, a repeat delivery is only counted.
+    let swept = m
+        .sweeper()
+        .run_older_than(Duration::from_secs(60), at(3600))
+        .await
+        .unwrap();
+    assert_eq!(swept.found, 0);
+    let (code, body) = post(&m.ingress(), &analyzed("d1"), SECRET).await;
+    assert_eq!((code, body.contains("duplicate")), (202, true));
+    assert_eq!(m.queue.sent().len(), 1, "only the first delivery's message");
+    // A copy still in the queue is not performed.
+    let late = m.worker().process(&message("d1"), "m2:1", at(3600)).await;
+    assert_eq!(late, MessageOutcome::Done("already HELD".into()));
+    assert_eq!(m.crm.creates(), 1, "the failed attempt only");
+}
+
+#[tokio::test]
+async fn an_approval_is_recorded_re_injects_once_and_the_action_completes() {
+    let m = Memory::new();
+    let item = held(&m, "d2").await;
+    let approvals = m.approvals();
+    let done = approvals
+        .approve(&item.id, "ana@example.com", "CRM is back", at(60))
+        .await
+        .unwrap();
+    assert_eq!(
+        done,
+        Reinjected::Queued {
+            inbox_pk: pk("d2").to_string(),
+            // The outage left the action PENDING, not FAILED.
+            reopened: vec![],
+        }
+    );
+    let stored = m.triage.get(&item.id).await.unwrap().unwrap();
+    assert_eq!(
+        (
+            stored.status,
+            stored.decided_by.as_deref(),
+            stored.reason.as_deref(),
+            stored.decided_at
+        ),
+        (
+            TriageStatus::Reinjected,
+            Some("ana@example.com"),
+            Some("CRM is back"),
+            Some(at(60))
+        )
+    );
+    assert_eq!(status(&m, "d2").await, InboxStatus::Received);
+    let expected = (
+        QueueMessage::for_event(&pk("d2"), hookgate_core::inbox::Origin::Http),
+        MessageKind::Reinjected,
+    );
+    assert_eq!(m.queue.sent().last(), Some(&expected));
+
+    let twice = approvals
+        .approve(&item.id, "bob@example.com", "again", at(61))
+        .await;
+    assert_eq!(
+        twice,
+        Err(ApprovalError::AlreadyDecided {
+            id: item.id.clone(),
+            status: TriageStatus::Reinjected
+        })
+    );
+    assert_eq!(m.queue.sent().len(), 2, "re-injected once");
+
+    let run = m.worker().process(&message("d2"), "m3:1", at(62)).await;
+    assert_eq!(run, MessageOutcome::Done("1 action(s) settled".into()));
+    let action = &m.ledger.records()[0];
+    assert_eq!(
+        (action.status, action.destination_ref.as_deref()),
+        (ActionStatus::Completed, Some("task-2"))
+    );
+    assert_eq!(status(&m, "d2").await, InboxStatus::Processed);
+}
+
+#[tokio::test]
+async fn a_reject_discards_the_event_for_good() {
+    let m = Memory::new();
+    let item = held(&m, "d3").await;
+    let approvals = m.approvals();
+    approvals
+        .reject(&item.id, "bob@example.com", "test traffic", at(60))
+        .await
+        .unwrap();
+    let stored = m.triage.get(&item.id).await.unwrap().unwrap();
+    assert_eq!(
+        (stored.status, stored.decided_by.as_deref()),
+        (TriageStatus::Discarded, Some("bob@example.com"))
+    );
+    assert_eq!(status(&m, "d3").await, InboxStatus::Discarded);
+    let approved = approvals.approve(&item.id, "ana", "oops", at(61)).await;
+    assert!(
+        matches!(approved, Err(ApprovalError::AlreadyDecided { .. })),
+        "{approved:?}"
+    );
+    let swept = m
+        .sweeper()
+        .run_older_than(Duration::ZERO, at(3600))
+        .await
+        .unwrap();
+    assert_eq!(swept.found, 0);
+    post(&m.ingress(), &analyzed("d3"), SECRET).await;
+    let late = m.worker().process(&message("d3"), "m2:1", at(3600)).await;
+    assert_eq!(late, MessageOutcome::Done("already DISCARDED".into()));
+    assert_eq!((m.queue.sent().len(), m.crm.creates()), (1, 1));
+}
+
+#[tokio::test]
+async fn a_stranded_record_is_swept_once_it_is_older_than_the_sweep_age() {
+    let m = Memory::new();
+    m.queue.set_failing(true);
+    let (code, _) = post(&m.ingress(), &analyzed("d4"), SECRET).await;
+    assert_eq!(code, 503);
+    m.queue.set_failing(false);
+    let sweeper = m.sweeper();
+    let age = Duration::from_secs(300);
+    let early = sweeper.run_older_than(age, at(299)).await.unwrap();
+    assert_eq!((early.found, m.queue.sent().len()), (0, 0));
+    let late = sweeper.run_older_than(age, at(301)).await.unwrap();
+    assert_eq!((late.found, late.dispatched, late.failed), (1, 1, 0));
+    assert_eq!(
+        m.queue.sent(),
+        vec![(
+            QueueMessage::for_event(&pk("d4"), hookgate_core::inbox::Origin::Http),
+            MessageKind::Event
+        )]
+    );
+    // Performed, it leaves the pending index: the next sweep finds nothing.
+    m.worker().process(&message("d4"), "m1:1", at(302)).await;
+    let after = sweeper.run_older_than(age, at(900)).await.unwrap();
+    assert_eq!((after.found, m.crm.creates()), (0, 1));
+}
+
+#[tokio::test]
+async fn a_failed_action_is_re_opened_by_approval_and_performed() {
+    let m = Memory::new();
+    post(&m.ingress(), &analyzed("d5"), SECRET).await;
+    m.crm
+        .then(Err(DestinationError::Permanent("HTTP 422".into())));
+    m.worker().process(&message("d5"), "m1:1", NOW).await;
+    let item = m.triage.items().remove(0);
+    assert_eq!(
+        (item.class, item.status),
+        (TriageClass::Poison, TriageStatus::Held)
+    );
+    let key = m.ledger.records()[0].key.to_string();
+    let done = m
+        .approvals()
+        .approve(&item.id, "ana", "field mapping fixed", at(60))
+        .await
+        .unwrap();
+    assert_eq!(
+        done,
+        Reinjected::Queued {
+            inbox_pk: pk("d5").to_string(),
+            reopened: vec![key],
+        }
+    );
+    assert_eq!(m.ledger.records()[0].status, ActionStatus::Pending);
+    m.worker().process(&message("d5"), "m2:1", at(61)).await;
+    let action = &m.ledger.records()[0];
+    assert_eq!(
+        (action.status, m.crm.creates()),
+        (ActionStatus::Completed, 2)
+    );
+}
+
+#[tokio::test]
+async fn an_uncertain_action_is_decided_by_reconcile_only() {
+    let mut m = Memory::new();
+    m.crm.lookup_strategy = true;
+    for call in ["d6", "d7"] {
+        post(&m.ingress(), &analyzed(call), SECRET).await;
+        m.crm
+            .then(Err(DestinationError::OutcomeUnknown("timeout".into())));
+        let run = m.worker().process(&message(call), "m1:1", NOW).await;
+        assert_eq!(run, MessageOutcome::Done("1 action(s) settled".into()));
+    }
+    let records = m.ledger.records();
+    assert!(records.iter().all(|r| r.status == ActionStatus::Uncertain));
+    let items = m.triage.list(TriageStatus::Held).await.unwrap();
+    assert_eq!(items.len(), 2);
+    assert!(items.iter().all(|i| i.class == TriageClass::Uncertain));
+    let approvals = m.approvals();
+    let refused = approvals.approve(&items[0].id, "ana", "?", at(60)).await;
+    assert_eq!(
+        refused,
+        Err(ApprovalError::ReconcileOnly(items[0].id.clone()))
+    );
+
+    let key = |call: &str| {
+        records
+            .iter()
+            .find(|r| r.key.as_str().ends_with(call))
+            .unwrap()
+            .key
+            .clone()
+    };
+    // Found in the CRM: completed with its id, nothing re-queued.
+    let found = approvals
+        .reconcile(&key("d6"), Some("T-9"), "ana", at(60))
+        .await
+        .unwrap();
+    assert_eq!(found, Reconciled::Completed("T-9".into()));
+    // Not found: pending, and its event re-queued once.
+    let requeued = approvals
+        .reconcile(&key("d7"), None, "ana", at(61))
+        .await
+        .unwrap();
+    assert_eq!(requeued, Reconciled::Requeued(pk("d7").to_string()));
+    let again = approvals.reconcile(&key("d7"), None, "ana", at(62)).await;
+    assert_eq!(
+        again,
+        Err(ApprovalError::NotUncertain {
+            key: key("d7").to_string(),
+            status: ActionStatus::Pending
+        })
+    );
+    assert_eq!(m.queue.sent().len(), 3, "two deliveries and one re-queue");
+    assert!(m.triage.list(TriageStatus::Held).await.unwrap().is_empty());
+
+    m.worker().process(&message("d7"), "m2:1", at(63)).await;
+    let status_ref = |call: &str| {
+        let r = m
+            .ledger
+            .records()
+            .into_iter()
+            .find(|r| r.key == key(call))
+            .unwrap();
+        (r.status, r.destination_ref)
+    };
+    assert_eq!(
+        status_ref("d6"),
+        (ActionStatus::Completed, Some("T-9".into()))
+    );
+    assert_eq!(
+        status_ref("d7"),
+        (ActionStatus::Completed, Some("task-3".into()))
+    );
+}
+
+#[tokio::test]
+async fn an_action_uncertain_again_after_a_not_found_reconcile_is_held_and_alerted_again() {
+    // Found by the simulator: the re-run's item has the id of the first,
+    // which the reconcile had closed, so the second uncertainty was filed as
+    // a repeat of a closed item: held by nobody, alerted to nobody.
+    let mut m = Memory::new();
+    m.crm.lookup_strategy = true;
+    post(&m.ingress(), &analyzed("d8"), SECRET).await;
+    for _ in 0..2 {
+        m.crm
+            .then(Err(DestinationError::OutcomeUnknown("timeout".into())));
+    }
+    m.worker().process(&message("d8"), "m1:1", NOW).await;
+    let key = m.ledger.records()[0].key.clone();
+    let first = m.triage.items().remove(0);
+    assert_eq!(first.class, TriageClass::Uncertain);
+    let requeued = m.approvals().reconcile(&key, None, "ana", at(60)).await;
+    assert_eq!(requeued, Ok(Reconciled::Requeued(pk("d8").to_string())));
+    assert_eq!(
+        m.triage.get(&first.id).await.unwrap().unwrap().status,
+        TriageStatus::Reinjected,
+        "re-run by the decision, as an approval re-runs"
+    );
+
+    let run = m.worker().process(&message("d8"), "m2:1", at(61)).await;
+    assert_eq!(run, MessageOutcome::Done("1 action(s) settled".into()));
+    assert_eq!(m.ledger.records()[0].status, ActionStatus::Uncertain);
+    let again = m.triage.get(&first.id).await.unwrap().unwrap();
+    assert_eq!(
+        (again.status, again.decided_by, again.last_seen),
+        (TriageStatus::Held, None, at(61))
+    );
+    let alerts = m.alerts.published();
+    assert_eq!(alerts.len(), 2, "{alerts:?}");
+    assert!(alerts.iter().all(|a| a["first_item"] == first.id.as_str()));
+    // And it is decided again the same way.
+    let found = m
+        .approvals()
+        .reconcile(&key, Some("T-1"), "ana", at(62))
+        .await;
+    assert_eq!(found, Ok(Reconciled::Completed("T-1".into())));
+    assert_eq!(
+        m.triage.get(&first.id).await.unwrap().unwrap().status,
+        TriageStatus::Discarded
+    );
+}
+
+#[tokio::test]
+async fn a_dead_letter_of_lost_answers_retried_under_the_same_key_can_be_approved() {
+    // Found by the simulator: the CRM dropped every answer, so the worker
+    // retried under the same idempotency key until the message
+    // dead-lettered, with the action PENDING. Triage classed it uncertain,
+    // which approval refuses ("reconcile it") and reconcile refuses too
+    // (the action is not UNCERTAIN): only a reject was left, losing the event.
+    let m = Memory::new();
+    post(&m.ingress(), &analyzed("d9"), SECRET).await;
+    for _ in 0..2 {
+        m.crm.then(Err(DestinationError::OutcomeUnknown(
+            "connection reset".into(),
+        )));
+    }
+    let first = m.worker().process(&message("d9"), "m1:1", NOW).await;
+    assert!(matches!(first, MessageOutcome::Retry(_)), "{first:?}");
+    assert_eq!(m.ledger.records()[0].status, ActionStatus::Pending);
+    let letter = DeadLetter {
+        source: TriageSource::ActionDlq,
+        message_id: "dlq-d9",
+        body: &message("d9"),
+        attributes: json!({}),
+    };
+    let (class, _) = m.triager().triage(&letter, at(10)).await.unwrap();
+    assert_eq!(class, TriageClass::DownstreamOutage);
+    let item = m.triage.items().remove(0);
+    let approved = m
+        .approvals()
+        .approve(&item.id, "ana", "CRM fixed", at(60))
+        .await;
+    assert!(approved.is_ok(), "{approved:?}");
+    m.worker().process(&message("d9"), "m2:1", at(61)).await;
+    let action = &m.ledger.records()[0];
+    assert_eq!(
+        (action.status, action.destination_ref.as_deref()),
+        (ActionStatus::Completed, Some("task-3"))
+    );
+}
+
+#[tokio::test]
+async fn an_uncertain_dead_letter_is_approvable_once_its_action_is_reconciled() {
+    // Found by the simulator: a stale copy of a message dead-lettered while
+    // its action was UNCERTAIN, so its item was classed uncertain. Once the
+    // action was reconciled, approval still said "reconcile it" and
+    // reconcile said "not uncertain": the item could never be approved.
+    let mut m = Memory::new();
+    m.crm.lookup_strategy = true;
+    post(&m.ingress(), &analyzed("d10"), SECRET).await;
+    m.crm
+        .then(Err(DestinationError::OutcomeUnknown("timeout".into())));
+    m.worker().process(&message("d10"), "m1:1", NOW).await;
+    let key = m.ledger.records()[0].key.clone();
+    let letter = DeadLetter {
+        source: TriageSource::ActionDlq,
+        message_id: "dlq-d10",
+        body: &message("d10"),
+        attributes: json!({}),
+    };
+    let (class, _) = m.triager().triage(&letter, at(10)).await.unwrap();
+    assert_eq!(class, TriageClass::Uncertain);
+    let dead = m
+        .triage
+        .items()
+        .into_iter()
+        .find(|i| i.source == TriageSource::ActionDlq)
+        .unwrap();
+    // While the action is UNCERTAIN, only a reconcile decides it.
+    let refused = m.approvals().approve(&dead.id, "ana", "?", at(20)).await;
+    assert_eq!(refused, Err(ApprovalError::ReconcileOnly(dead.id.clone())));
+    let found = m
+        .approvals()
+        .reconcile(&key, Some("T-7"), "ana", at(30))
+        .await;
+    assert_eq!(found, Ok(Reconciled::Completed("T-7".into())));
+
+    let approved = m.approvals().approve(&dead.id, "ana", "done", at(40)).await;
+    assert!(approved.is_ok(), "{approved:?}");
+    m.worker().process(&message("d10"), "m2:1", at(41)).await;
+    let action = &m.ledger.records()[0];
+    assert_eq!(
+        (
+            action.status,
+            action.destination_ref.as_deref(),
+            m.crm.creates()
+        ),
+        (ActionStatus::Completed, Some("T-7"), 1)
+    );
+    assert!(m.triage.list(TriageStatus::Held).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn rejecting_a_stale_dead_letter_leaves_a_reconciled_re_run_alone() {
+    // Found by the simulator: a copy of a message dead-lettered after its
+    // event was processed (its action UNCERTAIN), so its item held nothing.
+    // The operator reconciled the action as not found (the event re-queued,
+    // its record RECEIVED), then rejected the stale item: the reject
+    // discarded the record, and the re-run was dropped.
+    let mut m = Memory::new();
+    m.crm.lookup_strategy = true;
+    post(&m.ingress(), &analyzed("d11"), SECRET).await;
+    m.crm
+        .then(Err(DestinationError::OutcomeUnknown("timeout".into())));
+    m.worker().process(&message("d11"), "m1:1", NOW).await;
+    let key = m.ledger.records()[0].key.clone();
+    let letter = DeadLetter {
+        source: TriageSource::ActionDlq,
+        message_id: "dlq-d11",
+        body: &message("d11"),
+        attributes: json!({}),
+    };
+    m.triager().triage(&letter, at(10)).await.unwrap();
+    let stale = m
+        .triage
+        .items()
+        .into_iter()
+        .find(|i| i.source == TriageSource::ActionDlq)
+        .unwrap();
+    let requeued = m.approvals().reconcile(&key, None, "ana", at(20)).await;
+    assert_eq!(requeued, Ok(Reconciled::Requeued(pk("d11").to_string())));
+    m.approvals()
+        .reject(&stale.id, "ana", "a stale copy", at(30))
+        .await
+        .unwrap();
+    assert_eq!(status(&m, "d11").await, InboxStatus::Received);
+
+    let run = m.worker().process(&message("d11"), "m2:1", at(31)).await;
+    assert_eq!(run, MessageOutcome::Done("1 action(s) settled".into()));
+    assert_eq!(m.ledger.records()[0].status, ActionStatus::Completed);
+    assert_eq!(status(&m, "d11").await, InboxStatus::Processed);
+}
+
+#[tokio::test]
+async fn a_rejected_failure_re_run_by_another_approval_is_held_again_when_it_fails_again() {
+    // Found by the simulator: the operator rejected a permanent failure,
+    // then approved a stale dead letter of the same event, which re-opened
+    // the FAILED action. It failed again, and the worker's item, which the
+    // reject had closed, took the new failure as a repeat: held by nobody.
+    let m = Memory::new();
+    post(&m.ingress(), &analyzed("d12"), SECRET).await;
+    for _ in 0..2 {
+        m.crm
+            .then(Err(DestinationError::Permanent("HTTP 422".into())));
+    }
+    m.worker().process(&message("d12"), "m1:1", NOW).await;
+    let failed = m.triage.items().remove(0);
+    m.approvals()
+        .reject(&failed.id, "ana", "bad data", at(10))
+        .await
+        .unwrap();
+    let letter = DeadLetter {
+        source: TriageSource::ActionDlq,
+        message_id: "dlq-d12",
+        body: &message("d12"),
+        attributes: json!({}),
+    };
+    m.triager().triage(&letter, at(20)).await.unwrap();
+    let stale = m
+        .triage
+        .items()
+        .into_iter()
+        .find(|i| i.source == TriageSource::ActionDlq)
+        .unwrap();
+    let approved = m
+        .approvals()
+        .approve(&stale.id, "bob", "run it", at(30))
+        .await;
+    assert!(
+        matches!(&approved, Ok(Reinjected::Queued { reopened, .. }) if reopened.len() == 1),
+        "{approved:?}"
+    );
+    assert_eq!(
+        m.triage.get(&failed.id).await.unwrap().unwrap().status,
+        TriageStatus::Reinjected,
+        "the approval re-ran the rejected failure"
+    );
+
+    m.worker().process(&message("d12"), "m2:1", at(31)).await;
+    assert_eq!(m.ledger.records()[0].status, ActionStatus::Failed);
+    let again = m.triage.get(&failed.id).await.unwrap().unwrap();
+    assert_eq!(
+        (again.status, again.last_seen),
+        (TriageStatus::Held, at(31))
+    );
+    let alerts = m.alerts.published();
+    assert_eq!(
+        alerts
+            .iter()
+            .filter(|a| a["first_item"] == failed.id.as_str())
+            .count(),
+        2,
+        "{alerts:?}"
+    );
+}

@@ -1,0 +1,8 @@
+//! The core's services on the memory ports, in milliseconds: each answer and
+//! outcome checked against the stored state. The ports are the
+//! contract-checked ones (`contracts.rs`); the integration tests run the
+//! same services on DynamoDB and SQS.
+
+mod decisions;
+mod pipeline;
+mod support;

@@ -1,0 +1,252 @@
+//! What the service tests share: the memory ports, a scripted CRM, and
+//! signed deliveries of the documented test secret.
+
+use std::{
+    collections::{HashMap, VecDeque},
+    sync::{Arc, Mutex},
+};
+
+use hookgate_core::{
+    InboxPk, Timestamp,
+    action::{ActionKey, ActionRequest},
+    approval::Approvals,
+    config::Config,
+    destination::{Destination, DestinationError, Strategy},
+    dlq::Triager,
+    ingress::{Ingress, WebhookRequest},
+    message::QueueMessage,
+    provider::{Scheme, SignRequest},
+    secret::{Secret, SecretError, SecretRef, SecretSource},
+    sweep::Sweeper,
+    worker::Worker,
+};
+use hookgate_testkit::memory::{
+    self, MemoryAlerts, MemoryHolder, MemoryInbox, MemoryLedger, MemoryQueue, MemoryTriage,
+};
+
+pub type MemoryIngress = Ingress<MemoryInbox, MemoryQueue, TestSecrets, MemoryHolder>;
+pub type MemoryApprovals =
+    Approvals<MemoryTriage, MemoryInbox, MemoryLedger, MemoryQueue, Arc<MemoryIngress>>;
+
+/// The documented test secret of ws-1's Retell binding (CONTRIBUTING.md).
+pub const SECRET: &str = "key_test_ws1_retell";
+
+const CONFIG: &str = r#"
+[inbox]
+table = "inbox"
+[queue]
+action_queue_url = "http://q"
+[workspaces.ws-1.retell]
+secrets = ["env:WS1_RETELL"]
+event_types = ["call_analyzed"]
+[destinations.crm]
+kind = "http"
+base_url = "http://127.0.0.1:9"
+[[rules]]
+workspace = "ws-1"
+provider = "retell"
+event_types = ["call_analyzed"]
+action = "create_task"
+destination = "crm"
+business_id = ["/call/call_id"]
+"#;
+
+pub fn config() -> Arc<Config> {
+    Arc::new(Config::from_toml(CONFIG, |_| None).expect("config"))
+}
+
+/// Every reference resolves to the test secret.
+pub struct TestSecrets;
+
+impl SecretSource for TestSecrets {
+    async fn resolve(&self, _reference: &SecretRef) -> Result<Secret, SecretError> {
+        Ok(Secret::new(SECRET))
+    }
+}
+
+pub struct Memory {
+    pub inbox: MemoryInbox,
+    pub queue: MemoryQueue,
+    pub ledger: MemoryLedger,
+    pub holder: MemoryHolder,
+    pub triage: MemoryTriage,
+    pub alerts: MemoryAlerts,
+    pub crm: ScriptedCrm,
+}
+
+impl Memory {
+    pub fn new() -> Self {
+        let (holder, triage, alerts) = memory::holder();
+        Memory {
+            inbox: MemoryInbox::default(),
+            queue: MemoryQueue::default(),
+            ledger: MemoryLedger::default(),
+            holder,
+            triage,
+            alerts,
+            crm: ScriptedCrm::default(),
+        }
+    }
+
+    pub fn ingress(&self) -> MemoryIngress {
+        Ingress::new(
+            config(),
+            self.inbox.clone(),
+            self.queue.clone(),
+            TestSecrets,
+            self.holder.clone(),
+        )
+    }
+
+    pub fn worker(&self) -> Worker<MemoryInbox, MemoryLedger, ScriptedCrm, MemoryHolder> {
+        let destinations = HashMap::from([("crm".to_owned(), self.crm.clone())]);
+        Worker::new(
+            config(),
+            self.inbox.clone(),
+            self.ledger.clone(),
+            destinations,
+            self.holder.clone(),
+        )
+    }
+}
+
+/// A CRM answering from a script (then `task-N`), counting creates by key;
+/// paced, its turns come from a script too (then at once), counted.
+#[derive(Clone, Default)]
+pub struct ScriptedCrm {
+    pub script: Arc<Mutex<VecDeque<Result<String, DestinationError>>>>,
+    pub creates: Arc<Mutex<Vec<ActionKey>>>,
+    pub paced: bool,
+    pub turns: Arc<Mutex<VecDeque<Option<std::time::Duration>>>>,
+    pub admits: Arc<Mutex<u32>>,
+    /// Plain creates, found again by lookup (which finds nothing here),
+    /// instead of creates under an idempotency key.
+    pub lookup_strategy: bool,
+}
+
+impl ScriptedCrm {
+    pub fn then(&self, answer: Result<String, DestinationError>) {
+        self.script.lock().unwrap().push_back(answer);
+    }
+
+    pub fn creates(&self) -> usize {
+        self.creates.lock().unwrap().len()
+    }
+
+    pub fn admits(&self) -> u32 {
+        *self.admits.lock().unwrap()
+    }
+}
+
+impl Destination for ScriptedCrm {
+    fn strategy(&self) -> Strategy {
+        if self.lookup_strategy {
+            Strategy::Lookup
+        } else {
+            Strategy::IdempotencyKey
+        }
+    }
+
+    async fn create(&self, request: &ActionRequest) -> Result<String, DestinationError> {
+        let mut creates = self.creates.lock().unwrap();
+        creates.push(request.key.clone());
+        let n = creates.len();
+        self.script
+            .lock()
+            .unwrap()
+            .pop_front()
+            .unwrap_or_else(|| Ok(format!("task-{n}")))
+    }
+
+    async fn lookup(&self, _key: &ActionKey) -> Result<Option<String>, DestinationError> {
+        Ok(None)
+    }
+
+    fn paced(&self) -> bool {
+        self.paced
+    }
+
+    async fn admit(&self, _max_wait: std::time::Duration) -> Option<std::time::Duration> {
+        *self.admits.lock().unwrap() += 1;
+        self.turns
+            .lock()
+            .unwrap()
+            .pop_front()
+            .unwrap_or(Some(std::time::Duration::ZERO))
+    }
+}
+
+pub const NOW: Timestamp = Timestamp::from_millis(1_800_000_000_000);
+
+pub fn analyzed(call: &str) -> Vec<u8> {
+    format!(r#"{{"event":"call_analyzed","call":{{"call_id":"{call}"}}}}"#).into_bytes()
+}
+
+pub async fn post(ingress: &MemoryIngress, body: &[u8], secret: &str) -> (u16, String) {
+    let secret = Secret::new(secret);
+    let signed = Scheme::Retell
+        .sign(&SignRequest {
+            body,
+            secret: &secret,
+            timestamp: NOW,
+            id: None,
+            github_event: "",
+            github_hook_id: "",
+            url: None,
+        })
+        .expect("signs");
+    let mut headers = axum::http::HeaderMap::new();
+    for (name, value) in signed {
+        headers.insert(
+            axum::http::HeaderName::try_from(name).unwrap(),
+            value.parse().unwrap(),
+        );
+    }
+    let reply = ingress
+        .handle(
+            WebhookRequest {
+                provider: "retell",
+                workspace: "ws-1",
+                query: "",
+                headers: &headers,
+                body,
+            },
+            NOW,
+        )
+        .await;
+    (reply.status, reply.body)
+}
+
+pub fn pk(call: &str) -> InboxPk {
+    InboxPk::parse(&format!("ws-1#retell#call_analyzed:{call}")).unwrap()
+}
+
+pub fn message(call: &str) -> String {
+    QueueMessage::for_event(&pk(call), hookgate_core::inbox::Origin::Http).to_json()
+}
+
+impl Memory {
+    pub fn triager(&self) -> Triager<MemoryInbox, MemoryLedger, MemoryHolder> {
+        Triager::new(
+            config(),
+            self.inbox.clone(),
+            self.ledger.clone(),
+            self.holder.clone(),
+        )
+    }
+
+    pub fn approvals(&self) -> MemoryApprovals {
+        Approvals::new(
+            config(),
+            self.triage.clone(),
+            self.inbox.clone(),
+            self.ledger.clone(),
+            self.queue.clone(),
+            Arc::new(self.ingress()),
+        )
+    }
+
+    pub fn sweeper(&self) -> Sweeper<MemoryInbox, MemoryQueue> {
+        Sweeper::new(self.inbox.clone(), self.queue.clone(), config().sweep_age)
+    }
+}
