@@ -133,7 +133,7 @@ sim:
 
 ## fuzz-tools: cargo-fuzz, pinned, in .tools (the targets build on nightly).
 CARGO_FUZZ := $(CURDIR)/.tools/bin/cargo-fuzz
-FUZZ_TARGETS := verify signed twilio_form config
+FUZZ_TARGETS := verify signed twilio_form config eventbridge apigw
 fuzz-tools: $(CARGO_FUZZ)
 
 $(CARGO_FUZZ):

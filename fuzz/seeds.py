@@ -85,6 +85,17 @@ def verify_seeds():
     return seeds
 
 
+def eventbridge_seeds():
+    """The Connect fixture as delivered, compacted, and with a nested detail
+    whose keys and numbers a re-serialization could change."""
+    contact = (ROOT / "events" / "eventbridge-connect-contact-event.json").read_bytes()
+    event = json.loads(contact)
+    compact = json.dumps(event, separators=(",", ":")).encode()
+    event["detail"] = {"z": [1, 2.5, -0.0, 1e300, {"b": None, "a": "\u00e9"}], "a": True}
+    return {"connect": contact, "compact": compact,
+            "numbers": json.dumps(event, ensure_ascii=False).encode()}
+
+
 def main():
     corpora = {
         "verify": verify_seeds(),
@@ -100,6 +111,11 @@ def main():
         "config": {
             "example": (ROOT / "config" / "hookgate.example.toml").read_bytes(),
         },
+        "eventbridge": eventbridge_seeds(),
+        "apigw": {name.removesuffix(".json"): (ROOT / "events" / name).read_bytes()
+                  for name in ["apigw-v2-retell-call-ended.json",
+                               "apigw-v1-stripe-payment-succeeded.json",
+                               "apigw-v2-ops-approve.json"]},
     }
     for target, seeds in corpora.items():
         folder = SEEDS / target

@@ -55,14 +55,15 @@ impl TriageStore for DynamoTriage {
         match put {
             Ok(_) => Ok(Filed::New),
             Err(e) if is_condition_failure(&e) => {
-                // Failing again after its re-injection: held again, for a new
-                // decision (the previous one is in the logs and the metrics).
+                // Failing again after its re-injection (or during it, before
+                // the approval recorded it): held again, for a new decision
+                // (the previous one is in the logs and the metrics).
                 let reopened = self
                     .client
                     .update_item()
                     .table_name(&self.table)
                     .key("pk", s(&item.id))
-                    .condition_expression("#status = :reinjected")
+                    .condition_expression("#status IN (:reinjected, :approved)")
                     .update_expression(
                         "SET #status = :held, status_bucket = :bucket, last_seen = :now, \
                          reopened = if_not_exists(reopened, :zero) + :one \
@@ -73,6 +74,7 @@ impl TriageStore for DynamoTriage {
                         ":reinjected",
                         s(TriageStatus::Reinjected.as_str()),
                     )
+                    .expression_attribute_values(":approved", s(TriageStatus::Approved.as_str()))
                     .expression_attribute_values(":held", s(TriageStatus::Held.as_str()))
                     .expression_attribute_values(
                         ":bucket",

@@ -15,7 +15,7 @@ use crate::{
     InboxPk, Timestamp,
     action::ActionKey,
     config::Config,
-    inbox::{InboxRecord, Origin, Verdict},
+    inbox::{InboxRecord, InboxStatus, Origin, Verdict},
     ledger::ActionStatus,
     message::{MessageKind, QueueMessage},
     ports::{ActionQueue, EventIngress, InboxStore, Ledger, StoreError, TriageStore},
@@ -42,6 +42,11 @@ pub enum ApprovalError {
          send the event again"
     )]
     Expired(String),
+    #[error(
+        "{0} was rejected, and a reject is final: nothing is re-queued. Reject this item \
+         too, or record what the destination shows with `hookgate actions reconcile --found`"
+    )]
+    Rejected(String),
     #[error(
         "triage item {0} is an uncertain outcome: decide it with `hookgate actions reconcile` \
          (found in the destination, or not), never by approval"
@@ -173,7 +178,7 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
                 });
             }
         }
-        let done = self.reinject(&item, who, why, now).await?;
+        let done = self.reinject(&item, now).await?;
         // Approved again after a failed re-injection: the record keeps who
         // approved it first, and why.
         let (who, why) = match (item.status, &item.decided_by) {
@@ -182,7 +187,8 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
             }
             _ => (who, why),
         };
-        self.triage
+        let recorded = self
+            .triage
             .transition(
                 id,
                 TriageStatus::Approved,
@@ -192,6 +198,15 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
                 now,
             )
             .await?;
+        if !recorded {
+            // The re-run was quick to fail again (the item is HELD again) or
+            // a reject came in between (the record is DISCARDED, so the
+            // message re-queued is not run): the item says which.
+            tracing::warn!(
+                triage_id = id,
+                "re-injected, but the item was no longer APPROVED: read it again"
+            );
+        }
         tracing::info!(
             triage_id = id,
             decided_by = who,
@@ -246,7 +261,8 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
     /// COMPLETED with that destination id; not found → PENDING and its event
     /// re-queued once (the UNCERTAIN → PENDING write happens once). The
     /// worker's `uncertain` triage item records the finding: DISCARDED when
-    /// found, REINJECTED when re-run.
+    /// found, REINJECTED when re-run. A rejected action or event is never
+    /// re-queued.
     pub async fn reconcile(
         &self,
         key: &ActionKey,
@@ -259,9 +275,20 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
             .get(key)
             .await?
             .ok_or_else(|| ApprovalError::NoAction(key.to_string()))?;
+        let item = item_id(
+            TriageSource::Worker,
+            &format!("uncertain#{key}#{}", record.request_sha256),
+        );
         let requeue = match found {
             Some(_) => None,
             None => {
+                // A reject is final: a rejected uncertain action is not run
+                // again (what the destination shows can still be recorded).
+                if let Some(held) = self.triage.get(&item).await?
+                    && held.status == TriageStatus::Discarded
+                {
+                    return Err(ApprovalError::Rejected(key.to_string()));
+                }
                 let Some(pk) = record.inbox_pks.first().cloned() else {
                     return Err(ApprovalError::Reinjection(format!(
                         "{key} names no inbox record"
@@ -278,91 +305,61 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
                 status: record.status,
             });
         }
-        let why = match found {
-            Some(id) => format!("reconciled: found {id}"),
-            None => "reconciled: not found, re-queued".to_owned(),
-        };
-        let case = format!("uncertain#{key}#{}", record.request_sha256);
-        let item = item_id(TriageSource::Worker, &case);
+        // Re-queued before the item is closed: a failure after the ledger
+        // write leaves the item HELD and the record RECEIVED, which the
+        // sweep re-queues.
+        if let Some(pk) = &requeue {
+            self.inbox
+                .reopen(pk, now, now.plus(self.config.inbox_ttl))
+                .await?;
+            self.queue
+                .send(
+                    &QueueMessage::for_event(pk, Origin::Http),
+                    MessageKind::Reinjected,
+                )
+                .await
+                .map_err(|e| ApprovalError::Reinjection(e.to_string()))?;
+        }
         // Found: the item is closed. Not found: the work is re-run, as an
-        // approval re-runs it.
-        match found {
-            Some(_) => {
-                self.triage
-                    .transition(
-                        &item,
-                        TriageStatus::Held,
-                        TriageStatus::Discarded,
-                        who,
-                        &why,
-                        now,
-                    )
-                    .await?;
-            }
-            None => self.rerun_item(&case, who, &why, now).await?,
-        }
-        match (found, requeue) {
-            (Some(id), _) => Ok(Reconciled::Completed(id.to_owned())),
+        // approval re-runs it (REINJECTED), so an outcome uncertain again
+        // holds the same item again instead of filing a repeat of a closed one.
+        let (closed, why) = match found {
+            Some(id) => (TriageStatus::Discarded, format!("reconciled: found {id}")),
+            None => (
+                TriageStatus::Reinjected,
+                "reconciled: not found, re-queued".to_owned(),
+            ),
+        };
+        self.triage
+            .transition(&item, TriageStatus::Held, closed, who, &why, now)
+            .await?;
+        Ok(match (found, requeue) {
+            (Some(id), _) => Reconciled::Completed(id.to_owned()),
+            (None, Some(pk)) => Reconciled::Requeued(pk.to_string()),
             (None, None) => unreachable!("not found always names the record to re-queue"),
-            (None, Some(pk)) => {
-                self.inbox
-                    .reopen(&pk, now, now.plus(self.config.inbox_ttl))
-                    .await?;
-                self.queue
-                    .send(
-                        &QueueMessage::for_event(&pk, Origin::Http),
-                        MessageKind::Reinjected,
-                    )
-                    .await
-                    .map_err(|e| ApprovalError::Reinjection(e.to_string()))?;
-                Ok(Reconciled::Requeued(pk.to_string()))
-            }
-        }
-    }
-
-    /// Marks the worker's item of `case` (a failed or uncertain action)
-    /// REINJECTED when a decision re-runs its action, whether the item was
-    /// HELD or rejected: the worker files the same id when the re-run fails
-    /// again, which then holds and alerts again. Left closed, the new
-    /// failure read as a repeat of a closed item, held by nobody.
-    async fn rerun_item(
-        &self,
-        case: &str,
-        who: &str,
-        why: &str,
-        now: Timestamp,
-    ) -> Result<(), StoreError> {
-        let id = item_id(TriageSource::Worker, case);
-        for from in [TriageStatus::Held, TriageStatus::Discarded] {
-            if self
-                .triage
-                .transition(&id, from, TriageStatus::Reinjected, who, why, now)
-                .await?
-            {
-                break;
-            }
-        }
-        Ok(())
+        })
     }
 
     /// Whether an action of the item's event is still UNCERTAIN, which only
     /// a reconcile may decide. Once reconciled, an uncertain item (a dead
     /// letter filed while its action was uncertain) may be approved: the
-    /// re-run finds the action decided. Where it cannot tell, it says yes.
+    /// re-run finds the action decided. An item naming no readable record
+    /// is refused later, by the record's own check.
     async fn awaits_reconcile(&self, item: &TriageItem) -> Result<bool, StoreError> {
         let Some(pk) = &item.inbox_pk else {
-            return Ok(true);
+            return Ok(false);
         };
         let Some(record) = self.inbox.get(pk).await? else {
-            return Ok(true);
+            return Ok(false);
         };
         let Decision::Actions(requests) = record.decide(&self.config.rules) else {
-            return Ok(true);
+            return Ok(false);
         };
         for request in requests {
-            match self.ledger.get(&request.key).await? {
-                Some(action) if action.status != ActionStatus::Uncertain => {}
-                _ => return Ok(true),
+            if let Some(action) = self.ledger.get(&request.key).await?
+                && action.status == ActionStatus::Uncertain
+            {
+                return Ok(true);
             }
         }
         Ok(false)
@@ -377,6 +374,9 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         now: Timestamp,
     ) -> Result<InboxRecord, ApprovalError> {
         match self.inbox.get(pk).await? {
+            Some(record) if record.status == InboxStatus::Discarded => {
+                Err(ApprovalError::Rejected(pk.to_string()))
+            }
             Some(record) if record.expires_at > now => Ok(record),
             _ => Err(ApprovalError::Expired(pk.to_string())),
         }
@@ -385,8 +385,6 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
     async fn reinject(
         &self,
         item: &TriageItem,
-        who: &str,
-        why: &str,
         now: Timestamp,
     ) -> Result<Reinjected, ApprovalError> {
         let Some(pk) = item.inbox_pk.clone() else {
@@ -402,9 +400,18 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
             && let Decision::Actions(requests) = record.decide(&self.config.rules)
         {
             for request in requests {
+                // A failure the operator rejected stays FAILED: a reject is
+                // final, whatever item of the event is approved later.
+                let failed = item_id(
+                    TriageSource::Worker,
+                    &format!("failed#{}#{}", request.key, request.request_sha256),
+                );
+                if let Some(held) = self.triage.get(&failed).await?
+                    && held.status == TriageStatus::Discarded
+                {
+                    continue;
+                }
                 if self.ledger.reopen(&request.key, now).await? {
-                    let case = format!("failed#{}#{}", request.key, request.request_sha256);
-                    self.rerun_item(&case, who, why, now).await?;
                     reopened.push(request.key.to_string());
                 }
             }

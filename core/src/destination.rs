@@ -353,4 +353,20 @@ mod tests {
             Performed::Failed("400".into())
         );
     }
+
+    #[tokio::test]
+    async fn a_lookup_that_is_refused_before_creating_again_is_retried_not_uncertain() {
+        // Only past the key's retention does a refused lookup leave the
+        // outcome uncertain; on an ordinary second attempt it is retried.
+        let refused = scripted(
+            Strategy::Lookup,
+            vec![],
+            Err(DestinationError::Permanent("403".into())),
+        );
+        assert!(matches!(
+            perform(&refused, &request(), AGAIN).await,
+            Performed::Retry(ErrorKind::Retryable, _)
+        ));
+        assert_eq!(*refused.calls.lock().unwrap(), 0);
+    }
 }

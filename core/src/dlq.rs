@@ -89,11 +89,12 @@ impl<S: InboxStore, L: Ledger, H: Hold> Triager<S, L, H> {
         }
         item.class = classify(&item.evidence);
         item.destination = item.evidence.destination.clone();
-        let filed = self.holder.hold(&item, now).await?;
-        // Filed: the event is held for a decision, out of the sweep's index,
+        // The event is held for a decision first: out of the sweep's index,
         // and a repeat delivery no longer re-dispatches it. Only an approval
-        // re-opens it. (A crash before this write leaves the dead letter
-        // unreported; its redelivery files a repeat and marks it then.)
+        // re-opens it, and a reject discards it. Held before its item is
+        // filed, so no item is ever open while its event can still run; a
+        // crash between the two leaves the dead letter unreported until its
+        // redelivery files the item.
         if let Some(pk) = to_hold {
             let reason = format!(
                 "dead-lettered: held for a decision (triage item {})",
@@ -103,6 +104,7 @@ impl<S: InboxStore, L: Ledger, H: Hold> Triager<S, L, H> {
                 .settle(&pk, InboxStatus::Held, Some(&reason))
                 .await?;
         }
+        let filed = self.holder.hold(&item, now).await?;
         Ok((item.class, filed))
     }
 

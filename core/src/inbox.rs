@@ -293,6 +293,34 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_twilio_form_is_read_as_fields_and_another_providers_form_as_nothing() {
+        let record = |provider: &str| {
+            let pk = InboxPk::parse(&format!("ws-1#{provider}#CA1")).unwrap();
+            let identity = Identity {
+                event_key: EventKey::parse("CA1").unwrap(),
+                event_type: "completed".into(),
+                occurred_at: None,
+            };
+            let body = b"CallSid=CA1&CallStatus=completed&CallSid=CA2";
+            let now = Timestamp::from_secs(1_800_000_000);
+            InboxRecord::first_delivery(
+                pk,
+                &identity,
+                Origin::Http,
+                body,
+                true,
+                now,
+                Duration::from_secs(60),
+            )
+        };
+        assert_eq!(
+            record("twilio").payload_value(),
+            serde_json::json!({"CallSid": "CA1", "CallStatus": "completed"})
+        );
+        assert_eq!(record("retell").payload_value(), serde_json::Value::Null);
+    }
+
+    #[test]
     fn inbox_pk_round_trips_even_with_hash_in_the_event_key() {
         let pk = InboxPk::new(
             WorkspaceId::parse("ws-42").unwrap(),

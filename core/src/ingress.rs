@@ -215,43 +215,7 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold> Ingress<S, Q, K, H
         event: &[u8],
         now: Timestamp,
     ) -> Result<(WorkspaceId, Outcome), EventError> {
-        let envelope: Envelope =
-            serde_json::from_slice(event).map_err(|e| EventError::Malformed(e.to_string()))?;
-        let workspace = self
-            .config
-            .eventbridge
-            .workspace_for(&envelope.account, &envelope.source, &envelope.detail_type)
-            .ok_or_else(|| EventError::Unmapped {
-                account: envelope.account.clone(),
-                event_source: envelope.source.clone(),
-                detail_type: envelope.detail_type.clone(),
-            })?
-            .clone();
-        let identity = Identity {
-            event_key: EventKey::parse(&envelope.id)
-                .map_err(|e| EventError::Malformed(e.to_string()))?,
-            event_type: envelope.detail_type,
-            occurred_at: None,
-        };
-        let pk = InboxPk::new(
-            workspace.clone(),
-            Provider::Eventbridge,
-            identity.event_key.clone(),
-        );
-        // Hashed in canonical form: the same event re-serialized (Lambda's
-        // on-failure record, a re-injection) is the same payload, never a
-        // collision.
-        let canonical = crate::canonical::json(event).map_err(EventError::Malformed)?;
-        let record = InboxRecord::first_delivery(
-            pk,
-            &identity,
-            Origin::Eventbridge,
-            event,
-            true,
-            now,
-            self.config.inbox_ttl,
-        )
-        .hashed_as(canonical.as_bytes());
+        let (workspace, record) = event_record(&self.config, event, now)?;
         Ok((workspace, self.persist(record, now).await))
     }
 
@@ -459,6 +423,72 @@ fn storage_failed(key: EventKey, e: &crate::ports::StoreError) -> Outcome {
     Outcome::unavailable(Some(key), e.to_string())
 }
 
+/// `{provider}` and `{workspace}` of a webhook request: the route's path
+/// parameters, or the path itself (`…/webhooks/{provider}/{workspace}`) when
+/// the request did not come through a parameterised route (the local runner,
+/// a REST stage); empty when neither names them (answered 404). Pure, so the
+/// fuzz target `apigw` runs it on decoded API Gateway events.
+pub fn webhook_route(params: Option<(&str, &str)>, path: &str) -> (String, String) {
+    if let Some((provider, workspace)) = params {
+        return (provider.to_owned(), workspace.to_owned());
+    }
+    let segments: Vec<&str> = path.split('/').collect();
+    match segments.iter().position(|s| *s == "webhooks") {
+        Some(i) if segments.len() == i + 3 => {
+            (segments[i + 1].to_owned(), segments[i + 2].to_owned())
+        }
+        _ => (String::new(), String::new()),
+    }
+}
+
+/// The inbox record of an EventBridge event and the workspace it belongs
+/// to: the envelope read, the account, source and detail-type mapped, the
+/// event's `id` as its key, the payload hashed in canonical form. Pure, so
+/// the fuzz target `eventbridge` runs it.
+pub fn event_record(
+    config: &Config,
+    event: &[u8],
+    now: Timestamp,
+) -> Result<(WorkspaceId, InboxRecord), EventError> {
+    let envelope: Envelope =
+        serde_json::from_slice(event).map_err(|e| EventError::Malformed(e.to_string()))?;
+    let workspace = config
+        .eventbridge
+        .workspace_for(&envelope.account, &envelope.source, &envelope.detail_type)
+        .ok_or_else(|| EventError::Unmapped {
+            account: envelope.account.clone(),
+            event_source: envelope.source.clone(),
+            detail_type: envelope.detail_type.clone(),
+        })?
+        .clone();
+    let identity = Identity {
+        event_key: EventKey::parse(&envelope.id)
+            .map_err(|e| EventError::Malformed(e.to_string()))?,
+        event_type: envelope.detail_type,
+        occurred_at: None,
+    };
+    let pk = InboxPk::new(
+        workspace.clone(),
+        Provider::Eventbridge,
+        identity.event_key.clone(),
+    );
+    // Hashed in canonical form: the same event re-serialized (Lambda's
+    // on-failure record, a re-injection) is the same payload, never a
+    // collision.
+    let canonical = crate::canonical::json(event).map_err(EventError::Malformed)?;
+    let record = InboxRecord::first_delivery(
+        pk,
+        &identity,
+        Origin::Eventbridge,
+        event,
+        true,
+        now,
+        config.inbox_ttl,
+    )
+    .hashed_as(canonical.as_bytes());
+    Ok((workspace, record))
+}
+
 /// The one structured line per delivery (never the body, never a secret),
 /// and its metrics: under the provider and workspace when `known` (a
 /// configured binding), else under [`metrics::UNKNOWN`], so a probe of made-up
@@ -510,4 +540,28 @@ fn log_delivery(
         latency_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
         "delivery"
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pair(p: &str, w: &str) -> (String, String) {
+        (p.to_owned(), w.to_owned())
+    }
+
+    #[test]
+    fn the_route_comes_from_the_path_parameters_or_the_webhooks_path() {
+        assert_eq!(
+            webhook_route(Some(("retell", "ws-1")), "/other/path"),
+            pair("retell", "ws-1")
+        );
+        assert_eq!(
+            webhook_route(None, "/prod/webhooks/stripe/ws-2"),
+            pair("stripe", "ws-2")
+        );
+        for path in ["/webhooks/stripe", "/webhooks/stripe/ws-2/extra", "/", ""] {
+            assert_eq!(webhook_route(None, path), pair("", ""), "{path}");
+        }
+    }
 }

@@ -270,8 +270,9 @@ pub trait Ledger: Send + Sync {
 pub enum Filed {
     /// A new item is held.
     New,
-    /// The item existed, re-injected by an earlier approval, and failed
-    /// again: it is HELD again, for a new decision.
+    /// The item existed, re-injected by an earlier approval (or approved and
+    /// being re-injected), and failed again: it is HELD again, for a new
+    /// decision.
     Reopened,
     /// The item existed (a redelivered DLQ message): its `last_seen` moved.
     Repeat,

@@ -345,6 +345,11 @@ mod tests {
             TriageSource::detect(r#"{"requestContext":{},"requestPayload":{"id":"1"}}"#),
             TriageSource::IngressAsyncFailure
         );
+        // Lambda's record has both; a body with one of them is not one.
+        assert_eq!(
+            TriageSource::detect(r#"{"requestPayload":{"id":"1"}}"#),
+            TriageSource::ActionDlq
+        );
     }
 
     #[test]

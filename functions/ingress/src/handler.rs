@@ -11,7 +11,7 @@
 
 use hookgate_core::{
     Timestamp,
-    ingress::{Ingress, Reply, WebhookRequest},
+    ingress::{Ingress, Reply, WebhookRequest, webhook_route},
     ports::{ActionQueue, EventError, Hold, InboxStore},
     secret::SecretSource,
 };
@@ -109,22 +109,12 @@ where
     Ok(response(reply)?)
 }
 
-/// `{provider}` and `{workspace}` from the route's path parameters, or from
-/// the path itself (`…/webhooks/{provider}/{workspace}`) when the request did
-/// not come through a parameterised route (the local runner, a REST stage).
+/// `{provider}` and `{workspace}` of the request (`ingress::webhook_route`).
 fn route(request: &Request) -> (String, String) {
-    if let Some(params) = request.path_parameters_ref()
-        && let (Some(p), Some(w)) = (params.first("provider"), params.first("workspace"))
-    {
-        return (p.to_owned(), w.to_owned());
-    }
-    let segments: Vec<&str> = request.uri().path().split('/').collect();
-    match segments.iter().position(|s| *s == "webhooks") {
-        Some(i) if segments.len() == i + 3 => {
-            (segments[i + 1].to_owned(), segments[i + 2].to_owned())
-        }
-        _ => (String::new(), String::new()),
-    }
+    let params = request
+        .path_parameters_ref()
+        .and_then(|p| p.first("provider").zip(p.first("workspace")));
+    webhook_route(params, request.uri().path())
 }
 
 fn response(reply: Reply) -> Result<Response<Body>, lambda_http::http::Error> {

@@ -148,6 +148,7 @@ fn refused(e: &ApprovalError) -> Response {
         | ApprovalError::NotUncertain { .. }
         | ApprovalError::NotReinjectable(_)
         | ApprovalError::Expired(_)
+        | ApprovalError::Rejected(_)
         | ApprovalError::ReconcileOnly(_) => StatusCode::CONFLICT,
         ApprovalError::Reinjection(_) | ApprovalError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
     };

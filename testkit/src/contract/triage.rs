@@ -155,6 +155,17 @@ async fn a_decision_is_recorded_once_from_its_state(store: &impl TriageStore, ns
     // A held item filed again is only a repeat.
     assert_eq!(store.file(&again).await.unwrap(), Filed::Repeat);
 
+    // Approved and being re-injected, its re-run failed before the approval
+    // recorded it: held again too.
+    assert!(
+        store
+            .transition(&a.id, held, approved, "ana", "once more", later(510))
+            .await
+            .unwrap()
+    );
+    assert_eq!(store.file(&again).await.unwrap(), Filed::Reopened);
+    assert_eq!(store.get(&a.id).await.unwrap().unwrap().status, held);
+
     // A reject is final: no filing reopens a discarded item.
     assert!(
         store

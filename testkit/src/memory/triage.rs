@@ -46,8 +46,14 @@ impl TriageStore for MemoryTriage {
                 s.items.insert(item.id.clone(), item.clone());
                 Filed::New
             }
-            Some(stored) if stored.status == TriageStatus::Reinjected => {
-                // Failing again after its re-injection: held for a new decision.
+            Some(stored)
+                if matches!(
+                    stored.status,
+                    TriageStatus::Reinjected | TriageStatus::Approved
+                ) =>
+            {
+                // Failing again after its re-injection (or during it, before
+                // the approval recorded it): held for a new decision.
                 stored.status = TriageStatus::Held;
                 stored.last_seen = item.last_seen;
                 stored.decided_by = None;

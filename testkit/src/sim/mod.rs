@@ -440,27 +440,24 @@ impl Sim {
     /// An operator's decision on `item`: a reject, or an approval (a
     /// reconcile where only a reconcile may decide).
     fn decide(&mut self, item: &TriageItem, reject: bool) {
-        let now = self.now;
         let event = item.inbox_pk.as_ref().and_then(event_of);
         let result = if reject {
-            let done = now_or_never(
-                self.approvals
-                    .reject(&item.id, "sim-operator", REJECTED, now),
-            );
-            if done.is_ok() {
-                self.model.reject(item);
-            }
-            done.map(|()| "rejected".to_owned())
+            self.reject(item)
         } else {
-            // As the tool tells an operator: approve, and where it answers
-            // that only a reconcile decides, reconcile with what the CRM holds.
+            // As the tool tells an operator: approve; where it answers that
+            // only a reconcile decides, reconcile with what the CRM holds;
+            // where it answers that the work was rejected, reject this too.
             match now_or_never(self.approvals.approve(
                 &item.id,
                 "sim-operator",
                 "approved in the simulation",
-                now,
+                self.now,
             )) {
-                Err(ApprovalError::ReconcileOnly(_)) => self.reconcile(event),
+                Err(ApprovalError::ReconcileOnly(_)) => match self.reconcile(event) {
+                    Err(ApprovalError::Rejected(_)) => self.reject(item),
+                    other => other,
+                },
+                Err(ApprovalError::Rejected(_)) => self.reject(item),
                 other => {
                     if other.is_ok() {
                         self.model.approved(event);
@@ -473,6 +470,18 @@ impl Sim {
             self.counts.decisions += 1;
         }
         self.log(format!("decide {} ({}): {result:?}", item.id, item.class));
+    }
+
+    fn reject(&mut self, item: &TriageItem) -> Result<String, ApprovalError> {
+        let done =
+            now_or_never(
+                self.approvals
+                    .reject(&item.id, "sim-operator", REJECTED, self.now),
+            );
+        if done.is_ok() {
+            self.model.reject(item);
+        }
+        done.map(|()| "rejected".to_owned())
     }
 
     /// Reconciles `event`'s action with what the CRM really holds.
@@ -552,6 +561,7 @@ impl Sim {
     /// drained again.
     fn settle(&mut self) {
         self.crm.set_mode(Mode::Healthy);
+        self.queue.set_max_receives(MAX_RECEIVES);
         self.draining = true;
         self.log("drain".into());
         self.drain();

@@ -4,12 +4,12 @@
 //! ([`Sim::check`]).
 //!
 //! An event is held from the dead letter of one of its messages, if it was
-//! not processed yet, until the operator's next decision on it: an approval
-//! (or a reconcile of its action) runs it again, a reject ends it. An action
-//! is asked for by the accepted events that name its key. It may make a CRM
-//! task while one of them is neither held nor rejected, unless the
-//! operator's last decision on the action itself rejected it (a failed or
-//! uncertain action). Once the faults are off and the operator has decided
+//! not processed yet, until the operator decides: an approval (or a
+//! reconcile of its action) runs it again, a reject ends it for good. An
+//! action is asked for by the accepted events that name its key. It may make
+//! a CRM task while one of them is neither held nor rejected, unless the
+//! operator rejected the action itself (a failed or uncertain action): a
+//! reject is final. Once the faults are off and the operator has decided
 //! every held item, each action is completed with the one task the CRM
 //! holds, unless the operator rejected it or a dead letter of one of its
 //! events; each accepted event is processed, or discarded by a reject.
@@ -48,21 +48,23 @@ impl Model {
         self.events.insert(event, Stand::Held);
     }
 
-    /// An approval of an item of `event`: the event and its action may run
-    /// again.
+    /// An approval of an item of `event`: a held event may run again (a
+    /// reject is final).
     pub(super) fn approved(&mut self, event: Option<u8>) {
-        let Some(event) = event else { return };
-        self.rejected_actions.remove(&action_key(event));
-        self.events.remove(&event);
+        if let Some(event) = event
+            && self.events.get(&event) == Some(&Stand::Held)
+        {
+            self.events.remove(&event);
+        }
     }
 
     /// A reconcile of `event`'s action: it re-queues whichever of the
-    /// action's events the ledger names, so every one of them may run.
+    /// action's events the ledger names, so every held one may run.
     pub(super) fn reconciled(&mut self, event: Option<u8>) {
         let Some(event) = event else { return };
         let key = action_key(event);
-        self.rejected_actions.remove(&key);
-        self.events.retain(|e, _| action_key(*e) != key);
+        self.events
+            .retain(|e, stand| action_key(*e) != key || *stand == Stand::Rejected);
     }
 
     /// A reject of `item`: of an action's failure (the worker's item), or of
@@ -128,12 +130,13 @@ impl Sim {
         let items = self.triage.items();
         let held: Vec<&str> = items
             .iter()
-            .filter(|i| i.status == TriageStatus::Held)
+            .filter(|i| matches!(i.status, TriageStatus::Held | TriageStatus::Approved))
             .map(|i| i.id.as_str())
             .collect();
         if !held.is_empty() {
             return Err(format!(
-                "items {held:?} are still held after the operator decided every one"
+                "items {held:?} are still held (or approved, not re-injected) after the operator \
+                 decided every one"
             ));
         }
         self.every_item_alerted(&items)?;

@@ -39,7 +39,7 @@ pub enum Received {
 #[derive(Debug, Clone)]
 pub struct Queue {
     state: Arc<Mutex<(u32, Vec<Message>)>>,
-    max_receives: u32,
+    max_receives: Arc<Mutex<u32>>,
 }
 
 impl Queue {
@@ -47,8 +47,13 @@ impl Queue {
     pub fn new(max_receives: u32) -> Self {
         Queue {
             state: Arc::default(),
-            max_receives,
+            max_receives: Arc::new(Mutex::new(max_receives)),
         }
+    }
+
+    /// The redrive limit of messages sent from now on.
+    pub fn set_max_receives(&self, max_receives: u32) {
+        *self.max_receives.lock().unwrap_or_else(|e| e.into_inner()) = max_receives;
     }
 
     fn with<T>(&self, f: impl FnOnce(&mut (u32, Vec<Message>)) -> T) -> T {
@@ -96,7 +101,7 @@ impl Queue {
 
 impl ActionQueue for Queue {
     async fn send(&self, message: &QueueMessage, _kind: MessageKind) -> Result<(), QueueError> {
-        let max_receives = self.max_receives;
+        let max_receives = *self.max_receives.lock().unwrap_or_else(|e| e.into_inner());
         self.with(|(last, messages)| {
             *last += 1;
             messages.push(Message {

@@ -11,7 +11,7 @@ use hookgate_core::{
     inbox::InboxStatus,
     ledger::ActionStatus,
     message::{MessageKind, QueueMessage},
-    ports::{Filed, InboxStore, TriageStore},
+    ports::{Filed, InboxStore, StoreError, TriageStore},
     triage::{TriageClass, TriageItem, TriageSource, TriageStatus},
     worker::MessageOutcome,
 };
@@ -45,6 +45,31 @@ async fn held(m: &Memory, call: &str) -> TriageItem {
     let items = m.triage.items();
     assert_eq!(items.len(), 1);
     items.into_iter().next().unwrap()
+}
+
+/// Triages a dead letter of `call`'s message, as the DLQ function does.
+async fn dead_letter(
+    m: &Memory,
+    call: &str,
+    message_id: &str,
+    secs: u64,
+) -> Result<(TriageClass, Filed), StoreError> {
+    let letter = DeadLetter {
+        source: TriageSource::ActionDlq,
+        message_id,
+        body: &message(call),
+        attributes: json!({}),
+    };
+    m.triager().triage(&letter, at(secs)).await
+}
+
+/// The one item a dead letter filed.
+fn dlq_item(m: &Memory) -> TriageItem {
+    m.triage
+        .items()
+        .into_iter()
+        .find(|i| i.source == TriageSource::ActionDlq)
+        .expect("a dead letter's item")
 }
 
 async fn status(m: &Memory, call: &str) -> InboxStatus {
@@ -376,13 +401,7 @@ async fn a_dead_letter_of_lost_answers_retried_under_the_same_key_can_be_approve
     let first = m.worker().process(&message("d9"), "m1:1", NOW).await;
     assert!(matches!(first, MessageOutcome::Retry(_)), "{first:?}");
     assert_eq!(m.ledger.records()[0].status, ActionStatus::Pending);
-    let letter = DeadLetter {
-        source: TriageSource::ActionDlq,
-        message_id: "dlq-d9",
-        body: &message("d9"),
-        attributes: json!({}),
-    };
-    let (class, _) = m.triager().triage(&letter, at(10)).await.unwrap();
+    let (class, _) = dead_letter(&m, "d9", "dlq-d9", 10).await.unwrap();
     assert_eq!(class, TriageClass::DownstreamOutage);
     let item = m.triage.items().remove(0);
     let approved = m
@@ -411,20 +430,9 @@ async fn an_uncertain_dead_letter_is_approvable_once_its_action_is_reconciled() 
         .then(Err(DestinationError::OutcomeUnknown("timeout".into())));
     m.worker().process(&message("d10"), "m1:1", NOW).await;
     let key = m.ledger.records()[0].key.clone();
-    let letter = DeadLetter {
-        source: TriageSource::ActionDlq,
-        message_id: "dlq-d10",
-        body: &message("d10"),
-        attributes: json!({}),
-    };
-    let (class, _) = m.triager().triage(&letter, at(10)).await.unwrap();
+    let (class, _) = dead_letter(&m, "d10", "dlq-d10", 10).await.unwrap();
     assert_eq!(class, TriageClass::Uncertain);
-    let dead = m
-        .triage
-        .items()
-        .into_iter()
-        .find(|i| i.source == TriageSource::ActionDlq)
-        .unwrap();
+    let dead = dlq_item(&m);
     // While the action is UNCERTAIN, only a reconcile decides it.
     let refused = m.approvals().approve(&dead.id, "ana", "?", at(20)).await;
     assert_eq!(refused, Err(ApprovalError::ReconcileOnly(dead.id.clone())));
@@ -463,19 +471,8 @@ async fn rejecting_a_stale_dead_letter_leaves_a_reconciled_re_run_alone() {
         .then(Err(DestinationError::OutcomeUnknown("timeout".into())));
     m.worker().process(&message("d11"), "m1:1", NOW).await;
     let key = m.ledger.records()[0].key.clone();
-    let letter = DeadLetter {
-        source: TriageSource::ActionDlq,
-        message_id: "dlq-d11",
-        body: &message("d11"),
-        attributes: json!({}),
-    };
-    m.triager().triage(&letter, at(10)).await.unwrap();
-    let stale = m
-        .triage
-        .items()
-        .into_iter()
-        .find(|i| i.source == TriageSource::ActionDlq)
-        .unwrap();
+    dead_letter(&m, "d11", "dlq-d11", 10).await.unwrap();
+    let stale = dlq_item(&m);
     let requeued = m.approvals().reconcile(&key, None, "ana", at(20)).await;
     assert_eq!(requeued, Ok(Reconciled::Requeued(pk("d11").to_string())));
     m.approvals()
@@ -491,64 +488,236 @@ async fn rejecting_a_stale_dead_letter_leaves_a_reconciled_re_run_alone() {
 }
 
 #[tokio::test]
-async fn a_rejected_failure_re_run_by_another_approval_is_held_again_when_it_fails_again() {
-    // Found by the simulator: the operator rejected a permanent failure,
-    // then approved a stale dead letter of the same event, which re-opened
-    // the FAILED action. It failed again, and the worker's item, which the
-    // reject had closed, took the new failure as a repeat: held by nobody.
+async fn a_rejected_failure_stays_failed_when_another_item_of_its_event_is_approved() {
+    // Found by the simulator, then by review: approving a stale dead letter
+    // of the event re-opened the FAILED action whose failure the operator had
+    // rejected, and when it failed again the closed item took the new
+    // failure as a repeat, held by nobody. A reject is final: the approval
+    // leaves that action alone.
     let m = Memory::new();
     post(&m.ingress(), &analyzed("d12"), SECRET).await;
-    for _ in 0..2 {
-        m.crm
-            .then(Err(DestinationError::Permanent("HTTP 422".into())));
-    }
+    m.crm
+        .then(Err(DestinationError::Permanent("HTTP 422".into())));
     m.worker().process(&message("d12"), "m1:1", NOW).await;
     let failed = m.triage.items().remove(0);
     m.approvals()
         .reject(&failed.id, "ana", "bad data", at(10))
         .await
         .unwrap();
-    let letter = DeadLetter {
-        source: TriageSource::ActionDlq,
-        message_id: "dlq-d12",
-        body: &message("d12"),
-        attributes: json!({}),
-    };
-    m.triager().triage(&letter, at(20)).await.unwrap();
-    let stale = m
-        .triage
-        .items()
-        .into_iter()
-        .find(|i| i.source == TriageSource::ActionDlq)
-        .unwrap();
+    dead_letter(&m, "d12", "dlq-d12", 20).await.unwrap();
+    let stale = dlq_item(&m);
     let approved = m
         .approvals()
         .approve(&stale.id, "bob", "run it", at(30))
         .await;
-    assert!(
-        matches!(&approved, Ok(Reinjected::Queued { reopened, .. }) if reopened.len() == 1),
-        "{approved:?}"
-    );
     assert_eq!(
-        m.triage.get(&failed.id).await.unwrap().unwrap().status,
-        TriageStatus::Reinjected,
-        "the approval re-ran the rejected failure"
+        approved,
+        Ok(Reinjected::Queued {
+            inbox_pk: pk("d12").to_string(),
+            reopened: vec![],
+        })
     );
-
     m.worker().process(&message("d12"), "m2:1", at(31)).await;
-    assert_eq!(m.ledger.records()[0].status, ActionStatus::Failed);
-    let again = m.triage.get(&failed.id).await.unwrap().unwrap();
+    let kept = m.triage.get(&failed.id).await.unwrap().unwrap();
     assert_eq!(
-        (again.status, again.last_seen),
-        (TriageStatus::Held, at(31))
+        (
+            m.ledger.records()[0].status,
+            kept.status,
+            kept.decided_by.as_deref(),
+            m.crm.creates()
+        ),
+        (
+            ActionStatus::Failed,
+            TriageStatus::Discarded,
+            Some("ana"),
+            1
+        )
     );
-    let alerts = m.alerts.published();
+}
+
+#[tokio::test]
+async fn a_rejected_event_is_not_re_run_by_approving_another_of_its_items() {
+    // Found by review: two dead letters of one event make two items; a
+    // reject of one discarded the event, and an approval of the other
+    // re-opened it and ran it.
+    let m = Memory::new();
+    let first = held(&m, "d13").await;
+    dead_letter(&m, "d13", "dlq-d13-copy", 30).await.unwrap();
+    let second = m
+        .triage
+        .items()
+        .into_iter()
+        .find(|i| i.id != first.id)
+        .unwrap();
+    m.approvals()
+        .reject(&first.id, "ana", "test traffic", at(40))
+        .await
+        .unwrap();
+    let approved = m
+        .approvals()
+        .approve(&second.id, "bob", "run", at(50))
+        .await;
     assert_eq!(
-        alerts
-            .iter()
-            .filter(|a| a["first_item"] == failed.id.as_str())
-            .count(),
-        2,
-        "{alerts:?}"
+        approved,
+        Err(ApprovalError::Rejected(pk("d13").to_string()))
     );
+    assert_eq!(status(&m, "d13").await, InboxStatus::Discarded);
+    assert_eq!(
+        m.triage.get(&second.id).await.unwrap().unwrap().status,
+        TriageStatus::Held,
+        "left for a reject"
+    );
+    assert_eq!((m.queue.sent().len(), m.crm.creates()), (1, 1));
+}
+
+#[tokio::test]
+async fn a_rejected_uncertain_action_is_not_re_queued_by_reconcile() {
+    let mut m = Memory::new();
+    m.crm.lookup_strategy = true;
+    post(&m.ingress(), &analyzed("d14"), SECRET).await;
+    m.crm
+        .then(Err(DestinationError::OutcomeUnknown("timeout".into())));
+    m.worker().process(&message("d14"), "m1:1", NOW).await;
+    let key = m.ledger.records()[0].key.clone();
+    let item = m.triage.items().remove(0);
+    m.approvals()
+        .reject(&item.id, "ana", "never mind", at(10))
+        .await
+        .unwrap();
+    let refused = m.approvals().reconcile(&key, None, "bob", at(20)).await;
+    assert_eq!(refused, Err(ApprovalError::Rejected(key.to_string())));
+    assert_eq!(m.ledger.records()[0].status, ActionStatus::Uncertain);
+    assert_eq!(m.queue.sent().len(), 1);
+    // What the destination shows can still be recorded.
+    let found = m
+        .approvals()
+        .reconcile(&key, Some("T-3"), "bob", at(30))
+        .await;
+    assert_eq!(found, Ok(Reconciled::Completed("T-3".into())));
+}
+
+#[tokio::test]
+async fn an_item_left_approved_by_a_failed_re_injection_keeps_its_first_approver() {
+    let m = Memory::new();
+    let item = held(&m, "d15").await;
+    m.queue.set_failing(true);
+    let failed = m.approvals().approve(&item.id, "ana", "go", at(30)).await;
+    assert!(
+        matches!(failed, Err(ApprovalError::Reinjection(_))),
+        "{failed:?}"
+    );
+    // Its own approval re-opened the record before the send failed.
+    assert_eq!(status(&m, "d15").await, InboxStatus::Received);
+    // Approved again once the queue is back: the first approver is kept.
+    m.queue.set_failing(false);
+    let again = m
+        .approvals()
+        .approve(&item.id, "carol", "retry", at(35))
+        .await;
+    assert!(again.is_ok(), "{again:?}");
+    let stored = m.triage.get(&item.id).await.unwrap().unwrap();
+    assert_eq!(
+        (
+            stored.status,
+            stored.decided_by.as_deref(),
+            stored.reason.as_deref()
+        ),
+        (TriageStatus::Reinjected, Some("ana"), Some("go"))
+    );
+}
+
+#[tokio::test]
+async fn an_item_left_approved_is_rejected_with_the_record_its_approval_re_opened() {
+    let m = Memory::new();
+    let item = held(&m, "d18").await;
+    m.queue.set_failing(true);
+    let failed = m.approvals().approve(&item.id, "ana", "go", at(30)).await;
+    assert!(
+        matches!(failed, Err(ApprovalError::Reinjection(_))),
+        "{failed:?}"
+    );
+    assert_eq!(status(&m, "d18").await, InboxStatus::Received);
+    m.approvals()
+        .reject(&item.id, "bob", "not after all", at(40))
+        .await
+        .unwrap();
+    assert_eq!(status(&m, "d18").await, InboxStatus::Discarded);
+    let swept = m
+        .sweeper()
+        .run_older_than(Duration::ZERO, at(4000))
+        .await
+        .unwrap();
+    assert_eq!(swept.found, 0);
+}
+
+#[tokio::test]
+async fn an_alert_that_could_not_be_published_goes_out_with_the_redelivered_dead_letter() {
+    let m = Memory::new();
+    post(&m.ingress(), &analyzed("d16"), SECRET).await;
+    m.crm
+        .then(Err(DestinationError::Retryable("HTTP 503".into())));
+    m.worker().process(&message("d16"), "m1:1", NOW).await;
+    m.alerts.set_failing(true);
+    let failed = dead_letter(&m, "d16", "dlq-d16", 10).await;
+    assert!(failed.is_err(), "{failed:?}");
+    // Held and filed already; the DLQ redelivers the message.
+    assert_eq!(status(&m, "d16").await, InboxStatus::Held);
+    assert_eq!((m.triage.items().len(), m.alerts.published().len()), (1, 0));
+    m.alerts.set_failing(false);
+    let again = dead_letter(&m, "d16", "dlq-d16", 40).await.unwrap();
+    assert_eq!(again, (TriageClass::DownstreamOutage, Filed::Repeat));
+    assert_eq!(m.alerts.published().len(), 1);
+    // And only once.
+    dead_letter(&m, "d16", "dlq-d16", 70).await.unwrap();
+    assert_eq!(m.alerts.published().len(), 1);
+}
+
+#[tokio::test]
+async fn an_unreadable_dead_letter_cannot_be_approved_only_rejected() {
+    let m = Memory::new();
+    let letter = DeadLetter {
+        source: TriageSource::ActionDlq,
+        message_id: "dlq-garbage",
+        body: "not a queue message",
+        attributes: json!({}),
+    };
+    let (class, _) = m.triager().triage(&letter, at(0)).await.unwrap();
+    assert_eq!(class, TriageClass::Poison);
+    let item = dlq_item(&m);
+    assert_eq!(item.inbox_pk, None);
+    let refused = m.approvals().approve(&item.id, "ana", "?", at(1)).await;
+    assert_eq!(
+        refused,
+        Err(ApprovalError::NotReinjectable(item.id.clone()))
+    );
+    assert_eq!(
+        m.triage.get(&item.id).await.unwrap().unwrap().status,
+        TriageStatus::Held
+    );
+    m.approvals()
+        .reject(&item.id, "ana", "garbage", at(2))
+        .await
+        .unwrap();
+    assert!(m.queue.sent().is_empty());
+}
+
+#[tokio::test]
+async fn an_event_past_its_inbox_ttl_is_not_re_injected() {
+    let m = Memory::new();
+    let item = held(&m, "d17").await;
+    let expires = m.inbox.get(&pk("d17")).await.unwrap().unwrap().expires_at;
+    let late = m
+        .approvals()
+        .approve(&item.id, "ana", "too late", expires)
+        .await;
+    assert_eq!(late, Err(ApprovalError::Expired(pk("d17").to_string())));
+    assert_eq!(m.queue.sent().len(), 1);
+    // A moment before, it is.
+    let just = hookgate_core::Timestamp::from_millis(expires.as_millis() - 1);
+    let done = m
+        .approvals()
+        .approve(&item.id, "ana", "in time", just)
+        .await;
+    assert!(done.is_ok(), "{done:?}");
+    assert_eq!(m.queue.sent().len(), 2);
 }

@@ -168,6 +168,11 @@ async fn a_permanent_refusal_is_failed_and_held_for_a_human() {
     let held = m.triage.items();
     assert_eq!(held.len(), 1);
     assert_eq!(held[0].inbox_pk.as_ref(), Some(&pk("c7")));
+    let key = m.ledger.records()[0].key.to_string();
+    assert_eq!(
+        (held[0].destination.as_deref(), &held[0].evidence.details),
+        (Some("crm"), &vec![format!("{key}: 422")])
+    );
     // The message is settled: a redelivery neither creates nor holds again.
     m.worker().process(&message("c7"), "m1:2", NOW).await;
     assert_eq!((m.crm.creates(), m.triage.items().len()), (1, 1));
@@ -217,4 +222,56 @@ async fn a_paced_action_waits_its_turn_or_gives_its_lease_back_and_a_done_one_ta
     let third = worker.process(&message("c8"), "m1:3", NOW).await;
     assert_eq!(third, MessageOutcome::Done("1 action(s) settled".into()));
     assert_eq!((m.crm.creates(), m.crm.admits()), (1, 2));
+}
+
+#[tokio::test]
+async fn an_attempt_past_the_key_retention_looks_up_before_creating_again() {
+    // The CRM keeps idempotency keys for an hour (key_retention_secs).
+    let m = Memory::new();
+    let hour = std::time::Duration::from_secs(3600);
+    for (call, later) in [
+        ("c11", hour),
+        ("c12", hour + std::time::Duration::from_secs(1)),
+    ] {
+        post(&m.ingress(), &analyzed(call), SECRET).await;
+        for _ in 0..2 {
+            m.crm
+                .then(Err(DestinationError::OutcomeUnknown("timeout".into())));
+        }
+        let first = m.worker().process(&message(call), "m1:1", NOW).await;
+        assert!(matches!(first, MessageOutcome::Retry(_)), "{first:?}");
+        let again = m
+            .worker()
+            .process(&message(call), "m1:2", NOW.plus(later))
+            .await;
+        assert_eq!(again, MessageOutcome::Done("1 action(s) settled".into()));
+    }
+    // Within the hour the key still holds: asked again, never looked up;
+    // past it, looked up first.
+    assert_eq!(*m.crm.lookups.lock().unwrap(), 1);
+}
+
+#[tokio::test]
+async fn an_action_whose_worst_case_would_outlast_the_invocation_is_not_started() {
+    let m = Memory::new();
+    post(&m.ingress(), &analyzed("c13"), SECRET).await;
+    let budget = crate::support::config().action_budget("crm");
+    let short = NOW.plus(budget - std::time::Duration::from_millis(1));
+    let cut = m
+        .worker()
+        .process_until(&message("c13"), "m1:1", NOW, Some(short))
+        .await;
+    assert!(
+        matches!(&cut, MessageOutcome::Retry(r) if r.contains("not started")),
+        "{cut:?}"
+    );
+    assert_eq!((m.crm.creates(), m.ledger.records().len()), (0, 0));
+    // Exactly enough time: started and done.
+    let enough = NOW.plus(budget);
+    let done = m
+        .worker()
+        .process_until(&message("c13"), "m1:2", NOW, Some(enough))
+        .await;
+    assert_eq!(done, MessageOutcome::Done("1 action(s) settled".into()));
+    assert_eq!(m.crm.creates(), 1);
 }

@@ -42,6 +42,7 @@ event_types = ["call_analyzed"]
 [destinations.crm]
 kind = "http"
 base_url = "http://127.0.0.1:9"
+key_retention_secs = 3600
 [[rules]]
 workspace = "ws-1"
 provider = "retell"
@@ -119,6 +120,7 @@ pub struct ScriptedCrm {
     pub paced: bool,
     pub turns: Arc<Mutex<VecDeque<Option<std::time::Duration>>>>,
     pub admits: Arc<Mutex<u32>>,
+    pub lookups: Arc<Mutex<u32>>,
     /// Plain creates, found again by lookup (which finds nothing here),
     /// instead of creates under an idempotency key.
     pub lookup_strategy: bool,
@@ -159,6 +161,7 @@ impl Destination for ScriptedCrm {
     }
 
     async fn lookup(&self, _key: &ActionKey) -> Result<Option<String>, DestinationError> {
+        *self.lookups.lock().unwrap() += 1;
         Ok(None)
     }
 
