@@ -21,7 +21,7 @@ TRANSFORMED := target/infra/template.json
 export CARGO_PROFILE_DEV_DEBUG ?= 0
 export HOOKGATE_EMULATOR_PYTHON ?= $(VENV_PY)
 
-.PHONY: test sim fuzz fuzz-smoke fuzz-tools venv tools scan-venv infra-transform infra-check infra-selftest lint docs-check build cli-check local-smoke coldstart-smoke perf perf-smoke invoke-fixtures bench coldstart emulator local demo deploy sam-build deploy-check clean
+.PHONY: test sim mutants fuzz fuzz-smoke fuzz-tools venv tools scan-venv infra-transform infra-check infra-selftest lint docs-check build cli-check local-smoke coldstart-smoke perf perf-smoke invoke-fixtures bench coldstart emulator local demo deploy sam-build deploy-check clean
 
 ## test: everything CI checks — format, lints (clippy, cfn-lint, sam validate,
 ## the real SAM transform, cfn-lint and checkov on its output), unit and
@@ -156,6 +156,20 @@ fuzz: fuzz-tools
 ## fuzz-smoke: each target for 5 seconds (in make test), so none can rot.
 fuzz-smoke:
 	$(MAKE) fuzz FUZZ_FLAGS=-max_total_time=5
+
+## mutants: the share of the mutants of the core's state machines that the
+## fast layer kills (the core's unit tests, the contract suites on memory,
+## the service tests, 2,000 simulator scenarios): a figure for
+## docs/verification.md, not a gate. cargo-mutants is pinned in .tools.
+CARGO_MUTANTS := $(CURDIR)/.tools/bin/cargo-mutants
+MUTATED := inbox ledger worker approval triage destination
+mutants: $(CARGO_MUTANTS)
+	SIM_CASES=2000 PATH=$(CURDIR)/.tools/bin:$$PATH cargo mutants \
+		$(foreach f,$(MUTATED),-f core/src/$(f).rs) \
+		--test-package hookgate-core --test-package hookgate-testkit -o target/mutants
+
+$(CARGO_MUTANTS):
+	cargo install cargo-mutants --version 27.1.0 --locked --root $(CURDIR)/.tools
 
 ## bench: the ingress hot path (verify + parse + event key) per provider.
 bench:

@@ -323,7 +323,11 @@ impl InboxStore for DynamoInbox {
             .update_item()
             .table_name(&self.table)
             .key("pk", s(pk.to_string()))
-            .condition_expression("attribute_exists(pk) AND #status <> :received")
+            // A DISCARDED record stays discarded: a reject is final, even
+            // against an approval that was already running.
+            .condition_expression(
+                "attribute_exists(pk) AND #status <> :received AND #status <> :discarded",
+            )
             .update_expression(
                 "SET #status = :received, pending_bucket = :bucket, pending_since = :now, \
                  expires_at = :expires REMOVE status_reason",
@@ -331,6 +335,7 @@ impl InboxStore for DynamoInbox {
             .expression_attribute_values(":expires", n(expires_at.as_secs()))
             .expression_attribute_names("#status", "status")
             .expression_attribute_values(":received", s(InboxStatus::Received.as_str()))
+            .expression_attribute_values(":discarded", s(InboxStatus::Discarded.as_str()))
             .expression_attribute_values(":bucket", s(hookgate_core::inbox::pending_bucket(pk)))
             .expression_attribute_values(":now", n(now.as_millis()))
             .send()

@@ -284,7 +284,9 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
             None => {
                 // A reject is final: a rejected uncertain action is not run
                 // again (what the destination shows can still be recorded).
-                if let Some(held) = self.triage.get(&item).await?
+                // An item closed by a finding left the action decided.
+                if record.status == ActionStatus::Uncertain
+                    && let Some(held) = self.triage.get(&item).await?
                     && held.status == TriageStatus::Discarded
                 {
                     return Err(ApprovalError::Rejected(key.to_string()));

@@ -129,7 +129,8 @@ pub trait InboxStore: Send + Sync {
     /// Puts a settled record back to RECEIVED (and into the pending index)
     /// so a re-injected message is processed again, living at least until
     /// `expires_at` (the re-run must be recognised for a whole retry window
-    /// again); a RECEIVED record is left as it is.
+    /// again); a RECEIVED record is left as it is, and so is a DISCARDED one
+    /// (a reject is final, even against an approval already running).
     fn reopen(
         &self,
         pk: &InboxPk,

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use hookgate_testkit::{
     contract,
-    memory::{MemoryInbox, MemoryLedger, MemoryTriage},
+    memory::{MemoryInbox, MemoryLedger, MemoryQueue, MemoryTriage},
 };
 
 #[tokio::test]
@@ -21,4 +21,10 @@ async fn the_memory_ledger_honours_the_ledger_contract() {
 #[tokio::test]
 async fn the_memory_triage_table_honours_the_triage_contract() {
     contract::triage::triage_store_contract(&MemoryTriage::default(), "mem").await;
+}
+
+#[tokio::test]
+async fn the_memory_queue_honours_the_action_queue_contract() {
+    let queue = MemoryQueue::default();
+    contract::queue::action_queue_contract(&queue, || async { queue.sent() }, "mem").await;
 }

@@ -280,6 +280,15 @@ async fn discard_and_dispatch_marks(store: &impl InboxStore, ns: &str) {
         store.get(&done.pk).await.unwrap().unwrap().status,
         InboxStatus::Processed
     );
+    // Discarded is final: a re-open (an approval racing the reject) leaves it.
+    store
+        .reopen(&record.pk, T0, T0.plus(Duration::from_secs(3600)))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.get(&record.pk).await.unwrap().unwrap().status,
+        InboxStatus::Discarded
+    );
     // A HELD record (held for a decision by triage) is discarded by any reject.
     let held = first(ns, "discard-held", "{}", true, T0);
     store.upsert(&held, T0).await.unwrap();

@@ -4,4 +4,5 @@
 
 pub mod inbox;
 pub mod ledger;
+pub mod queue;
 pub mod triage;

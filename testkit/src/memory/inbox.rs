@@ -127,7 +127,7 @@ impl InboxStore for MemoryInbox {
     ) -> Result<(), StoreError> {
         self.with(|records| {
             if let Some(r) = records.get_mut(pk)
-                && r.status != InboxStatus::Received
+                && !matches!(r.status, InboxStatus::Received | InboxStatus::Discarded)
             {
                 r.status = InboxStatus::Received;
                 r.status_reason = None;

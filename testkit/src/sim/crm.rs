@@ -1,8 +1,10 @@
 //! The simulator's CRM: every task it ever made, by action key, with the
 //! semantics of the strategy it stands for. With an idempotency key a repeat
-//! returns the task already made; with plain creates (the lookup strategy)
-//! every create makes a task, so a second attempt that does not look first
-//! shows as a second task.
+//! returns the task already made, for as long as the CRM keeps the key
+//! ([`KEY_RETENTION`]); after that it makes another. With plain creates (the
+//! lookup strategy) every create makes a task, so a second attempt that does
+//! not look first shows as a second task. A lookup finds a task by its
+//! external reference whatever its age.
 
 use std::{
     collections::BTreeMap,
@@ -10,9 +12,14 @@ use std::{
 };
 
 use hookgate_core::{
+    Timestamp,
     action::{ActionKey, ActionRequest},
     destination::{Destination, DestinationError, Strategy},
 };
+
+/// How long the CRM keeps an idempotency key; the simulator's configuration
+/// declares it as the destination's `key_retention_secs`.
+pub const KEY_RETENTION: std::time::Duration = std::time::Duration::from_secs(1800);
 
 /// How the CRM answers now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,7 +39,10 @@ pub enum Mode {
 struct State {
     mode: Mode,
     tasks: BTreeMap<String, Vec<String>>,
+    /// When each key's first task was made (its idempotency key stored).
+    keyed_at: BTreeMap<String, Timestamp>,
     made: u32,
+    now: Timestamp,
 }
 
 #[derive(Debug, Clone)]
@@ -48,13 +58,20 @@ impl SimCrm {
             state: Arc::new(Mutex::new(State {
                 mode: Mode::Healthy,
                 tasks: BTreeMap::new(),
+                keyed_at: BTreeMap::new(),
                 made: 0,
+                now: Timestamp::from_millis(0),
             })),
         }
     }
 
     pub fn set_mode(&self, mode: Mode) {
         self.lock().mode = mode;
+    }
+
+    /// The CRM's clock, for the keys it forgets.
+    pub fn set_now(&self, now: Timestamp) {
+        self.lock().now = now;
     }
 
     /// How many tasks were ever made.
@@ -91,12 +108,19 @@ impl Destination for SimCrm {
         }
         let key = request.key.as_str().to_owned();
         let existing = state.tasks.get(&key).and_then(|t| t.first()).cloned();
+        let remembered = state
+            .keyed_at
+            .get(&key)
+            .is_some_and(|at| state.now.since(*at) <= KEY_RETENTION);
         let id = match (self.strategy, existing) {
-            (Strategy::IdempotencyKey | Strategy::Upsert, Some(id)) => id,
+            (Strategy::Upsert, Some(id)) => id,
+            (Strategy::IdempotencyKey, Some(id)) if remembered => id,
             _ => {
                 state.made += 1;
                 let id = format!("task-{}", state.made);
-                state.tasks.entry(key).or_default().push(id.clone());
+                state.tasks.entry(key.clone()).or_default().push(id.clone());
+                let now = state.now;
+                state.keyed_at.insert(key, now);
                 id
             }
         };

@@ -76,6 +76,7 @@ event_types = ["call_analyzed", "call_ended"]
 kind = "http"
 base_url = "http://127.0.0.1:9"
 strategy = "STRATEGY"
+key_retention_secs = 1800
 [[rules]]
 workspace = "ws-1"
 provider = "retell"
@@ -364,6 +365,7 @@ impl Sim {
         // What the model allows this invocation, decided before it runs.
         let forbidden = event_in(&picked.body).and_then(|e| self.forbidden(e));
         let made = self.crm.made();
+        self.crm.set_now(now);
         let outcome = poll_once(self.worker.process(&picked.body, &owner, now));
         self.plan.arm(None, None);
         assert!(

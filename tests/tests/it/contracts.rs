@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use hookgate_adapters::dynamo_inbox::DynamoInbox;
+use hookgate_adapters::{dynamo_inbox::DynamoInbox, sqs_queue::SqsActionQueue};
+use hookgate_core::message::{MessageKind, QueueMessage};
 use hookgate_testkit::contract;
 use hookgate_tests::{pipeline::Pipeline, stack::Stack};
 
@@ -25,4 +26,42 @@ async fn the_dynamodb_ledger_honours_the_ledger_contract() {
 async fn the_dynamodb_triage_table_honours_the_triage_contract() {
     let p = Pipeline::new("contract-triage").await;
     contract::triage::triage_store_contract(&p.triage, "ddb").await;
+}
+
+#[tokio::test]
+async fn the_sqs_action_queue_honours_the_action_queue_contract() {
+    let stack = Stack::new("contract-queue").await;
+    let queue = SqsActionQueue::new(stack.sqs.clone(), &stack.queue_url);
+    let received = || async {
+        let mut got = Vec::new();
+        for _ in 0..10 {
+            let out = stack
+                .sqs
+                .receive_message()
+                .queue_url(&stack.queue_url)
+                .max_number_of_messages(10)
+                .message_attribute_names("All")
+                .wait_time_seconds(1)
+                .send()
+                .await
+                .expect("receive");
+            for m in out.messages() {
+                let body: QueueMessage =
+                    serde_json::from_str(m.body().unwrap_or_default()).expect("a queue message");
+                let kind = m
+                    .message_attributes()
+                    .and_then(|a| a.get(MessageKind::ATTRIBUTE))
+                    .and_then(|v| v.string_value())
+                    .expect("the kind attribute")
+                    .parse::<MessageKind>()
+                    .expect("a known kind");
+                got.push((body, kind));
+            }
+            if got.len() >= 3 {
+                break;
+            }
+        }
+        got
+    };
+    contract::queue::action_queue_contract(&queue, received, "sqs").await;
 }
