@@ -4,7 +4,8 @@ shapes. Each `verify` seed is signed, as its provider signs, with a key that
 is not the target's, at the targets' clock (fuzz_targets/common.rs): it
 reaches the signature comparison and must fail there.
 
-Seeds not written here (twilio-repeated-pair, repeated-callsid) are inputs the
+Seeds not written here (twilio-repeated-pair, repeated-callsid,
+upstream-invalid-host, upstream-raw-query, eventbridge/float-roundtrip) are inputs the
 fuzzer found, kept as regressions.
 
 Run from the repository root: python3 fuzz/seeds.py
