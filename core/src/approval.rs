@@ -178,7 +178,7 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
                 });
             }
         }
-        let done = self.reinject(&item, now).await?;
+        let done = self.reinject(&item, who, why, now).await?;
         // Approved again after a failed re-injection: the record keeps who
         // approved it first, and why.
         let (who, why) = match (item.status, &item.decided_by) {
@@ -387,6 +387,8 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
     async fn reinject(
         &self,
         item: &TriageItem,
+        who: &str,
+        why: &str,
         now: Timestamp,
     ) -> Result<Reinjected, ApprovalError> {
         let Some(pk) = item.inbox_pk.clone() else {
@@ -414,6 +416,19 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
                     continue;
                 }
                 if self.ledger.reopen(&request.key, now).await? {
+                    // This approval decides the failure's own item too: a
+                    // later reject of it is refused (the re-run is queued),
+                    // and a new failure of the re-run holds it again.
+                    self.triage
+                        .transition(
+                            &failed,
+                            TriageStatus::Held,
+                            TriageStatus::Reinjected,
+                            who,
+                            why,
+                            now,
+                        )
+                        .await?;
                     reopened.push(request.key.to_string());
                 }
             }

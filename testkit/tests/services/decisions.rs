@@ -721,3 +721,42 @@ async fn an_event_past_its_inbox_ttl_is_not_re_injected() {
     assert!(done.is_ok(), "{done:?}");
     assert_eq!(m.queue.sent().len(), 2);
 }
+
+#[tokio::test]
+async fn an_approval_that_re_runs_a_failure_decides_its_held_item_too() {
+    // Found by make sim SEEDS=1000000: the worker filed a permanent failure
+    // and crashed before settling the event, whose message dead-lettered.
+    // The operator approved the dead letter (re-opening the action), then
+    // rejected the failure's own item: the reject came after the re-run was
+    // queued, and the action was performed after a reject. The approval now
+    // decides the failure's item (REINJECTED), so the reject is refused.
+    let m = Memory::new();
+    post(&m.ingress(), &analyzed("d19"), SECRET).await;
+    m.crm
+        .then(Err(DestinationError::Permanent("HTTP 422".into())));
+    m.worker().process(&message("d19"), "m1:1", NOW).await;
+    let failed = m.triage.items().remove(0);
+    m.inbox.reopen(&pk("d19"), NOW, at(86_400)).await.unwrap();
+    dead_letter(&m, "d19", "dlq-d19", 10).await.unwrap();
+    let dead = dlq_item(&m);
+    let approved = m
+        .approvals()
+        .approve(&dead.id, "ana", "run it", at(20))
+        .await;
+    assert!(approved.is_ok(), "{approved:?}");
+    let item = m.triage.get(&failed.id).await.unwrap().unwrap();
+    assert_eq!(
+        (item.status, item.decided_by.as_deref()),
+        (TriageStatus::Reinjected, Some("ana"))
+    );
+    let late = m.approvals().reject(&failed.id, "bob", "no", at(30)).await;
+    assert!(
+        matches!(late, Err(ApprovalError::AlreadyDecided { .. })),
+        "{late:?}"
+    );
+    m.worker().process(&message("d19"), "m2:1", at(31)).await;
+    assert_eq!(
+        (m.ledger.records()[0].status, m.crm.creates()),
+        (ActionStatus::Completed, 2)
+    );
+}
