@@ -20,7 +20,7 @@ use crate::{
     message::{MessageKind, QueueMessage},
     ports::{ActionQueue, EventIngress, InboxStore, Ledger, StoreError, TriageStore},
     rules::Decision,
-    triage::{TriageClass, TriageItem, TriageSource, TriageStatus, item_id},
+    triage::{TriageClass, TriageItem, TriageSource, TriageStatus, worker_item_id},
 };
 
 /// Why a decision was not carried out.
@@ -141,13 +141,18 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         if !reinjectable {
             return Err(ApprovalError::NotReinjectable(id.to_owned()));
         }
-        if item.class == TriageClass::Uncertain && self.awaits_reconcile(&item).await? {
+        // The event's record, read once for every check and the re-injection.
+        let record = match &item.inbox_pk {
+            Some(pk) => self.inbox.get(pk).await?,
+            None => None,
+        };
+        if item.class == TriageClass::Uncertain && self.awaits_reconcile(record.as_ref()).await? {
             return Err(ApprovalError::ReconcileOnly(id.to_owned()));
         }
         // Refused before anything is recorded: the item stays for a decision
         // (reject) instead of reading REINJECTED over nothing.
         if let Some(pk) = &item.inbox_pk {
-            self.live_record(pk, now).await?;
+            live(pk, record.as_ref(), now)?;
         }
         match item.status {
             TriageStatus::Held => {
@@ -178,7 +183,7 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
                 });
             }
         }
-        let done = self.reinject(&item, who, why, now).await?;
+        let done = self.reinject(&item, record.as_ref(), who, why, now).await?;
         // Approved again after a failed re-injection: the record keeps who
         // approved it first, and why.
         let (who, why) = match (item.status, &item.decided_by) {
@@ -275,10 +280,7 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
             .get(key)
             .await?
             .ok_or_else(|| ApprovalError::NoAction(key.to_string()))?;
-        let item = item_id(
-            TriageSource::Worker,
-            &format!("uncertain#{key}#{}", record.request_sha256),
-        );
+        let item = worker_item_id("uncertain", key, &record.request_sha256);
         let requeue = match found {
             Some(_) => None,
             None => {
@@ -297,7 +299,7 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
                     )));
                 };
                 // Re-queueing needs the event: refused, still UNCERTAIN.
-                self.live_record(&pk, now).await?;
+                live(&pk, self.inbox.get(&pk).await?.as_ref(), now)?;
                 Some(pk)
             }
         };
@@ -347,11 +349,8 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
     /// letter filed while its action was uncertain) may be approved: the
     /// re-run finds the action decided. An item naming no readable record
     /// is refused later, by the record's own check.
-    async fn awaits_reconcile(&self, item: &TriageItem) -> Result<bool, StoreError> {
-        let Some(pk) = &item.inbox_pk else {
-            return Ok(false);
-        };
-        let Some(record) = self.inbox.get(pk).await? else {
+    async fn awaits_reconcile(&self, record: Option<&InboxRecord>) -> Result<bool, StoreError> {
+        let Some(record) = record else {
             return Ok(false);
         };
         let Decision::Actions(requests) = record.decide(&self.config.rules) else {
@@ -367,26 +366,10 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         Ok(false)
     }
 
-    /// The inbox record of `pk`, refused when its TTL has passed (DynamoDB
-    /// deletes expired items up to days after `expires_at`). A live one is
-    /// re-opened with a fresh TTL, so it cannot expire during the re-run.
-    async fn live_record(
-        &self,
-        pk: &InboxPk,
-        now: Timestamp,
-    ) -> Result<InboxRecord, ApprovalError> {
-        match self.inbox.get(pk).await? {
-            Some(record) if record.status == InboxStatus::Discarded => {
-                Err(ApprovalError::Rejected(pk.to_string()))
-            }
-            Some(record) if record.expires_at > now => Ok(record),
-            _ => Err(ApprovalError::Expired(pk.to_string())),
-        }
-    }
-
     async fn reinject(
         &self,
         item: &TriageItem,
+        record: Option<&InboxRecord>,
         who: &str,
         why: &str,
         now: Timestamp,
@@ -400,16 +383,13 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
             return Ok(Reinjected::Ingested(verdict));
         };
         let mut reopened = Vec::new();
-        if let Some(record) = self.inbox.get(&pk).await?
+        if let Some(record) = record
             && let Decision::Actions(requests) = record.decide(&self.config.rules)
         {
             for request in requests {
                 // A failure the operator rejected stays FAILED: a reject is
                 // final, whatever item of the event is approved later.
-                let failed = item_id(
-                    TriageSource::Worker,
-                    &format!("failed#{}#{}", request.key, request.request_sha256),
-                );
+                let failed = worker_item_id("failed", &request.key, &request.request_sha256);
                 if let Some(held) = self.triage.get(&failed).await?
                     && held.status == TriageStatus::Discarded
                 {
@@ -454,5 +434,19 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
             inbox_pk: pk.to_string(),
             reopened,
         })
+    }
+}
+
+/// Whether the inbox record of `pk` can be re-run: refused when a reject
+/// discarded it (a reject is final), or when its TTL has passed (DynamoDB
+/// deletes expired items up to days after `expires_at`). A live one is
+/// re-opened with a fresh TTL, so it cannot expire during the re-run.
+fn live(pk: &InboxPk, record: Option<&InboxRecord>, now: Timestamp) -> Result<(), ApprovalError> {
+    match record {
+        Some(record) if record.status == InboxStatus::Discarded => {
+            Err(ApprovalError::Rejected(pk.to_string()))
+        }
+        Some(record) if record.expires_at > now => Ok(()),
+        _ => Err(ApprovalError::Expired(pk.to_string())),
     }
 }

@@ -14,7 +14,7 @@ use crate::names::names;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Timestamp, crypto, ledger::ErrorKind};
+use crate::{Timestamp, action::ActionKey, crypto, ledger::ErrorKind};
 
 /// Why an item is held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -154,6 +154,21 @@ pub fn item_id(source: TriageSource, original: &str) -> String {
         "{}-{}",
         source.as_str(),
         &crypto::sha256_hex(original.as_bytes())[..32]
+    )
+}
+
+/// What names the worker's item for an action's `case` ("failed",
+/// "uncertain", "collision"): the action key and its request hash, so a
+/// later filing of the same case is the same item.
+pub fn worker_original(case: &str, key: &ActionKey, request_sha256: &str) -> String {
+    format!("{case}#{key}#{request_sha256}")
+}
+
+/// The id of the worker's item for an action's `case` (see [`worker_original`]).
+pub fn worker_item_id(case: &str, key: &ActionKey, request_sha256: &str) -> String {
+    item_id(
+        TriageSource::Worker,
+        &worker_original(case, key, request_sha256),
     )
 }
 

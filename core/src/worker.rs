@@ -21,7 +21,7 @@ use crate::{
     message::QueueMessage,
     ports::{Attempt, Hold, InboxStore, Lease, Ledger, Reserve, Settle, StoreError},
     rules::Decision,
-    triage::{Evidence, TriageItem, TriageSource},
+    triage::{Evidence, TriageItem, TriageSource, worker_original},
 };
 
 /// Values of the `alarm` field on the worker's error lines.
@@ -102,7 +102,7 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
         }
         .with_kind(kind);
         let workspace = request.key.workspace();
-        let original = format!("{case}#{}#{}", request.key, request.request_sha256);
+        let original = worker_original(case, &request.key, &request.request_sha256);
         let item = TriageItem::direct(
             TriageSource::Worker,
             &original,

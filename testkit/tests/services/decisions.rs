@@ -23,13 +23,26 @@ fn at(secs: u64) -> hookgate_core::Timestamp {
     NOW.plus(Duration::from_secs(secs))
 }
 
+/// `call`'s event delivered and its first attempt made, the CRM answering
+/// `answer` `times` times (a lost answer is asked again once, under the
+/// same key): the attempt's outcome.
+async fn first_attempt(
+    m: &Memory,
+    call: &str,
+    answer: DestinationError,
+    times: usize,
+) -> MessageOutcome {
+    post(&m.ingress(), &analyzed(call), SECRET).await;
+    for _ in 0..times {
+        m.crm.then(Err(answer.clone()));
+    }
+    m.worker().process(&message(call), "m1:1", NOW).await
+}
+
 /// `call`'s event delivered, its action failed once on an outage, and its
 /// message dead-lettered and triaged: the item the triager holds.
 async fn held(m: &Memory, call: &str) -> TriageItem {
-    post(&m.ingress(), &analyzed(call), SECRET).await;
-    m.crm
-        .then(Err(DestinationError::Retryable("HTTP 503".into())));
-    let first = m.worker().process(&message(call), "m1:1", NOW).await;
+    let first = first_attempt(m, call, DestinationError::Retryable("HTTP 503".into()), 1).await;
     assert!(matches!(first, MessageOutcome::Retry(_)), "{first:?}");
     let letter = DeadLetter {
         source: TriageSource::ActionDlq,
@@ -232,10 +245,7 @@ async fn a_stranded_record_is_swept_once_it_is_older_than_the_sweep_age() {
 #[tokio::test]
 async fn a_failed_action_is_re_opened_by_approval_and_performed() {
     let m = Memory::new();
-    post(&m.ingress(), &analyzed("d5"), SECRET).await;
-    m.crm
-        .then(Err(DestinationError::Permanent("HTTP 422".into())));
-    m.worker().process(&message("d5"), "m1:1", NOW).await;
+    first_attempt(&m, "d5", DestinationError::Permanent("HTTP 422".into()), 1).await;
     let item = m.triage.items().remove(0);
     assert_eq!(
         (item.class, item.status),
@@ -268,10 +278,13 @@ async fn an_uncertain_action_is_decided_by_reconcile_only() {
     let mut m = Memory::new();
     m.crm.lookup_strategy = true;
     for call in ["d6", "d7"] {
-        post(&m.ingress(), &analyzed(call), SECRET).await;
-        m.crm
-            .then(Err(DestinationError::OutcomeUnknown("timeout".into())));
-        let run = m.worker().process(&message(call), "m1:1", NOW).await;
+        let run = first_attempt(
+            &m,
+            call,
+            DestinationError::OutcomeUnknown("timeout".into()),
+            1,
+        )
+        .await;
         assert_eq!(run, MessageOutcome::Done("1 action(s) settled".into()));
     }
     let records = m.ledger.records();
@@ -344,12 +357,13 @@ async fn an_action_uncertain_again_after_a_not_found_reconcile_is_held_and_alert
     // a repeat of a closed item: held by nobody, alerted to nobody.
     let mut m = Memory::new();
     m.crm.lookup_strategy = true;
-    post(&m.ingress(), &analyzed("d8"), SECRET).await;
-    for _ in 0..2 {
-        m.crm
-            .then(Err(DestinationError::OutcomeUnknown("timeout".into())));
-    }
-    m.worker().process(&message("d8"), "m1:1", NOW).await;
+    first_attempt(
+        &m,
+        "d8",
+        DestinationError::OutcomeUnknown("timeout".into()),
+        2,
+    )
+    .await;
     let key = m.ledger.records()[0].key.clone();
     let first = m.triage.items().remove(0);
     assert_eq!(first.class, TriageClass::Uncertain);
@@ -392,13 +406,13 @@ async fn a_dead_letter_of_lost_answers_retried_under_the_same_key_can_be_approve
     // which approval refuses ("reconcile it") and reconcile refuses too
     // (the action is not UNCERTAIN): only a reject was left, losing the event.
     let m = Memory::new();
-    post(&m.ingress(), &analyzed("d9"), SECRET).await;
-    for _ in 0..2 {
-        m.crm.then(Err(DestinationError::OutcomeUnknown(
-            "connection reset".into(),
-        )));
-    }
-    let first = m.worker().process(&message("d9"), "m1:1", NOW).await;
+    let first = first_attempt(
+        &m,
+        "d9",
+        DestinationError::OutcomeUnknown("connection reset".into()),
+        2,
+    )
+    .await;
     assert!(matches!(first, MessageOutcome::Retry(_)), "{first:?}");
     assert_eq!(m.ledger.records()[0].status, ActionStatus::Pending);
     let (class, _) = dead_letter(&m, "d9", "dlq-d9", 10).await.unwrap();
@@ -425,10 +439,13 @@ async fn an_uncertain_dead_letter_is_approvable_once_its_action_is_reconciled() 
     // reconcile said "not uncertain": the item could never be approved.
     let mut m = Memory::new();
     m.crm.lookup_strategy = true;
-    post(&m.ingress(), &analyzed("d10"), SECRET).await;
-    m.crm
-        .then(Err(DestinationError::OutcomeUnknown("timeout".into())));
-    m.worker().process(&message("d10"), "m1:1", NOW).await;
+    first_attempt(
+        &m,
+        "d10",
+        DestinationError::OutcomeUnknown("timeout".into()),
+        1,
+    )
+    .await;
     let key = m.ledger.records()[0].key.clone();
     let (class, _) = dead_letter(&m, "d10", "dlq-d10", 10).await.unwrap();
     assert_eq!(class, TriageClass::Uncertain);
@@ -466,10 +483,13 @@ async fn rejecting_a_stale_dead_letter_leaves_a_reconciled_re_run_alone() {
     // discarded the record, and the re-run was dropped.
     let mut m = Memory::new();
     m.crm.lookup_strategy = true;
-    post(&m.ingress(), &analyzed("d11"), SECRET).await;
-    m.crm
-        .then(Err(DestinationError::OutcomeUnknown("timeout".into())));
-    m.worker().process(&message("d11"), "m1:1", NOW).await;
+    first_attempt(
+        &m,
+        "d11",
+        DestinationError::OutcomeUnknown("timeout".into()),
+        1,
+    )
+    .await;
     let key = m.ledger.records()[0].key.clone();
     dead_letter(&m, "d11", "dlq-d11", 10).await.unwrap();
     let stale = dlq_item(&m);
@@ -495,10 +515,7 @@ async fn a_rejected_failure_stays_failed_when_another_item_of_its_event_is_appro
     // failure as a repeat, held by nobody. A reject is final: the approval
     // leaves that action alone.
     let m = Memory::new();
-    post(&m.ingress(), &analyzed("d12"), SECRET).await;
-    m.crm
-        .then(Err(DestinationError::Permanent("HTTP 422".into())));
-    m.worker().process(&message("d12"), "m1:1", NOW).await;
+    first_attempt(&m, "d12", DestinationError::Permanent("HTTP 422".into()), 1).await;
     let failed = m.triage.items().remove(0);
     m.approvals()
         .reject(&failed.id, "ana", "bad data", at(10))
@@ -574,10 +591,13 @@ async fn a_rejected_event_is_not_re_run_by_approving_another_of_its_items() {
 async fn a_rejected_uncertain_action_is_not_re_queued_by_reconcile() {
     let mut m = Memory::new();
     m.crm.lookup_strategy = true;
-    post(&m.ingress(), &analyzed("d14"), SECRET).await;
-    m.crm
-        .then(Err(DestinationError::OutcomeUnknown("timeout".into())));
-    m.worker().process(&message("d14"), "m1:1", NOW).await;
+    first_attempt(
+        &m,
+        "d14",
+        DestinationError::OutcomeUnknown("timeout".into()),
+        1,
+    )
+    .await;
     let key = m.ledger.records()[0].key.clone();
     let item = m.triage.items().remove(0);
     m.approvals()
@@ -653,10 +673,7 @@ async fn an_item_left_approved_is_rejected_with_the_record_its_approval_re_opene
 #[tokio::test]
 async fn an_alert_that_could_not_be_published_goes_out_with_the_redelivered_dead_letter() {
     let m = Memory::new();
-    post(&m.ingress(), &analyzed("d16"), SECRET).await;
-    m.crm
-        .then(Err(DestinationError::Retryable("HTTP 503".into())));
-    m.worker().process(&message("d16"), "m1:1", NOW).await;
+    first_attempt(&m, "d16", DestinationError::Retryable("HTTP 503".into()), 1).await;
     m.alerts.set_failing(true);
     let failed = dead_letter(&m, "d16", "dlq-d16", 10).await;
     assert!(failed.is_err(), "{failed:?}");
@@ -731,10 +748,7 @@ async fn an_approval_that_re_runs_a_failure_decides_its_held_item_too() {
     // queued, and the action was performed after a reject. The approval now
     // decides the failure's item (REINJECTED), so the reject is refused.
     let m = Memory::new();
-    post(&m.ingress(), &analyzed("d19"), SECRET).await;
-    m.crm
-        .then(Err(DestinationError::Permanent("HTTP 422".into())));
-    m.worker().process(&message("d19"), "m1:1", NOW).await;
+    first_attempt(&m, "d19", DestinationError::Permanent("HTTP 422".into()), 1).await;
     let failed = m.triage.items().remove(0);
     m.inbox.reopen(&pk("d19"), NOW, at(86_400)).await.unwrap();
     dead_letter(&m, "d19", "dlq-d19", 10).await.unwrap();

@@ -32,36 +32,17 @@ async fn the_dynamodb_triage_table_honours_the_triage_contract() {
 async fn the_sqs_action_queue_honours_the_action_queue_contract() {
     let stack = Stack::new("contract-queue").await;
     let queue = SqsActionQueue::new(stack.sqs.clone(), &stack.queue_url);
+    // The emulator's queue answers a send at once: one drain reads them all.
     let received = || async {
-        let mut got = Vec::new();
-        for _ in 0..10 {
-            let out = stack
-                .sqs
-                .receive_message()
-                .queue_url(&stack.queue_url)
-                .max_number_of_messages(10)
-                .message_attribute_names("All")
-                .wait_time_seconds(1)
-                .send()
-                .await
-                .expect("receive");
-            for m in out.messages() {
-                let body: QueueMessage =
-                    serde_json::from_str(m.body().unwrap_or_default()).expect("a queue message");
-                let kind = m
-                    .message_attributes()
-                    .and_then(|a| a.get(MessageKind::ATTRIBUTE))
-                    .and_then(|v| v.string_value())
-                    .expect("the kind attribute")
-                    .parse::<MessageKind>()
-                    .expect("a known kind");
-                got.push((body, kind));
-            }
-            if got.len() >= 3 {
-                break;
-            }
-        }
-        got
+        stack
+            .drain_queue()
+            .await
+            .into_iter()
+            .map(|(body, kind)| {
+                let message: QueueMessage = serde_json::from_value(body).expect("a queue message");
+                (message, kind.parse::<MessageKind>().expect("a known kind"))
+            })
+            .collect()
     };
     contract::queue::action_queue_contract(&queue, received, "sqs").await;
 }
