@@ -21,15 +21,16 @@ TRANSFORMED := target/infra/template.json
 export CARGO_PROFILE_DEV_DEBUG ?= 0
 export HOOKGATE_EMULATOR_PYTHON ?= $(VENV_PY)
 
-.PHONY: test sim mutants fuzz fuzz-smoke fuzz-tools venv tools scan-venv infra-transform infra-check infra-selftest lint docs-check build cli-check local-smoke coldstart-smoke perf perf-smoke invoke-fixtures bench coldstart emulator local demo deploy sam-build deploy-check clean
+.PHONY: test browser-tools console sim mutants fuzz fuzz-smoke fuzz-tools venv tools scan-venv infra-transform infra-check infra-selftest lint docs-check build cli-check local-smoke coldstart-smoke perf perf-smoke invoke-fixtures bench coldstart emulator local demo deploy sam-build deploy-check clean
 
 ## test: everything CI checks — format, lints (clippy, cfn-lint, sam validate,
 ## the real SAM transform, cfn-lint and checkov on its output), unit and
 ## emulator-backed integration tests (recording every AWS call and EMF line),
-## the IAM and alarm checks over those recordings, every fixture through cargo
+## the IAM and alarm checks over those recordings, the console in headless
+## Chromium, every fixture through cargo
 ## lambda, make local's script, the operator CLI standing alone, the perf,
 ## coldstart and fuzz smoke runs, and make deploy's refusals.
-test: venv tools lint iam-tools
+test: venv tools lint iam-tools browser-tools
 	@rm -rf target/checks && mkdir -p target/checks
 	HOOKGATE_CALL_LOG=$(CURDIR)/$(CALL_LOG) HOOKGATE_EMF_LOG=$(CURDIR)/$(EMF_LOG) \
 		cargo test --workspace
@@ -55,6 +56,19 @@ venv: $(VENV)/.installed
 
 $(VENV)/.installed: emulator/requirements.txt emulator/constraints.txt
 	$(call pinned-venv,$(VENV),emulator/requirements.txt,emulator/constraints.txt)
+
+## browser-tools: Debian's chromium and chromium-driver, for the console's
+## browser tests (tests/tests/it/console.rs). apt-get, so root or sudo; the
+## versions are Debian's current security release (docs/operations.md names
+## the one last tested), not pinned: the archive keeps only the newest.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+browser-tools:
+	@if ! command -v chromedriver >/dev/null || ! command -v chromium >/dev/null; then \
+		export DEBIAN_FRONTEND=noninteractive; \
+		$(SUDO) apt-get install -y -q --no-install-recommends chromium chromium-driver \
+		|| { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q --no-install-recommends chromium chromium-driver; }; \
+	fi
+	@chromedriver --version
 
 ## tools: SAM CLI, cargo-lambda and zig, pinned, in .venv-tools.
 tools: $(TOOLS)/.installed
@@ -144,11 +158,15 @@ $(CARGO_FUZZ):
 ## fuzz/artifacts/. The working corpus is target/fuzz-corpus/.
 RUNS ?= 10000000
 FUZZ_FLAGS ?= -runs=$(RUNS)
+# No sanitizer by default: the code forbids unsafe, and AddressSanitizer slows
+# every execution (docs/verification.md has the rates of both); a run with it:
+# FUZZ_SANITIZER=address.
+FUZZ_SANITIZER ?= none
 fuzz: fuzz-tools
 	@for t in $(FUZZ_TARGETS); do \
 		mkdir -p target/fuzz-corpus/$$t; \
 		echo "fuzz: $$t"; \
-		(cd fuzz && PATH=$(CURDIR)/.tools/bin:$$PATH cargo +nightly fuzz run $$t \
+		(cd fuzz && PATH=$(CURDIR)/.tools/bin:$$PATH cargo +nightly fuzz run -s $(FUZZ_SANITIZER) $$t \
 			../target/fuzz-corpus/$$t seeds/$$t -- $(FUZZ_FLAGS) -print_final_stats=1) \
 			|| exit 1; \
 	done
@@ -206,6 +224,12 @@ coldstart-smoke: venv
 local: venv
 	cargo build --workspace --bins
 	scripts/local.sh
+
+## console: the operator console (hookgate console) against the stack
+## make local is running, on http://127.0.0.1:8790/ (ARGS= for more flags).
+console:
+	cargo build -p hookgate-cli
+	scripts/console-local.sh $(ARGS)
 
 ## emulator: the local AWS on 127.0.0.1:$(PORT) in the foreground (Ctrl-C stops it).
 PORT ?= 5000

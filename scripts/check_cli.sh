@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make cli-check` (part of `make test`): the operator's `hookgate` is a tool
 # of its own. Its dependency tree holds no function crate, no dev tooling
-# (hookgate-dev, hookgate-testkit), no axum and no HTTP server; and
+# (hookgate-dev, hookgate-testkit) and no Lambda runtime; its one server is
+# `hookgate console`'s (axum on hyper's HTTP/1, listening on 127.0.0.1), and
 # `cargo install --path cli` gives a binary that runs from a directory outside
 # the checkout, knowing nothing of it. (reqwest stays: the adapters' CRM
 # client brings it; the simulated CRM's server side is not there.)
@@ -11,15 +12,13 @@ cd "$(dirname "$0")/.."
 fail() { echo "cli-check: $*" >&2; exit 1; }
 
 tree=$(cargo tree -p hookgate-cli -e normal --prefix none)
-for crate in hookgate-ingress hookgate-action hookgate-dlq-triage hookgate-ops hookgate-dev hookgate-testkit axum lambda_http; do
+for crate in hookgate-ingress hookgate-action hookgate-dlq-triage hookgate-ops hookgate-dev hookgate-testkit lambda_http lambda_runtime; do
   if grep -q "^$crate v" <<<"$tree"; then fail "the hookgate CLI depends on $crate"; fi
 done
-# hyper and hyper-util come with the AWS SDK's HTTP client: client features only.
-for crate in hyper hyper-util; do
-  if cargo tree -p hookgate-cli -e features -i "$crate" --prefix none | grep -q "$crate feature \"server"; then
-    fail "the hookgate CLI builds $crate with a server feature"
-  fi
-done
+# The console serves HTTP/1 only: no HTTP/2 server is built in.
+if cargo tree -p hookgate-cli -e features -i axum --prefix none | grep -q 'axum feature "http2"'; then
+  fail "the hookgate CLI builds an HTTP/2 server"
+fi
 
 away=$(mktemp -d)
 trap 'rm -rf "$away"' EXIT
@@ -32,7 +31,7 @@ printf '{"event":"call_ended","call":{"call_id":"c1"}}' > "$away/body.json"
 (
   cd "$away"
   env -i PATH=/usr/bin:/bin ./hookgate --help > help.txt
-  for command in sign check-config inbox actions triage stats doctor; do
+  for command in sign check-config inbox actions triage stats doctor console; do
     grep -q "^  $command " help.txt || fail "hookgate --help lists no $command"
   done
   for dev in local demo sim-crm; do
@@ -45,4 +44,4 @@ printf '{"event":"call_ended","call":{"call_id":"c1"}}' > "$away/body.json"
   grep -q -x 'x-retell-signature: v=1796000000000,d=0540948a4739e5c78ab3af72a9f50d75c38b1422610b3ab980084c2957cad04c' signed.txt \
     || fail "hookgate sign outside the checkout printed: $(cat signed.txt)"
 )
-echo "cli-check ok: no function crate, dev tooling or server in hookgate's tree; installed, it runs and signs from $away"
+echo "cli-check ok: no function crate, dev tooling or Lambda runtime in hookgate's tree, the console's HTTP/1 server only; installed, it runs and signs from $away"

@@ -85,6 +85,22 @@ enum Command {
         #[arg(long, requires = "ingress_function")]
         action_function: Option<String>,
     },
+    /// A local web page over these operations (127.0.0.1 only): what is
+    /// held, the approval plans, decisions, actions, event lookup, doctor.
+    /// Decisions are recorded with your STS identity, as from the CLI.
+    Console {
+        #[command(flatten)]
+        common: Common,
+        /// The port on 127.0.0.1 (0: any free one).
+        #[arg(long, default_value_t = 8790)]
+        port: u16,
+        /// The stack's name: the overview shows its alarms' states.
+        #[arg(long)]
+        stack: Option<String>,
+        /// Approvals per second at most, when a plan is carried out.
+        #[arg(long, default_value_t = 10)]
+        rate: u32,
+    },
     /// Deliveries, duplicates, collisions, triage by class, open actions.
     Stats {
         #[command(flatten)]
@@ -212,6 +228,36 @@ fn ops(common: &Common) -> anyhow::Result<(tokio::runtime::Runtime, DeployedOps)
     let aws = runtime.block_on(hookgate_adapters::clients::sdk_config());
     let ops = DeployedOps::connect(Arc::new(config), &aws)?;
     Ok((runtime, ops))
+}
+
+/// Serves the console on 127.0.0.1:`port` until interrupted.
+async fn console(
+    ops: DeployedOps,
+    by: &str,
+    port: u16,
+    stack: Option<String>,
+    rate: u32,
+) -> anyhow::Result<()> {
+    // Refusals and decisions are logged to stderr, one line each.
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "hookgate_cli=info".into()),
+        )
+        .init();
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+        .await
+        .with_context(|| format!("cannot listen on 127.0.0.1:{port}"))?;
+    let port = listener.local_addr()?.port();
+    let guard = hookgate_cli::console::Guard::random(port)?;
+    let console = hookgate_cli::console::Console::new(ops, guard, by, stack, rate).await?;
+    println!("hookgate console: http://127.0.0.1:{port}/ (Ctrl-C stops it)");
+    tokio::select! {
+        served = hookgate_cli::console::serve(listener, console) => served?,
+        _ = tokio::signal::ctrl_c() => {}
+    }
+    Ok(())
 }
 
 fn print(output: Output, json: bool) -> ! {
@@ -345,6 +391,15 @@ fn main() -> anyhow::Result<()> {
                 rt.block_on(ops.doctor(rule, functions, stack.as_deref()))?,
                 common.json,
             )
+        }
+        Command::Console {
+            common,
+            port,
+            stack,
+            rate,
+        } => {
+            let (rt, ops) = ops(&common)?;
+            rt.block_on(console(ops, &common.by, port, stack, rate))?;
         }
         Command::Stats { common, since } => {
             let (rt, ops) = ops(&common)?;

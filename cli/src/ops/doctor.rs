@@ -186,6 +186,29 @@ impl<E: EventIngress> Ops<E> {
             .is_some_and(|a| a.contains_key(&QueueAttributeName::RedrivePolicy)))
     }
 
+    /// The state (`OK`, `ALARM`, `INSUFFICIENT_DATA`) of each alarm whose
+    /// name starts with `prefix`, by name.
+    pub async fn alarm_states(&self, prefix: &str) -> anyhow::Result<Vec<(String, String)>> {
+        let pages: Vec<_> = self
+            .cloudwatch
+            .describe_alarms()
+            .alarm_name_prefix(prefix)
+            .into_paginator()
+            .send()
+            .collect::<Result<_, _>>()
+            .await?;
+        Ok(pages
+            .iter()
+            .flat_map(|page| page.metric_alarms())
+            .map(|a| {
+                (
+                    a.alarm_name().unwrap_or_default().to_owned(),
+                    a.state_value().map_or("UNKNOWN", |s| s.as_str()).to_owned(),
+                )
+            })
+            .collect())
+    }
+
     /// The alarms whose names start with `prefix`.
     async fn alarms(&self, prefix: &str) -> anyhow::Result<Vec<Alarm>> {
         let pages: Vec<_> = self

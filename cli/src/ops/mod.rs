@@ -6,6 +6,7 @@
 //! JSON for `--json`, and the exit code scripts can rely on.
 
 mod actions;
+mod activity;
 mod doctor;
 mod triage;
 
@@ -19,6 +20,7 @@ use hookgate_adapters::{
 use hookgate_core::{config::Config, ports::EventIngress};
 use serde_json::Value;
 
+pub use activity::{Hour, hourly};
 pub use triage::{ApproveRequest, Plan, Selection};
 
 /// Exit codes.

@@ -3,6 +3,7 @@
 
 mod apigw_events;
 mod aws_requests;
+mod console;
 mod contracts;
 mod crash_points;
 mod dedup;

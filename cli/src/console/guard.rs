@@ -1,0 +1,155 @@
+//! What keeps any other site, and any other host name, from driving the
+//! console through the operator's browser. The console acts with the
+//! operator's own AWS credentials, so a page elsewhere that could post a form
+//! to it could approve or reject held work in their name. Three checks, each
+//! enough alone against a cross-site form:
+//! - the `Host` header names the console's own loopback address, so a DNS
+//!   name rebound to 127.0.0.1 reaches nothing;
+//! - a state-changing request carries an `Origin` that is the console's own
+//!   (browsers send it on every cross-origin and every same-origin POST);
+//! - and it carries the per-process token that only the console's own pages
+//!   hold, compared in constant time.
+
+use subtle::ConstantTimeEq;
+
+/// Why a request was refused, as the operator reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    Host,
+    Origin,
+    Token,
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Refusal::Host => {
+                "refused: the console answers only as 127.0.0.1 or localhost on its own port"
+            }
+            Refusal::Origin => {
+                "refused: a decision must come from the console's own page (cross-site request)"
+            }
+            Refusal::Token => {
+                "refused: the form's console token is missing or stale; reload the page and try again"
+            }
+        })
+    }
+}
+
+/// The console's address and its per-process token.
+pub struct Guard {
+    port: u16,
+    token: String,
+}
+
+impl std::fmt::Debug for Guard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Guard")
+            .field("port", &self.port)
+            .field("token", &"<redacted>")
+            .finish()
+    }
+}
+
+impl Guard {
+    pub fn new(port: u16, token: String) -> Self {
+        Self { port, token }
+    }
+
+    /// A guard with 32 random bytes from the OS as its token.
+    pub fn random(port: u16) -> std::io::Result<Self> {
+        use std::io::Read;
+        let mut bytes = [0u8; 32];
+        std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+        Ok(Self::new(port, hex::encode(bytes)))
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The token the console's forms carry.
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    pub fn check_host(&self, host: Option<&str>) -> Result<(), Refusal> {
+        let ok = host.is_some_and(|h| {
+            h == format!("127.0.0.1:{}", self.port) || h == format!("localhost:{}", self.port)
+        });
+        if ok { Ok(()) } else { Err(Refusal::Host) }
+    }
+
+    /// A state-changing request's `Origin`: the console's own, exactly. A
+    /// request without one is refused too: every browser sends it on a POST,
+    /// and a script that is not a browser can send it.
+    pub fn check_origin(&self, origin: Option<&str>) -> Result<(), Refusal> {
+        let ok = origin.is_some_and(|o| {
+            o == format!("http://127.0.0.1:{}", self.port)
+                || o == format!("http://localhost:{}", self.port)
+        });
+        if ok { Ok(()) } else { Err(Refusal::Origin) }
+    }
+
+    pub fn check_token(&self, sent: Option<&str>) -> Result<(), Refusal> {
+        match sent {
+            Some(sent) if bool::from(sent.as_bytes().ct_eq(self.token.as_bytes())) => Ok(()),
+            _ => Err(Refusal::Token),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn guard() -> Guard {
+        Guard::new(8790, "t0ken".into())
+    }
+
+    #[test]
+    fn only_the_loopback_names_on_the_own_port_are_served() {
+        let g = guard();
+        assert_eq!(g.check_host(Some("127.0.0.1:8790")), Ok(()));
+        assert_eq!(g.check_host(Some("localhost:8790")), Ok(()));
+        for host in [
+            None,
+            Some("127.0.0.1"),
+            Some("127.0.0.1:8791"),
+            Some("evil.example:8790"),
+            Some("localhost.evil.example:8790"),
+            Some("[::1]:8790"),
+        ] {
+            assert_eq!(g.check_host(host), Err(Refusal::Host), "{host:?}");
+        }
+    }
+
+    #[test]
+    fn only_the_own_origin_may_change_state() {
+        let g = guard();
+        assert_eq!(g.check_origin(Some("http://127.0.0.1:8790")), Ok(()));
+        assert_eq!(g.check_origin(Some("http://localhost:8790")), Ok(()));
+        for origin in [
+            None,
+            Some("null"),
+            Some("http://127.0.0.1:9999"),
+            Some("https://127.0.0.1:8790"),
+            Some("http://evil.example"),
+        ] {
+            assert_eq!(g.check_origin(origin), Err(Refusal::Origin), "{origin:?}");
+        }
+    }
+
+    #[test]
+    fn the_token_must_match_exactly_and_never_shows_in_debug() {
+        let g = guard();
+        assert_eq!(g.check_token(Some("t0ken")), Ok(()));
+        for sent in [None, Some(""), Some("t0ke"), Some("t0ken0"), Some("T0KEN")] {
+            assert_eq!(g.check_token(sent), Err(Refusal::Token), "{sent:?}");
+        }
+        assert!(!format!("{g:?}").contains("t0ken"));
+        let random = Guard::random(1).unwrap();
+        assert_eq!(random.token().len(), 64);
+        assert_ne!(random.token(), Guard::random(1).unwrap().token());
+    }
+}

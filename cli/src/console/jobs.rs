@@ -1,0 +1,105 @@
+//! Approvals carried out in the background, one item at a time at the
+//! console's rate, with every item's result kept for the job's page: an
+//! operator sees the progress, and a plan cut short (a refused item, a store
+//! failure) shows exactly which items were decided and which were not.
+
+use std::sync::Mutex;
+
+/// What became of one item of a plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// Not reached yet.
+    Waiting,
+    /// Decided: the approval's own words.
+    Approved(String),
+    /// Not approved: why.
+    Refused(String),
+}
+
+/// One approval plan being carried out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Job {
+    pub id: usize,
+    pub who: String,
+    pub reason: String,
+    /// The plan's items, in order, and what became of each.
+    pub steps: Vec<(String, Step)>,
+}
+
+impl Job {
+    pub fn done(&self) -> usize {
+        self.steps
+            .iter()
+            .filter(|(_, s)| *s != Step::Waiting)
+            .count()
+    }
+
+    pub fn finished(&self) -> bool {
+        self.done() == self.steps.len()
+    }
+
+    pub fn refused(&self) -> usize {
+        self.steps
+            .iter()
+            .filter(|(_, s)| matches!(s, Step::Refused(_)))
+            .count()
+    }
+}
+
+/// The jobs of this console process.
+#[derive(Debug, Default)]
+pub struct Jobs(Mutex<Vec<Job>>);
+
+impl Jobs {
+    /// A new job for `ids`; its id.
+    pub fn start(&self, who: String, reason: String, ids: Vec<String>) -> usize {
+        let mut jobs = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let id = jobs.len() + 1;
+        jobs.push(Job {
+            id,
+            who,
+            reason,
+            steps: ids.into_iter().map(|i| (i, Step::Waiting)).collect(),
+        });
+        id
+    }
+
+    pub fn record(&self, job: usize, index: usize, step: Step) {
+        let mut jobs = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(slot) = jobs
+            .get_mut(job.wrapping_sub(1))
+            .and_then(|j| j.steps.get_mut(index))
+        {
+            slot.1 = step;
+        }
+    }
+
+    pub fn get(&self, job: usize) -> Option<Job> {
+        let jobs = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        jobs.get(job.wrapping_sub(1)).cloned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_job_counts_what_is_decided_and_what_was_refused() {
+        let jobs = Jobs::default();
+        let id = jobs.start("me".into(), "why".into(), vec!["a".into(), "b".into()]);
+        assert_eq!(id, 1);
+        jobs.record(id, 0, Step::Refused("rejected already".into()));
+        let job = jobs.get(id).unwrap();
+        assert_eq!((job.done(), job.refused(), job.finished()), (1, 1, false));
+        jobs.record(id, 1, Step::Approved("re-queued".into()));
+        assert!(jobs.get(id).unwrap().finished());
+        assert_eq!(jobs.get(0), None);
+        assert_eq!(jobs.get(2), None);
+        jobs.record(9, 0, Step::Waiting);
+        assert_eq!(
+            jobs.get(id).unwrap().steps[1].1,
+            Step::Approved("re-queued".into())
+        );
+    }
+}

@@ -1,0 +1,207 @@
+//! `hookgate console`: a local web page over the operator's operations, for
+//! the moment someone has to see what is held and decide once. It is the
+//! CLI's own code behind HTML, not a second implementation: every page calls
+//! the same [`Ops`] methods `hookgate triage | actions | inbox | stats |
+//! doctor` call, with the operator's credentials, so decisions are recorded
+//! with their STS identity exactly as from the CLI.
+//!
+//! It listens on 127.0.0.1 only and serves what it renders itself: no script,
+//! no CDN, no build step. What keeps other sites out is in [`guard`].
+
+mod chart;
+mod guard;
+mod html;
+mod jobs;
+mod pages;
+mod routes;
+
+use std::sync::Arc;
+
+use axum::{
+    Router,
+    extract::{FromRequest, Request, State},
+    http::{HeaderMap, HeaderValue, Method, StatusCode, header},
+    middleware::{self, Next},
+    response::{IntoResponse, Response},
+};
+use hookgate_core::ports::EventIngress;
+
+pub use guard::{Guard, Refusal};
+
+use crate::ops::Ops;
+
+/// The largest form the console accepts (a plan of a few thousand ids).
+const FORM_LIMIT: usize = 256 * 1024;
+
+/// One console process: the operations, its guard, and its jobs.
+#[derive(Debug)]
+pub struct Console<E> {
+    ops: Ops<E>,
+    guard: Guard,
+    /// The operator's note recorded with their STS identity (`--by`).
+    by: String,
+    /// The stack whose alarms the overview reads (`--stack`).
+    stack: Option<String>,
+    /// Approvals per second at most, in a plan.
+    rate: u32,
+    /// Who decides, as shown in the header (read once at start).
+    identity: String,
+    jobs: jobs::Jobs,
+}
+
+impl<E: EventIngress + 'static> Console<E> {
+    /// A console over `ops` answering on `guard`'s port; reads the caller
+    /// identity once, so missing credentials fail at start, not at the first
+    /// decision.
+    pub async fn new(
+        ops: Ops<E>,
+        guard: Guard,
+        by: &str,
+        stack: Option<String>,
+        rate: u32,
+    ) -> anyhow::Result<Self> {
+        let identity = ops.decider(by).await?;
+        Ok(Self {
+            ops,
+            guard,
+            by: by.to_owned(),
+            stack,
+            rate: rate.max(1),
+            identity,
+            jobs: jobs::Jobs::default(),
+        })
+    }
+
+    /// The console's routes, behind its guard.
+    pub fn router(self: Arc<Self>) -> Router {
+        routes::routes::<E>()
+            .layer(middleware::from_fn_with_state(self.clone(), guarded::<E>))
+            .with_state(self)
+    }
+}
+
+/// Serves `console` on `listener` until the process ends.
+pub async fn serve<E: EventIngress + 'static>(
+    listener: tokio::net::TcpListener,
+    console: Console<E>,
+) -> std::io::Result<()> {
+    axum::serve(listener, Arc::new(console).router()).await
+}
+
+/// A refusal as a page, with the status a browser shows.
+fn refused(status: StatusCode, why: &str) -> Response {
+    let body = html::page(
+        "Refused",
+        html::Nav::Overview,
+        "",
+        None,
+        &html::notice("refused", false, why),
+    );
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        body,
+    )
+        .into_response()
+}
+
+/// Every request: the Host must be the console's own; a request that could
+/// change state (anything but GET and HEAD) must come from the console's own
+/// origin. Every answer: no caching, no framing, no script, forms only to
+/// the console itself.
+async fn guarded<E: EventIngress + 'static>(
+    State(console): State<Arc<Console<E>>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let headers = request.headers();
+    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
+    let check = console.guard.check_host(host).and_then(|()| {
+        if matches!(*request.method(), Method::GET | Method::HEAD) {
+            Ok(())
+        } else {
+            let origin = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok());
+            console.guard.check_origin(origin)
+        }
+    });
+    let mut response = match check {
+        Ok(()) => next.run(request).await,
+        Err(refusal) => {
+            tracing::warn!(%refusal, "console request refused");
+            refused(StatusCode::FORBIDDEN, &refusal.to_string())
+        }
+    };
+    secure(response.headers_mut());
+    response
+}
+
+fn secure(headers: &mut HeaderMap) {
+    for (name, value) in [
+        (
+            header::CONTENT_SECURITY_POLICY,
+            "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; \
+             frame-ancestors 'none'; base-uri 'none'",
+        ),
+        (header::X_FRAME_OPTIONS, "DENY"),
+        // Not `no-referrer`: under it a browser sends `Origin: null` even on
+        // the console's own form posts, and the origin check refuses them.
+        (header::REFERRER_POLICY, "same-origin"),
+        (header::CACHE_CONTROL, "no-store"),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+    ] {
+        headers.insert(name, HeaderValue::from_static(value));
+    }
+}
+
+/// A state-changing form, read only once its console token checks out: every
+/// POST handler takes one, so none can forget the check.
+#[derive(Debug)]
+pub struct Posted(Vec<(String, String)>);
+
+impl Posted {
+    /// The first value of `name`, trimmed; empty when absent.
+    fn get(&self, name: &str) -> String {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.trim().to_owned())
+            .unwrap_or_default()
+    }
+
+    /// Every value of `name`, in order.
+    fn all(&self, name: &str) -> Vec<String> {
+        self.0
+            .iter()
+            .filter(|(k, _)| k == name)
+            .map(|(_, v)| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+            .collect()
+    }
+}
+
+impl<E: EventIngress + 'static> FromRequest<Arc<Console<E>>> for Posted {
+    type Rejection = Response;
+
+    async fn from_request(request: Request, console: &Arc<Console<E>>) -> Result<Self, Response> {
+        let bytes = axum::body::to_bytes(request.into_body(), FORM_LIMIT)
+            .await
+            .map_err(|_| {
+                refused(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "refused: the form is larger than the console accepts",
+                )
+            })?;
+        let pairs: Vec<(String, String)> = form_urlencoded::parse(&bytes)
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect();
+        let token = pairs
+            .iter()
+            .find(|(k, _)| k == "csrf")
+            .map(|(_, v)| v.as_str());
+        console.guard.check_token(token).map_err(|refusal| {
+            tracing::warn!(%refusal, "console request refused");
+            refused(StatusCode::FORBIDDEN, &refusal.to_string())
+        })?;
+        Ok(Posted(pairs))
+    }
+}

@@ -1,0 +1,703 @@
+//! The console's pages, rendered from the same JSON the CLI prints with
+//! `--json`: pure functions of what the operations returned, so what the page
+//! shows is what `hookgate … --json` shows, and each page is tested without a
+//! server. Element ids are the browser tests' handles.
+
+use std::{collections::BTreeMap, fmt::Write};
+
+use serde_json::Value;
+
+use super::{
+    chart,
+    html::{esc, json_block, notice, table, token_field, url},
+    jobs::{Job, Step},
+};
+use crate::ops::Hour;
+
+fn text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// A duration in seconds as `3d 4h`, `5h 10m`, `42s`.
+pub fn age(secs: u64) -> String {
+    match secs {
+        0..60 => format!("{secs}s"),
+        60..3600 => format!("{}m {}s", secs / 60, secs % 60),
+        3600..86_400 => format!("{}h {}m", secs / 3600, secs % 3600 / 60),
+        _ => format!("{}d {}h", secs / 86_400, secs % 86_400 / 3600),
+    }
+}
+
+fn card(id: &str, figure: &str, label: &str) -> String {
+    format!(
+        "<div class=\"card\" id=\"{id}\"><div class=\"figure\">{}</div><div class=\"label\">{}</div></div>",
+        esc(figure),
+        esc(label)
+    )
+}
+
+/// What the overview shows.
+#[derive(Debug)]
+pub struct Overview<'a> {
+    /// The HELD triage items (`triage list --json`).
+    pub held: &'a [Value],
+    /// `stats --json` over the chart's window.
+    pub stats: &'a Value,
+    pub hours: &'a [Hour],
+    /// Alarm states by name; `None` when no stack was named.
+    pub alarms: Option<&'a [(String, String)]>,
+}
+
+pub fn overview(o: &Overview<'_>) -> String {
+    let mut groups: BTreeMap<(String, String), (usize, String)> = BTreeMap::new();
+    for item in o.held {
+        let key = (text(&item["class"]), text(&item["destination"]));
+        let first = text(&item["first_seen"]);
+        let entry = groups.entry(key).or_insert((0, first.clone()));
+        entry.0 += 1;
+        entry.1 = entry.1.clone().min(first);
+    }
+    let rate = o.stats["duplicate_rate"].as_f64().unwrap_or(0.0);
+    let oldest = o.stats["oldest_pending_action_age_secs"]
+        .as_u64()
+        .map_or_else(|| "none".to_owned(), age);
+    let open = &o.stats["open_actions"];
+    let mut out = String::from("<div class=\"cards\">");
+    out.push_str(&card(
+        "held-count",
+        &o.held.len().to_string(),
+        "held for a decision",
+    ));
+    out.push_str(&card(
+        "duplicate-rate",
+        &format!("{:.1}%", rate * 100.0),
+        &format!(
+            "duplicate deliveries ({} of {}, last {})",
+            text(&o.stats["duplicates"]),
+            text(&o.stats["deliveries"]),
+            age(o.stats["since_secs"].as_u64().unwrap_or(0))
+        ),
+    ));
+    out.push_str(&card("oldest-pending", &oldest, "oldest pending action"));
+    out.push_str(&card(
+        "uncertain-count",
+        &text(&open["UNCERTAIN"]),
+        "actions UNCERTAIN (to reconcile)",
+    ));
+    out.push_str(&card(
+        "failed-count",
+        &text(&open["FAILED"]),
+        "actions FAILED (held)",
+    ));
+    out.push_str("</div><h2>Held, by class and destination</h2>");
+    let rows: Vec<Vec<String>> = groups
+        .iter()
+        .map(|((class, destination), (n, since))| {
+            let filter = format!("class={}&destination={}", url(class), url(destination));
+            let plan = if hookgate_core::triage::bulk_approvable(
+                class
+                    .parse()
+                    .unwrap_or(hookgate_core::triage::TriageClass::Poison),
+            ) {
+                format!(" · <a href=\"/triage/plan?{filter}\">plan an approval of all</a>")
+            } else {
+                " · approved one by one".to_owned()
+            };
+            vec![
+                esc(class),
+                esc(if destination.is_empty() {
+                    "-"
+                } else {
+                    destination
+                }),
+                n.to_string(),
+                esc(since),
+                format!("<a href=\"/triage?{filter}\">list</a>{plan}"),
+            ]
+        })
+        .collect();
+    out.push_str(&table(
+        "held-groups",
+        &["class", "destination", "items", "held since", ""],
+        &rows,
+    ));
+    let _ = write!(
+        out,
+        "<h2>Deliveries and completed actions, last {} hours (UTC)</h2>{}",
+        o.hours.len(),
+        chart::activity(o.hours)
+    );
+    out.push_str("<h2>Alarms</h2>");
+    match o.alarms {
+        None => out.push_str(
+            "<p class=\"empty\" id=\"alarms\">Not read: start the console with \
+             <code>--stack NAME</code> to show the deployed stack's alarms.</p>",
+        ),
+        Some(alarms) => {
+            let rows: Vec<Vec<String>> = alarms
+                .iter()
+                .map(|(name, state)| vec![esc(state), esc(name)])
+                .collect();
+            out.push_str(&table("alarms", &["state", "alarm"], &rows));
+        }
+    }
+    out
+}
+
+/// The triage list's filters (all optional; `status` HELD by default).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Filters {
+    pub status: String,
+    pub class: String,
+    pub destination: String,
+    pub workspace: String,
+    /// An age like `2h`: only items first seen within it.
+    pub since: String,
+}
+
+impl Filters {
+    pub fn from_query(pairs: &[(String, String)]) -> Self {
+        let get = |name: &str| {
+            pairs
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.trim().to_owned())
+                .unwrap_or_default()
+        };
+        let status = get("status");
+        Self {
+            status: if status.is_empty() {
+                "HELD".into()
+            } else {
+                status
+            },
+            class: get("class"),
+            destination: get("destination"),
+            workspace: get("workspace"),
+            since: get("since"),
+        }
+    }
+
+    /// Does `item` (a triage item's JSON) pass? `cutoff` is the UTC text of
+    /// the oldest `first_seen` that `since` keeps (the texts are of one fixed
+    /// shape, so they order as the instants do).
+    pub fn keeps(&self, item: &Value, cutoff: Option<&str>) -> bool {
+        let is = |field: &str, want: &str| want.is_empty() || text(&item[field]) == want;
+        let recent = cutoff.is_none_or(|c| text(&item["first_seen"]).as_str() >= c);
+        is("class", &self.class)
+            && is("destination", &self.destination)
+            && is("workspace", &self.workspace)
+            && recent
+    }
+}
+
+fn select(name: &str, current: &str, options: &[&str]) -> String {
+    let mut out = format!("<select name=\"{name}\" id=\"filter-{name}\">");
+    for option in options {
+        let selected = if *option == current { " selected" } else { "" };
+        let label = if option.is_empty() { "any" } else { option };
+        let _ = write!(
+            out,
+            "<option value=\"{}\"{selected}>{}</option>",
+            esc(option),
+            esc(label)
+        );
+    }
+    out + "</select>"
+}
+
+pub fn triage_list(items: &[Value], f: &Filters) -> String {
+    let classes = [
+        "",
+        "downstream-outage",
+        "key-collision",
+        "poison",
+        "uncertain",
+        "unknown",
+    ];
+    let statuses = ["HELD", "APPROVED", "REINJECTED", "DISCARDED"];
+    let mut out = format!(
+        "<form class=\"filters\" method=\"get\" action=\"/triage\">\
+         <label>status{}</label><label>class{}</label>\
+         <label>destination<input name=\"destination\" value=\"{}\"></label>\
+         <label>workspace<input name=\"workspace\" value=\"{}\"></label>\
+         <label>first seen within<input name=\"since\" placeholder=\"2h, 1d\" value=\"{}\"></label>\
+         <button type=\"submit\">Filter</button></form>",
+        select("status", &f.status, &statuses),
+        select("class", &f.class, &classes),
+        esc(&f.destination),
+        esc(&f.workspace),
+        esc(&f.since),
+    );
+    let rows: Vec<Vec<String>> = items
+        .iter()
+        .map(|i| {
+            let id = text(&i["id"]);
+            vec![
+                format!("<a href=\"/triage/{}\">{}</a>", url(&id), esc(&id)),
+                esc(&text(&i["class"])),
+                esc(&text(&i["status"])),
+                esc(&text(&i["source"])),
+                esc(&text(&i["workspace"])),
+                esc(&text(&i["destination"])),
+                esc(&text(&i["first_seen"])),
+            ]
+        })
+        .collect();
+    let _ = write!(out, "<p id=\"triage-count\">{} items</p>", items.len());
+    out.push_str(&table(
+        "triage-items",
+        &[
+            "id",
+            "class",
+            "status",
+            "source",
+            "workspace",
+            "destination",
+            "first seen",
+        ],
+        &rows,
+    ));
+    if f.status == "HELD" && !items.is_empty() {
+        let _ = write!(
+            out,
+            "<p><a id=\"plan-bulk\" href=\"/triage/plan?class={}&destination={}&since={}\">Plan an approval of \
+             every held item matching these filters</a> (outages and unknown failures only: \
+             collisions and poison are approved one by one).</p>",
+            url(&f.class),
+            url(&f.destination),
+            url(&f.since)
+        );
+    }
+    out
+}
+
+/// One of the event's actions: its key, what an approval would do with it
+/// (the dry run's words), and its ledger record, if it has one.
+pub type LedgerEntry = (String, String, Option<Value>);
+
+pub fn triage_detail(
+    item: &Value,
+    inbox: Option<&Value>,
+    ledger: &[LedgerEntry],
+    token: &str,
+    note: Option<&str>,
+) -> String {
+    let id = text(&item["id"]);
+    let status = text(&item["status"]);
+    let mut out = String::new();
+    if let Some(note) = note {
+        out.push_str(&notice("note", true, note));
+    }
+    let mut facts = vec![
+        ("status", status.clone()),
+        ("class", text(&item["class"])),
+        ("source", text(&item["source"])),
+        ("workspace", text(&item["workspace"])),
+        ("destination", text(&item["destination"])),
+        ("inbox record", text(&item["inbox_pk"])),
+        ("first seen", text(&item["first_seen"])),
+        ("last seen", text(&item["last_seen"])),
+    ];
+    if !item["decided_by"].is_null() {
+        facts.push(("decided by", text(&item["decided_by"])));
+        facts.push(("decided at", text(&item["decided_at"])));
+        facts.push(("reason", text(&item["reason"])));
+    }
+    let rows: Vec<Vec<String>> = facts
+        .into_iter()
+        .map(|(k, v)| {
+            vec![
+                esc(k),
+                format!(
+                    "<span id=\"fact-{}\">{}</span>",
+                    k.replace(' ', "-"),
+                    esc(&v)
+                ),
+            ]
+        })
+        .collect();
+    out.push_str(&table("facts", &["", ""], &rows));
+    if status == "HELD" {
+        let _ = write!(
+            out,
+            "<h2>Decide</h2><p><a id=\"preview\" href=\"/triage/plan?id={id_q}\">Preview the approval</a> \
+             (what it would re-run, then approve exactly that)</p>\
+             <form class=\"inline\" id=\"reject-form\" method=\"post\" action=\"/triage/{id_q}/reject\">{token}\
+             <input name=\"reason\" id=\"reject-reason\" required placeholder=\"why (recorded)\" size=\"40\">\
+             <button class=\"danger\" id=\"reject\" type=\"submit\">Reject: discard for good</button></form>",
+            id_q = url(&id),
+            token = token_field(token),
+        );
+    }
+    out.push_str("<h2>Ledger (the event's actions) and the CRM's reference</h2>");
+    let rows: Vec<Vec<String>> = ledger
+        .iter()
+        .map(|(key, would, record)| {
+            let field = |name: &str| {
+                record
+                    .as_ref()
+                    .map_or_else(String::new, |a| esc(&text(&a[name])))
+            };
+            vec![
+                esc(key),
+                record
+                    .as_ref()
+                    .map_or_else(|| "not reserved".to_owned(), |a| esc(&text(&a["status"]))),
+                field("attempts"),
+                field("destination_ref"),
+                field("last_error"),
+                esc(would),
+            ]
+        })
+        .collect();
+    out.push_str(&table(
+        "ledger",
+        &[
+            "action key",
+            "status",
+            "attempts",
+            "CRM reference",
+            "last error",
+            "an approval",
+        ],
+        &rows,
+    ));
+    out.push_str("<h2>Evidence</h2>");
+    out.push_str(&json_block("evidence", &item["evidence"]));
+    out.push_str("<h2>Inbox record</h2>");
+    match inbox {
+        Some(record) => out.push_str(&json_block("inbox-record", record)),
+        None => out.push_str(
+            "<p class=\"empty\" id=\"inbox-record\">No inbox record (an EventBridge dead letter \
+             is re-ingested from its original message).</p>",
+        ),
+    }
+    out.push_str("<h2>Original message</h2>");
+    let _ = write!(
+        out,
+        "<pre id=\"original\">{}</pre>",
+        esc(&text(&item["original_body"]))
+    );
+    out
+}
+
+/// A dry run's plan: each item and what approving it would do, then the one
+/// form that approves exactly these items.
+pub fn plan(dry_run: &Value, ids: &[String], token: &str) -> String {
+    let mut out = String::from(
+        "<p>Approving re-runs each item's event; the ledger decides per action:</p><ul id=\"plan\">",
+    );
+    for item in dry_run.as_array().into_iter().flatten() {
+        let _ = write!(
+            out,
+            "<li><a href=\"/triage/{}\">{}</a><ul>",
+            url(&text(&item["id"])),
+            esc(&text(&item["id"]))
+        );
+        for action in item["actions"].as_array().into_iter().flatten() {
+            let _ = write!(
+                out,
+                "<li><code>{}</code>: {}</li>",
+                esc(&text(&action[0])),
+                esc(&text(&action[1]))
+            );
+        }
+        out.push_str("</ul></li>");
+    }
+    out.push_str("</ul>");
+    let mut hidden = String::new();
+    for id in ids {
+        let _ = write!(
+            hidden,
+            "<input type=\"hidden\" name=\"id\" value=\"{}\">",
+            esc(id)
+        );
+    }
+    let _ = write!(
+        out,
+        "<form method=\"post\" action=\"/approve\" id=\"approve-form\">{}{hidden}\
+         <label>reason (recorded)<input name=\"reason\" id=\"approve-reason\" required size=\"50\"></label>\
+         <p><button class=\"primary\" id=\"approve\" type=\"submit\">Approve exactly this plan ({} item{})</button></p></form>",
+        token_field(token),
+        ids.len(),
+        if ids.len() == 1 { "" } else { "s" },
+    );
+    out
+}
+
+pub fn job(job: &Job) -> String {
+    let mut out = String::new();
+    let state = if job.finished() {
+        if job.refused() == 0 {
+            notice(
+                "job-state",
+                true,
+                &format!("Done: {} of {} approved.", job.done(), job.steps.len()),
+            )
+        } else {
+            notice(
+                "job-state",
+                false,
+                &format!(
+                    "Done: {} approved, {} not approved (see each below).",
+                    job.done() - job.refused(),
+                    job.refused()
+                ),
+            )
+        }
+    } else {
+        format!(
+            "<p id=\"job-state\">In progress: {} of {} decided…</p>",
+            job.done(),
+            job.steps.len()
+        )
+    };
+    out.push_str(&state);
+    let _ = write!(
+        out,
+        "<p>Decided by <span id=\"job-who\">{}</span>: “{}”</p>",
+        esc(&job.who),
+        esc(&job.reason)
+    );
+    let rows: Vec<Vec<String>> = job
+        .steps
+        .iter()
+        .map(|(id, step)| {
+            let (state, detail) = match step {
+                Step::Waiting => ("waiting", String::new()),
+                Step::Approved(what) => ("approved", what.clone()),
+                Step::Refused(why) => ("NOT approved", why.clone()),
+            };
+            vec![
+                format!("<a href=\"/triage/{}\">{}</a>", url(id), esc(id)),
+                esc(state),
+                esc(&detail),
+            ]
+        })
+        .collect();
+    out.push_str(&table("job-steps", &["item", "result", "detail"], &rows));
+    out
+}
+
+pub fn actions_list(status: &str, actions: &[Value], token: &str) -> String {
+    let mut out = format!(
+        "<form class=\"filters\" method=\"get\" action=\"/actions\"><label>status{}</label>\
+         <button type=\"submit\">Show</button></form>",
+        select(
+            "status",
+            status,
+            &["UNCERTAIN", "FAILED", "PENDING", "IN_PROGRESS"]
+        )
+    );
+    let rows: Vec<Vec<String>> = actions
+        .iter()
+        .map(|a| {
+            let key = text(&a["key"]);
+            let mut cells = vec![
+                format!("<code>{}</code>", esc(&key)),
+                esc(&text(&a["status"])),
+                esc(&text(&a["attempts"])),
+                esc(&text(&a["last_error_kind"])),
+                esc(&text(&a["created_at"])),
+            ];
+            if text(&a["status"]) == "UNCERTAIN" {
+                cells.push(format!(
+                    "<form class=\"inline\" method=\"post\" action=\"/actions/reconcile\">{t}\
+                     <input type=\"hidden\" name=\"key\" value=\"{k}\"><input type=\"hidden\" name=\"outcome\" value=\"found\">\
+                     <input name=\"ref\" required placeholder=\"the CRM's id\" size=\"14\">\
+                     <button type=\"submit\">Found: complete</button></form>\
+                     <form class=\"inline\" method=\"post\" action=\"/actions/reconcile\">{t}\
+                     <input type=\"hidden\" name=\"key\" value=\"{k}\"><input type=\"hidden\" name=\"outcome\" value=\"not_found\">\
+                     <button type=\"submit\">Not found: perform again</button></form>",
+                    t = token_field(token),
+                    k = esc(&key),
+                ));
+            } else {
+                cells.push(String::new());
+            }
+            cells
+        })
+        .collect();
+    out.push_str(&table(
+        "actions",
+        &[
+            "action key",
+            "status",
+            "attempts",
+            "last error",
+            "created",
+            "reconcile",
+        ],
+        &rows,
+    ));
+    out
+}
+
+pub fn lookup(
+    workspace: &str,
+    provider: &str,
+    key: &str,
+    found: Option<Result<&Value, &str>>,
+) -> String {
+    let mut out = format!(
+        "<form class=\"filters\" method=\"get\" action=\"/inbox\">\
+         <label>workspace<input name=\"workspace\" required value=\"{}\"></label>\
+         <label>provider<input name=\"provider\" required value=\"{}\"></label>\
+         <label>event key<input name=\"key\" required value=\"{}\"></label>\
+         <button type=\"submit\">Look up</button></form>",
+        esc(workspace),
+        esc(provider),
+        esc(key)
+    );
+    match found {
+        None => {}
+        Some(Ok(record)) => out.push_str(&json_block("inbox-record", record)),
+        Some(Err(why)) => out.push_str(&notice("lookup-error", false, why)),
+    }
+    out
+}
+
+pub fn doctor(checks: &Value) -> String {
+    let mut out = String::from("<ul id=\"checks\">");
+    for c in checks.as_array().into_iter().flatten() {
+        let ok = c["ok"] == true;
+        let _ = write!(
+            out,
+            "<li class=\"check {}\"><strong>{}</strong>: {}</li>",
+            if ok { "ok" } else { "fail" },
+            esc(&text(&c["check"])),
+            esc(&text(&c["message"]))
+        );
+    }
+    out + "</ul>"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn held(id: &str, class: &str, destination: &str, first_seen: &str) -> Value {
+        json!({"id": id, "class": class, "status": "HELD", "source": "action-dlq",
+               "workspace": "ws-1", "destination": destination, "first_seen": first_seen})
+    }
+
+    #[test]
+    fn the_overview_groups_held_items_and_offers_bulk_only_where_allowed() {
+        let items = [
+            held("a", "downstream-outage", "crm", "2026-12-01T10:00:00Z"),
+            held("b", "downstream-outage", "crm", "2026-12-01T09:00:00Z"),
+            held("c", "poison", "crm", "2026-12-01T11:00:00Z"),
+        ];
+        let stats = json!({"duplicate_rate": 0.25, "duplicates": 1, "deliveries": 4, "since_secs": 86400,
+                           "oldest_pending_action_age_secs": 90, "open_actions": {"UNCERTAIN": 1, "FAILED": 2}});
+        let page = overview(&Overview {
+            held: &items,
+            stats: &stats,
+            hours: &[],
+            alarms: None,
+        });
+        assert!(
+            page.contains("<div class=\"figure\">3</div><div class=\"label\">held for a decision"),
+            "{page}"
+        );
+        assert!(page.contains("<div class=\"figure\">25.0%</div>"), "{page}");
+        assert!(
+            page.contains("<div class=\"figure\">1m 30s</div>"),
+            "{page}"
+        );
+        assert!(
+            page.contains(
+                "<tr><td>downstream-outage</td><td>crm</td><td>2</td><td>2026-12-01T09:00:00Z</td>"
+            ),
+            "{page}"
+        );
+        assert!(page.contains("/triage/plan?class=downstream-outage&destination=crm"));
+        assert!(page.contains("<tr><td>poison</td><td>crm</td><td>1</td>"));
+        assert!(
+            !page.contains("/triage/plan?class=poison"),
+            "poison is never planned in bulk"
+        );
+        assert!(page.contains("--stack NAME"));
+    }
+
+    #[test]
+    fn filters_keep_what_matches_and_a_recent_window() {
+        let f = Filters::from_query(&[
+            ("class".into(), "poison".into()),
+            ("since".into(), "1h".into()),
+        ]);
+        assert_eq!(f.status, "HELD");
+        let cutoff = Some("2026-12-01T11:00:00Z");
+        assert!(f.keeps(&held("c", "poison", "crm", "2026-12-01T11:30:00Z"), cutoff));
+        assert!(!f.keeps(&held("c", "poison", "crm", "2026-12-01T10:30:00Z"), cutoff));
+        assert!(!f.keeps(
+            &held("a", "downstream-outage", "crm", "2026-12-01T11:30:00Z"),
+            cutoff
+        ));
+        assert!(f.keeps(&held("c", "poison", "crm", "2026-12-01T10:30:00Z"), None));
+    }
+
+    #[test]
+    fn a_held_item_offers_preview_and_reject_a_decided_one_shows_who() {
+        let mut item = held("x<y", "downstream-outage", "crm", "2026-12-01T10:00:00Z");
+        let page = triage_detail(
+            &item,
+            None,
+            &[(
+                "ws-1#t#k".into(),
+                "not reserved: would be performed".into(),
+                None,
+            )],
+            "tok",
+            None,
+        );
+        assert!(page.contains("href=\"/triage/plan?id=x%3Cy\""), "{page}");
+        assert!(page.contains("action=\"/triage/x%3Cy/reject\""));
+        assert!(page.contains("name=\"csrf\" value=\"tok\""));
+        assert!(
+            page.contains("<td>ws-1#t#k</td><td>not reserved</td>"),
+            "{page}"
+        );
+        assert!(page.contains("<td>not reserved: would be performed</td></tr>"));
+        item["status"] = json!("DISCARDED");
+        item["decided_by"] = json!("arn:aws:sts::1:user/me");
+        item["reason"] = json!("edited resend");
+        let page = triage_detail(&item, None, &[], "tok", Some("Rejected."));
+        assert!(!page.contains("reject-form") && !page.contains("/triage/plan"));
+        assert!(page.contains("<span id=\"fact-decided-by\">arn:aws:sts::1:user/me</span>"));
+        assert!(page.contains("<span id=\"fact-reason\">edited resend</span>"));
+    }
+
+    #[test]
+    fn a_plan_carries_exactly_its_items_and_a_job_reports_each() {
+        let dry = json!([{"id": "a", "dry_run": true, "actions": [["ws#t#1", "PENDING: would be performed"]]}]);
+        let page = plan(&dry, &["a".into()], "tok");
+        assert!(page.contains("<code>ws#t#1</code>: PENDING: would be performed"));
+        assert_eq!(page.matches("name=\"id\"").count(), 1);
+        assert!(page.contains("Approve exactly this plan (1 item)"));
+        let page = job(&Job {
+            id: 1,
+            who: "me".into(),
+            reason: "CRM back".into(),
+            steps: vec![
+                ("a".into(), Step::Approved("re-queued".into())),
+                ("b".into(), Step::Refused("rejected already".into())),
+            ],
+        });
+        assert!(page.contains("Done: 1 approved, 1 not approved"), "{page}");
+        assert!(page.contains("<td>NOT approved</td><td>rejected already</td>"));
+    }
+
+    #[test]
+    fn ages_read_like_an_operator_says_them() {
+        assert_eq!(age(42), "42s");
+        assert_eq!(age(3_700), "1h 1m");
+        assert_eq!(age(90_000), "1d 1h");
+    }
+}

@@ -1,0 +1,625 @@
+//! The console's routes: each reads with the CLI's operations and renders a
+//! page, or decides through a POST that carries the console's token. No GET
+//! decides anything: a decision is always a form the operator submitted.
+
+use std::{sync::Arc, time::Duration};
+
+use axum::{
+    Router,
+    extract::{Path, RawQuery, State},
+    http::{StatusCode, header},
+    response::{IntoResponse, Redirect, Response},
+    routing::{get, post},
+};
+use hookgate_core::{
+    Timestamp,
+    ledger::ActionStatus,
+    ports::EventIngress,
+    triage::{TriageClass, TriageStatus, bulk_approvable},
+};
+use serde_json::Value;
+
+use super::{
+    Console, Posted,
+    html::{self, Nav, esc, notice},
+    jobs::Step,
+    pages,
+};
+use crate::ops::{Output, Plan, Selection, exit, parse_age};
+
+type Shared<E> = State<Arc<Console<E>>>;
+
+pub(super) fn routes<E: EventIngress + 'static>() -> Router<Arc<Console<E>>> {
+    Router::new()
+        .route("/", get(overview::<E>))
+        .route("/console.css", get(css))
+        .route("/triage", get(triage_list::<E>))
+        .route("/triage/plan", get(plan::<E>))
+        .route("/triage/{id}", get(triage_detail::<E>))
+        .route("/triage/{id}/reject", post(reject::<E>))
+        .route("/approve", post(approve::<E>))
+        .route("/jobs/{id}", get(job::<E>))
+        .route("/actions", get(actions::<E>))
+        .route("/actions/reconcile", post(reconcile::<E>))
+        .route("/inbox", get(lookup::<E>))
+        .route("/doctor", get(doctor::<E>))
+}
+
+impl<E> Console<E> {
+    fn render(&self, status: StatusCode, title: &str, nav: Nav, body: &str) -> Response {
+        self.render_refreshing(status, title, nav, None, body)
+    }
+
+    fn render_refreshing(
+        &self,
+        status: StatusCode,
+        title: &str,
+        nav: Nav,
+        refresh: Option<u32>,
+        body: &str,
+    ) -> Response {
+        let page = html::page(title, nav, &self.identity, refresh, body);
+        (
+            status,
+            [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+            page,
+        )
+            .into_response()
+    }
+
+    /// A result or refusal: the operation's own words, a link onwards.
+    fn message(
+        &self,
+        status: StatusCode,
+        title: &str,
+        nav: Nav,
+        text: &str,
+        back: &str,
+    ) -> Response {
+        let ok = status.is_success();
+        let body = format!(
+            "{}<p><a id=\"back\" href=\"{}\">Back</a></p>",
+            notice("message", ok, text),
+            esc(back)
+        );
+        self.render(status, title, nav, &body)
+    }
+
+    /// A store or AWS failure: 502, the error (never a secret: SDK errors
+    /// name the operation and the service's message), and a log line.
+    fn failed(&self, nav: Nav, error: &anyhow::Error) -> Response {
+        tracing::error!(error = %error, "console operation failed");
+        self.message(
+            StatusCode::BAD_GATEWAY,
+            "The operation failed",
+            nav,
+            &format!("{error:#}"),
+            "/",
+        )
+    }
+}
+
+/// The pairs of a query string, in order (a plan repeats `id`).
+fn pairs(query: Option<String>) -> Vec<(String, String)> {
+    form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+        .map(|(k, v)| (k.into_owned(), v.trim().to_owned()))
+        .collect()
+}
+
+fn first(pairs: &[(String, String)], name: &str) -> String {
+    pairs
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default()
+}
+
+async fn css() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/css; charset=utf-8")],
+        html::CSS,
+    )
+        .into_response()
+}
+
+async fn overview<E: EventIngress + 'static>(State(c): Shared<E>) -> Response {
+    let read = async {
+        let held = c.ops.triage_list(TriageStatus::Held, None).await?.json;
+        let stats = c.ops.stats(Duration::from_secs(86_400)).await?.json;
+        let hours = c.ops.hourly_activity(24).await?;
+        anyhow::Ok((held, stats, hours))
+    };
+    let (held, stats, hours) = match read.await {
+        Ok(read) => read,
+        Err(e) => return c.failed(Nav::Overview, &e),
+    };
+    let alarms = match &c.stack {
+        None => None,
+        Some(stack) => Some(
+            c.ops
+                .alarm_states(&format!("{stack}-"))
+                .await
+                .unwrap_or_else(|e| {
+                    vec![(format!("could not read the alarms: {e}"), "UNREAD".into())]
+                }),
+        ),
+    };
+    let body = pages::overview(&pages::Overview {
+        held: held.as_array().map(Vec::as_slice).unwrap_or_default(),
+        stats: &stats,
+        hours: &hours,
+        alarms: alarms.as_deref(),
+    });
+    c.render(StatusCode::OK, "Overview", Nav::Overview, &body)
+}
+
+async fn triage_list<E: EventIngress + 'static>(
+    State(c): Shared<E>,
+    RawQuery(q): RawQuery,
+) -> Response {
+    let filters = pages::Filters::from_query(&pairs(q));
+    let status: TriageStatus = match filters.status.parse() {
+        Ok(s) => s,
+        Err(e) => {
+            return c.message(
+                StatusCode::BAD_REQUEST,
+                "Triage",
+                Nav::Triage,
+                &e,
+                "/triage",
+            );
+        }
+    };
+    let cutoff = if filters.since.is_empty() {
+        None
+    } else {
+        match parse_age(&filters.since) {
+            Ok(age) => Some(
+                Timestamp::now().as_millis() - i64::try_from(age.as_millis()).unwrap_or(i64::MAX),
+            ),
+            Err(e) => {
+                return c.message(
+                    StatusCode::BAD_REQUEST,
+                    "Triage",
+                    Nav::Triage,
+                    &e,
+                    "/triage",
+                );
+            }
+        }
+    }
+    .map(|ms| Timestamp::from_millis(ms).utc());
+    let items = match c.ops.triage_list(status, None).await {
+        Ok(out) => out.json,
+        Err(e) => return c.failed(Nav::Triage, &e),
+    };
+    let kept: Vec<Value> = items
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|i| filters.keeps(i, cutoff.as_deref()))
+        .cloned()
+        .collect();
+    c.render(
+        StatusCode::OK,
+        "Triage",
+        Nav::Triage,
+        &pages::triage_list(&kept, &filters),
+    )
+}
+
+async fn triage_detail<E: EventIngress + 'static>(
+    State(c): Shared<E>,
+    Path(id): Path<String>,
+    RawQuery(q): RawQuery,
+) -> Response {
+    let read = async {
+        let shown = c.ops.triage_show(&id).await?;
+        if shown.code != exit::OK {
+            return anyhow::Ok(None);
+        }
+        let item = shown.json;
+        let inbox = match item["inbox_pk"].as_str() {
+            Some(pk) => Some(c.ops.inbox_show(pk).await?)
+                .filter(|o| o.code == exit::OK)
+                .map(|o| o.json),
+            None => None,
+        };
+        // The event's actions, as an approval would find them.
+        let dry = c
+            .ops
+            .triage_approve(std::slice::from_ref(&id), None, true, "", "", c.rate)
+            .await?;
+        let mut ledger = Vec::new();
+        for action in dry.json[0]["actions"].as_array().into_iter().flatten() {
+            let (Some(key), Some(would)) = (action[0].as_str(), action[1].as_str()) else {
+                continue;
+            };
+            // "(event)" or an inbox key, when there is no action to show.
+            let record = match c.ops.actions_show(key).await {
+                Ok(out) => (out.code == exit::OK).then_some(out.json),
+                Err(_) => None,
+            };
+            ledger.push((key.to_owned(), would.to_owned(), record));
+        }
+        anyhow::Ok(Some((item, inbox, ledger)))
+    };
+    let (item, inbox, ledger) = match read.await {
+        Ok(Some(read)) => read,
+        Ok(None) => {
+            return c.message(
+                StatusCode::NOT_FOUND,
+                "Triage",
+                Nav::Triage,
+                &format!("no triage item {id}"),
+                "/triage",
+            );
+        }
+        Err(e) => return c.failed(Nav::Triage, &e),
+    };
+    let note = match first(&pairs(q), "note").as_str() {
+        "rejected" => Some(
+            "Rejected: recorded as DISCARDED. Nothing of it will be performed, and it cannot be approved.",
+        ),
+        _ => None,
+    };
+    let body = pages::triage_detail(&item, inbox.as_ref(), &ledger, c.guard.token(), note);
+    c.render(
+        StatusCode::OK,
+        &format!("Triage item {id}"),
+        Nav::Triage,
+        &body,
+    )
+}
+
+/// The dry run of an approval: by id (`?id=…`, repeatable) or in bulk by
+/// class, destination and age. It decides nothing.
+async fn plan<E: EventIngress + 'static>(State(c): Shared<E>, RawQuery(q): RawQuery) -> Response {
+    let q = pairs(q);
+    let ids: Vec<String> = q
+        .iter()
+        .filter(|(k, _)| k == "id")
+        .map(|(_, v)| v.clone())
+        .filter(|v| !v.is_empty())
+        .collect();
+    let selection = if ids.is_empty() {
+        let class = first(&q, "class");
+        let since = first(&q, "since");
+        let destination = first(&q, "destination");
+        let class = match (!class.is_empty())
+            .then(|| class.parse::<TriageClass>())
+            .transpose()
+        {
+            Ok(class) => class,
+            Err(e) => {
+                return c.message(StatusCode::BAD_REQUEST, "Plan", Nav::Triage, &e, "/triage");
+            }
+        };
+        let since = match (!since.is_empty()).then(|| parse_age(&since)).transpose() {
+            Ok(since) => since,
+            Err(e) => {
+                return c.message(StatusCode::BAD_REQUEST, "Plan", Nav::Triage, &e, "/triage");
+            }
+        };
+        Some(Selection {
+            class,
+            destination: (!destination.is_empty()).then_some(destination),
+            since,
+        })
+    } else {
+        None
+    };
+    let dry = match c
+        .ops
+        .triage_approve(&ids, selection.as_ref(), true, "", "", c.rate)
+        .await
+    {
+        Ok(out) => out,
+        Err(e) => return c.failed(Nav::Triage, &e),
+    };
+    if dry.code != exit::OK {
+        let status = if dry.code == exit::NOT_FOUND {
+            StatusCode::NOT_FOUND
+        } else {
+            StatusCode::BAD_REQUEST
+        };
+        return c.message(
+            status,
+            "Approval plan",
+            Nav::Triage,
+            dry.text.trim(),
+            "/triage",
+        );
+    }
+    let plan = Plan::of(&dry, "");
+    let body = pages::plan(&dry.json, &plan.ids, c.guard.token());
+    c.render(StatusCode::OK, "Approval plan", Nav::Triage, &body)
+}
+
+/// Carries out exactly the plan's items, in the background, one at a time at
+/// the console's rate; answers with the job's page.
+async fn approve<E: EventIngress + 'static>(State(c): Shared<E>, form: Posted) -> Response {
+    let ids = form.all("id");
+    let reason = form.get("reason");
+    if ids.is_empty() {
+        return c.message(
+            StatusCode::BAD_REQUEST,
+            "Approve",
+            Nav::Triage,
+            "the plan names no item; nothing was decided",
+            "/triage",
+        );
+    }
+    if reason.is_empty() {
+        return c.message(
+            StatusCode::BAD_REQUEST,
+            "Approve",
+            Nav::Triage,
+            "a reason is required; nothing was decided",
+            "/triage",
+        );
+    }
+    if ids.len() > 1 {
+        for id in &ids {
+            let class = match c.ops.triage_show(id).await {
+                Ok(out) => out.json["class"]
+                    .as_str()
+                    .and_then(|s| s.parse::<TriageClass>().ok()),
+                Err(e) => return c.failed(Nav::Triage, &e),
+            };
+            if let Some(class) = class
+                && !bulk_approvable(class)
+            {
+                return c.message(
+                    StatusCode::BAD_REQUEST,
+                    "Approve",
+                    Nav::Triage,
+                    &format!("{id} is a {class} item: those are approved one by one, never in a plan of several; nothing was decided"),
+                    "/triage",
+                );
+            }
+        }
+    }
+    let who = match c.ops.decider(&c.by).await {
+        Ok(who) => who,
+        Err(e) => return c.failed(Nav::Triage, &e),
+    };
+    let job = c.jobs.start(who.clone(), reason.clone(), ids.clone());
+    tracing::info!(job, items = ids.len(), who = %who, "console approval started");
+    tokio::spawn(carry_out(c.clone(), job, ids, who, reason));
+    Redirect::to(&format!("/jobs/{job}")).into_response()
+}
+
+async fn carry_out<E: EventIngress + 'static>(
+    c: Arc<Console<E>>,
+    job: usize,
+    ids: Vec<String>,
+    who: String,
+    reason: String,
+) {
+    let pause = Duration::from_secs(1) / c.rate;
+    for (n, id) in ids.iter().enumerate() {
+        let step = match c
+            .ops
+            .triage_approve(std::slice::from_ref(id), None, false, &who, &reason, c.rate)
+            .await
+        {
+            Ok(out) => {
+                let detail = result_text(&out);
+                if out.code == exit::OK {
+                    Step::Approved(detail)
+                } else {
+                    Step::Refused(detail)
+                }
+            }
+            Err(e) => Step::Refused(format!("not decided: {e:#}")),
+        };
+        tracing::info!(job, item = %id, ?step, "console approval step");
+        c.jobs.record(job, n, step);
+        if n + 1 < ids.len() {
+            tokio::time::sleep(pause).await;
+        }
+    }
+}
+
+/// One approval's words: its result line, or the refusal.
+fn result_text(out: &Output) -> String {
+    out.json[0]["result"]
+        .as_str()
+        .or_else(|| out.json["error"].as_str())
+        .unwrap_or(out.text.trim())
+        .to_owned()
+}
+
+async fn job<E: EventIngress + 'static>(State(c): Shared<E>, Path(id): Path<usize>) -> Response {
+    match c.jobs.get(id) {
+        None => c.message(
+            StatusCode::NOT_FOUND,
+            "Approval",
+            Nav::Triage,
+            &format!("no job {id} in this console"),
+            "/triage",
+        ),
+        Some(job) => {
+            let refresh = (!job.finished()).then_some(1);
+            c.render_refreshing(
+                StatusCode::OK,
+                &format!("Approval {id}"),
+                Nav::Triage,
+                refresh,
+                &pages::job(&job),
+            )
+        }
+    }
+}
+
+async fn reject<E: EventIngress + 'static>(
+    State(c): Shared<E>,
+    Path(id): Path<String>,
+    form: Posted,
+) -> Response {
+    let back = format!("/triage/{}", html::url(&id));
+    let reason = form.get("reason");
+    if reason.is_empty() {
+        return c.message(
+            StatusCode::BAD_REQUEST,
+            "Reject",
+            Nav::Triage,
+            "a reason is required; nothing was decided",
+            &back,
+        );
+    }
+    let who = match c.ops.decider(&c.by).await {
+        Ok(who) => who,
+        Err(e) => return c.failed(Nav::Triage, &e),
+    };
+    match c.ops.triage_reject(&id, &who, &reason).await {
+        Ok(out) if out.code == exit::OK => {
+            tracing::info!(item = %id, who = %who, "console rejection");
+            Redirect::to(&format!("{back}?note=rejected")).into_response()
+        }
+        Ok(out) if out.code == exit::NOT_FOUND => c.message(
+            StatusCode::NOT_FOUND,
+            "Reject",
+            Nav::Triage,
+            out.text.trim(),
+            "/triage",
+        ),
+        Ok(out) => c.message(
+            StatusCode::CONFLICT,
+            "Reject",
+            Nav::Triage,
+            &format!("not rejected: {}", out.text.trim()),
+            &back,
+        ),
+        Err(e) => c.failed(Nav::Triage, &e),
+    }
+}
+
+async fn actions<E: EventIngress + 'static>(
+    State(c): Shared<E>,
+    RawQuery(q): RawQuery,
+) -> Response {
+    let mut status = first(&pairs(q), "status").to_ascii_uppercase();
+    if status.is_empty() {
+        status = "UNCERTAIN".into();
+    }
+    let parsed: ActionStatus = match status.parse() {
+        Ok(s) => s,
+        Err(e) => {
+            return c.message(
+                StatusCode::BAD_REQUEST,
+                "Actions",
+                Nav::Actions,
+                &e,
+                "/actions",
+            );
+        }
+    };
+    match c.ops.actions_list(parsed, None).await {
+        Ok(out) => {
+            let actions = out.json.as_array().map(Vec::as_slice).unwrap_or_default();
+            c.render(
+                StatusCode::OK,
+                "Actions",
+                Nav::Actions,
+                &pages::actions_list(&status, actions, c.guard.token()),
+            )
+        }
+        Err(e) => c.failed(Nav::Actions, &e),
+    }
+}
+
+async fn reconcile<E: EventIngress + 'static>(State(c): Shared<E>, form: Posted) -> Response {
+    let back = "/actions?status=UNCERTAIN";
+    let key = form.get("key");
+    let reference = form.get("ref");
+    let found = match form.get("outcome").as_str() {
+        "found" if !reference.is_empty() => Some(reference.as_str()),
+        "found" => {
+            return c.message(
+                StatusCode::BAD_REQUEST,
+                "Reconcile",
+                Nav::Actions,
+                "found: the CRM's id of the effect is required; nothing was decided",
+                back,
+            );
+        }
+        "not_found" => None,
+        _ => {
+            return c.message(
+                StatusCode::BAD_REQUEST,
+                "Reconcile",
+                Nav::Actions,
+                "say found or not found; nothing was decided",
+                back,
+            );
+        }
+    };
+    let who = match c.ops.decider(&c.by).await {
+        Ok(who) => who,
+        Err(e) => return c.failed(Nav::Actions, &e),
+    };
+    match c.ops.actions_reconcile(&key, found, &who).await {
+        Ok(out) => {
+            let status = match out.code {
+                exit::OK => StatusCode::OK,
+                exit::NOT_FOUND => StatusCode::NOT_FOUND,
+                _ => StatusCode::CONFLICT,
+            };
+            c.message(status, "Reconcile", Nav::Actions, out.text.trim(), back)
+        }
+        Err(e) => c.message(
+            StatusCode::BAD_REQUEST,
+            "Reconcile",
+            Nav::Actions,
+            &format!("{e:#}"),
+            back,
+        ),
+    }
+}
+
+async fn lookup<E: EventIngress + 'static>(State(c): Shared<E>, RawQuery(q): RawQuery) -> Response {
+    let q = pairs(q);
+    let (workspace, provider, key) = (
+        first(&q, "workspace"),
+        first(&q, "provider"),
+        first(&q, "key"),
+    );
+    if workspace.is_empty() && provider.is_empty() && key.is_empty() {
+        return c.render(
+            StatusCode::OK,
+            "Event lookup",
+            Nav::Lookup,
+            &pages::lookup("", "", "", None),
+        );
+    }
+    let (status, found) = match c
+        .ops
+        .inbox_show(&format!("{workspace}#{provider}#{key}"))
+        .await
+    {
+        Ok(out) if out.code == exit::OK => (StatusCode::OK, Ok(out.json)),
+        Ok(out) => (StatusCode::NOT_FOUND, Err(out.text.trim().to_owned())),
+        Err(e) => (StatusCode::BAD_REQUEST, Err(format!("{e:#}"))),
+    };
+    let body = pages::lookup(
+        &workspace,
+        &provider,
+        &key,
+        Some(found.as_ref().map_err(String::as_str)),
+    );
+    c.render(status, "Event lookup", Nav::Lookup, &body)
+}
+
+async fn doctor<E: EventIngress + 'static>(State(c): Shared<E>) -> Response {
+    match c.ops.doctor(None, None, c.stack.as_deref()).await {
+        Ok(out) => c.render(
+            StatusCode::OK,
+            "Doctor",
+            Nav::Doctor,
+            &pages::doctor(&out.json),
+        ),
+        Err(e) => c.failed(Nav::Doctor, &e),
+    }
+}
