@@ -178,6 +178,8 @@ enum TriageCommand {
         class: Option<TriageClass>,
         #[arg(long)]
         destination: Option<String>,
+        #[arg(long)]
+        workspace: Option<String>,
         #[arg(long, value_parser = parse_age)]
         since: Option<std::time::Duration>,
         /// Show what would be re-injected and each action's ledger state.
@@ -191,7 +193,7 @@ enum TriageCommand {
         #[arg(long, value_name = "FILE")]
         plan_out: Option<PathBuf>,
         /// With --execute: approve exactly the plan's items.
-        #[arg(long, value_name = "FILE", conflicts_with_all = ["ids", "class", "destination", "since"])]
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["ids", "class", "destination", "workspace", "since"])]
         plan: Option<PathBuf>,
         #[arg(long)]
         reason: String,
@@ -253,10 +255,10 @@ async fn console(
     let guard = hookgate_cli::console::Guard::random(port)?;
     let console = hookgate_cli::console::Console::new(ops, guard, by, stack, rate).await?;
     println!("hookgate console: http://127.0.0.1:{port}/ (Ctrl-C stops it)");
-    tokio::select! {
-        served = hookgate_cli::console::serve(listener, console) => served?,
-        _ = tokio::signal::ctrl_c() => {}
-    }
+    let interrupted = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    hookgate_cli::console::serve(listener, console, interrupted).await?;
     Ok(())
 }
 
@@ -343,6 +345,7 @@ fn main() -> anyhow::Result<()> {
                         ids,
                         class,
                         destination,
+                        workspace,
                         since,
                         dry_run,
                         execute,
@@ -356,6 +359,7 @@ fn main() -> anyhow::Result<()> {
                             selection: Selection {
                                 class,
                                 destination,
+                                workspace,
                                 since,
                             },
                             dry_run,

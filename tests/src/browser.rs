@@ -116,6 +116,19 @@ impl Browser {
     }
 
     async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+        self.try_call(method, path, body)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// A WebDriver command; its error (a stale element while a page
+    /// reloads, say) as text.
+    async fn try_call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<Value, String> {
         let mut request = self.http.request(method, format!("{}{path}", self.session));
         if let Some(body) = body {
             request = request.json(&body);
@@ -127,10 +140,13 @@ impl Browser {
             .json()
             .await
             .expect("webdriver JSON");
-        if let Some(error) = answer["value"]["error"].as_str() {
-            panic!("webdriver {path}: {error}: {}", answer["value"]["message"]);
+        match answer["value"]["error"].as_str() {
+            Some(error) => Err(format!(
+                "webdriver {path}: {error}: {}",
+                answer["value"]["message"]
+            )),
+            None => Ok(answer["value"].clone()),
         }
-        answer["value"].clone()
     }
 
     pub async fn goto(&self, url: &str) {
@@ -209,22 +225,24 @@ impl Browser {
         let mut last = String::from("(no such element)");
         loop {
             let found = self
-                .call(
+                .try_call(
                     reqwest::Method::POST,
                     "/elements",
                     Some(json!({"using": "css selector", "value": css})),
                 )
-                .await;
-            if let Some(id) = found[0][ELEMENT].as_str() {
-                let text = self
-                    .call(reqwest::Method::GET, &format!("/element/{id}/text"), None)
-                    .await;
-                if let Some(text) = text.as_str() {
-                    if text.contains(wanted) {
-                        return text.to_owned();
-                    }
-                    text.clone_into(&mut last);
+                .await
+                .unwrap_or_default();
+            // The page may reload between finding and reading: try again.
+            if let Some(id) = found[0][ELEMENT].as_str()
+                && let Ok(text) = self
+                    .try_call(reqwest::Method::GET, &format!("/element/{id}/text"), None)
+                    .await
+                && let Some(text) = text.as_str()
+            {
+                if text.contains(wanted) {
+                    return text.to_owned();
                 }
+                text.clone_into(&mut last);
             }
             assert!(
                 tokio::time::Instant::now() < deadline,

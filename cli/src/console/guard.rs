@@ -9,6 +9,11 @@
 //!   (browsers send it on every cross-origin and every same-origin POST);
 //! - and it carries the per-process token that only the console's own pages
 //!   hold, compared in constant time.
+//!
+//! Another site may still link to a page (a top-level navigation, as if the
+//! operator typed the address), but not load one inside its own: an image or
+//! frame pointed at the console would make it scan the tables with the
+//! operator's credentials on every view of that site.
 
 use subtle::ConstantTimeEq;
 
@@ -18,6 +23,7 @@ pub enum Refusal {
     Host,
     Origin,
     Token,
+    Embedded,
 }
 
 impl std::fmt::Display for Refusal {
@@ -31,6 +37,9 @@ impl std::fmt::Display for Refusal {
             }
             Refusal::Token => {
                 "refused: the form's console token is missing or stale; reload the page and try again"
+            }
+            Refusal::Embedded => {
+                "refused: another site may link to the console, not load it inside its own page"
             }
         })
     }
@@ -91,6 +100,23 @@ impl Guard {
         if ok { Ok(()) } else { Err(Refusal::Origin) }
     }
 
+    /// A browser's fetch metadata (`Sec-Fetch-Site`, `-Mode`, `-Dest`): a
+    /// request another site started must be a top-level navigation. Without
+    /// the headers (not a browser, or an old one) this check passes; the
+    /// others still apply.
+    pub fn check_fetch(
+        &self,
+        site: Option<&str>,
+        mode: Option<&str>,
+        dest: Option<&str>,
+    ) -> Result<(), Refusal> {
+        match site {
+            None | Some("none" | "same-origin") => Ok(()),
+            Some(_) if mode == Some("navigate") && dest == Some("document") => Ok(()),
+            Some(_) => Err(Refusal::Embedded),
+        }
+    }
+
     pub fn check_token(&self, sent: Option<&str>) -> Result<(), Refusal> {
         match sent {
             Some(sent) if bool::from(sent.as_bytes().ct_eq(self.token.as_bytes())) => Ok(()),
@@ -137,6 +163,37 @@ mod tests {
             Some("http://evil.example"),
         ] {
             assert_eq!(g.check_origin(origin), Err(Refusal::Origin), "{origin:?}");
+        }
+    }
+
+    #[test]
+    fn another_site_may_link_but_not_embed() {
+        let g = guard();
+        assert_eq!(g.check_fetch(None, None, None), Ok(()));
+        assert_eq!(
+            g.check_fetch(Some("none"), Some("navigate"), Some("document")),
+            Ok(())
+        );
+        assert_eq!(
+            g.check_fetch(Some("same-origin"), Some("no-cors"), Some("style")),
+            Ok(())
+        );
+        assert_eq!(
+            g.check_fetch(Some("cross-site"), Some("navigate"), Some("document")),
+            Ok(())
+        );
+        for (mode, dest) in [
+            ("no-cors", "image"),
+            ("navigate", "iframe"),
+            ("cors", "empty"),
+        ] {
+            for site in ["cross-site", "same-site"] {
+                assert_eq!(
+                    g.check_fetch(Some(site), Some(mode), Some(dest)),
+                    Err(Refusal::Embedded),
+                    "{site} {mode} {dest}"
+                );
+            }
         }
     }
 

@@ -74,15 +74,77 @@ impl Jobs {
         }
     }
 
+    /// Marks every item `job` has not reached as refused with `why` (its
+    /// task ended without deciding them).
+    pub fn abandon(&self, job: usize, why: &str) {
+        let mut jobs = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(job) = jobs.get_mut(job.wrapping_sub(1)) {
+            for (_, step) in &mut job.steps {
+                if *step == Step::Waiting {
+                    *step = Step::Refused(why.to_owned());
+                }
+            }
+        }
+    }
+
+    /// The jobs with items not reached yet.
+    pub fn unfinished(&self) -> Vec<Job> {
+        let jobs = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        jobs.iter().filter(|j| !j.finished()).cloned().collect()
+    }
+
     pub fn get(&self, job: usize) -> Option<Job> {
         let jobs = self.0.lock().unwrap_or_else(|e| e.into_inner());
         jobs.get(job.wrapping_sub(1)).cloned()
     }
 }
 
+/// A stopped job, as the operator reads it on stderr: what was decided, and
+/// every item that was not.
+pub fn report(job: &Job) -> String {
+    let mut out = format!(
+        "console stopped during approval {} ({} of {} items reached):",
+        job.id,
+        job.done(),
+        job.steps.len()
+    );
+    for (id, step) in &job.steps {
+        let line = match step {
+            Step::Waiting => "NOT decided (still HELD)".to_owned(),
+            Step::Approved(what) => format!("approved: {what}"),
+            Step::Refused(why) => format!("not approved: {why}"),
+        };
+        out.push_str(&format!("\n  {id}: {line}"));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stopped_or_failed_job_names_every_item_it_did_not_decide() {
+        let jobs = Jobs::default();
+        let id = jobs.start("me".into(), "why".into(), vec!["a".into(), "b".into()]);
+        jobs.record(id, 0, Step::Approved("re-queued".into()));
+        let stopped = jobs.unfinished();
+        assert_eq!(stopped.len(), 1);
+        assert_eq!(
+            report(&stopped[0]),
+            "console stopped during approval 1 (1 of 2 items reached):\n  a: approved: re-queued\n  b: NOT decided (still HELD)"
+        );
+        jobs.abandon(id, "task failed");
+        assert_eq!(
+            jobs.get(id).unwrap().steps[1].1,
+            Step::Refused("task failed".into())
+        );
+        assert_eq!(
+            jobs.get(id).unwrap().steps[0].1,
+            Step::Approved("re-queued".into())
+        );
+        assert!(jobs.unfinished().is_empty());
+    }
 
     #[test]
     fn a_job_counts_what_is_decided_and_what_was_refused() {
@@ -97,6 +159,7 @@ mod tests {
         assert_eq!(jobs.get(0), None);
         assert_eq!(jobs.get(2), None);
         jobs.record(9, 0, Step::Waiting);
+        assert!(jobs.unfinished().is_empty());
         assert_eq!(
             jobs.get(id).unwrap().steps[1].1,
             Step::Approved("re-queued".into())

@@ -47,6 +47,8 @@ pub struct Console<E> {
     /// Who decides, as shown in the header (read once at start).
     identity: String,
     jobs: jobs::Jobs,
+    /// When the next approval may start (`rate` across all plans).
+    pace: tokio::sync::Mutex<tokio::time::Instant>,
 }
 
 impl<E: EventIngress + 'static> Console<E> {
@@ -69,6 +71,7 @@ impl<E: EventIngress + 'static> Console<E> {
             rate: rate.max(1),
             identity,
             jobs: jobs::Jobs::default(),
+            pace: tokio::sync::Mutex::new(tokio::time::Instant::now()),
         })
     }
 
@@ -80,12 +83,22 @@ impl<E: EventIngress + 'static> Console<E> {
     }
 }
 
-/// Serves `console` on `listener` until the process ends.
+/// Serves `console` on `listener` until `shutdown` completes; then reports
+/// on stderr every plan not carried out to its end, item by item, so no
+/// partial decision goes unreported when the console is stopped mid-plan.
 pub async fn serve<E: EventIngress + 'static>(
     listener: tokio::net::TcpListener,
     console: Console<E>,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, Arc::new(console).router()).await
+    let console = Arc::new(console);
+    let served = axum::serve(listener, console.clone().router())
+        .with_graceful_shutdown(shutdown)
+        .await;
+    for job in console.jobs.unfinished() {
+        eprintln!("{}", jobs::report(&job));
+    }
+    served
 }
 
 /// A refusal as a page, with the status a browser shows.
@@ -105,9 +118,9 @@ fn refused(status: StatusCode, why: &str) -> Response {
         .into_response()
 }
 
-/// Every request: the Host must be the console's own; a request that could
-/// change state (anything but GET and HEAD) must come from the console's own
-/// origin. Every answer: no caching, no framing, no script, forms only to
+/// Every request: the Host must be the console's own; a page another site
+/// started must be a top-level navigation; a request that could change state
+/// (anything but GET and HEAD) must come from the console's own origin. Every answer: no caching, no framing, no script, forms only to
 /// the console itself.
 async fn guarded<E: EventIngress + 'static>(
     State(console): State<Arc<Console<E>>>,
@@ -116,12 +129,16 @@ async fn guarded<E: EventIngress + 'static>(
 ) -> Response {
     let headers = request.headers();
     let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
+    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let check = console.guard.check_host(host).and_then(|()| {
         if matches!(*request.method(), Method::GET | Method::HEAD) {
-            Ok(())
+            console.guard.check_fetch(
+                text("sec-fetch-site"),
+                text("sec-fetch-mode"),
+                text("sec-fetch-dest"),
+            )
         } else {
-            let origin = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok());
-            console.guard.check_origin(origin)
+            console.guard.check_origin(text("origin"))
         }
     });
     let mut response = match check {

@@ -265,20 +265,27 @@ pub fn triage_list(items: &[Value], f: &Filters) -> String {
     if f.status == "HELD" && !items.is_empty() {
         let _ = write!(
             out,
-            "<p><a id=\"plan-bulk\" href=\"/triage/plan?class={}&destination={}&since={}\">Plan an approval of \
-             every held item matching these filters</a> (outages and unknown failures only: \
-             collisions and poison are approved one by one).</p>",
+            "<p><a id=\"plan-bulk\" href=\"/triage/plan?class={}&destination={}&workspace={}&since={}\">Plan an approval of \
+             every held item matching these filters</a> (outages and unknown failures only; \
+             collisions, poison and uncertain outcomes are decided one by one).</p>",
             url(&f.class),
             url(&f.destination),
+            url(&f.workspace),
             url(&f.since)
         );
     }
     out
 }
 
-/// One of the event's actions: its key, what an approval would do with it
-/// (the dry run's words), and its ledger record, if it has one.
-pub type LedgerEntry = (String, String, Option<Value>);
+/// One row of an item's ledger table: what an approval would do with one
+/// key of its event (the dry run's words), and the key's ledger record.
+#[derive(Debug)]
+pub struct LedgerEntry {
+    pub key: String,
+    pub would: String,
+    /// `None` when the key names no action (an event re-ingested whole).
+    pub record: Option<Option<Value>>,
+}
 
 pub fn triage_detail(
     item: &Value,
@@ -337,21 +344,21 @@ pub fn triage_detail(
     out.push_str("<h2>Ledger (the event's actions) and the CRM's reference</h2>");
     let rows: Vec<Vec<String>> = ledger
         .iter()
-        .map(|(key, would, record)| {
-            let field = |name: &str| {
-                record
-                    .as_ref()
-                    .map_or_else(String::new, |a| esc(&text(&a[name])))
+        .map(|entry| {
+            let record = entry.record.as_ref().and_then(Option::as_ref);
+            let field = |name: &str| record.map_or_else(String::new, |a| esc(&text(&a[name])));
+            let status = match &entry.record {
+                None => "-".to_owned(),
+                Some(None) => "not reserved".to_owned(),
+                Some(Some(a)) => esc(&text(&a["status"])),
             };
             vec![
-                esc(key),
-                record
-                    .as_ref()
-                    .map_or_else(|| "not reserved".to_owned(), |a| esc(&text(&a["status"]))),
+                esc(&entry.key),
+                status,
                 field("attempts"),
                 field("destination_ref"),
                 field("last_error"),
-                esc(would),
+                esc(&entry.would),
             ]
         })
         .collect();
@@ -649,11 +656,11 @@ mod tests {
         let page = triage_detail(
             &item,
             None,
-            &[(
-                "ws-1#t#k".into(),
-                "not reserved: would be performed".into(),
-                None,
-            )],
+            &[LedgerEntry {
+                key: "ws-1#t#k".into(),
+                would: "not reserved: would be performed".into(),
+                record: Some(None),
+            }],
             "tok",
             None,
         );

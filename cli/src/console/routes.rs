@@ -12,7 +12,8 @@ use axum::{
     routing::{get, post},
 };
 use hookgate_core::{
-    Timestamp,
+    InboxPk, Timestamp,
+    action::ActionKey,
     ledger::ActionStatus,
     ports::EventIngress,
     triage::{TriageClass, TriageStatus, bulk_approvable},
@@ -96,6 +97,43 @@ impl<E> Console<E> {
             &format!("{error:#}"),
             "/",
         )
+    }
+}
+
+impl<E: EventIngress + 'static> Console<E> {
+    /// Why a plan of these items must not run, if it must not: a plan of
+    /// several holds only items that may be approved in bulk (outages,
+    /// unknown failures), each of which exists. One item is decided by id
+    /// whatever its class (a collision is looked at alone).
+    async fn plan_refusal(&self, ids: &[String]) -> anyhow::Result<Option<String>> {
+        if ids.len() < 2 {
+            return Ok(None);
+        }
+        for id in ids {
+            let shown = self.ops.triage_show(id).await?;
+            if shown.code != exit::OK {
+                return Ok(Some(format!("no triage item {id}; nothing was decided")));
+            }
+            let class = shown.json["class"]
+                .as_str()
+                .and_then(|s| s.parse::<TriageClass>().ok());
+            if !class.is_some_and(bulk_approvable) {
+                return Ok(Some(format!(
+                    "{id} is a {} item: only outages and unknown failures are approved several at a \
+                     time; decide it alone, by id. Nothing was decided",
+                    shown.json["class"].as_str().unwrap_or("unreadable")
+                )));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Waits for the console's next approval slot: `--rate` holds across
+    /// every plan running at once, not per plan.
+    async fn turn(&self) {
+        let mut next = self.pace.lock().await;
+        tokio::time::sleep_until(*next).await;
+        *next = tokio::time::Instant::now() + Duration::from_secs(1) / self.rate;
     }
 }
 
@@ -235,12 +273,20 @@ async fn triage_detail<E: EventIngress + 'static>(
             let (Some(key), Some(would)) = (action[0].as_str(), action[1].as_str()) else {
                 continue;
             };
-            // "(event)" or an inbox key, when there is no action to show.
-            let record = match c.ops.actions_show(key).await {
-                Ok(out) => (out.code == exit::OK).then_some(out.json),
+            // "(event)" or an inbox key names no action; a store failure
+            // fails the page rather than show "not reserved".
+            let record = match ActionKey::parse(key) {
                 Err(_) => None,
+                Ok(_) => {
+                    let out = c.ops.actions_show(key).await?;
+                    Some((out.code == exit::OK).then_some(out.json))
+                }
             };
-            ledger.push((key.to_owned(), would.to_owned(), record));
+            ledger.push(pages::LedgerEntry {
+                key: key.to_owned(),
+                would: would.to_owned(),
+                record,
+            });
         }
         anyhow::Ok(Some((item, inbox, ledger)))
     };
@@ -257,8 +303,9 @@ async fn triage_detail<E: EventIngress + 'static>(
         }
         Err(e) => return c.failed(Nav::Triage, &e),
     };
+    // Only what the record shows: a link elsewhere cannot fake the notice.
     let note = match first(&pairs(q), "note").as_str() {
-        "rejected" => Some(
+        "rejected" if item["status"] == "DISCARDED" => Some(
             "Rejected: recorded as DISCARDED. Nothing of it will be performed, and it cannot be approved.",
         ),
         _ => None,
@@ -286,6 +333,7 @@ async fn plan<E: EventIngress + 'static>(State(c): Shared<E>, RawQuery(q): RawQu
         let class = first(&q, "class");
         let since = first(&q, "since");
         let destination = first(&q, "destination");
+        let workspace = first(&q, "workspace");
         let class = match (!class.is_empty())
             .then(|| class.parse::<TriageClass>())
             .transpose()
@@ -304,11 +352,25 @@ async fn plan<E: EventIngress + 'static>(State(c): Shared<E>, RawQuery(q): RawQu
         Some(Selection {
             class,
             destination: (!destination.is_empty()).then_some(destination),
+            workspace: (!workspace.is_empty()).then_some(workspace),
             since,
         })
     } else {
         None
     };
+    match c.plan_refusal(&ids).await {
+        Ok(None) => {}
+        Ok(Some(why)) => {
+            return c.message(
+                StatusCode::BAD_REQUEST,
+                "Approval plan",
+                Nav::Triage,
+                &why,
+                "/triage",
+            );
+        }
+        Err(e) => return c.failed(Nav::Triage, &e),
+    }
     let dry = match c
         .ops
         .triage_approve(&ids, selection.as_ref(), true, "", "", c.rate)
@@ -359,26 +421,18 @@ async fn approve<E: EventIngress + 'static>(State(c): Shared<E>, form: Posted) -
             "/triage",
         );
     }
-    if ids.len() > 1 {
-        for id in &ids {
-            let class = match c.ops.triage_show(id).await {
-                Ok(out) => out.json["class"]
-                    .as_str()
-                    .and_then(|s| s.parse::<TriageClass>().ok()),
-                Err(e) => return c.failed(Nav::Triage, &e),
-            };
-            if let Some(class) = class
-                && !bulk_approvable(class)
-            {
-                return c.message(
-                    StatusCode::BAD_REQUEST,
-                    "Approve",
-                    Nav::Triage,
-                    &format!("{id} is a {class} item: those are approved one by one, never in a plan of several; nothing was decided"),
-                    "/triage",
-                );
-            }
+    match c.plan_refusal(&ids).await {
+        Ok(None) => {}
+        Ok(Some(why)) => {
+            return c.message(
+                StatusCode::BAD_REQUEST,
+                "Approve",
+                Nav::Triage,
+                &why,
+                "/triage",
+            );
         }
+        Err(e) => return c.failed(Nav::Triage, &e),
     }
     let who = match c.ops.decider(&c.by).await {
         Ok(who) => who,
@@ -386,7 +440,15 @@ async fn approve<E: EventIngress + 'static>(State(c): Shared<E>, form: Posted) -
     };
     let job = c.jobs.start(who.clone(), reason.clone(), ids.clone());
     tracing::info!(job, items = ids.len(), who = %who, "console approval started");
-    tokio::spawn(carry_out(c.clone(), job, ids, who, reason));
+    let run = tokio::spawn(carry_out(c.clone(), job, ids, who, reason));
+    // A plan whose task died reports the items it never reached.
+    let jobs = c.clone();
+    tokio::spawn(async move {
+        if run.await.is_err() {
+            jobs.jobs
+                .abandon(job, "not decided: the console's approval task failed");
+        }
+    });
     Redirect::to(&format!("/jobs/{job}")).into_response()
 }
 
@@ -397,8 +459,8 @@ async fn carry_out<E: EventIngress + 'static>(
     who: String,
     reason: String,
 ) {
-    let pause = Duration::from_secs(1) / c.rate;
     for (n, id) in ids.iter().enumerate() {
+        c.turn().await;
         let step = match c
             .ops
             .triage_approve(std::slice::from_ref(id), None, false, &who, &reason, c.rate)
@@ -416,9 +478,6 @@ async fn carry_out<E: EventIngress + 'static>(
         };
         tracing::info!(job, item = %id, ?step, "console approval step");
         c.jobs.record(job, n, step);
-        if n + 1 < ids.len() {
-            tokio::time::sleep(pause).await;
-        }
     }
 }
 
@@ -556,6 +615,9 @@ async fn reconcile<E: EventIngress + 'static>(State(c): Shared<E>, form: Posted)
             );
         }
     };
+    if let Err(e) = ActionKey::parse(&key) {
+        return c.message(StatusCode::BAD_REQUEST, "Reconcile", Nav::Actions, &e, back);
+    }
     let who = match c.ops.decider(&c.by).await {
         Ok(who) => who,
         Err(e) => return c.failed(Nav::Actions, &e),
@@ -569,13 +631,7 @@ async fn reconcile<E: EventIngress + 'static>(State(c): Shared<E>, form: Posted)
             };
             c.message(status, "Reconcile", Nav::Actions, out.text.trim(), back)
         }
-        Err(e) => c.message(
-            StatusCode::BAD_REQUEST,
-            "Reconcile",
-            Nav::Actions,
-            &format!("{e:#}"),
-            back,
-        ),
+        Err(e) => c.failed(Nav::Actions, &e),
     }
 }
 
@@ -594,14 +650,15 @@ async fn lookup<E: EventIngress + 'static>(State(c): Shared<E>, RawQuery(q): Raw
             &pages::lookup("", "", "", None),
         );
     }
-    let (status, found) = match c
-        .ops
-        .inbox_show(&format!("{workspace}#{provider}#{key}"))
-        .await
-    {
+    let pk = format!("{workspace}#{provider}#{key}");
+    if let Err(e) = InboxPk::parse(&pk) {
+        let body = pages::lookup(&workspace, &provider, &key, Some(Err(&e.to_string())));
+        return c.render(StatusCode::BAD_REQUEST, "Event lookup", Nav::Lookup, &body);
+    }
+    let (status, found) = match c.ops.inbox_show(&pk).await {
         Ok(out) if out.code == exit::OK => (StatusCode::OK, Ok(out.json)),
         Ok(out) => (StatusCode::NOT_FOUND, Err(out.text.trim().to_owned())),
-        Err(e) => (StatusCode::BAD_REQUEST, Err(format!("{e:#}"))),
+        Err(e) => return c.failed(Nav::Lookup, &e),
     };
     let body = pages::lookup(
         &workspace,

@@ -136,6 +136,7 @@ impl<E: EventIngress> Ops<E> {
             Err(hookgate_core::approval::ApprovalError::NoAction(_)) => {
                 Ok(Output::not_found(format!("no action {key}")))
             }
+            Err(hookgate_core::approval::ApprovalError::Store(e)) => Err(e.into()),
             Err(e) => Ok(Output::failed(e.to_string())),
         }
     }

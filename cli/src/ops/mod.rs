@@ -176,14 +176,19 @@ pub fn parse_age(text: &str) -> Result<std::time::Duration, String> {
     let n: u64 = number
         .parse()
         .map_err(|_| format!("{text:?} is not like 10m, 2h or 7d"))?;
-    let secs = match unit {
-        "s" => n,
-        "m" => n * 60,
-        "h" => n * 3600,
-        "d" => n * 86_400,
+    let unit_secs: u64 = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
         _ => return Err(format!("{text:?}: the unit is s, m, h or d")),
     };
-    Ok(std::time::Duration::from_secs(secs))
+    // A century bounds it: ages come from URLs too (the console), and
+    // clocks subtract them.
+    n.checked_mul(unit_secs)
+        .filter(|secs| *secs <= 100 * 365 * 86_400)
+        .map(std::time::Duration::from_secs)
+        .ok_or_else(|| format!("{text:?} is longer than a century"))
 }
 
 #[cfg(test)]
@@ -195,6 +200,8 @@ mod tests {
         assert_eq!(parse_age("10m").unwrap().as_secs(), 600);
         assert_eq!(parse_age("7d").unwrap().as_secs(), 604_800);
         assert!(parse_age("7w").is_err());
+        // The console takes ages from URLs: too large is an error, not a panic.
+        assert!(parse_age("300000000000000d").is_err());
         assert_eq!(when(0), "1970-01-01T00:00:00Z");
         assert_eq!(when(1_764_417_600_000), "2025-11-29T12:00:00Z");
     }

@@ -53,6 +53,7 @@ impl Plan {
 pub struct Selection {
     pub class: Option<TriageClass>,
     pub destination: Option<String>,
+    pub workspace: Option<String>,
     /// Only items first seen within this long before now.
     pub since: Option<Duration>,
 }
@@ -255,6 +256,11 @@ impl<E: EventIngress> Ops<E> {
                             .as_ref()
                             .is_none_or(|d| i.destination.as_ref() == Some(d))
                     })
+                    .filter(|i| {
+                        sel.workspace
+                            .as_ref()
+                            .is_none_or(|w| i.workspace.as_ref() == Some(w))
+                    })
                     .filter(|i| sel.since.is_none_or(|s| now.since(i.first_seen) <= s))
                     .collect()
             }
@@ -312,6 +318,9 @@ impl<E: EventIngress> Ops<E> {
             Err(hookgate_core::approval::ApprovalError::NotFound(_)) => {
                 Ok(Output::not_found(format!("no triage item {id}")))
             }
+            // A store that failed is an error (exit 1; the console's 502),
+            // not a refusal.
+            Err(hookgate_core::approval::ApprovalError::Store(e)) => Err(e.into()),
             Err(e) => Ok(Output::failed(e.to_string())),
         }
     }

@@ -11,11 +11,19 @@ use hookgate_cli::{
     console::{Console, Guard},
     ops::Ops,
 };
-use hookgate_core::triage::{TriageClass, TriageStatus};
+use hookgate_core::{
+    Provider,
+    triage::{TriageClass, TriageStatus},
+};
 use hookgate_testkit::sim_crm::{Fault, FaultKind};
-use hookgate_tests::{browser::Browser, pipeline::Pipeline, stack::TestIngress};
+use hookgate_tests::{
+    browser::Browser,
+    pipeline::Pipeline,
+    stack::{TestIngress, test_secret},
+    webhook::Delivery,
+};
 
-use crate::analyzed;
+use crate::{analyzed, stripe};
 
 const IDLE: Duration = Duration::from_secs(30);
 const TOKEN: &str = "console-test-token";
@@ -34,14 +42,15 @@ async fn ops(p: &Pipeline) -> Ops<Arc<TestIngress>> {
 /// Holds `calls`' follow-ups as outages: the CRM answers 503 until they are
 /// dead-lettered and triaged.
 async fn hold_outage(p: &Pipeline, calls: &[(&str, &str)]) {
+    let deliveries: Vec<Delivery> = calls.iter().map(|(c, r)| analyzed(c, r)).collect();
     p.sim
         .add_fault(Fault::new("/tasks", FaultKind::Status).status(503));
     let before = p.queue_depth(&p.dlq_url).await;
-    for (call, request) in calls {
-        p.stack.post(analyzed(call, request).request()).await;
+    for delivery in &deliveries {
+        p.stack.post(delivery.request()).await;
     }
     let deadline = tokio::time::Instant::now() + IDLE;
-    while p.queue_depth(&p.dlq_url).await < before + calls.len() as u64 {
+    while p.queue_depth(&p.dlq_url).await < before + deliveries.len() as u64 {
         assert!(
             tokio::time::Instant::now() < deadline,
             "never dead-lettered"
@@ -50,7 +59,7 @@ async fn hold_outage(p: &Pipeline, calls: &[(&str, &str)]) {
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
     }
-    assert_eq!(p.triage_dlq().await, calls.len());
+    assert_eq!(p.triage_dlq().await, deliveries.len());
     p.sim.clear_faults();
 }
 
@@ -61,7 +70,11 @@ async fn serve(ops: Ops<Arc<TestIngress>>) -> String {
     let console = Console::new(ops, Guard::new(port, TOKEN.into()), BY, None, 20)
         .await
         .unwrap();
-    tokio::spawn(hookgate_cli::console::serve(listener, console));
+    tokio::spawn(hookgate_cli::console::serve(
+        listener,
+        console,
+        std::future::pending(),
+    ));
     format!("http://127.0.0.1:{port}")
 }
 
@@ -88,7 +101,11 @@ async fn an_outage_is_held_shown_and_approved_once_and_a_reject_sticks_in_a_real
     );
     assert_eq!(b.text("#held-groups tbody tr td:nth-child(2)").await, "crm");
     assert_eq!(b.text("#held-groups tbody tr td:nth-child(3)").await, "2");
-    assert_eq!(b.count("#activity-chart rect").await, 24 * 2 + 2);
+    let chart = b.text("#activity-chart").await;
+    assert!(
+        chart.contains("deliveries (2)") && chart.contains("completed actions (0)"),
+        "{chart}"
+    );
     assert!(b.text("header .who").await.contains(WHO));
     b.screenshot(&screenshot("console-overview.png")).await;
 
@@ -126,6 +143,9 @@ async fn an_outage_is_held_shown_and_approved_once_and_a_reject_sticks_in_a_real
         b.text("#approve").await,
         "Approve exactly this plan (2 items)"
     );
+    // A third outage held after the preview is not in the plan: it stays
+    // HELD.
+    hold_outage(&p, &[("call_c3", "cb-c3")]).await;
     b.type_into("#approve-reason", "CRM recovered").await;
     b.click("#approve").await;
     b.wait_for_text("#job-state", "Done: 2 of 2 approved.")
@@ -153,18 +173,24 @@ async fn an_outage_is_held_shown_and_approved_once_and_a_reject_sticks_in_a_real
         .unwrap()
         .json;
     assert_eq!(approved.as_array().unwrap().len(), 2);
-    assert_eq!(approved[0]["decided_by"], WHO);
-    assert_eq!(approved[0]["reason"], "CRM recovered");
+    for item in approved.as_array().unwrap() {
+        assert_eq!(item["decided_by"], WHO);
+        assert_eq!(item["reason"], "CRM recovered");
+    }
+    b.goto(&format!("{base}/")).await;
+    let chart = b.text("#activity-chart").await;
+    assert!(chart.contains("completed actions (2)"), "{chart}");
 
-    // A third outage, held: forged requests first, then a real reject.
-    hold_outage(&p, &[("call_c3", "cb-c3")]).await;
+    // The third outage: still HELD. Forged requests first, then a real reject.
     let held = check
         .triage_list(TriageStatus::Held, None)
         .await
         .unwrap()
         .json;
+    assert_eq!(held.as_array().unwrap().len(), 1, "{held}");
     let id = held[0]["id"].as_str().unwrap().to_owned();
-    forged_requests_change_nothing(&b, &base, &id).await;
+
+    forged_requests_change_nothing(&b, &base, &id, &p).await;
     assert_eq!(check.triage_show(&id).await.unwrap().json["status"], "HELD");
 
     b.goto(&format!("{base}/triage/{id}")).await;
@@ -177,11 +203,8 @@ async fn an_outage_is_held_shown_and_approved_once_and_a_reject_sticks_in_a_real
     b.type_into("#reject-reason", "customer cancelled the callback")
         .await;
     b.click("#reject").await;
-    assert!(
-        b.text("#note")
-            .await
-            .starts_with("Rejected: recorded as DISCARDED")
-    );
+    b.wait_for_text("#note", "Rejected: recorded as DISCARDED")
+        .await;
     assert_eq!(b.text("#fact-status").await, "DISCARDED");
     assert_eq!(b.text("#fact-decided-by").await, WHO);
     assert_eq!(
@@ -217,9 +240,11 @@ async fn an_outage_is_held_shown_and_approved_once_and_a_reject_sticks_in_a_real
 }
 
 /// A page on another origin posts a reject with a guessed token; a script
-/// posts with the right origin but no token, and with the token from a
-/// rebound host name; a GET asks to approve. Each is refused.
-async fn forged_requests_change_nothing(b: &Browser, base: &str, id: &str) {
+/// posts each decision with the right origin but no token, with the token
+/// from another origin, and under a rebound host name; another site embeds a
+/// page; a GET asks to approve; a plan smuggles a key collision or an
+/// unknown id among approvable items. Each is refused, and nothing changes.
+async fn forged_requests_change_nothing(b: &Browser, base: &str, id: &str, p: &Pipeline) {
     let evil = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let evil_base = format!("http://127.0.0.1:{}", evil.local_addr().unwrap().port());
     let form = format!(
@@ -238,66 +263,90 @@ async fn forged_requests_change_nothing(b: &Browser, base: &str, id: &str) {
     tokio::spawn(async move { axum::serve(evil, app).await });
     b.goto(&format!("{evil_base}/")).await;
     b.click("#prize").await;
-    assert!(
-        b.text("#refused")
-            .await
-            .starts_with("refused: a decision must come from the console's own page"),
-        "the cross-site POST reached the console's decision"
-    );
+    // A form's navigation may still be under way when the click returns.
+    b.wait_for_text(
+        "#refused",
+        "refused: a decision must come from the console's own page",
+    )
+    .await;
 
     let http = reqwest::Client::new();
-    let reject = format!("{base}/triage/{id}/reject");
-    let origin = base.to_owned();
-    let cases = [
+    let host = base.trim_start_matches("http://").to_owned();
+    let rebound = format!("rebound.example:{}", base.rsplit(':').next().unwrap());
+    let token = format!("csrf={TOKEN}");
+    for (path, fields) in [
+        (format!("/triage/{id}/reject"), "reason=x".to_owned()),
+        ("/approve".to_owned(), format!("id={id}&reason=x")),
         (
-            origin.as_str(),
-            "reason=x",
-            base.trim_start_matches("http://").to_owned(),
-            "token",
+            "/actions/reconcile".to_owned(),
+            "key=ws-1%23create_followup_task%23cb-c3&outcome=not_found".to_owned(),
         ),
-        (
-            "http://evil.example",
-            "reason=x&csrf=console-test-token",
-            base.trim_start_matches("http://").to_owned(),
-            "cross-site",
-        ),
-        (
-            origin.as_str(),
-            "reason=x&csrf=console-test-token",
-            format!("rebound.example:{}", base.rsplit(':').next().unwrap()),
-            "host",
-        ),
-    ];
-    for (origin, body, host, what) in cases {
+    ] {
+        for (origin, sent, host, what) in [
+            (base, "", host.as_str(), "no token"),
+            (base, "csrf=guess", host.as_str(), "a wrong token"),
+            (
+                "http://evil.example",
+                token.as_str(),
+                host.as_str(),
+                "another origin",
+            ),
+            ("null", token.as_str(), host.as_str(), "an opaque origin"),
+            (
+                base,
+                token.as_str(),
+                rebound.as_str(),
+                "a rebound host name",
+            ),
+        ] {
+            let answer = http
+                .post(format!("{base}{path}"))
+                .header("origin", origin)
+                .header("host", host)
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(format!("{fields}&{sent}"))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(answer.status(), 403, "{path} with {what}");
+            assert_eq!(answer.headers()["x-frame-options"], "DENY");
+            assert!(answer.text().await.unwrap().contains("refused: "), "{what}");
+        }
+    }
+    let embedded = http
+        .get(format!("{base}/"))
+        .header("sec-fetch-site", "cross-site")
+        .header("sec-fetch-mode", "no-cors")
+        .header("sec-fetch-dest", "image")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        embedded.status(),
+        403,
+        "another site's <img> of the overview"
+    );
+    for method in [reqwest::Method::GET, reqwest::Method::HEAD] {
         let answer = http
-            .post(&reject)
-            .header("origin", origin)
-            .header("host", host)
-            .header("content-type", "application/x-www-form-urlencoded")
-            .body(body)
+            .request(
+                method.clone(),
+                format!("{base}/approve?id={id}&reason=x&{token}"),
+            )
             .send()
             .await
             .unwrap();
-        assert_eq!(answer.status(), 403, "{what}");
-        assert_eq!(answer.headers()["x-frame-options"], "DENY");
-        assert!(answer.text().await.unwrap().contains("refused: "), "{what}");
+        assert_eq!(answer.status(), 405, "no decision from a {method}");
     }
-    let get = http
-        .get(format!("{base}/approve?id={id}&reason=x"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(get.status(), 405, "no decision from a GET");
-    let ok = http
-        .post(format!("{base}/approve"))
-        .header("origin", base)
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(format!("csrf={TOKEN}&id={id}"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(ok.status(), 400, "an approval without a reason is refused");
-    let csp = ok.headers()["content-security-policy"]
+    let post = |body: String| {
+        http.post(format!("{base}/approve"))
+            .header("origin", base)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body)
+            .send()
+    };
+    let no_reason = post(format!("{token}&id={id}")).await.unwrap();
+    assert_eq!(no_reason.status(), 400, "an approval without a reason");
+    let csp = no_reason.headers()["content-security-policy"]
         .to_str()
         .unwrap()
         .to_owned();
@@ -305,4 +354,152 @@ async fn forged_requests_change_nothing(b: &Browser, base: &str, id: &str) {
         csp.contains("default-src 'none'") && csp.contains("form-action 'self'"),
         "{csp}"
     );
+    // A key collision (the same Stripe event id with another body) is held
+    // by the ingress, its event type (the provider's text) carrying markup
+    // that its page shows as text; a plan of several may not carry it, nor
+    // an unknown id.
+    let marked = "charge.refunded<script>alert('held')</script>";
+    p.stack
+        .post(stripe("evt_console", marked, 5).request())
+        .await;
+    p.stack
+        .post(stripe("evt_console", marked, 6).request())
+        .await;
+    let queued = p.queue_depth(&p.stack.queue_url).await;
+    let check = ops(p).await;
+    let collisions = check
+        .triage_list(TriageStatus::Held, Some(TriageClass::KeyCollision))
+        .await
+        .unwrap()
+        .json;
+    let collision = collisions[0]["id"].as_str().unwrap().to_owned();
+    b.goto(&format!("{base}/triage/{collision}")).await;
+    let record = b.text("#inbox-record").await;
+    assert!(
+        record.contains(&format!("\"event_type\": \"{marked}\"")),
+        "{record}"
+    );
+    assert_eq!(b.count("script").await, 0, "the payload's markup is text");
+    for (other, why) in [
+        (
+            collision.as_str(),
+            format!("{collision} is a key-collision item"),
+        ),
+        (
+            "nope",
+            "no triage item nope; nothing was decided".to_owned(),
+        ),
+    ] {
+        let smuggled = post(format!("{token}&id={id}&id={other}&reason=x"))
+            .await
+            .unwrap();
+        assert_eq!(smuggled.status(), 400);
+        assert!(smuggled.text().await.unwrap().contains(&why), "{why}");
+        let planned = http
+            .get(format!("{base}/triage/plan?id={id}&id={other}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            planned.status(),
+            400,
+            "a plan page is refused before any button"
+        );
+    }
+    for item in [id, collision.as_str()] {
+        assert_eq!(
+            check.triage_show(item).await.unwrap().json["status"],
+            "HELD"
+        );
+    }
+    assert_eq!(
+        p.queue_depth(&p.stack.queue_url).await,
+        queued,
+        "nothing was re-queued"
+    );
+}
+
+#[tokio::test]
+async fn an_uncertain_action_is_reconciled_and_an_event_looked_up_in_a_real_browser() {
+    let p = Pipeline::new("console-actions").await;
+    let check = ops(&p).await;
+    // The CRM commits the task and the answer is lost, then its lookup
+    // fails: the action is UNCERTAIN, its task exists once.
+    p.sim
+        .add_fault(Fault::new("/tasks", FaultKind::CommitThenDrop).count(1));
+    p.sim
+        .add_fault(Fault::new("/tasks", FaultKind::Status).status(503).count(1));
+    let delivery = Delivery::new(
+        Provider::Bland,
+        "ws-1",
+        r#"{"call_id":"bl-console","status":"completed"}"#,
+        test_secret("WS1_BLAND"),
+    );
+    p.stack.post(delivery.request()).await;
+    p.run_until_idle(IDLE).await;
+    let key = "ws-1#create_followup_task#bl-console";
+    assert_eq!(
+        check.actions_show(key).await.unwrap().json["status"],
+        "UNCERTAIN"
+    );
+    let task = p.sim.tasks().tasks[0].id.clone();
+    let base = serve(ops(&p).await).await;
+    let b = Browser::start().await;
+
+    b.goto(&format!("{base}/")).await;
+    assert_eq!(b.text("#uncertain-count .figure").await, "1");
+    b.goto(&format!("{base}/actions")).await;
+    assert_eq!(
+        b.text("#actions tbody tr td:nth-child(2)").await,
+        "UNCERTAIN"
+    );
+    // "found" needs the CRM's id: the browser does not send it empty.
+    b.click("#actions form:first-of-type button").await;
+    assert_eq!(b.url().await, format!("{base}/actions"));
+    b.type_into("#actions input[name=ref]", &task).await;
+    b.click("#actions form:first-of-type button").await;
+    let message = b.wait_for_text("#message", "COMPLETED").await;
+    assert_eq!(message, format!("{key} COMPLETED with {task}"));
+    let action = check.actions_show(key).await.unwrap().json;
+    assert_eq!(
+        (
+            action["status"].as_str(),
+            action["destination_ref"].as_str()
+        ),
+        (Some("COMPLETED"), Some(task.as_str()))
+    );
+    b.goto(&format!("{base}/actions?status=UNCERTAIN")).await;
+    assert_eq!(b.text("#actions").await, "Nothing here.");
+    p.run_until_idle(IDLE).await;
+    assert_eq!(p.sim.tasks().total, 1, "reconciling found performs nothing");
+
+    // Event lookup: the record, and a clear miss.
+    b.goto(&format!("{base}/inbox")).await;
+    b.type_into("input[name=workspace]", "ws-1").await;
+    b.type_into("input[name=provider]", "bland").await;
+    b.type_into("input[name=key]", "bl-console").await;
+    b.click("form.filters button").await;
+    let record = b.text("#inbox-record").await;
+    assert!(
+        record.contains("\"status\": \"PROCESSED\"") && record.contains("\"delivery_count\": 1"),
+        "{record}"
+    );
+    b.goto(&format!(
+        "{base}/inbox?workspace=ws-1&provider=bland&key=nope"
+    ))
+    .await;
+    assert_eq!(
+        b.text("#lookup-error").await,
+        "no inbox record ws-1#bland#nope"
+    );
+
+    // Doctor: the checks as a checklist, each marked.
+    b.goto(&format!("{base}/doctor")).await;
+    let doctor = b.text("#checks").await;
+    assert!(
+        doctor.contains("inbox TTL vs provider re-delivery: inbox TTL"),
+        "{doctor}"
+    );
+    assert!(b.count("#checks li.check.ok").await >= 1, "{doctor}");
+    b.quit().await;
 }

@@ -146,6 +146,7 @@ async fn stats_match_a_scripted_run_and_bulk_approval_after_an_outage_completes_
     let outage = Selection {
         class: Some(TriageClass::DownstreamOutage),
         destination: Some("crm".into()),
+        workspace: Some("ws-1".into()),
         since: None,
     };
     // As `hookgate triage approve` runs it: plan files on disk.
