@@ -4,6 +4,7 @@
 use aws_sdk_dynamodb::{
     Client,
     error::{DisplayErrorContext, ProvideErrorMetadata, SdkError},
+    operation::scan::builders::ScanFluentBuilder,
 };
 use hookgate_core::{
     ports::{Store, StoreError},
@@ -23,6 +24,20 @@ where
         store,
         detail: DisplayErrorContext(e).to_string(),
     }
+}
+
+/// Every item of `scan` (its filter set by the caller), page after page: the
+/// operator's statistics only (the functions never scan).
+pub(crate) async fn scan_all(
+    store: Store,
+    scan: ScanFluentBuilder,
+) -> Result<Vec<Item>, StoreError> {
+    scan.into_paginator()
+        .items()
+        .send()
+        .collect::<Result<_, _>>()
+        .await
+        .map_err(unavailable(store))
 }
 
 /// Whether `e` is DynamoDB refusing a write because its condition failed.

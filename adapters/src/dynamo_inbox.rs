@@ -54,18 +54,13 @@ impl DynamoInbox {
     /// Every record received since `since` — a scan, for operator statistics
     /// only (the functions never scan).
     pub async fn received_since(&self, since: Timestamp) -> Result<Vec<InboxRecord>, StoreError> {
-        let items: Vec<Item> = self
+        let scan = self
             .client
             .scan()
             .table_name(&self.table)
             .filter_expression("received_at >= :since")
-            .expression_attribute_values(":since", n(since.as_millis()))
-            .into_paginator()
-            .items()
-            .send()
-            .collect::<Result<_, _>>()
-            .await
-            .map_err(unavailable(STORE))?;
+            .expression_attribute_values(":since", n(since.as_millis()));
+        let items = crate::ddb::scan_all(STORE, scan).await?;
         items.iter().map(from_item).collect()
     }
 }

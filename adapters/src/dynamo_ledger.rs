@@ -102,20 +102,15 @@ impl DynamoLedger {
     /// for the operator console's activity chart only (the functions never
     /// scan; `list_open` serves everything else).
     pub async fn completed_since(&self, since: Timestamp) -> Result<Vec<ActionRecord>, StoreError> {
-        let items: Vec<Item> = self
+        let scan = self
             .client
             .scan()
             .table_name(&self.table)
             .filter_expression("#status = :done AND updated_at >= :since")
             .expression_attribute_names("#status", "status")
             .expression_attribute_values(":done", s(ActionStatus::Completed.as_str()))
-            .expression_attribute_values(":since", n(since.as_millis()))
-            .into_paginator()
-            .items()
-            .send()
-            .collect::<Result<_, _>>()
-            .await
-            .map_err(unavailable(STORE))?;
+            .expression_attribute_values(":since", n(since.as_millis()));
+        let items = crate::ddb::scan_all(STORE, scan).await?;
         items.iter().map(from_item).collect()
     }
 

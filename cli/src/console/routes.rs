@@ -86,6 +86,11 @@ impl<E> Console<E> {
         self.render(status, title, nav, &body)
     }
 
+    /// A request that cannot be carried out as asked: 400, why, nothing done.
+    fn bad_request(&self, title: &str, nav: Nav, why: &str, back: &str) -> Response {
+        self.message(StatusCode::BAD_REQUEST, title, nav, why, back)
+    }
+
     /// A store or AWS failure: 502, the error (never a secret: SDK errors
     /// name the operation and the service's message), and a log line.
     fn failed(&self, nav: Nav, error: &anyhow::Error) -> Response {
@@ -126,6 +131,15 @@ impl<E: EventIngress + 'static> Console<E> {
             }
         }
         Ok(None)
+    }
+
+    /// The page refusing a plan of `ids`, when it must be refused.
+    async fn refuse_plan(&self, ids: &[String], title: &str) -> Option<Response> {
+        match self.plan_refusal(ids).await {
+            Ok(None) => None,
+            Ok(Some(why)) => Some(self.bad_request(title, Nav::Triage, &why, "/triage")),
+            Err(e) => Some(self.failed(Nav::Triage, &e)),
+        }
     }
 
     /// Waits for the console's next approval slot: `--rate` holds across
@@ -199,13 +213,7 @@ async fn triage_list<E: EventIngress + 'static>(
     let status: TriageStatus = match filters.status.parse() {
         Ok(s) => s,
         Err(e) => {
-            return c.message(
-                StatusCode::BAD_REQUEST,
-                "Triage",
-                Nav::Triage,
-                &e,
-                "/triage",
-            );
+            return c.bad_request("Triage", Nav::Triage, &e, "/triage");
         }
     };
     let cutoff = if filters.since.is_empty() {
@@ -216,13 +224,7 @@ async fn triage_list<E: EventIngress + 'static>(
                 Timestamp::now().as_millis() - i64::try_from(age.as_millis()).unwrap_or(i64::MAX),
             ),
             Err(e) => {
-                return c.message(
-                    StatusCode::BAD_REQUEST,
-                    "Triage",
-                    Nav::Triage,
-                    &e,
-                    "/triage",
-                );
+                return c.bad_request("Triage", Nav::Triage, &e, "/triage");
             }
         }
     }
@@ -340,13 +342,13 @@ async fn plan<E: EventIngress + 'static>(State(c): Shared<E>, RawQuery(q): RawQu
         {
             Ok(class) => class,
             Err(e) => {
-                return c.message(StatusCode::BAD_REQUEST, "Plan", Nav::Triage, &e, "/triage");
+                return c.bad_request("Plan", Nav::Triage, &e, "/triage");
             }
         };
         let since = match (!since.is_empty()).then(|| parse_age(&since)).transpose() {
             Ok(since) => since,
             Err(e) => {
-                return c.message(StatusCode::BAD_REQUEST, "Plan", Nav::Triage, &e, "/triage");
+                return c.bad_request("Plan", Nav::Triage, &e, "/triage");
             }
         };
         Some(Selection {
@@ -358,18 +360,8 @@ async fn plan<E: EventIngress + 'static>(State(c): Shared<E>, RawQuery(q): RawQu
     } else {
         None
     };
-    match c.plan_refusal(&ids).await {
-        Ok(None) => {}
-        Ok(Some(why)) => {
-            return c.message(
-                StatusCode::BAD_REQUEST,
-                "Approval plan",
-                Nav::Triage,
-                &why,
-                "/triage",
-            );
-        }
-        Err(e) => return c.failed(Nav::Triage, &e),
+    if let Some(refused) = c.refuse_plan(&ids, "Approval plan").await {
+        return refused;
     }
     let dry = match c
         .ops
@@ -404,8 +396,7 @@ async fn approve<E: EventIngress + 'static>(State(c): Shared<E>, form: Posted) -
     let ids = form.all("id");
     let reason = form.get("reason");
     if ids.is_empty() {
-        return c.message(
-            StatusCode::BAD_REQUEST,
+        return c.bad_request(
             "Approve",
             Nav::Triage,
             "the plan names no item; nothing was decided",
@@ -413,26 +404,15 @@ async fn approve<E: EventIngress + 'static>(State(c): Shared<E>, form: Posted) -
         );
     }
     if reason.is_empty() {
-        return c.message(
-            StatusCode::BAD_REQUEST,
+        return c.bad_request(
             "Approve",
             Nav::Triage,
             "a reason is required; nothing was decided",
             "/triage",
         );
     }
-    match c.plan_refusal(&ids).await {
-        Ok(None) => {}
-        Ok(Some(why)) => {
-            return c.message(
-                StatusCode::BAD_REQUEST,
-                "Approve",
-                Nav::Triage,
-                &why,
-                "/triage",
-            );
-        }
-        Err(e) => return c.failed(Nav::Triage, &e),
+    if let Some(refused) = c.refuse_plan(&ids, "Approve").await {
+        return refused;
     }
     let who = match c.ops.decider(&c.by).await {
         Ok(who) => who,
@@ -520,8 +500,7 @@ async fn reject<E: EventIngress + 'static>(
     let back = format!("/triage/{}", html::url(&id));
     let reason = form.get("reason");
     if reason.is_empty() {
-        return c.message(
-            StatusCode::BAD_REQUEST,
+        return c.bad_request(
             "Reject",
             Nav::Triage,
             "a reason is required; nothing was decided",
@@ -566,13 +545,7 @@ async fn actions<E: EventIngress + 'static>(
     let parsed: ActionStatus = match status.parse() {
         Ok(s) => s,
         Err(e) => {
-            return c.message(
-                StatusCode::BAD_REQUEST,
-                "Actions",
-                Nav::Actions,
-                &e,
-                "/actions",
-            );
+            return c.bad_request("Actions", Nav::Actions, &e, "/actions");
         }
     };
     match c.ops.actions_list(parsed, None).await {
@@ -596,8 +569,7 @@ async fn reconcile<E: EventIngress + 'static>(State(c): Shared<E>, form: Posted)
     let found = match form.get("outcome").as_str() {
         "found" if !reference.is_empty() => Some(reference.as_str()),
         "found" => {
-            return c.message(
-                StatusCode::BAD_REQUEST,
+            return c.bad_request(
                 "Reconcile",
                 Nav::Actions,
                 "found: the CRM's id of the effect is required; nothing was decided",
@@ -606,8 +578,7 @@ async fn reconcile<E: EventIngress + 'static>(State(c): Shared<E>, form: Posted)
         }
         "not_found" => None,
         _ => {
-            return c.message(
-                StatusCode::BAD_REQUEST,
+            return c.bad_request(
                 "Reconcile",
                 Nav::Actions,
                 "say found or not found; nothing was decided",
@@ -616,7 +587,7 @@ async fn reconcile<E: EventIngress + 'static>(State(c): Shared<E>, form: Posted)
         }
     };
     if let Err(e) = ActionKey::parse(&key) {
-        return c.message(StatusCode::BAD_REQUEST, "Reconcile", Nav::Actions, &e, back);
+        return c.bad_request("Reconcile", Nav::Actions, &e, back);
     }
     let who = match c.ops.decider(&c.by).await {
         Ok(who) => who,

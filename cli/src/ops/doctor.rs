@@ -189,17 +189,10 @@ impl<E: EventIngress> Ops<E> {
     /// The state (`OK`, `ALARM`, `INSUFFICIENT_DATA`) of each alarm whose
     /// name starts with `prefix`, by name.
     pub async fn alarm_states(&self, prefix: &str) -> anyhow::Result<Vec<(String, String)>> {
-        let pages: Vec<_> = self
-            .cloudwatch
-            .describe_alarms()
-            .alarm_name_prefix(prefix)
-            .into_paginator()
-            .send()
-            .collect::<Result<_, _>>()
-            .await?;
-        Ok(pages
+        Ok(self
+            .metric_alarms(prefix)
+            .await?
             .iter()
-            .flat_map(|page| page.metric_alarms())
             .map(|a| {
                 (
                     a.alarm_name().unwrap_or_default().to_owned(),
@@ -211,17 +204,10 @@ impl<E: EventIngress> Ops<E> {
 
     /// The alarms whose names start with `prefix`.
     async fn alarms(&self, prefix: &str) -> anyhow::Result<Vec<Alarm>> {
-        let pages: Vec<_> = self
-            .cloudwatch
-            .describe_alarms()
-            .alarm_name_prefix(prefix)
-            .into_paginator()
-            .send()
-            .collect::<Result<_, _>>()
-            .await?;
-        Ok(pages
+        Ok(self
+            .metric_alarms(prefix)
+            .await?
             .iter()
-            .flat_map(|page| page.metric_alarms())
             .map(|a| Alarm {
                 name: a.alarm_name().unwrap_or_default().to_owned(),
                 namespace: a.namespace().unwrap_or_default().to_owned(),
@@ -233,6 +219,25 @@ impl<E: EventIngress> Ops<E> {
                     .collect(),
                 actions: a.alarm_actions().len(),
             })
+            .collect())
+    }
+
+    /// Every page of `DescribeAlarms` for `prefix`: the metric alarms.
+    async fn metric_alarms(
+        &self,
+        prefix: &str,
+    ) -> anyhow::Result<Vec<aws_sdk_cloudwatch::types::MetricAlarm>> {
+        let pages: Vec<_> = self
+            .cloudwatch
+            .describe_alarms()
+            .alarm_name_prefix(prefix)
+            .into_paginator()
+            .send()
+            .collect::<Result<_, _>>()
+            .await?;
+        Ok(pages
+            .into_iter()
+            .flat_map(|page| page.metric_alarms.unwrap_or_default())
             .collect())
     }
 }
