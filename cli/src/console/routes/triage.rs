@@ -1,109 +1,29 @@
-//! The console's routes: each reads with the CLI's operations and renders a
-//! page, or decides through a POST that carries the console's token. No GET
-//! decides anything: a decision is always a form the operator submitted.
+//! Triage: the list, an item's evidence, the plan (a dry run), its approval
+//! carried out in the background at the console's rate, and reject.
 
 use std::{sync::Arc, time::Duration};
 
 use axum::{
-    Router,
     extract::{Path, RawQuery, State},
-    http::{StatusCode, header},
+    http::StatusCode,
     response::{IntoResponse, Redirect, Response},
-    routing::{get, post},
 };
 use hookgate_core::{
-    InboxPk, Timestamp,
+    Timestamp,
     action::ActionKey,
-    ledger::ActionStatus,
     ports::EventIngress,
     triage::{TriageClass, TriageStatus, bulk_approvable},
 };
 use serde_json::Value;
 
-use super::{
+use super::{Shared, first, pairs};
+use crate::console::{
     Console, Posted,
-    html::{self, Nav, esc, notice},
+    html::{self, Nav},
     jobs::Step,
     pages,
 };
 use crate::ops::{Output, Plan, Selection, exit, parse_age};
-
-type Shared<E> = State<Arc<Console<E>>>;
-
-pub(super) fn routes<E: EventIngress + 'static>() -> Router<Arc<Console<E>>> {
-    Router::new()
-        .route("/", get(overview::<E>))
-        .route("/console.css", get(css))
-        .route("/triage", get(triage_list::<E>))
-        .route("/triage/plan", get(plan::<E>))
-        .route("/triage/{id}", get(triage_detail::<E>))
-        .route("/triage/{id}/reject", post(reject::<E>))
-        .route("/approve", post(approve::<E>))
-        .route("/jobs/{id}", get(job::<E>))
-        .route("/actions", get(actions::<E>))
-        .route("/actions/reconcile", post(reconcile::<E>))
-        .route("/inbox", get(lookup::<E>))
-        .route("/doctor", get(doctor::<E>))
-}
-
-impl<E> Console<E> {
-    fn render(&self, status: StatusCode, title: &str, nav: Nav, body: &str) -> Response {
-        self.render_refreshing(status, title, nav, None, body)
-    }
-
-    fn render_refreshing(
-        &self,
-        status: StatusCode,
-        title: &str,
-        nav: Nav,
-        refresh: Option<u32>,
-        body: &str,
-    ) -> Response {
-        let page = html::page(title, nav, &self.identity, refresh, body);
-        (
-            status,
-            [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
-            page,
-        )
-            .into_response()
-    }
-
-    /// A result or refusal: the operation's own words, a link onwards.
-    fn message(
-        &self,
-        status: StatusCode,
-        title: &str,
-        nav: Nav,
-        text: &str,
-        back: &str,
-    ) -> Response {
-        let ok = status.is_success();
-        let body = format!(
-            "{}<p><a id=\"back\" href=\"{}\">Back</a></p>",
-            notice("message", ok, text),
-            esc(back)
-        );
-        self.render(status, title, nav, &body)
-    }
-
-    /// A request that cannot be carried out as asked: 400, why, nothing done.
-    fn bad_request(&self, title: &str, nav: Nav, why: &str, back: &str) -> Response {
-        self.message(StatusCode::BAD_REQUEST, title, nav, why, back)
-    }
-
-    /// A store or AWS failure: 502, the error (never a secret: SDK errors
-    /// name the operation and the service's message), and a log line.
-    fn failed(&self, nav: Nav, error: &anyhow::Error) -> Response {
-        tracing::error!(error = %error, "console operation failed");
-        self.message(
-            StatusCode::BAD_GATEWAY,
-            "The operation failed",
-            nav,
-            &format!("{error:#}"),
-            "/",
-        )
-    }
-}
 
 impl<E: EventIngress + 'static> Console<E> {
     /// Why a plan of these items must not run, if it must not: a plan of
@@ -151,61 +71,7 @@ impl<E: EventIngress + 'static> Console<E> {
     }
 }
 
-/// The pairs of a query string, in order (a plan repeats `id`).
-fn pairs(query: Option<String>) -> Vec<(String, String)> {
-    form_urlencoded::parse(query.unwrap_or_default().as_bytes())
-        .map(|(k, v)| (k.into_owned(), v.trim().to_owned()))
-        .collect()
-}
-
-fn first(pairs: &[(String, String)], name: &str) -> String {
-    pairs
-        .iter()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| v.clone())
-        .unwrap_or_default()
-}
-
-async fn css() -> Response {
-    (
-        [(header::CONTENT_TYPE, "text/css; charset=utf-8")],
-        html::CSS,
-    )
-        .into_response()
-}
-
-async fn overview<E: EventIngress + 'static>(State(c): Shared<E>) -> Response {
-    let read = async {
-        let held = c.ops.triage_list(TriageStatus::Held, None).await?.json;
-        let stats = c.ops.stats(Duration::from_secs(86_400)).await?.json;
-        let hours = c.ops.hourly_activity(24).await?;
-        anyhow::Ok((held, stats, hours))
-    };
-    let (held, stats, hours) = match read.await {
-        Ok(read) => read,
-        Err(e) => return c.failed(Nav::Overview, &e),
-    };
-    let alarms = match &c.stack {
-        None => None,
-        Some(stack) => Some(
-            c.ops
-                .alarm_states(&format!("{stack}-"))
-                .await
-                .unwrap_or_else(|e| {
-                    vec![(format!("could not read the alarms: {e}"), "UNREAD".into())]
-                }),
-        ),
-    };
-    let body = pages::overview(&pages::Overview {
-        held: held.as_array().map(Vec::as_slice).unwrap_or_default(),
-        stats: &stats,
-        hours: &hours,
-        alarms: alarms.as_deref(),
-    });
-    c.render(StatusCode::OK, "Overview", Nav::Overview, &body)
-}
-
-async fn triage_list<E: EventIngress + 'static>(
+pub(super) async fn list<E: EventIngress + 'static>(
     State(c): Shared<E>,
     RawQuery(q): RawQuery,
 ) -> Response {
@@ -248,7 +114,7 @@ async fn triage_list<E: EventIngress + 'static>(
     )
 }
 
-async fn triage_detail<E: EventIngress + 'static>(
+pub(super) async fn detail<E: EventIngress + 'static>(
     State(c): Shared<E>,
     Path(id): Path<String>,
     RawQuery(q): RawQuery,
@@ -323,7 +189,10 @@ async fn triage_detail<E: EventIngress + 'static>(
 
 /// The dry run of an approval: by id (`?id=…`, repeatable) or in bulk by
 /// class, destination and age. It decides nothing.
-async fn plan<E: EventIngress + 'static>(State(c): Shared<E>, RawQuery(q): RawQuery) -> Response {
+pub(super) async fn plan<E: EventIngress + 'static>(
+    State(c): Shared<E>,
+    RawQuery(q): RawQuery,
+) -> Response {
     let q = pairs(q);
     let ids: Vec<String> = q
         .iter()
@@ -392,7 +261,10 @@ async fn plan<E: EventIngress + 'static>(State(c): Shared<E>, RawQuery(q): RawQu
 
 /// Carries out exactly the plan's items, in the background, one at a time at
 /// the console's rate; answers with the job's page.
-async fn approve<E: EventIngress + 'static>(State(c): Shared<E>, form: Posted) -> Response {
+pub(super) async fn approve<E: EventIngress + 'static>(
+    State(c): Shared<E>,
+    form: Posted,
+) -> Response {
     let ids = form.all("id");
     let reason = form.get("reason");
     if ids.is_empty() {
@@ -470,7 +342,10 @@ fn result_text(out: &Output) -> String {
         .to_owned()
 }
 
-async fn job<E: EventIngress + 'static>(State(c): Shared<E>, Path(id): Path<usize>) -> Response {
+pub(super) async fn job<E: EventIngress + 'static>(
+    State(c): Shared<E>,
+    Path(id): Path<usize>,
+) -> Response {
     match c.jobs.get(id) {
         None => c.message(
             StatusCode::NOT_FOUND,
@@ -492,7 +367,7 @@ async fn job<E: EventIngress + 'static>(State(c): Shared<E>, Path(id): Path<usiz
     }
 }
 
-async fn reject<E: EventIngress + 'static>(
+pub(super) async fn reject<E: EventIngress + 'static>(
     State(c): Shared<E>,
     Path(id): Path<String>,
     form: Posted,
@@ -531,123 +406,5 @@ async fn reject<E: EventIngress + 'static>(
             &back,
         ),
         Err(e) => c.failed(Nav::Triage, &e),
-    }
-}
-
-async fn actions<E: EventIngress + 'static>(
-    State(c): Shared<E>,
-    RawQuery(q): RawQuery,
-) -> Response {
-    let mut status = first(&pairs(q), "status").to_ascii_uppercase();
-    if status.is_empty() {
-        status = "UNCERTAIN".into();
-    }
-    let parsed: ActionStatus = match status.parse() {
-        Ok(s) => s,
-        Err(e) => {
-            return c.bad_request("Actions", Nav::Actions, &e, "/actions");
-        }
-    };
-    match c.ops.actions_list(parsed, None).await {
-        Ok(out) => {
-            let actions = out.json.as_array().map(Vec::as_slice).unwrap_or_default();
-            c.render(
-                StatusCode::OK,
-                "Actions",
-                Nav::Actions,
-                &pages::actions_list(&status, actions, c.guard.token()),
-            )
-        }
-        Err(e) => c.failed(Nav::Actions, &e),
-    }
-}
-
-async fn reconcile<E: EventIngress + 'static>(State(c): Shared<E>, form: Posted) -> Response {
-    let back = "/actions?status=UNCERTAIN";
-    let key = form.get("key");
-    let reference = form.get("ref");
-    let found = match form.get("outcome").as_str() {
-        "found" if !reference.is_empty() => Some(reference.as_str()),
-        "found" => {
-            return c.bad_request(
-                "Reconcile",
-                Nav::Actions,
-                "found: the CRM's id of the effect is required; nothing was decided",
-                back,
-            );
-        }
-        "not_found" => None,
-        _ => {
-            return c.bad_request(
-                "Reconcile",
-                Nav::Actions,
-                "say found or not found; nothing was decided",
-                back,
-            );
-        }
-    };
-    if let Err(e) = ActionKey::parse(&key) {
-        return c.bad_request("Reconcile", Nav::Actions, &e, back);
-    }
-    let who = match c.ops.decider(&c.by).await {
-        Ok(who) => who,
-        Err(e) => return c.failed(Nav::Actions, &e),
-    };
-    match c.ops.actions_reconcile(&key, found, &who).await {
-        Ok(out) => {
-            let status = match out.code {
-                exit::OK => StatusCode::OK,
-                exit::NOT_FOUND => StatusCode::NOT_FOUND,
-                _ => StatusCode::CONFLICT,
-            };
-            c.message(status, "Reconcile", Nav::Actions, out.text.trim(), back)
-        }
-        Err(e) => c.failed(Nav::Actions, &e),
-    }
-}
-
-async fn lookup<E: EventIngress + 'static>(State(c): Shared<E>, RawQuery(q): RawQuery) -> Response {
-    let q = pairs(q);
-    let (workspace, provider, key) = (
-        first(&q, "workspace"),
-        first(&q, "provider"),
-        first(&q, "key"),
-    );
-    if workspace.is_empty() && provider.is_empty() && key.is_empty() {
-        return c.render(
-            StatusCode::OK,
-            "Event lookup",
-            Nav::Lookup,
-            &pages::lookup("", "", "", None),
-        );
-    }
-    let pk = format!("{workspace}#{provider}#{key}");
-    if let Err(e) = InboxPk::parse(&pk) {
-        let body = pages::lookup(&workspace, &provider, &key, Some(Err(&e.to_string())));
-        return c.render(StatusCode::BAD_REQUEST, "Event lookup", Nav::Lookup, &body);
-    }
-    let (status, found) = match c.ops.inbox_show(&pk).await {
-        Ok(out) if out.code == exit::OK => (StatusCode::OK, Ok(out.json)),
-        Ok(out) => (StatusCode::NOT_FOUND, Err(out.text.trim().to_owned())),
-        Err(e) => return c.failed(Nav::Lookup, &e),
-    };
-    let body = pages::lookup(
-        &workspace,
-        &provider,
-        &key,
-        Some(found.as_ref().map_err(String::as_str)),
-    );
-    c.render(status, "Event lookup", Nav::Lookup, &body)
-}
-
-async fn doctor<E: EventIngress + 'static>(State(c): Shared<E>) -> Response {
-    match c.ops.doctor(None, None, c.stack.as_deref()).await {
-        Ok(out) => c.render(
-            StatusCode::OK,
-            "Doctor",
-            Nav::Doctor,
-            &pages::doctor(&out.json),
-        ),
-        Err(e) => c.failed(Nav::Doctor, &e),
     }
 }

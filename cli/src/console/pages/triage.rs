@@ -1,152 +1,15 @@
-//! The console's pages, rendered from the same JSON the CLI prints with
-//! `--json`: pure functions of what the operations returned, so what the page
-//! shows is what `hookgate … --json` shows, and each page is tested without a
-//! server. Element ids are the browser tests' handles.
+//! Triage: the list and its filters, one item's evidence, an approval's plan
+//! and the job that carries it out.
 
-use std::{collections::BTreeMap, fmt::Write};
+use std::fmt::Write;
 
 use serde_json::Value;
 
-use super::{
-    chart,
+use super::{select, text};
+use crate::console::{
     html::{esc, json_block, notice, table, token_field, url},
     jobs::{Job, Step},
 };
-use crate::ops::Hour;
-
-fn text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Null => String::new(),
-        other => other.to_string(),
-    }
-}
-
-/// A duration in seconds as `3d 4h`, `5h 10m`, `42s`.
-pub fn age(secs: u64) -> String {
-    match secs {
-        0..60 => format!("{secs}s"),
-        60..3600 => format!("{}m {}s", secs / 60, secs % 60),
-        3600..86_400 => format!("{}h {}m", secs / 3600, secs % 3600 / 60),
-        _ => format!("{}d {}h", secs / 86_400, secs % 86_400 / 3600),
-    }
-}
-
-fn card(id: &str, figure: &str, label: &str) -> String {
-    format!(
-        "<div class=\"card\" id=\"{id}\"><div class=\"figure\">{}</div><div class=\"label\">{}</div></div>",
-        esc(figure),
-        esc(label)
-    )
-}
-
-/// What the overview shows.
-#[derive(Debug)]
-pub struct Overview<'a> {
-    /// The HELD triage items (`triage list --json`).
-    pub held: &'a [Value],
-    /// `stats --json` over the chart's window.
-    pub stats: &'a Value,
-    pub hours: &'a [Hour],
-    /// Alarm states by name; `None` when no stack was named.
-    pub alarms: Option<&'a [(String, String)]>,
-}
-
-pub fn overview(o: &Overview<'_>) -> String {
-    let mut groups: BTreeMap<(String, String), (usize, String)> = BTreeMap::new();
-    for item in o.held {
-        let key = (text(&item["class"]), text(&item["destination"]));
-        let first = text(&item["first_seen"]);
-        let entry = groups.entry(key).or_insert((0, first.clone()));
-        entry.0 += 1;
-        entry.1 = entry.1.clone().min(first);
-    }
-    let rate = o.stats["duplicate_rate"].as_f64().unwrap_or(0.0);
-    let oldest = o.stats["oldest_pending_action_age_secs"]
-        .as_u64()
-        .map_or_else(|| "none".to_owned(), age);
-    let open = &o.stats["open_actions"];
-    let mut out = String::from("<div class=\"cards\">");
-    out.push_str(&card(
-        "held-count",
-        &o.held.len().to_string(),
-        "held for a decision",
-    ));
-    out.push_str(&card(
-        "duplicate-rate",
-        &format!("{:.1}%", rate * 100.0),
-        &format!(
-            "duplicate deliveries ({} of {}, last {})",
-            text(&o.stats["duplicates"]),
-            text(&o.stats["deliveries"]),
-            age(o.stats["since_secs"].as_u64().unwrap_or(0))
-        ),
-    ));
-    out.push_str(&card("oldest-pending", &oldest, "oldest pending action"));
-    out.push_str(&card(
-        "uncertain-count",
-        &text(&open["UNCERTAIN"]),
-        "actions UNCERTAIN (to reconcile)",
-    ));
-    out.push_str(&card(
-        "failed-count",
-        &text(&open["FAILED"]),
-        "actions FAILED (held)",
-    ));
-    out.push_str("</div><h2>Held, by class and destination</h2>");
-    let rows: Vec<Vec<String>> = groups
-        .iter()
-        .map(|((class, destination), (n, since))| {
-            let filter = format!("class={}&destination={}", url(class), url(destination));
-            let plan = if hookgate_core::triage::bulk_approvable(
-                class
-                    .parse()
-                    .unwrap_or(hookgate_core::triage::TriageClass::Poison),
-            ) {
-                format!(" · <a href=\"/triage/plan?{filter}\">plan an approval of all</a>")
-            } else {
-                " · approved one by one".to_owned()
-            };
-            vec![
-                esc(class),
-                esc(if destination.is_empty() {
-                    "-"
-                } else {
-                    destination
-                }),
-                n.to_string(),
-                esc(since),
-                format!("<a href=\"/triage?{filter}\">list</a>{plan}"),
-            ]
-        })
-        .collect();
-    out.push_str(&table(
-        "held-groups",
-        &["class", "destination", "items", "held since", ""],
-        &rows,
-    ));
-    let _ = write!(
-        out,
-        "<h2>Deliveries and completed actions, last {} hours (UTC)</h2>{}",
-        o.hours.len(),
-        chart::activity(o.hours)
-    );
-    out.push_str("<h2>Alarms</h2>");
-    match o.alarms {
-        None => out.push_str(
-            "<p class=\"empty\" id=\"alarms\">Not read: start the console with \
-             <code>--stack NAME</code> to show the deployed stack's alarms.</p>",
-        ),
-        Some(alarms) => {
-            let rows: Vec<Vec<String>> = alarms
-                .iter()
-                .map(|(name, state)| vec![esc(state), esc(name)])
-                .collect();
-            out.push_str(&table("alarms", &["state", "alarm"], &rows));
-        }
-    }
-    out
-}
 
 /// The triage list's filters (all optional; `status` HELD by default).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -193,21 +56,6 @@ impl Filters {
             && is("workspace", &self.workspace)
             && recent
     }
-}
-
-fn select(name: &str, current: &str, options: &[&str]) -> String {
-    let mut out = format!("<select name=\"{name}\" id=\"filter-{name}\">");
-    for option in options {
-        let selected = if *option == current { " selected" } else { "" };
-        let label = if option.is_empty() { "any" } else { option };
-        let _ = write!(
-            out,
-            "<option value=\"{}\"{selected}>{}</option>",
-            esc(option),
-            esc(label)
-        );
-    }
-    out + "</select>"
 }
 
 pub fn triage_list(items: &[Value], f: &Filters) -> String {
@@ -491,99 +339,6 @@ pub fn job(job: &Job) -> String {
     out
 }
 
-pub fn actions_list(status: &str, actions: &[Value], token: &str) -> String {
-    let mut out = format!(
-        "<form class=\"filters\" method=\"get\" action=\"/actions\"><label>status{}</label>\
-         <button type=\"submit\">Show</button></form>",
-        select(
-            "status",
-            status,
-            &["UNCERTAIN", "FAILED", "PENDING", "IN_PROGRESS"]
-        )
-    );
-    let rows: Vec<Vec<String>> = actions
-        .iter()
-        .map(|a| {
-            let key = text(&a["key"]);
-            let mut cells = vec![
-                format!("<code>{}</code>", esc(&key)),
-                esc(&text(&a["status"])),
-                esc(&text(&a["attempts"])),
-                esc(&text(&a["last_error_kind"])),
-                esc(&text(&a["created_at"])),
-            ];
-            if text(&a["status"]) == "UNCERTAIN" {
-                cells.push(format!(
-                    "<form class=\"inline\" method=\"post\" action=\"/actions/reconcile\">{t}\
-                     <input type=\"hidden\" name=\"key\" value=\"{k}\"><input type=\"hidden\" name=\"outcome\" value=\"found\">\
-                     <input name=\"ref\" required placeholder=\"the CRM's id\" size=\"14\">\
-                     <button type=\"submit\">Found: complete</button></form>\
-                     <form class=\"inline\" method=\"post\" action=\"/actions/reconcile\">{t}\
-                     <input type=\"hidden\" name=\"key\" value=\"{k}\"><input type=\"hidden\" name=\"outcome\" value=\"not_found\">\
-                     <button type=\"submit\">Not found: perform again</button></form>",
-                    t = token_field(token),
-                    k = esc(&key),
-                ));
-            } else {
-                cells.push(String::new());
-            }
-            cells
-        })
-        .collect();
-    out.push_str(&table(
-        "actions",
-        &[
-            "action key",
-            "status",
-            "attempts",
-            "last error",
-            "created",
-            "reconcile",
-        ],
-        &rows,
-    ));
-    out
-}
-
-pub fn lookup(
-    workspace: &str,
-    provider: &str,
-    key: &str,
-    found: Option<Result<&Value, &str>>,
-) -> String {
-    let mut out = format!(
-        "<form class=\"filters\" method=\"get\" action=\"/inbox\">\
-         <label>workspace<input name=\"workspace\" required value=\"{}\"></label>\
-         <label>provider<input name=\"provider\" required value=\"{}\"></label>\
-         <label>event key<input name=\"key\" required value=\"{}\"></label>\
-         <button type=\"submit\">Look up</button></form>",
-        esc(workspace),
-        esc(provider),
-        esc(key)
-    );
-    match found {
-        None => {}
-        Some(Ok(record)) => out.push_str(&json_block("inbox-record", record)),
-        Some(Err(why)) => out.push_str(&notice("lookup-error", false, why)),
-    }
-    out
-}
-
-pub fn doctor(checks: &Value) -> String {
-    let mut out = String::from("<ul id=\"checks\">");
-    for c in checks.as_array().into_iter().flatten() {
-        let ok = c["ok"] == true;
-        let _ = write!(
-            out,
-            "<li class=\"check {}\"><strong>{}</strong>: {}</li>",
-            if ok { "ok" } else { "fail" },
-            esc(&text(&c["check"])),
-            esc(&text(&c["message"]))
-        );
-    }
-    out + "</ul>"
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -592,45 +347,6 @@ mod tests {
     fn held(id: &str, class: &str, destination: &str, first_seen: &str) -> Value {
         json!({"id": id, "class": class, "status": "HELD", "source": "action-dlq",
                "workspace": "ws-1", "destination": destination, "first_seen": first_seen})
-    }
-
-    #[test]
-    fn the_overview_groups_held_items_and_offers_bulk_only_where_allowed() {
-        let items = [
-            held("a", "downstream-outage", "crm", "2026-12-01T10:00:00Z"),
-            held("b", "downstream-outage", "crm", "2026-12-01T09:00:00Z"),
-            held("c", "poison", "crm", "2026-12-01T11:00:00Z"),
-        ];
-        let stats = json!({"duplicate_rate": 0.25, "duplicates": 1, "deliveries": 4, "since_secs": 86400,
-                           "oldest_pending_action_age_secs": 90, "open_actions": {"UNCERTAIN": 1, "FAILED": 2}});
-        let page = overview(&Overview {
-            held: &items,
-            stats: &stats,
-            hours: &[],
-            alarms: None,
-        });
-        assert!(
-            page.contains("<div class=\"figure\">3</div><div class=\"label\">held for a decision"),
-            "{page}"
-        );
-        assert!(page.contains("<div class=\"figure\">25.0%</div>"), "{page}");
-        assert!(
-            page.contains("<div class=\"figure\">1m 30s</div>"),
-            "{page}"
-        );
-        assert!(
-            page.contains(
-                "<tr><td>downstream-outage</td><td>crm</td><td>2</td><td>2026-12-01T09:00:00Z</td>"
-            ),
-            "{page}"
-        );
-        assert!(page.contains("/triage/plan?class=downstream-outage&destination=crm"));
-        assert!(page.contains("<tr><td>poison</td><td>crm</td><td>1</td>"));
-        assert!(
-            !page.contains("/triage/plan?class=poison"),
-            "poison is never planned in bulk"
-        );
-        assert!(page.contains("--stack NAME"));
     }
 
     #[test]
@@ -699,12 +415,5 @@ mod tests {
         });
         assert!(page.contains("Done: 1 approved, 1 not approved"), "{page}");
         assert!(page.contains("<td>NOT approved</td><td>rejected already</td>"));
-    }
-
-    #[test]
-    fn ages_read_like_an_operator_says_them() {
-        assert_eq!(age(42), "42s");
-        assert_eq!(age(3_700), "1h 1m");
-        assert_eq!(age(90_000), "1d 1h");
     }
 }
