@@ -416,4 +416,23 @@ mod tests {
         assert!(page.contains("Done: 1 approved, 1 not approved"), "{page}");
         assert!(page.contains("<td>NOT approved</td><td>rejected already</td>"));
     }
+
+    #[test]
+    fn a_job_under_way_shows_how_far_it_is_and_what_waits() {
+        let page = job(&Job {
+            id: 2,
+            who: "me".into(),
+            reason: "CRM back".into(),
+            steps: vec![
+                ("a".into(), Step::Approved("re-queued".into())),
+                ("b".into(), Step::Waiting),
+                ("c".into(), Step::Waiting),
+            ],
+        });
+        assert!(
+            page.contains("<p id=\"job-state\">In progress: 1 of 3 decided…</p>"),
+            "{page}"
+        );
+        assert_eq!(page.matches("<td>waiting</td>").count(), 2);
+    }
 }
