@@ -255,8 +255,24 @@ async fn console(
     let guard = hookgate_cli::console::Guard::random(port)?;
     let console = hookgate_cli::console::Console::new(ops, guard, by, stack, rate).await?;
     println!("hookgate console: http://127.0.0.1:{port}/ (Ctrl-C stops it)");
-    let interrupted = async {
-        let _ = tokio::signal::ctrl_c().await;
+    // Ctrl-C or SIGTERM: the console reports what its plans left undecided.
+    #[cfg(unix)]
+    let term = async {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                term.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    let interrupted = async move {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            () = term => {}
+        }
     };
     hookgate_cli::console::serve(listener, console, interrupted).await?;
     Ok(())

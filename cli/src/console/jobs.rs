@@ -10,6 +10,8 @@ use std::sync::Mutex;
 pub enum Step {
     /// Not reached yet.
     Waiting,
+    /// Its approval is under way.
+    Running,
     /// Decided: the approval's own words.
     Approved(String),
     /// Not approved: why.
@@ -30,7 +32,7 @@ impl Job {
     pub fn done(&self) -> usize {
         self.steps
             .iter()
-            .filter(|(_, s)| *s != Step::Waiting)
+            .filter(|(_, s)| !matches!(s, Step::Waiting | Step::Running))
             .count()
     }
 
@@ -80,11 +82,18 @@ impl Jobs {
         let mut jobs = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(job) = jobs.get_mut(job.wrapping_sub(1)) {
             for (_, step) in &mut job.steps {
-                if *step == Step::Waiting {
+                if matches!(step, Step::Waiting | Step::Running) {
                     *step = Step::Refused(why.to_owned());
                 }
             }
         }
+    }
+
+    /// Whether an approval is under way in any job.
+    pub fn running(&self) -> bool {
+        let jobs = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        jobs.iter()
+            .any(|j| j.steps.iter().any(|(_, s)| *s == Step::Running))
     }
 
     /// The jobs with items not reached yet.
@@ -111,6 +120,9 @@ pub fn report(job: &Job) -> String {
     for (id, step) in &job.steps {
         let line = match step {
             Step::Waiting => "NOT decided (still HELD)".to_owned(),
+            Step::Running => format!(
+                "outcome unknown (its approval was under way): see hookgate triage show {id}"
+            ),
             Step::Approved(what) => format!("approved: {what}"),
             Step::Refused(why) => format!("not approved: {why}"),
         };
@@ -134,7 +146,13 @@ mod tests {
             report(&stopped[0]),
             "console stopped during approval 1 (1 of 2 items reached):\n  a: approved: re-queued\n  b: NOT decided (still HELD)"
         );
+        jobs.record(id, 1, Step::Running);
+        assert!(jobs.running());
+        assert!(report(&jobs.unfinished()[0]).ends_with(
+            "b: outcome unknown (its approval was under way): see hookgate triage show b"
+        ));
         jobs.abandon(id, "task failed");
+        assert!(!jobs.running());
         assert_eq!(
             jobs.get(id).unwrap().steps[1].1,
             Step::Refused("task failed".into())

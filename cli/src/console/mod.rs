@@ -49,6 +49,8 @@ pub struct Console<E> {
     jobs: jobs::Jobs,
     /// When the next approval may start (`rate` across all plans).
     pace: tokio::sync::Mutex<tokio::time::Instant>,
+    /// Set once the console is stopping: no plan starts another item.
+    stopping: std::sync::atomic::AtomicBool,
 }
 
 impl<E: EventIngress + 'static> Console<E> {
@@ -72,6 +74,7 @@ impl<E: EventIngress + 'static> Console<E> {
             identity,
             jobs: jobs::Jobs::default(),
             pace: tokio::sync::Mutex::new(tokio::time::Instant::now()),
+            stopping: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -83,22 +86,37 @@ impl<E: EventIngress + 'static> Console<E> {
     }
 }
 
-/// Serves `console` on `listener` until `shutdown` completes; then reports
-/// on stderr every plan not carried out to its end, item by item, so no
-/// partial decision goes unreported when the console is stopped mid-plan.
+/// How long a stopping console waits for approvals under way.
+const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Serves `console` on `listener` until `shutdown` completes. Then no plan
+/// starts another item; approvals under way get [`STOP_GRACE`] to finish;
+/// and every plan not carried out to its end is reported on stderr item by
+/// item (decided, not decided, or under way with its outcome unknown), so no
+/// partial decision goes unreported. Requests still being answered are not
+/// waited for.
 pub async fn serve<E: EventIngress + 'static>(
     listener: tokio::net::TcpListener,
     console: Console<E>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let console = Arc::new(console);
-    let served = axum::serve(listener, console.clone().router())
-        .with_graceful_shutdown(shutdown)
-        .await;
+    let server = axum::serve(listener, console.clone().router());
+    tokio::select! {
+        served = server.into_future() => served?,
+        () = shutdown => {}
+    }
+    console
+        .stopping
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let deadline = tokio::time::Instant::now() + STOP_GRACE;
+    while console.jobs.running() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
     for job in console.jobs.unfinished() {
         eprintln!("{}", jobs::report(&job));
     }
-    served
+    Ok(())
 }
 
 /// A refusal as a page, with the status a browser shows.

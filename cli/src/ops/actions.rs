@@ -137,6 +137,8 @@ impl<E: EventIngress> Ops<E> {
                 Ok(Output::not_found(format!("no action {key}")))
             }
             Err(hookgate_core::approval::ApprovalError::Store(e)) => Err(e.into()),
+            // The re-queue failed: infrastructure, not a refusal.
+            Err(e @ hookgate_core::approval::ApprovalError::Reinjection(_)) => Err(e.into()),
             Err(e) => Ok(Output::failed(e.to_string())),
         }
     }

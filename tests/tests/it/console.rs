@@ -193,6 +193,9 @@ async fn an_outage_is_held_shown_and_approved_once_and_a_reject_sticks_in_a_real
     forged_requests_change_nothing(&b, &base, &id, &p).await;
     assert_eq!(check.triage_show(&id).await.unwrap().json["status"], "HELD");
 
+    // A link cannot make a held item look rejected.
+    b.goto(&format!("{base}/triage/{id}?note=rejected")).await;
+    assert_eq!(b.count("#note").await, 0);
     b.goto(&format!("{base}/triage/{id}")).await;
     b.click("#reject").await;
     assert_eq!(
@@ -216,10 +219,24 @@ async fn an_outage_is_held_shown_and_approved_once_and_a_reject_sticks_in_a_real
     assert_eq!(b.text("#fact-status").await, "DISCARDED");
     assert_eq!(b.count("#reject-form").await, 0);
     b.goto(&format!("{base}/triage/plan?id={id}")).await;
-    b.type_into("#approve-reason", "try anyway").await;
-    b.click("#approve").await;
-    let state = b.wait_for_text("#job-state", "Done:").await;
-    assert_eq!(state, "Done: 0 approved, 1 not approved (see each below).");
+    assert_eq!(
+        b.text("#message").await,
+        format!("{id} is DISCARDED, not HELD: decided already. Nothing was decided")
+    );
+    assert_eq!(b.count("#approve").await, 0);
+    let posted = reqwest::Client::new()
+        .post(format!("{base}/approve"))
+        .header("origin", &base)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("csrf={TOKEN}&id={id}&reason=try+anyway"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        posted.status(),
+        400,
+        "the post is refused as the preview was"
+    );
     p.run_until_idle(IDLE).await;
     let tasks = p.sim.tasks();
     assert_eq!(
@@ -344,6 +361,25 @@ async fn forged_requests_change_nothing(b: &Browser, base: &str, id: &str, p: &P
             .body(body)
             .send()
     };
+    let elsewhere = http
+        .get(format!(
+            "{base}/triage/plan?class=downstream-outage&workspace=ws-other"
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        elsewhere.status(),
+        404,
+        "a bulk plan keeps its workspace filter"
+    );
+    assert!(
+        elsewhere
+            .text()
+            .await
+            .unwrap()
+            .contains("no held item matches")
+    );
     let no_reason = post(format!("{token}&id={id}")).await.unwrap();
     assert_eq!(no_reason.status(), 400, "an approval without a reason");
     let csp = no_reason.headers()["content-security-policy"]

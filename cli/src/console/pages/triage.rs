@@ -325,6 +325,7 @@ pub fn job(job: &Job) -> String {
         .map(|(id, step)| {
             let (state, detail) = match step {
                 Step::Waiting => ("waiting", String::new()),
+                Step::Running => ("under way", String::new()),
                 Step::Approved(what) => ("approved", what.clone()),
                 Step::Refused(why) => ("NOT approved", why.clone()),
             };

@@ -26,23 +26,27 @@ use crate::console::{
 use crate::ops::{Output, Plan, Selection, exit, parse_age};
 
 impl<E: EventIngress + 'static> Console<E> {
-    /// Why a plan of these items must not run, if it must not: a plan of
-    /// several holds only items that may be approved in bulk (outages,
-    /// unknown failures), each of which exists. One item is decided by id
-    /// whatever its class (a collision is looked at alone).
+    /// Why a plan of these items must not run, if it must not: each item
+    /// must exist and be HELD (a decided one is not previewed as if it could
+    /// run), and a plan of several holds only items that may be approved in
+    /// bulk (outages, unknown failures). One item is decided by id whatever
+    /// its class (a collision is looked at alone).
     async fn plan_refusal(&self, ids: &[String]) -> anyhow::Result<Option<String>> {
-        if ids.len() < 2 {
-            return Ok(None);
-        }
         for id in ids {
             let shown = self.ops.triage_show(id).await?;
             if shown.code != exit::OK {
                 return Ok(Some(format!("no triage item {id}; nothing was decided")));
             }
+            let status = shown.json["status"].as_str().unwrap_or("unreadable");
+            if status != TriageStatus::Held.as_str() {
+                return Ok(Some(format!(
+                    "{id} is {status}, not HELD: decided already. Nothing was decided"
+                )));
+            }
             let class = shown.json["class"]
                 .as_str()
                 .and_then(|s| s.parse::<TriageClass>().ok());
-            if !class.is_some_and(bulk_approvable) {
+            if ids.len() > 1 && !class.is_some_and(bulk_approvable) {
                 return Ok(Some(format!(
                     "{id} is a {} item: only outages and unknown failures are approved several at a \
                      time; decide it alone, by id. Nothing was decided",
@@ -313,6 +317,10 @@ async fn carry_out<E: EventIngress + 'static>(
 ) {
     for (n, id) in ids.iter().enumerate() {
         c.turn().await;
+        if c.stopping.load(std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        c.jobs.record(job, n, Step::Running);
         let step = match c
             .ops
             .triage_approve(std::slice::from_ref(id), None, false, &who, &reason, c.rate)
