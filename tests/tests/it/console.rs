@@ -63,19 +63,29 @@ async fn hold_outage(p: &Pipeline, calls: &[(&str, &str)]) {
     p.sim.clear_faults();
 }
 
-/// The console on a free loopback port; its base URL.
-async fn serve(ops: Ops<Arc<TestIngress>>) -> String {
+/// A running console: its base URL, and how to stop it as Ctrl-C does.
+struct Served {
+    base: String,
+    stop: tokio::sync::oneshot::Sender<()>,
+    serving: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+/// The console on a free loopback port.
+async fn serve(ops: Ops<Arc<TestIngress>>) -> Served {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let console = Console::new(ops, Guard::new(port, TOKEN.into()), BY, None, 20)
         .await
         .unwrap();
-    tokio::spawn(hookgate_cli::console::serve(
-        listener,
-        console,
-        std::future::pending(),
-    ));
-    format!("http://127.0.0.1:{port}")
+    let (stop, stopped) = tokio::sync::oneshot::channel();
+    let serving = tokio::spawn(hookgate_cli::console::serve(listener, console, async {
+        let _ = stopped.await;
+    }));
+    Served {
+        base: format!("http://127.0.0.1:{port}"),
+        stop,
+        serving,
+    }
 }
 
 fn screenshot(name: &str) -> std::path::PathBuf {
@@ -89,7 +99,8 @@ async fn an_outage_is_held_shown_and_approved_once_and_a_reject_sticks_in_a_real
     let p = Pipeline::new("console").await;
     let check = ops(&p).await;
     hold_outage(&p, &[("call_c1", "cb-c1"), ("call_c2", "cb-c2")]).await;
-    let base = serve(ops(&p).await).await;
+    let console = serve(ops(&p).await).await;
+    let base = console.base.clone();
     let b = Browser::start().await;
 
     // The overview: two held outages for the CRM, since when.
@@ -479,7 +490,8 @@ async fn an_uncertain_action_is_reconciled_and_an_event_looked_up_in_a_real_brow
         "UNCERTAIN"
     );
     let task = p.sim.tasks().tasks[0].id.clone();
-    let base = serve(ops(&p).await).await;
+    let console = serve(ops(&p).await).await;
+    let base = console.base.clone();
     let b = Browser::start().await;
 
     b.goto(&format!("{base}/")).await;
@@ -538,4 +550,12 @@ async fn an_uncertain_action_is_reconciled_and_an_event_looked_up_in_a_real_brow
     );
     assert!(b.count("#checks li.check.ok").await >= 1, "{doctor}");
     b.quit().await;
+
+    // Stopped as Ctrl-C stops it: it returns at once, and answers no more.
+    console.stop.send(()).unwrap();
+    let stopped = tokio::time::timeout(Duration::from_secs(5), console.serving)
+        .await
+        .expect("the console stops within 5 s");
+    assert!(matches!(stopped, Ok(Ok(()))), "{stopped:?}");
+    assert!(reqwest::get(format!("{base}/")).await.is_err());
 }
