@@ -56,6 +56,13 @@ pub(super) fn select(name: &str, current: &str, options: &[&str]) -> String {
     out + "</select>"
 }
 
+/// A held item's JSON as `triage list --json` shows it, for the pages' tests.
+#[cfg(test)]
+fn held(id: &str, class: &str, destination: &str, first_seen: &str) -> Value {
+    serde_json::json!({"id": id, "class": class, "status": "HELD", "source": "action-dlq",
+           "workspace": "ws-1", "destination": destination, "first_seen": first_seen})
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

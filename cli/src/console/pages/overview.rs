@@ -132,12 +132,8 @@ pub fn overview(o: &Overview<'_>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::console::pages::held;
     use serde_json::json;
-
-    fn held(id: &str, class: &str, destination: &str, first_seen: &str) -> Value {
-        json!({"id": id, "class": class, "status": "HELD", "source": "action-dlq",
-               "workspace": "ws-1", "destination": destination, "first_seen": first_seen})
-    }
 
     #[test]
     fn the_overview_groups_held_items_and_offers_bulk_only_where_allowed() {

@@ -343,12 +343,8 @@ pub fn job(job: &Job) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::console::pages::held;
     use serde_json::json;
-
-    fn held(id: &str, class: &str, destination: &str, first_seen: &str) -> Value {
-        json!({"id": id, "class": class, "status": "HELD", "source": "action-dlq",
-               "workspace": "ws-1", "destination": destination, "first_seen": first_seen})
-    }
 
     #[test]
     fn filters_keep_what_matches_and_a_recent_window() {
