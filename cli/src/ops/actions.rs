@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use super::{Ops, Output, table, when};
 
-fn inbox_json(r: &InboxRecord) -> Value {
+pub(super) fn inbox_json(r: &InboxRecord) -> Value {
     json!({
         "pk": r.pk.to_string(),
         "event_type": r.event_type,
@@ -34,7 +34,7 @@ fn inbox_json(r: &InboxRecord) -> Value {
     })
 }
 
-fn action_json(a: &ActionRecord) -> Value {
+pub(super) fn action_json(a: &ActionRecord) -> Value {
     json!({
         "key": a.key.as_str(),
         "status": a.status.as_str(),
@@ -48,6 +48,11 @@ fn action_json(a: &ActionRecord) -> Value {
         "created_at": when(a.created_at.as_millis()),
         "updated_at": when(a.updated_at.as_millis()),
     })
+}
+
+/// The oldest receipt `stats --since` counts.
+pub(super) fn stats_cutoff(now: Timestamp, since: Duration) -> Timestamp {
+    Timestamp::from_millis(now.as_millis() - i64::try_from(since.as_millis()).unwrap_or(i64::MAX))
 }
 
 impl<E: EventIngress> Ops<E> {
@@ -148,10 +153,20 @@ impl<E: EventIngress> Ops<E> {
     /// actions by status and the oldest pending one.
     pub async fn stats(&self, since: Duration) -> anyhow::Result<Output> {
         let now = Timestamp::now();
-        let cutoff = Timestamp::from_millis(
-            now.as_millis() - i64::try_from(since.as_millis()).unwrap_or(i64::MAX),
-        );
-        let records = self.inbox.received_since(cutoff).await?;
+        let records = self.inbox.received_since(stats_cutoff(now, since)).await?;
+        self.stats_of(now, since, &records).await
+    }
+
+    /// `stats` over inbox records already read: those received since
+    /// `since` before `now` count.
+    pub(super) async fn stats_of(
+        &self,
+        now: Timestamp,
+        since: Duration,
+        read: &[InboxRecord],
+    ) -> anyhow::Result<Output> {
+        let cutoff = stats_cutoff(now, since);
+        let records: Vec<&InboxRecord> = read.iter().filter(|r| r.received_at >= cutoff).collect();
         let events = records.len() as u64;
         let deliveries: u64 = records.iter().map(|r| u64::from(r.delivery_count)).sum();
         let duplicates = deliveries - events;

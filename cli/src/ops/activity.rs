@@ -1,8 +1,10 @@
 //! Deliveries against completed actions, hour by hour: the console's chart of
-//! whether work is flowing. Counted from the tables (two scans, like `stats`),
-//! so it works on the emulator as on AWS.
+//! whether work is flowing. Counted from the tables (the scan `stats` makes,
+//! and one of the actions), so it works on the emulator as on AWS.
 
-use super::Ops;
+use std::time::Duration;
+
+use super::{Ops, Output};
 use hookgate_core::{Timestamp, inbox::InboxRecord, ledger::ActionRecord, ports::EventIngress};
 
 const HOUR_MS: i64 = 3_600_000;
@@ -60,17 +62,24 @@ pub fn hourly(
 }
 
 impl<E: EventIngress> Ops<E> {
-    /// Deliveries and completed actions per hour over the last `hours`
-    /// (at most 14 days).
-    pub async fn hourly_activity(&self, hours: usize) -> anyhow::Result<Vec<Hour>> {
+    /// `stats --since` and the deliveries and completed actions per hour
+    /// over the last `hours` (at most 14 days), from one scan of the inbox:
+    /// the console's overview.
+    pub async fn overview_figures(
+        &self,
+        since: Duration,
+        hours: usize,
+    ) -> anyhow::Result<(Output, Vec<Hour>)> {
         let now = Timestamp::now();
         let hours = hours.clamp(1, 24 * 14);
-        let since = Timestamp::from_millis(
+        let chart_since = Timestamp::from_millis(
             (now.as_millis().div_euclid(HOUR_MS) - (hours as i64 - 1)) * HOUR_MS,
         );
-        let records = self.inbox.received_since(since).await?;
-        let completed = self.ledger.completed_since(since).await?;
-        Ok(hourly(now, hours, &records, &completed))
+        let from = chart_since.min(super::actions::stats_cutoff(now, since));
+        let records = self.inbox.received_since(from).await?;
+        let stats = self.stats_of(now, since, &records).await?;
+        let completed = self.ledger.completed_since(chart_since).await?;
+        Ok((stats, hourly(now, hours, &records, &completed)))
     }
 }
 

@@ -21,7 +21,7 @@ use hookgate_core::{config::Config, ports::EventIngress};
 use serde_json::Value;
 
 pub use activity::{Hour, hourly};
-pub use triage::{ApproveRequest, Plan, Selection};
+pub use triage::{ApproveRequest, EvidenceRow, ItemEvidence, Plan, Selection};
 
 /// Exit codes.
 pub mod exit {

@@ -7,6 +7,8 @@ use anyhow::Context;
 use hookgate_core::{
     Timestamp,
     approval::Reinjected,
+    inbox::InboxRecord,
+    ledger::ActionRecord,
     ports::EventIngress,
     ports::{InboxStore, Ledger, TriageStore},
     rules::Decision,
@@ -60,6 +62,34 @@ pub struct Selection {
 
 fn item_json(item: &TriageItem) -> Value {
     serde_json::to_value(item.view()).unwrap_or_default()
+}
+
+/// One row of a preview: a key of the event, what approving would do with
+/// it, and the action's ledger record (`None`: the row names no action).
+struct PreviewRow {
+    key: String,
+    would: String,
+    record: Option<Option<ActionRecord>>,
+}
+
+/// [`Ops::triage_evidence`]: JSON as `--json` prints it.
+#[derive(Debug)]
+pub struct ItemEvidence {
+    /// The item (`triage show --json`).
+    pub item: Value,
+    /// Its event's inbox record (`inbox show --json`), if it has one.
+    pub inbox: Option<Value>,
+    pub rows: Vec<EvidenceRow>,
+}
+
+/// One key of the item's event: what approving would do, and its ledger
+/// record (`actions show --json`); `record` is `None` for a row that names
+/// no action, `Some(None)` for an action not reserved.
+#[derive(Debug)]
+pub struct EvidenceRow {
+    pub key: String,
+    pub would: String,
+    pub record: Option<Option<Value>>,
 }
 
 /// What `hookgate triage approve` was asked.
@@ -136,24 +166,37 @@ impl<E: EventIngress> Ops<E> {
     /// ledger state (COMPLETED = no-op; PENDING/FAILED = performed; a
     /// different request = collision, refused again).
     async fn preview(&self, item: &TriageItem) -> anyhow::Result<Vec<(String, String)>> {
+        let (_, rows) = self.preview_rows(item).await?;
+        Ok(rows.into_iter().map(|r| (r.key, r.would)).collect())
+    }
+
+    /// The preview with what it read: the event's inbox record, and per row
+    /// the action's ledger record (`None` for a row that names no action).
+    async fn preview_rows(
+        &self,
+        item: &TriageItem,
+    ) -> anyhow::Result<(Option<InboxRecord>, Vec<PreviewRow>)> {
+        let row = |key: String, would: &str| PreviewRow {
+            key,
+            would: would.to_owned(),
+            record: None,
+        };
         let Some(pk) = &item.inbox_pk else {
-            return Ok(vec![(
-                "(event)".into(),
-                "ingested through the ingress with its original id".into(),
-            )]);
+            let would = "ingested through the ingress with its original id";
+            return Ok((None, vec![row("(event)".into(), would)]));
         };
         let Some(record) = self.inbox.get(pk).await? else {
-            return Ok(vec![(
-                pk.to_string(),
-                "inbox record gone: nothing to re-inject".into(),
-            )]);
+            let would = "inbox record gone: nothing to re-inject";
+            return Ok((None, vec![row(pk.to_string(), would)]));
         };
         let Decision::Actions(requests) = record.decide(&self.config.rules) else {
-            return Ok(vec![(pk.to_string(), "no action requested".into())]);
+            let rows = vec![row(pk.to_string(), "no action requested")];
+            return Ok((Some(record), rows));
         };
         let mut out = Vec::new();
         for request in requests {
-            let state = match self.ledger.get(&request.key).await? {
+            let action = self.ledger.get(&request.key).await?;
+            let would = match &action {
                 None => "not reserved: would be performed".to_owned(),
                 Some(a) if a.request_sha256 != request.request_sha256 => {
                     "collision: would be refused".to_owned()
@@ -163,9 +206,37 @@ impl<E: EventIngress> Ops<E> {
                     other => format!("{other}: would be performed"),
                 },
             };
-            out.push((request.key.to_string(), state));
+            out.push(PreviewRow {
+                key: request.key.to_string(),
+                would,
+                record: Some(action),
+            });
         }
-        Ok(out)
+        Ok((Some(record), out))
+    }
+
+    /// One item's evidence as the console shows it, each record read once:
+    /// the item, its inbox record, and per key of its event what approving
+    /// it would do with the action's ledger record. `None`: no such item.
+    pub async fn triage_evidence(&self, id: &str) -> anyhow::Result<Option<ItemEvidence>> {
+        let Some(item) = self.triage.get(id).await? else {
+            return Ok(None);
+        };
+        let (record, rows) = self.preview_rows(&item).await?;
+        Ok(Some(ItemEvidence {
+            item: item_json(&item),
+            inbox: record.as_ref().map(super::actions::inbox_json),
+            rows: rows
+                .into_iter()
+                .map(|r| EvidenceRow {
+                    key: r.key,
+                    would: r.would,
+                    record: r
+                        .record
+                        .map(|a| a.as_ref().map(super::actions::action_json)),
+                })
+                .collect(),
+        }))
     }
 
     /// Approves `ids` one by one, or every HELD item matching `selection`

@@ -19,7 +19,7 @@ use super::html::esc;
 
 pub use actions::{actions_list, doctor, lookup};
 pub use overview::{Overview, overview};
-pub use triage::{Filters, LedgerEntry, job, plan, triage_detail, triage_list};
+pub use triage::{Filters, job, plan, triage_detail, triage_list};
 
 /// A JSON value as a page shows it: a string bare, null as nothing.
 pub(super) fn text(v: &Value) -> String {

@@ -10,6 +10,7 @@ use crate::console::{
     html::{esc, json_block, notice, table, token_field, url},
     jobs::{Job, Step},
 };
+use crate::ops::EvidenceRow;
 
 /// The triage list's filters (all optional; `status` HELD by default).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -125,20 +126,10 @@ pub fn triage_list(items: &[Value], f: &Filters) -> String {
     out
 }
 
-/// One row of an item's ledger table: what an approval would do with one
-/// key of its event (the dry run's words), and the key's ledger record.
-#[derive(Debug)]
-pub struct LedgerEntry {
-    pub key: String,
-    pub would: String,
-    /// `None` when the key names no action (an event re-ingested whole).
-    pub record: Option<Option<Value>>,
-}
-
 pub fn triage_detail(
     item: &Value,
     inbox: Option<&Value>,
-    ledger: &[LedgerEntry],
+    ledger: &[EvidenceRow],
     token: &str,
     note: Option<&str>,
 ) -> String {
@@ -369,7 +360,7 @@ mod tests {
         let page = triage_detail(
             &item,
             None,
-            &[LedgerEntry {
+            &[EvidenceRow {
                 key: "ws-1#t#k".into(),
                 would: "not reserved: would be performed".into(),
                 record: Some(None),

@@ -130,9 +130,11 @@ async fn css() -> Response {
 async fn overview<E: EventIngress + 'static>(State(c): Shared<E>) -> Response {
     let read = async {
         let held = c.ops.triage_list(TriageStatus::Held, None).await?.json;
-        let stats = c.ops.stats(Duration::from_secs(86_400)).await?.json;
-        let hours = c.ops.hourly_activity(24).await?;
-        anyhow::Ok((held, stats, hours))
+        let (stats, hours) = c
+            .ops
+            .overview_figures(Duration::from_secs(86_400), 24)
+            .await?;
+        anyhow::Ok((held, stats.json, hours))
     };
     let (held, stats, hours) = match read.await {
         Ok(read) => read,

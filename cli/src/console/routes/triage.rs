@@ -10,7 +10,6 @@ use axum::{
 };
 use hookgate_core::{
     Timestamp,
-    action::ActionKey,
     ports::EventIngress,
     triage::{TriageClass, TriageStatus, bulk_approvable},
 };
@@ -123,47 +122,9 @@ pub(super) async fn detail<E: EventIngress + 'static>(
     Path(id): Path<String>,
     RawQuery(q): RawQuery,
 ) -> Response {
-    let read = async {
-        let shown = c.ops.triage_show(&id).await?;
-        if shown.code != exit::OK {
-            return anyhow::Ok(None);
-        }
-        let item = shown.json;
-        let inbox = match item["inbox_pk"].as_str() {
-            Some(pk) => Some(c.ops.inbox_show(pk).await?)
-                .filter(|o| o.code == exit::OK)
-                .map(|o| o.json),
-            None => None,
-        };
-        // The event's actions, as an approval would find them.
-        let dry = c
-            .ops
-            .triage_approve(std::slice::from_ref(&id), None, true, "", "", c.rate)
-            .await?;
-        let mut ledger = Vec::new();
-        for action in dry.json[0]["actions"].as_array().into_iter().flatten() {
-            let (Some(key), Some(would)) = (action[0].as_str(), action[1].as_str()) else {
-                continue;
-            };
-            // "(event)" or an inbox key names no action; a store failure
-            // fails the page rather than show "not reserved".
-            let record = match ActionKey::parse(key) {
-                Err(_) => None,
-                Ok(_) => {
-                    let out = c.ops.actions_show(key).await?;
-                    Some((out.code == exit::OK).then_some(out.json))
-                }
-            };
-            ledger.push(pages::LedgerEntry {
-                key: key.to_owned(),
-                would: would.to_owned(),
-                record,
-            });
-        }
-        anyhow::Ok(Some((item, inbox, ledger)))
-    };
-    let (item, inbox, ledger) = match read.await {
-        Ok(Some(read)) => read,
+    let read = c.ops.triage_evidence(&id);
+    let evidence = match read.await {
+        Ok(Some(evidence)) => evidence,
         Ok(None) => {
             return c.message(
                 StatusCode::NOT_FOUND,
@@ -177,12 +138,18 @@ pub(super) async fn detail<E: EventIngress + 'static>(
     };
     // Only what the record shows: a link elsewhere cannot fake the notice.
     let note = match first(&pairs(q), "note").as_str() {
-        "rejected" if item["status"] == "DISCARDED" => Some(
+        "rejected" if evidence.item["status"] == "DISCARDED" => Some(
             "Rejected: recorded as DISCARDED. Nothing of it will be performed, and it cannot be approved.",
         ),
         _ => None,
     };
-    let body = pages::triage_detail(&item, inbox.as_ref(), &ledger, c.guard.token(), note);
+    let body = pages::triage_detail(
+        &evidence.item,
+        evidence.inbox.as_ref(),
+        &evidence.rows,
+        c.guard.token(),
+        note,
+    );
     c.render(
         StatusCode::OK,
         &format!("Triage item {id}"),
