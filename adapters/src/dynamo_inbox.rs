@@ -320,13 +320,12 @@ impl InboxStore for DynamoInbox {
             .key("pk", s(pk.to_string()))
             // A DISCARDED record stays discarded: a reject is final, even
             // against an approval that was already running.
-            .condition_expression(
-                "attribute_exists(pk) AND #status <> :received AND #status <> :discarded",
-            )
+            .condition_expression("attribute_exists(pk) AND #status <> :discarded")
             .update_expression(
                 "SET #status = :received, pending_bucket = :bucket, pending_since = :now, \
-                 expires_at = :expires REMOVE status_reason",
+                 expires_at = :expires REMOVE status_reason ADD reopens :one",
             )
+            .expression_attribute_values(":one", n(1))
             .expression_attribute_values(":expires", n(expires_at.as_secs()))
             .expression_attribute_names("#status", "status")
             .expression_attribute_values(":received", s(InboxStatus::Received.as_str()))
@@ -378,13 +377,20 @@ impl InboxStore for DynamoInbox {
         pk: &InboxPk,
         status: InboxStatus,
         reason: Option<&str>,
+        read: Option<u32>,
     ) -> Result<(), StoreError> {
+        // `reopens` is absent until the first re-open.
+        let condition = match read {
+            None => "#status = :received",
+            Some(0) => "#status = :received AND attribute_not_exists(reopens)",
+            Some(_) => "#status = :received AND reopens = :read",
+        };
         let mut request = self
             .client
             .update_item()
             .table_name(&self.table)
             .key("pk", s(pk.to_string()))
-            .condition_expression("#status = :received")
+            .condition_expression(condition)
             .expression_attribute_names("#status", "status")
             .expression_attribute_values(":received", s(InboxStatus::Received.as_str()))
             .expression_attribute_values(":status", s(status.as_str()))
@@ -396,7 +402,11 @@ impl InboxStore for DynamoInbox {
             }
             None => "SET #status = :status, pending_bucket = :parked REMOVE status_reason",
         };
-        // Settled already (a redelivered message): nothing to change.
+        if let Some(read) = read.filter(|n| *n > 0) {
+            request = request.expression_attribute_values(":read", n(read));
+        }
+        // Settled already (a redelivered message), or re-opened since it
+        // was read: nothing to change.
         applied(STORE, request.update_expression(update).send().await).map(|_| ())
     }
 
@@ -464,6 +474,9 @@ pub fn to_item(r: &InboxRecord) -> Item {
     };
     item.insert("pending_bucket".into(), s(bucket));
     item.insert("pending_since".into(), n(since.as_millis()));
+    if r.reopens > 0 {
+        item.insert("reopens".into(), n(r.reopens));
+    }
     item
 }
 
@@ -504,6 +517,7 @@ fn read(item: &Item) -> Result<InboxRecord, String> {
         dispatch_failed: get_bool(item, "dispatch_failed"),
         pending,
         expires_at: Timestamp::from_secs(get_n(item, "expires_at")?),
+        reopens: opt_n(item, "reopens")?.unwrap_or(0),
     };
     // A first delivery's IGNORED is for its type alone (the upsert does not
     // write the reason; see FIRST_SEEN).
@@ -547,7 +561,12 @@ mod tests {
             now,
             Duration::from_secs(3600),
         );
-        assert_eq!(from_item(&to_item(&r)).unwrap(), r);
+        let item = to_item(&r);
+        assert_eq!(from_item(&item).unwrap(), r);
+        // Never re-opened: no `reopens` attribute (the settle's condition
+        // reads its absence as none).
+        assert!(!item.contains_key("reopens"));
+        r.reopens = 3;
         r.collision = Some(Collision {
             first_hash: "ab".into(),
             count: 2,

@@ -94,14 +94,15 @@ impl<S: InboxStore, L: Ledger, H: Hold> Triager<S, L, H> {
         // re-opens it, and a reject discards it. Held before its item is
         // filed, so no item is ever open while its event can still run; a
         // crash between the two leaves the dead letter unreported until its
-        // redelivery files the item.
+        // redelivery files the item. It is held even if a decision re-opened
+        // it since it was read: the item filed next is the operator's.
         if let Some(pk) = to_hold {
             let reason = format!(
                 "dead-lettered: held for a decision (triage item {})",
                 item.id
             );
             self.inbox
-                .settle(&pk, InboxStatus::Held, Some(&reason))
+                .settle(&pk, InboxStatus::Held, Some(&reason), None)
                 .await?;
         }
         let filed = self.holder.hold(&item, now).await?;

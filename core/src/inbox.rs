@@ -155,6 +155,10 @@ pub struct InboxRecord {
     pub pending: Option<Pending>,
     /// The TTL attribute (DynamoDB deletes the item some time after it).
     pub expires_at: Timestamp,
+    /// How many times a decision re-opened it ([`crate::ports::InboxStore::reopen`]):
+    /// a worker settles the record only as it read it, so a settle decided
+    /// before a re-open cannot undo it.
+    pub reopens: u32,
 }
 
 impl InboxRecord {
@@ -238,6 +242,7 @@ impl InboxRecord {
             pending,
             // The TTL attribute holds whole epoch seconds.
             expires_at: Timestamp::from_secs(now.plus(ttl).as_secs()),
+            reopens: 0,
         }
     }
 }

@@ -126,11 +126,13 @@ pub trait InboxStore: Send + Sync {
         limit: usize,
     ) -> impl Future<Output = Result<Vec<(InboxPk, Origin)>, StoreError>> + Send;
 
-    /// Puts a settled record back to RECEIVED (and into the pending index)
-    /// so a re-injected message is processed again, living at least until
-    /// `expires_at` (the re-run must be recognised for a whole retry window
-    /// again); a RECEIVED record is left as it is, and so is a DISCARDED one
-    /// (a reject is final, even against an approval already running).
+    /// Puts a record back to RECEIVED (and into the pending index, from
+    /// `now`) so a re-injected message is processed again, living at least
+    /// until `expires_at` (the re-run must be recognised for a whole retry
+    /// window again), and counts the re-open in `reopens`, a RECEIVED record
+    /// too: a worker that read it before must not settle it on that read. A
+    /// DISCARDED record is left as it is (a reject is final, even against an
+    /// approval already running).
     fn reopen(
         &self,
         pk: &InboxPk,
@@ -139,12 +141,16 @@ pub trait InboxStore: Send + Sync {
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// Moves a RECEIVED record to `status` (with `reason`) and parks it, out
-    /// of the sweep's reach; a record already settled is left as it is.
+    /// of the sweep's reach; a record already settled is left as it is. With
+    /// `read`, only if it was re-opened exactly that many times (the
+    /// `reopens` its caller read): a settle decided on a read from before a
+    /// re-open leaves the re-opened record to the re-run.
     fn settle(
         &self,
         pk: &InboxPk,
         status: InboxStatus,
         reason: Option<&str>,
+        read: Option<u32>,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// HELD → DISCARDED with the operator's `reason`, parked: a rejected

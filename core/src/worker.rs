@@ -166,17 +166,18 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
                 record.status.as_str()
             )));
         }
+        let read = Some(record.reopens);
         let decision = record.decide(&self.config.rules);
         let requests = match decision {
             Decision::Ignored(reason) => {
                 self.inbox
-                    .settle(&pk, InboxStatus::Ignored, Some(&reason))
+                    .settle(&pk, InboxStatus::Ignored, Some(&reason), read)
                     .await?;
                 return Ok(MessageOutcome::Done(format!("ignored: {reason}")));
             }
             Decision::Unmatched(reason) => {
                 self.inbox
-                    .settle(&pk, InboxStatus::Unmatched, Some(&reason))
+                    .settle(&pk, InboxStatus::Unmatched, Some(&reason), read)
                     .await?;
                 return Ok(MessageOutcome::Done(format!("unmatched: {reason}")));
             }
@@ -223,7 +224,11 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
         if !retries.is_empty() {
             return Ok(MessageOutcome::Retry(retries.join("; ")));
         }
-        self.inbox.settle(&pk, InboxStatus::Processed, None).await?;
+        // As read: an approval that re-opened the event meanwhile (its
+        // actions too) re-queued it, and that re-run settles it.
+        self.inbox
+            .settle(&pk, InboxStatus::Processed, None, read)
+            .await?;
         Ok(MessageOutcome::Done(format!(
             "{} action(s) settled",
             requests.len()

@@ -108,6 +108,7 @@ mod tests {
             dispatch_failed: false,
             pending: None,
             expires_at: at(0),
+            reopens: 0,
         }
     }
 

@@ -146,12 +146,12 @@ async fn settling_parks_once_and_reopening_puts_it_back(store: &impl InboxStore,
     let record = first(ns, "settle", "{}", true, T0);
     store.upsert(&record, T0).await.unwrap();
     store
-        .settle(&record.pk, InboxStatus::Processed, None)
+        .settle(&record.pk, InboxStatus::Processed, None, None)
         .await
         .unwrap();
     // Settled once: a second settle changes nothing.
     store
-        .settle(&record.pk, InboxStatus::Unmatched, Some("late"))
+        .settle(&record.pk, InboxStatus::Unmatched, Some("late"), None)
         .await
         .unwrap();
     let stored = store.get(&record.pk).await.unwrap().unwrap();
@@ -166,7 +166,7 @@ async fn settling_parks_once_and_reopening_puts_it_back(store: &impl InboxStore,
     // A settle of nothing stored writes nothing.
     let absent = pk(ns, "settle-absent");
     store
-        .settle(&absent, InboxStatus::Processed, None)
+        .settle(&absent, InboxStatus::Processed, None, Some(0))
         .await
         .unwrap();
     assert_eq!(store.get(&absent).await.unwrap(), None);
@@ -180,14 +180,62 @@ async fn settling_parks_once_and_reopening_puts_it_back(store: &impl InboxStore,
     assert_eq!(reopened.expires_at, Timestamp::from_secs(expires.as_secs()));
     let pending = reopened.pending.expect("pending again");
     assert_eq!(pending.since, at);
-    // Reopening a RECEIVED record leaves it as it is.
+    assert_eq!(reopened.reopens, 1);
+    // Re-opening a RECEIVED record counts the re-open (and renews it): a
+    // settle on what was read before it changes nothing, a settle on what
+    // is read now settles.
+    let later = at.plus(Duration::from_secs(5));
     store
-        .reopen(&record.pk, at.plus(TTL), at.plus(TTL).plus(TTL))
+        .reopen(&record.pk, later, later.plus(TTL))
+        .await
+        .unwrap();
+    let again = store.get(&record.pk).await.unwrap().unwrap();
+    assert_eq!(
+        (
+            again.status,
+            again.reopens,
+            again.pending.as_ref().map(|p| p.since)
+        ),
+        (InboxStatus::Received, 2, Some(later))
+    );
+    assert_eq!(
+        again.expires_at,
+        Timestamp::from_secs(later.plus(TTL).as_secs())
+    );
+    for stale in [0, 1, 3] {
+        store
+            .settle(&record.pk, InboxStatus::Processed, None, Some(stale))
+            .await
+            .unwrap();
+    }
+    assert_eq!(store.get(&record.pk).await.unwrap().unwrap(), again);
+    store
+        .settle(&record.pk, InboxStatus::Processed, None, Some(2))
+        .await
+        .unwrap();
+    let settled = store.get(&record.pk).await.unwrap().unwrap();
+    assert_eq!(
+        (settled.status, settled.reopens, settled.pending),
+        (InboxStatus::Processed, 2, None)
+    );
+    // A record never re-opened settles on what was read (none).
+    let fresh = first(ns, "settle-read", "{}", true, T0);
+    store.upsert(&fresh, T0).await.unwrap();
+    store
+        .settle(&fresh.pk, InboxStatus::Processed, None, Some(1))
         .await
         .unwrap();
     assert_eq!(
-        store.get(&record.pk).await.unwrap().unwrap().expires_at,
-        Timestamp::from_secs(expires.as_secs())
+        store.get(&fresh.pk).await.unwrap().unwrap().status,
+        InboxStatus::Received
+    );
+    store
+        .settle(&fresh.pk, InboxStatus::Processed, None, Some(0))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.get(&fresh.pk).await.unwrap().unwrap().status,
+        InboxStatus::Processed
     );
 }
 
@@ -206,7 +254,7 @@ async fn stranded_lists_pending_records_older_than_the_cut(store: &impl InboxSto
         store.upsert(r, r.received_at).await.unwrap();
     }
     store
-        .settle(&settled.pk, InboxStatus::Processed, None)
+        .settle(&settled.pk, InboxStatus::Processed, None, None)
         .await
         .unwrap();
     let cut = base.plus(Duration::from_secs(5));
@@ -272,7 +320,7 @@ async fn discard_and_dispatch_marks(store: &impl InboxStore, ns: &str) {
     let done = first(ns, "discard-done", "{}", true, T0);
     store.upsert(&done, T0).await.unwrap();
     store
-        .settle(&done.pk, InboxStatus::Processed, None)
+        .settle(&done.pk, InboxStatus::Processed, None, None)
         .await
         .unwrap();
     store.discard(&done.pk, "too late", true).await.unwrap();
@@ -293,7 +341,7 @@ async fn discard_and_dispatch_marks(store: &impl InboxStore, ns: &str) {
     let held = first(ns, "discard-held", "{}", true, T0);
     store.upsert(&held, T0).await.unwrap();
     store
-        .settle(&held.pk, InboxStatus::Held, Some("dead-lettered"))
+        .settle(&held.pk, InboxStatus::Held, Some("dead-lettered"), None)
         .await
         .unwrap();
     store.discard(&held.pk, "not ours", false).await.unwrap();

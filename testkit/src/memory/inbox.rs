@@ -127,7 +127,7 @@ impl InboxStore for MemoryInbox {
     ) -> Result<(), StoreError> {
         self.with(|records| {
             if let Some(r) = records.get_mut(pk)
-                && !matches!(r.status, InboxStatus::Received | InboxStatus::Discarded)
+                && r.status != InboxStatus::Discarded
             {
                 r.status = InboxStatus::Received;
                 r.status_reason = None;
@@ -136,6 +136,7 @@ impl InboxStore for MemoryInbox {
                     since: now,
                 });
                 r.expires_at = Timestamp::from_secs(expires_at.as_secs());
+                r.reopens += 1;
             }
         });
         Ok(())
@@ -146,10 +147,12 @@ impl InboxStore for MemoryInbox {
         pk: &InboxPk,
         status: InboxStatus,
         reason: Option<&str>,
+        read: Option<u32>,
     ) -> Result<(), StoreError> {
         self.with(|records| {
             if let Some(r) = records.get_mut(pk)
                 && r.status == InboxStatus::Received
+                && read.is_none_or(|n| n == r.reopens)
             {
                 r.status = status;
                 r.status_reason = reason.map(str::to_owned);

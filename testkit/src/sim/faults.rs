@@ -1,13 +1,18 @@
 //! Faults injected at the worker's port calls: a crash (the invocation stops
 //! at that await and never resumes, as when Lambda's process dies or its
-//! timeout cuts it) and a lost answer (the call committed, its answer was
-//! lost, and the SDK sent it again: the second answer is the one seen).
+//! timeout cuts it), a lost answer (the call committed, its answer was lost,
+//! and the SDK sent it again: the second answer is the one seen) and a pause
+//! (the invocation stops before the call and the simulator resumes it later,
+//! so other invocations, triage, the sweep and operators run in between).
 //!
-//! One plan counts every port call of one invocation; the wrappers ask it
-//! before each call.
+//! Each invocation has its own plan, which counts its port calls; the
+//! wrappers ask it before each call.
 
 use std::{
+    future::Future,
+    pin::Pin,
     sync::{Arc, Mutex},
+    task::{Context, Poll},
     time::Duration,
 };
 
@@ -21,19 +26,51 @@ use hookgate_core::{
     triage::TriageItem,
 };
 
+use super::crm::SimCrm;
+
 /// What the next port call meets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Fate {
     Proceed,
     Crash,
     LoseAnswer,
+    Pause,
 }
 
-/// The faults of one invocation, by port-call number (0 = the first).
+/// Which kind of call a pause stopped before: each is cut by its own timeout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Call {
+    /// A DynamoDB call (the SDK's operation timeout).
+    Store,
+    /// A CRM call (the destination's HTTP timeout).
+    Crm,
+}
+
+/// Where one invocation's faults fall, by port-call number (0 = the first).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Faults {
+    pub crash_at: Option<u32>,
+    pub lose_answer_at: Option<u32>,
+    /// A bit per port call (bit 0 = the first): pause before each one set.
+    pub pauses: u8,
+}
+
 #[derive(Debug, Default)]
+struct State {
+    calls: u32,
+    /// The call a pause stopped before, while it is stopped.
+    paused: Option<Call>,
+    crashed: bool,
+    /// CRM tasks this invocation's creates made.
+    made: u32,
+}
+
+/// The faults of one invocation; `fired` is shared by every plan of a run.
+#[derive(Debug)]
 pub struct Plan {
-    state: Mutex<(u32, Option<u32>, Option<u32>)>,
-    fired: Mutex<Fired>,
+    faults: Faults,
+    state: Mutex<State>,
+    fired: Arc<Mutex<Fired>>,
 }
 
 /// The faults that did fire (a planned one past the last call does not).
@@ -41,33 +78,95 @@ pub struct Plan {
 pub struct Fired {
     pub crashes: u32,
     pub lost_answers: u32,
+    pub pauses: u32,
 }
 
 impl Plan {
-    /// Arms the plan for one invocation.
-    pub fn arm(&self, crash_at: Option<u32>, lose_answer_at: Option<u32>) {
-        *self.state.lock().unwrap_or_else(|e| e.into_inner()) = (0, crash_at, lose_answer_at);
+    /// The plan of one invocation.
+    pub fn new(faults: Faults, fired: Arc<Mutex<Fired>>) -> Plan {
+        Plan {
+            faults,
+            state: Mutex::default(),
+            fired,
+        }
     }
 
-    /// What fired so far.
-    pub fn fired(&self) -> Fired {
-        *self.fired.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The call the invocation is stopped before, if a pause stopped it.
+    pub fn paused(&self) -> Option<Call> {
+        self.lock().paused
+    }
+
+    /// The port call a planned crash stopped it before, if one did.
+    pub fn crashed(&self) -> Option<u32> {
+        self.lock()
+            .crashed
+            .then_some(self.faults.crash_at)
+            .flatten()
+    }
+
+    /// How many port calls it has made or is paused before.
+    pub fn calls(&self) -> u32 {
+        self.lock().calls
+    }
+
+    /// CRM tasks this invocation made.
+    pub fn made(&self) -> u32 {
+        self.lock().made
     }
 
     fn next(&self) -> Fate {
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let (call, crash, lose) = *state;
-        state.0 += 1;
+        let mut state = self.lock();
+        let call = state.calls;
+        state.calls += 1;
         let mut fired = self.fired.lock().unwrap_or_else(|e| e.into_inner());
-        if crash == Some(call) {
+        if self.faults.crash_at == Some(call) {
             fired.crashes += 1;
+            state.crashed = true;
             Fate::Crash
-        } else if lose == Some(call) {
+        } else if self.faults.lose_answer_at == Some(call) {
             fired.lost_answers += 1;
             Fate::LoseAnswer
+        } else if call < 8 && self.faults.pauses & (1 << call) != 0 {
+            fired.pauses += 1;
+            Fate::Pause
         } else {
             Fate::Proceed
         }
+    }
+
+    /// Stops the invocation once before a call of kind `call`: the
+    /// simulator polls it again to resume it.
+    fn pause(&self, call: Call) -> Paused<'_> {
+        Paused {
+            plan: self,
+            call,
+            stopped: false,
+        }
+    }
+}
+
+/// Pending at its first poll (the plan shows the pause), ready at the next.
+struct Paused<'a> {
+    plan: &'a Plan,
+    call: Call,
+    stopped: bool,
+}
+
+impl Future for Paused<'_> {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+        if self.stopped {
+            self.plan.lock().paused = None;
+            return Poll::Ready(());
+        }
+        self.stopped = true;
+        self.plan.lock().paused = Some(self.call);
+        Poll::Pending
     }
 }
 
@@ -78,14 +177,18 @@ pub struct Faulty<T> {
     pub plan: Arc<Plan>,
 }
 
-/// Runs `call` as the plan says: never resolving (a crash before it), or
-/// twice (a lost answer: the retry's answer is returned).
+/// Runs a store call as the plan says: never resolving (a crash before it),
+/// twice (a lost answer: the retry's answer is returned), or after a pause.
 macro_rules! faulted {
     ($self:ident, $call:expr) => {{
         match $self.plan.next() {
             Fate::Crash => std::future::pending().await,
             Fate::LoseAnswer => {
                 let _lost = $call;
+                $call
+            }
+            Fate::Pause => {
+                $self.plan.pause(Call::Store).await;
                 $call
             }
             Fate::Proceed => $call,
@@ -132,8 +235,9 @@ impl<T: InboxStore> InboxStore for Faulty<T> {
         pk: &InboxPk,
         status: InboxStatus,
         reason: Option<&str>,
+        read: Option<u32>,
     ) -> Result<(), StoreError> {
-        faulted!(self, self.inner.settle(pk, status, reason).await)
+        faulted!(self, self.inner.settle(pk, status, reason, read).await)
     }
 
     async fn discard(&self, pk: &InboxPk, reason: &str, reopened: bool) -> Result<(), StoreError> {
@@ -209,15 +313,21 @@ impl<T: Hold> Hold for Faulty<T> {
 
 /// A destination's create crashes *after* it reached the CRM (its effect
 /// made, the invocation gone): the worst moment to die. Its lost answers are
-/// the CRM model's (`crm::Mode`), so a planned one is not applied here.
-impl<T: Destination> Destination for Faulty<T> {
+/// the CRM model's (`crm::Mode`), so a planned one is not applied here. The
+/// plan counts the tasks this invocation's creates made.
+impl Destination for Faulty<SimCrm> {
     fn strategy(&self) -> Strategy {
         self.inner.strategy()
     }
 
     async fn create(&self, request: &ActionRequest) -> Result<String, DestinationError> {
         let fate = self.plan.next();
+        if fate == Fate::Pause {
+            self.plan.pause(Call::Crm).await;
+        }
+        let before = self.inner.made();
         let answer = self.inner.create(request).await;
+        self.plan.lock().made += self.inner.made() - before;
         if fate == Fate::Crash {
             std::future::pending::<()>().await;
         }
@@ -225,7 +335,14 @@ impl<T: Destination> Destination for Faulty<T> {
     }
 
     async fn lookup(&self, key: &ActionKey) -> Result<Option<String>, DestinationError> {
-        faulted!(self, self.inner.lookup(key).await)
+        match self.plan.next() {
+            Fate::Crash => std::future::pending().await,
+            Fate::Pause => {
+                self.plan.pause(Call::Crm).await;
+                self.inner.lookup(key).await
+            }
+            Fate::LoseAnswer | Fate::Proceed => self.inner.lookup(key).await,
+        }
     }
 
     fn paced(&self) -> bool {

@@ -3,10 +3,14 @@
 //! virtual clock, an SQS model and a CRM model, driven by a list of steps (a
 //! provider's delivery, a worker's receive with a crash or a lost answer at
 //! any port call, time passing, the CRM going down or dropping answers, a
-//! sweep, an operator's decision). A dead-lettered message is triaged at
-//! once. After the steps it drains the queue with every fault off, then an
-//! operator decides every held item and the queue is drained again, and
-//! [`model`] checks the reference model's invariants.
+//! sweep, an operator's decision). A receive may also pause before any
+//! port call; the paused invocation is resumed by a later step, so other
+//! invocations, triage, the sweep and the operators run in between, or it
+//! is cut off when its call or the function would have timed out. A
+//! dead-lettered message is triaged at once. After the steps it resumes
+//! what is paused, drains the queue with every fault off, then an operator
+//! decides every held item and the queue is drained again, and [`model`]
+//! checks the reference model's invariants.
 //!
 //! Single-threaded and without real time, so the same steps give the same
 //! trace, byte for byte. `testkit/tests/sim.rs` generates the steps with
@@ -21,8 +25,8 @@ mod queue;
 use std::{
     collections::{BTreeSet, HashMap},
     future::Future,
-    pin::pin,
-    sync::Arc,
+    pin::{Pin, pin},
+    sync::{Arc, Mutex},
     task::{Context, Poll, Waker},
     time::Duration,
 };
@@ -30,7 +34,7 @@ use std::{
 use hookgate_core::{
     InboxPk, Timestamp,
     approval::{ApprovalError, Approvals},
-    config::Config,
+    config::{Config, DestinationConfig},
     destination::Strategy,
     dlq::{DeadLetter, Triager},
     inbox::{InboxStatus, Verdict},
@@ -46,7 +50,7 @@ use hookgate_core::{
 
 use crate::memory::{self, MemoryAlerts, MemoryHolder, MemoryInbox, MemoryLedger, MemoryTriage};
 use crm::{Mode, SimCrm};
-use faults::{Faulty, Plan};
+use faults::{Call, Faults, Faulty, Fired, Plan};
 use queue::{MAX_RECEIVES, Queue, Received};
 
 /// Distinct events; two of them (a call's `call_analyzed` and its
@@ -54,6 +58,12 @@ use queue::{MAX_RECEIVES, Queue, Received};
 pub const EVENTS: u8 = 8;
 /// The action queue's visibility timeout.
 const VISIBILITY: Duration = Duration::from_secs(60);
+/// The action function's timeout (the template's `ActionTimeoutSeconds`):
+/// an invocation still running then is cut off.
+const FUNCTION_TIMEOUT: Duration = Duration::from_secs(30);
+/// The AWS clients' operation timeout (the adapters' `OPERATION_TIMEOUT`): a
+/// store call paused longer has failed, and its invocation is cut off.
+const STORE_TIMEOUT: Duration = Duration::from_secs(5);
 /// The sweep re-queues records left RECEIVED this long.
 const SWEEP_AGE: Duration = Duration::from_secs(120);
 const T0: Timestamp = Timestamp::from_millis(1_800_000_000_000);
@@ -94,13 +104,19 @@ pub enum Op {
     /// A worker receives one visible message (the `pick`-th: SQS does not
     /// keep order) and processes it; the invocation crashes before port
     /// call `crash_at`, or port call `lose_answer_at` loses its answer and
-    /// is sent again. A message received once too often is dead-lettered
-    /// and triaged instead.
+    /// is sent again, or it pauses before each port call whose bit is set
+    /// in `pauses` (bit 0 = the first call), until an [`Op::Resume`]. A
+    /// message received once too often is dead-lettered and triaged
+    /// instead.
     Work {
         pick: u8,
         crash_at: Option<u8>,
         lose_answer_at: Option<u8>,
+        pauses: u8,
     },
+    /// The `pick`-th paused invocation goes on, unless its call or the
+    /// function has timed out by now: then it is cut off where it stopped.
+    Resume(u8),
     /// Time passes.
     Advance(u16),
     /// The CRM changes how it answers.
@@ -162,15 +178,35 @@ fn now_or_never<F: Future>(future: F) -> F::Output {
 type SimWorker =
     Worker<Faulty<MemoryInbox>, Faulty<MemoryLedger>, Faulty<SimCrm>, Faulty<MemoryHolder>>;
 
+/// A worker invocation paused before a port call.
+struct Running {
+    message: u32,
+    receives: u32,
+    plan: Arc<Plan>,
+    /// The event its message names.
+    event: Option<u8>,
+    /// Why the model forbade it a CRM task when it read its event, if it
+    /// did.
+    forbidden: Option<String>,
+    /// When Lambda cuts it off.
+    deadline: Timestamp,
+    paused_at: Timestamp,
+    future: Pin<Box<dyn Future<Output = MessageOutcome>>>,
+}
+
 struct Sim {
     now: Timestamp,
+    config: Arc<Config>,
     ingress: Ingress<MemoryInbox, Queue, TestSecrets, MemoryHolder>,
-    worker: SimWorker,
     triager: Triager<MemoryInbox, MemoryLedger, MemoryHolder>,
     sweeper: Sweeper<MemoryInbox, Queue>,
     approvals: Approvals<MemoryTriage, MemoryInbox, MemoryLedger, Queue, NoEvents>,
-    plan: Arc<Plan>,
+    /// The faults that fired, over every invocation.
+    fired: Arc<Mutex<Fired>>,
+    /// Invocations paused before a port call, oldest first.
+    running: Vec<Running>,
     queue: Queue,
+    holder: MemoryHolder,
     ledger: MemoryLedger,
     triage: MemoryTriage,
     alerts: MemoryAlerts,
@@ -237,31 +273,8 @@ impl Sim {
         );
         let (inbox, ledger) = (MemoryInbox::default(), MemoryLedger::default());
         let (holder, triage, alerts) = memory::holder();
-        let (queue, crm, plan) = (
-            Queue::new(max_receives),
-            SimCrm::new(strategy),
-            Arc::new(Plan::default()),
-        );
-        let faulty = |inner| Faulty {
-            inner,
-            plan: plan.clone(),
-        };
-        let worker = Worker::new(
-            config.clone(),
-            Faulty {
-                inner: inbox.clone(),
-                plan: plan.clone(),
-            },
-            Faulty {
-                inner: ledger.clone(),
-                plan: plan.clone(),
-            },
-            HashMap::from([("crm".to_owned(), faulty(crm.clone()))]),
-            Faulty {
-                inner: holder.clone(),
-                plan: plan.clone(),
-            },
-        );
+        let (queue, crm) = (Queue::new(max_receives), SimCrm::new(strategy));
+        crm.set_now(T0);
         let ingress = Ingress::new(
             config.clone(),
             inbox.clone(),
@@ -269,9 +282,14 @@ impl Sim {
             TestSecrets,
             holder.clone(),
         );
-        let triager = Triager::new(config.clone(), inbox.clone(), ledger.clone(), holder);
+        let triager = Triager::new(
+            config.clone(),
+            inbox.clone(),
+            ledger.clone(),
+            holder.clone(),
+        );
         let approvals = Approvals::new(
-            config,
+            config.clone(),
             triage.clone(),
             inbox.clone(),
             ledger.clone(),
@@ -280,13 +298,15 @@ impl Sim {
         );
         Sim {
             now: T0,
+            config,
             ingress,
-            worker,
             triager,
             sweeper: Sweeper::new(inbox.clone(), queue.clone(), SWEEP_AGE),
             approvals,
-            plan,
+            fired: Arc::default(),
+            running: Vec::new(),
             queue,
+            holder,
             ledger,
             triage,
             alerts,
@@ -347,8 +367,33 @@ impl Sim {
         self.log(format!("deliver e{event}: {} {}", reply.status, reply.body));
     }
 
+    /// A worker of one invocation (a fresh instance: nothing cached), its
+    /// ports behind `plan`.
+    fn worker(&self, plan: &Arc<Plan>) -> SimWorker {
+        let faulty = |inner| Faulty {
+            inner,
+            plan: plan.clone(),
+        };
+        Worker::new(
+            self.config.clone(),
+            Faulty {
+                inner: self.inbox.clone(),
+                plan: plan.clone(),
+            },
+            Faulty {
+                inner: self.ledger.clone(),
+                plan: plan.clone(),
+            },
+            HashMap::from([("crm".to_owned(), faulty(self.crm.clone()))]),
+            Faulty {
+                inner: self.holder.clone(),
+                plan: plan.clone(),
+            },
+        )
+    }
+
     /// One receive; `false` when nothing was visible.
-    fn work(&mut self, pick: u8, crash_at: Option<u8>, lose_answer_at: Option<u8>) -> bool {
+    fn work(&mut self, pick: u8, faults: Faults) -> bool {
         let now = self.now;
         let picked = match self.queue.receive(pick, now, VISIBILITY) {
             Received::Nothing => return false,
@@ -358,42 +403,108 @@ impl Sim {
             }
             Received::Message(message) => message,
         };
-        self.plan
-            .arm(crash_at.map(u32::from), lose_answer_at.map(u32::from));
+        let plan = Arc::new(Plan::new(faults, self.fired.clone()));
+        let worker = self.worker(&plan);
         let owner = format!("m{}:{}", picked.id, picked.receives);
-        let crashes = self.plan.fired().crashes;
-        // What the model allows this invocation, decided before it runs.
-        let forbidden = event_in(&picked.body).and_then(|e| self.forbidden(e));
-        let made = self.crm.made();
-        self.crm.set_now(now);
-        let outcome = poll_once(self.worker.process(&picked.body, &owner, now));
-        self.plan.arm(None, None);
-        assert!(
-            outcome.is_some() || self.plan.fired().crashes > crashes,
-            "the worker awaited without a crash: every simulated port must answer at once"
-        );
-        if let Some(why) = forbidden
-            && self.crm.made() > made
-        {
-            self.violations
-                .push(format!("m{} made a CRM task {why}", picked.id));
-        }
+        let deadline = now.plus(FUNCTION_TIMEOUT);
+        let body = picked.body.clone();
+        let future = Box::pin(async move {
+            worker
+                .process_until(&body, &owner, now, Some(deadline))
+                .await
+        });
+        // What the model allows this invocation, decided as it reads its
+        // event (its first port call, so again if it pauses before that): a
+        // decision binds the invocations that read the event after it.
+        let event = event_in(&picked.body);
+        let forbidden = event.and_then(|e| self.forbidden(e));
+        let running = Running {
+            message: picked.id,
+            receives: picked.receives,
+            plan,
+            event,
+            forbidden,
+            deadline,
+            paused_at: now,
+            future,
+        };
+        self.poll(running);
+        true
+    }
+
+    /// Runs an invocation on until it ends or pauses.
+    fn poll(&mut self, mut running: Running) {
+        let outcome = running
+            .future
+            .as_mut()
+            .poll(&mut Context::from_waker(Waker::noop()));
         let line = match outcome {
-            Some(MessageOutcome::Done(why)) => {
+            Poll::Pending if running.plan.paused().is_some() => {
+                self.log(format!(
+                    "work m{} (receive {}): paused",
+                    running.message, running.receives
+                ));
+                running.paused_at = self.now;
+                self.running.push(running);
+                return;
+            }
+            Poll::Pending => {
+                let at = running.plan.crashed().expect(
+                    "the worker awaited without a crash or a pause: every simulated port must \
+                     answer at once",
+                );
+                format!("crashed at port call {at}")
+            }
+            Poll::Ready(MessageOutcome::Done(why)) => {
                 if why.ends_with("action(s) settled") {
                     self.counts.completed_messages += 1;
                 }
-                self.queue.delete(picked.id);
+                self.queue.delete(running.message, running.receives);
                 format!("done: {why}")
             }
-            Some(MessageOutcome::Retry(why)) => format!("returns: {why}"),
-            None => format!("crashed at port call {}", crash_at.unwrap_or_default()),
+            Poll::Ready(MessageOutcome::Retry(why)) => format!("returns: {why}"),
         };
+        self.ended(&running, &line);
+    }
+
+    /// Records an invocation's end, and any task the model forbade it.
+    fn ended(&mut self, running: &Running, line: &str) {
+        if let Some(why) = &running.forbidden
+            && running.plan.made() > 0
+        {
+            self.violations
+                .push(format!("m{} made a CRM task {why}", running.message));
+        }
         self.log(format!(
             "work m{} (receive {}): {line}",
-            picked.id, picked.receives
+            running.message, running.receives
         ));
-        true
+    }
+
+    /// Resumes the `pick`-th paused invocation, or cuts it off where it
+    /// stopped if its call or the function has timed out by now.
+    fn resume(&mut self, pick: u8) {
+        if self.running.is_empty() {
+            self.log("resume: nothing paused".into());
+            return;
+        }
+        let mut running = self.running.remove(usize::from(pick) % self.running.len());
+        if running.plan.calls() == 1 {
+            // Paused before its first call, the read of its event.
+            running.forbidden = running.event.and_then(|e| self.forbidden(e));
+        }
+        let call_timeout = match running.plan.paused() {
+            Some(Call::Crm) => Duration::from_millis(DestinationConfig::DEFAULT_TIMEOUT_MS),
+            _ => STORE_TIMEOUT,
+        };
+        if self.now > running.deadline {
+            self.ended(&running, "cut off by the function timeout");
+        } else if self.now > running.paused_at.plus(call_timeout) {
+            self.ended(&running, "cut off: its call timed out");
+        } else {
+            self.counts.resumed += 1;
+            self.poll(running);
+        }
     }
 
     /// Redriven to the DLQ and triaged at once (the triager runs fault-free).
@@ -510,6 +621,12 @@ impl Sim {
         done.map(|r| format!("reconciled: {r:?}"))
     }
 
+    /// Time passes, for the CRM too (it forgets keys).
+    fn advance(&mut self, by: Duration) {
+        self.now = self.now.plus(by);
+        self.crm.set_now(self.now);
+    }
+
     fn step(&mut self, op: &Op) {
         match *op {
             Op::Deliver(event) => self.deliver(event),
@@ -517,14 +634,19 @@ impl Sim {
                 pick,
                 crash_at,
                 lose_answer_at,
+                pauses,
             } => {
-                if !self.work(pick, crash_at, lose_answer_at) {
+                let faults = Faults {
+                    crash_at: crash_at.map(u32::from),
+                    lose_answer_at: lose_answer_at.map(u32::from),
+                    pauses,
+                };
+                if !self.work(pick, faults) {
                     self.log("work: nothing visible".into());
                 }
             }
-            Op::Advance(secs) => {
-                self.now = self.now.plus(Duration::from_secs(u64::from(secs)));
-            }
+            Op::Resume(pick) => self.resume(pick),
+            Op::Advance(secs) => self.advance(Duration::from_secs(u64::from(secs))),
             Op::Crm(mode) => {
                 self.crm.set_mode(mode);
                 self.log(format!("crm {mode:?}"));
@@ -549,12 +671,12 @@ impl Sim {
         // keeps a distinct owner), and one that dead-letters now is stuck.
         self.queue.extend_receives(MAX_RECEIVES);
         for _ in 0..MAX_RECEIVES * 4 {
-            self.now = self.now.plus(VISIBILITY).plus(Duration::from_secs(1));
+            self.advance(VISIBILITY + Duration::from_secs(1));
             self.sweep();
             if self.queue.is_empty() {
                 return;
             }
-            while self.work(0, None, None) {}
+            while self.work(0, Faults::default()) {}
         }
     }
 
@@ -562,6 +684,10 @@ impl Sim {
     /// operator approves (or reconciles) every held item and the queue is
     /// drained again.
     fn settle(&mut self) {
+        // The paused invocations go on, or are cut off, before the drain.
+        while !self.running.is_empty() {
+            self.resume(0);
+        }
         self.crm.set_mode(Mode::Healthy);
         self.queue.set_max_receives(MAX_RECEIVES);
         self.draining = true;
@@ -596,6 +722,9 @@ pub struct Counts {
     pub dead_letters: u32,
     pub swept: u32,
     pub decisions: u32,
+    /// Invocations paused before a port call, and those resumed in time.
+    pub pauses: u32,
+    pub resumed: u32,
 }
 
 impl std::ops::Add for Counts {
@@ -610,6 +739,8 @@ impl std::ops::Add for Counts {
             dead_letters: self.dead_letters + o.dead_letters,
             swept: self.swept + o.swept,
             decisions: self.decisions + o.decisions,
+            pauses: self.pauses + o.pauses,
+            resumed: self.resumed + o.resumed,
         }
     }
 }
@@ -625,11 +756,12 @@ pub fn run_counted(scenario: &Scenario) -> Result<(Vec<String>, Counts), String>
         sim.step(op);
     }
     sim.settle();
-    let fired = sim.plan.fired();
+    let fired = *sim.fired.lock().unwrap_or_else(|e| e.into_inner());
     let counts = Counts {
         accepted_events: u32::try_from(sim.accepted.len()).unwrap_or(u32::MAX),
         crashes: fired.crashes,
         lost_answers: fired.lost_answers,
+        pauses: fired.pauses,
         ..sim.counts
     };
     match sim.check() {

@@ -80,9 +80,11 @@ impl Queue {
         })
     }
 
-    /// Deletes message `id` (its processing is done).
-    pub fn delete(&self, id: u32) {
-        self.with(|(_, messages)| messages.retain(|m| m.id != id));
+    /// Deletes message `id` with the handle of its `receives`-th receive.
+    /// As in SQS, a handle of an earlier receive may delete nothing: here it
+    /// never does, so the message comes back.
+    pub fn delete(&self, id: u32, receives: u32) {
+        self.with(|(_, messages)| messages.retain(|m| m.id != id || m.receives != receives));
     }
 
     pub fn is_empty(&self) -> bool {

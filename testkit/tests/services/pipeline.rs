@@ -110,12 +110,12 @@ async fn a_held_or_discarded_event_is_never_performed() {
         // settle of the RECEIVED record) or an operator rejects it.
         if status == InboxStatus::Held {
             m.inbox
-                .settle(&pk("c5"), status, Some("dead-lettered"))
+                .settle(&pk("c5"), status, Some("dead-lettered"), None)
                 .await
                 .unwrap();
         } else {
             m.inbox
-                .settle(&pk("c5"), InboxStatus::Held, None)
+                .settle(&pk("c5"), InboxStatus::Held, None, None)
                 .await
                 .unwrap();
             m.inbox.discard(&pk("c5"), "rejected", false).await.unwrap();
