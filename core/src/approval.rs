@@ -56,6 +56,12 @@ pub enum ApprovalError {
     NoAction(String),
     #[error("action {key} is {status}, not UNCERTAIN: nothing to reconcile")]
     NotUncertain { key: String, status: ActionStatus },
+    #[error(
+        "action {key} is {status} since this item was filed (a decision re-opened it, or it \
+         completed): a reject would stop nothing. Approve the item; if the re-run fails \
+         again, it is held again"
+    )]
+    NotStanding { key: String, status: ActionStatus },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -237,6 +243,9 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         now: Timestamp,
     ) -> Result<(), ApprovalError> {
         let item = self.item(id).await?;
+        if item.status == TriageStatus::Held {
+            self.still_stands(&item).await?;
+        }
         let from = match item.status {
             TriageStatus::Approved => TriageStatus::Approved,
             _ => TriageStatus::Held,
@@ -342,6 +351,48 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
             (None, Some(pk)) => Reconciled::Requeued(pk.to_string()),
             (None, None) => unreachable!("not found always names the record to re-queue"),
         })
+    }
+
+    /// A worker's item of a failed or uncertain action may be rejected only
+    /// while the action stands so. Once a decision re-opened it (its re-run
+    /// queued or running) or it completed, a reject could stop nothing: the
+    /// item was filed again by an attempt that read the action before that
+    /// decision (found by the simulator). An action whose record is gone
+    /// will not run again, so its item may be rejected.
+    async fn still_stands(&self, item: &TriageItem) -> Result<(), ApprovalError> {
+        let Some(pk) = item
+            .inbox_pk
+            .as_ref()
+            .filter(|_| item.source == TriageSource::Worker)
+        else {
+            return Ok(());
+        };
+        let Some(record) = self.inbox.get(pk).await? else {
+            return Ok(());
+        };
+        let Decision::Actions(requests) = record.decide(&self.config.rules) else {
+            return Ok(());
+        };
+        let cases = [
+            ("failed", ActionStatus::Failed),
+            ("uncertain", ActionStatus::Uncertain),
+        ];
+        for request in &requests {
+            for (case, filed) in cases {
+                if worker_item_id(case, &request.key, &request.request_sha256) != item.id {
+                    continue;
+                }
+                if let Some(action) = self.ledger.get(&request.key).await?
+                    && action.status != filed
+                {
+                    return Err(ApprovalError::NotStanding {
+                        key: request.key.to_string(),
+                        status: action.status,
+                    });
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Whether an action of the item's event is still UNCERTAIN, which only

@@ -333,3 +333,49 @@ fn an_invocation_paused_before_its_read_runs_as_it_finds_the_event() {
         "{trace:#?}"
     );
 }
+
+#[test]
+fn a_failure_re_filed_on_a_stale_read_cannot_be_rejected_after_its_approval() {
+    // Found by `make sim SEEDS=1000000` once invocations could pause. The
+    // CRM refuses: the action fails and its item is held. The other event
+    // of the call reads the action FAILED and pauses before it files the
+    // failure again (port calls: inbox read 0, reserve 1, filing 2). The
+    // operator approves: the action re-opens, its event is re-queued and
+    // the item is REINJECTED. The paused filing then lands and holds the
+    // item again, and the operator rejects it: that reject was accepted,
+    // and the queued re-run performed the action after it.
+    for strategy in [CrmStrategy::IdempotencyKey, CrmStrategy::Lookup] {
+        let work = |pauses| Op::Work {
+            pick: 0,
+            crash_at: None,
+            lose_answer_at: None,
+            pauses,
+        };
+        let decide = |reject| Op::Decide { pick: 0, reject };
+        let scenario = Scenario {
+            strategy,
+            max_receives: 5,
+            ops: vec![
+                Op::Crm(Mode::Refuse),
+                Op::Deliver(0),
+                work(0),
+                Op::Deliver(1),
+                work(1 << 2),
+                decide(false),
+                Op::Resume(0),
+                decide(true),
+            ],
+        };
+        let trace = sim::run(&scenario).unwrap_or_else(|e| panic!("{strategy:?}: {e}"));
+        let refused = trace
+            .iter()
+            .find(|l| l.contains("(poison): Err("))
+            .unwrap_or_else(|| panic!("{strategy:?}: the reject was not refused: {trace:#?}"));
+        assert!(
+            refused.ends_with(
+                r#"Err(NotStanding { key: "ws-1#create_task#call_0", status: Pending })"#
+            ),
+            "{refused}"
+        );
+    }
+}

@@ -146,6 +146,7 @@ fn refused(e: &ApprovalError) -> Response {
         ApprovalError::NotFound(_) | ApprovalError::NoAction(_) => StatusCode::NOT_FOUND,
         ApprovalError::AlreadyDecided { .. }
         | ApprovalError::NotUncertain { .. }
+        | ApprovalError::NotStanding { .. }
         | ApprovalError::NotReinjectable(_)
         | ApprovalError::Expired(_)
         | ApprovalError::Rejected(_)
