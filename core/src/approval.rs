@@ -244,7 +244,7 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
     ) -> Result<(), ApprovalError> {
         let item = self.item(id).await?;
         if item.status == TriageStatus::Held {
-            self.still_stands(&item).await?;
+            self.still_stands(&item, now).await?;
         }
         let from = match item.status {
             TriageStatus::Approved => TriageStatus::Approved,
@@ -357,9 +357,10 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
     /// while the action stands so. Once a decision re-opened it (its re-run
     /// queued or running) or it completed, a reject could stop nothing: the
     /// item was filed again by an attempt that read the action before that
-    /// decision (found by the simulator). An action whose record is gone
-    /// will not run again, so its item may be rejected.
-    async fn still_stands(&self, item: &TriageItem) -> Result<(), ApprovalError> {
+    /// decision (found by the simulator). An item that could not be
+    /// approved either (its event rejected or expired) may be rejected, and
+    /// so may one whose action record is gone: neither will run again.
+    async fn still_stands(&self, item: &TriageItem, now: Timestamp) -> Result<(), ApprovalError> {
         let Some(pk) = item
             .inbox_pk
             .as_ref()
@@ -367,7 +368,8 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         else {
             return Ok(());
         };
-        let Some(record) = self.inbox.get(pk).await? else {
+        let record = self.inbox.get(pk).await?;
+        let Some(record) = record.filter(|r| live(pk, Some(r), now).is_ok()) else {
             return Ok(());
         };
         let Decision::Actions(requests) = record.decide(&self.config.rules) else {

@@ -92,9 +92,10 @@ impl<S: InboxStore, L: Ledger, H: Hold> Triager<S, L, H> {
         // The event is held for a decision first: out of the sweep's index,
         // and a repeat delivery no longer re-dispatches it. Only an approval
         // re-opens it, and a reject discards it. Held before its item is
-        // filed, so no item is ever open while its event can still run; a
-        // crash between the two leaves the dead letter unreported until its
-        // redelivery files the item. It is held even if a decision re-opened
+        // filed, so no item is ever open while its event can still start a
+        // run (an invocation that read it before may still finish, within
+        // its function timeout); a crash between the two leaves the dead
+        // letter unreported until its redelivery files the item. It is held even if a decision re-opened
         // it since it was read: the item filed next is the operator's.
         if let Some(pk) = to_hold {
             let reason = format!(

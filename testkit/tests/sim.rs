@@ -211,7 +211,9 @@ fn a_paused_invocation_keeps_its_lease_while_the_other_event_runs() {
 #[test]
 fn a_paused_invocation_is_cut_off_once_its_call_or_function_timed_out() {
     // Paused before the CRM create (port call 2), resumed 2 s, 4 s (past
-    // the CRM's 3 s timeout) or 31 s (past the function's 30 s) later.
+    // the CRM's 3 s timeout) or 31 s (past the function's 30 s too, which
+    // is what is reported) later. The function's cut-off rarely binds
+    // alone: an action's calls at their timeouts end within 30 s.
     let cases = [
         (2, "work m1 (receive 1): done: 1 action(s) settled"),
         (4, "work m1 (receive 1): cut off: its call timed out"),
@@ -378,4 +380,60 @@ fn a_failure_re_filed_on_a_stale_read_cannot_be_rejected_after_its_approval() {
             "{refused}"
         );
     }
+}
+
+#[test]
+fn a_stale_failure_whose_event_was_rejected_can_still_be_rejected() {
+    // A review of the refusal above: the failure's item F is held again by
+    // a stale filing after its approval; the approved re-run dead-letters,
+    // and the operator rejects that dead letter, discarding the event. Now
+    // approving F is refused (the event was rejected), so rejecting F must
+    // not be refused too, or F stays held for good.
+    let work = |pauses| Op::Work {
+        pick: 0,
+        crash_at: None,
+        lose_answer_at: None,
+        pauses,
+    };
+    let scenario = Scenario {
+        strategy: CrmStrategy::IdempotencyKey,
+        max_receives: 1,
+        ops: vec![
+            Op::Crm(Mode::Refuse),
+            Op::Deliver(0),
+            work(0),
+            Op::Deliver(1),
+            work(1 << 2),
+            Op::Decide {
+                pick: 0,
+                reject: false,
+            },
+            Op::Resume(0),
+            Op::Crm(Mode::Down),
+            work(0),
+            Op::Advance(61),
+            // The approved re-run's second receive: dead-lettered, held.
+            work(0),
+            Op::Decide {
+                pick: 1,
+                reject: true,
+            },
+        ],
+    };
+    let trace = sim::run(&scenario).unwrap_or_else(|e| panic!("{e}"));
+    let decisions: Vec<&str> = trace
+        .iter()
+        .map(|l| l[9..].trim())
+        .filter(|l| l.starts_with("decide "))
+        .map(|l| l.split_once(": ").map_or(l, |(_, r)| r))
+        .collect();
+    assert_eq!(
+        decisions,
+        [
+            r#"Ok("approved: Queued { inbox_pk: \"ws-1#retell#call_analyzed:call_0\", reopened: [\"ws-1#create_task#call_0\"] }")"#,
+            r#"Ok("rejected")"#,
+            r#"Ok("rejected")"#,
+        ],
+        "{trace:#?}"
+    );
 }

@@ -341,7 +341,11 @@ impl Destination for Faulty<SimCrm> {
                 self.plan.pause(Call::Crm).await;
                 self.inner.lookup(key).await
             }
-            Fate::LoseAnswer | Fate::Proceed => self.inner.lookup(key).await,
+            Fate::LoseAnswer => {
+                let _lost = self.inner.lookup(key).await;
+                self.inner.lookup(key).await
+            }
+            Fate::Proceed => self.inner.lookup(key).await,
         }
     }
 

@@ -494,12 +494,19 @@ impl Sim {
             running.forbidden = running.event.and_then(|e| self.forbidden(e));
         }
         let call_timeout = match running.plan.paused() {
-            Some(Call::Crm) => Duration::from_millis(DestinationConfig::DEFAULT_TIMEOUT_MS),
+            Some(Call::Crm) => Duration::from_millis(
+                self.config
+                    .destinations
+                    .get("crm")
+                    .map_or(DestinationConfig::DEFAULT_TIMEOUT_MS, |d| d.timeout_ms),
+            ),
             _ => STORE_TIMEOUT,
         };
-        if self.now > running.deadline {
+        // Lambda ends the invocation at its deadline, and a call at its
+        // timeout has failed.
+        if self.now >= running.deadline {
             self.ended(&running, "cut off by the function timeout");
-        } else if self.now > running.paused_at.plus(call_timeout) {
+        } else if self.now >= running.paused_at.plus(call_timeout) {
             self.ended(&running, "cut off: its call timed out");
         } else {
             self.counts.resumed += 1;

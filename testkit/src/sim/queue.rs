@@ -82,7 +82,9 @@ impl Queue {
 
     /// Deletes message `id` with the handle of its `receives`-th receive.
     /// As in SQS, a handle of an earlier receive may delete nothing: here it
-    /// never does, so the message comes back.
+    /// never does, so the message comes back. (No invocation outlives its
+    /// message's visibility here, as the function timeout is shorter, so
+    /// this guards the model rather than changing a run.)
     pub fn delete(&self, id: u32, receives: u32) {
         self.with(|(_, messages)| messages.retain(|m| m.id != id || m.receives != receives));
     }
