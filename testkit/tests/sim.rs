@@ -57,6 +57,17 @@ fn scenario() -> impl Strategy<Value = Scenario> {
         })
 }
 
+/// A receive of the `pick`-th visible message, pausing before each port
+/// call whose bit is set in `pauses`, with no other fault.
+fn work(pick: u8, pauses: u8) -> Op {
+    Op::Work {
+        pick,
+        crash_at: None,
+        lose_answer_at: None,
+        pauses,
+    }
+}
+
 fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name)
         .ok()
@@ -175,19 +186,9 @@ fn a_paused_invocation_keeps_its_lease_while_the_other_event_runs() {
             max_receives: 1,
             ops: vec![
                 Op::Deliver(5),
-                Op::Work {
-                    pick: 0,
-                    crash_at: None,
-                    lose_answer_at: None,
-                    pauses: 1 << 2,
-                },
+                work(0, 1 << 2),
                 Op::Deliver(4),
-                Op::Work {
-                    pick: 0,
-                    crash_at: None,
-                    lose_answer_at: None,
-                    pauses: 0,
-                },
+                work(0, 0),
                 Op::Resume(0),
             ],
         };
@@ -225,12 +226,7 @@ fn a_paused_invocation_is_cut_off_once_its_call_or_function_timed_out() {
             max_receives: 5,
             ops: vec![
                 Op::Deliver(0),
-                Op::Work {
-                    pick: 0,
-                    crash_at: None,
-                    lose_answer_at: None,
-                    pauses: 1 << 2,
-                },
+                work(0, 1 << 2),
                 Op::Advance(secs),
                 Op::Resume(0),
             ],
@@ -255,12 +251,6 @@ fn an_approval_while_a_re_run_settles_its_event_still_runs_the_action() {
     // re-run found it processed, and the action stayed PENDING, run by
     // nobody and held for nobody.
     for strategy in [CrmStrategy::IdempotencyKey, CrmStrategy::Lookup] {
-        let work = |pauses| Op::Work {
-            pick: 0,
-            crash_at: None,
-            lose_answer_at: None,
-            pauses,
-        };
         let approve = Op::Decide {
             pick: 0,
             reject: false,
@@ -271,9 +261,9 @@ fn an_approval_while_a_re_run_settles_its_event_still_runs_the_action() {
             ops: vec![
                 Op::Crm(Mode::Refuse),
                 Op::Deliver(0),
-                work(0),
+                work(0, 0),
                 approve.clone(),
-                work(1 << 5),
+                work(0, 1 << 5),
                 approve,
                 Op::Resume(0),
             ],
@@ -294,12 +284,6 @@ fn an_invocation_paused_before_its_read_runs_as_it_finds_the_event() {
     // invocation that began while its event was held, but paused before it
     // read the event, resumes after the operator approved it, and runs it.
     // What a decision forbids is decided at the read, not at the receive.
-    let work = |pick, pauses| Op::Work {
-        pick,
-        crash_at: None,
-        lose_answer_at: None,
-        pauses,
-    };
     let scenario = Scenario {
         strategy: CrmStrategy::IdempotencyKey,
         max_receives: 1,
@@ -347,12 +331,6 @@ fn a_failure_re_filed_on_a_stale_read_cannot_be_rejected_after_its_approval() {
     // item again, and the operator rejects it: that reject was accepted,
     // and the queued re-run performed the action after it.
     for strategy in [CrmStrategy::IdempotencyKey, CrmStrategy::Lookup] {
-        let work = |pauses| Op::Work {
-            pick: 0,
-            crash_at: None,
-            lose_answer_at: None,
-            pauses,
-        };
         let decide = |reject| Op::Decide { pick: 0, reject };
         let scenario = Scenario {
             strategy,
@@ -360,9 +338,9 @@ fn a_failure_re_filed_on_a_stale_read_cannot_be_rejected_after_its_approval() {
             ops: vec![
                 Op::Crm(Mode::Refuse),
                 Op::Deliver(0),
-                work(0),
+                work(0, 0),
                 Op::Deliver(1),
-                work(1 << 2),
+                work(0, 1 << 2),
                 decide(false),
                 Op::Resume(0),
                 decide(true),
@@ -389,31 +367,25 @@ fn a_stale_failure_whose_event_was_rejected_can_still_be_rejected() {
     // and the operator rejects that dead letter, discarding the event. Now
     // approving F is refused (the event was rejected), so rejecting F must
     // not be refused too, or F stays held for good.
-    let work = |pauses| Op::Work {
-        pick: 0,
-        crash_at: None,
-        lose_answer_at: None,
-        pauses,
-    };
     let scenario = Scenario {
         strategy: CrmStrategy::IdempotencyKey,
         max_receives: 1,
         ops: vec![
             Op::Crm(Mode::Refuse),
             Op::Deliver(0),
-            work(0),
+            work(0, 0),
             Op::Deliver(1),
-            work(1 << 2),
+            work(0, 1 << 2),
             Op::Decide {
                 pick: 0,
                 reject: false,
             },
             Op::Resume(0),
             Op::Crm(Mode::Down),
-            work(0),
+            work(0, 0),
             Op::Advance(61),
             // The approved re-run's second receive: dead-lettered, held.
-            work(0),
+            work(0, 0),
             Op::Decide {
                 pick: 1,
                 reject: true,
