@@ -68,6 +68,16 @@ fn work(pick: u8, pauses: u8) -> Op {
     }
 }
 
+/// Runs the steps: the trace, or a panic with the invariant broken.
+fn run_ok(strategy: CrmStrategy, max_receives: u32, ops: Vec<Op>) -> Vec<String> {
+    let scenario = Scenario {
+        strategy,
+        max_receives,
+        ops,
+    };
+    sim::run(&scenario).unwrap_or_else(|e| panic!("{strategy:?}: {e}"))
+}
+
 fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name)
         .ok()
@@ -145,10 +155,10 @@ fn a_crash_after_the_crm_answered_still_makes_one_task() {
     // reserve 1, create 2), then the message returns after its visibility
     // timeout and the lease has expired.
     for strategy in [CrmStrategy::IdempotencyKey, CrmStrategy::Lookup] {
-        let scenario = Scenario {
+        let trace = run_ok(
             strategy,
-            max_receives: 5,
-            ops: vec![
+            5,
+            vec![
                 Op::Deliver(0),
                 Op::Work {
                     pick: 0,
@@ -158,8 +168,7 @@ fn a_crash_after_the_crm_answered_still_makes_one_task() {
                 },
                 Op::Deliver(1),
             ],
-        };
-        let trace = sim::run(&scenario).unwrap_or_else(|e| panic!("{strategy:?}: {e}"));
+        );
         assert!(
             trace.iter().any(|l| l.contains("crashed at port call 2")),
             "{trace:#?}"
@@ -181,18 +190,17 @@ fn a_paused_invocation_keeps_its_lease_while_the_other_event_runs() {
     // must find the lease live, not take it over and create too (the run
     // checks that the CRM holds one task).
     for strategy in [CrmStrategy::IdempotencyKey, CrmStrategy::Lookup] {
-        let scenario = Scenario {
+        let trace = run_ok(
             strategy,
-            max_receives: 1,
-            ops: vec![
+            1,
+            vec![
                 Op::Deliver(5),
                 work(0, 1 << 2),
                 Op::Deliver(4),
                 work(0, 0),
                 Op::Resume(0),
             ],
-        };
-        let trace = sim::run(&scenario).unwrap_or_else(|e| panic!("{strategy:?}: {e}"));
+        );
         let expected = [
             "work m1 (receive 1): paused",
             "work m2 (receive 1): returns: ws-1#create_task#call_2: another attempt holds the lease",
@@ -221,17 +229,16 @@ fn a_paused_invocation_is_cut_off_once_its_call_or_function_timed_out() {
         (31, "work m1 (receive 1): cut off by the function timeout"),
     ];
     for (secs, expected) in cases {
-        let scenario = Scenario {
-            strategy: CrmStrategy::Lookup,
-            max_receives: 5,
-            ops: vec![
+        let trace = run_ok(
+            CrmStrategy::Lookup,
+            5,
+            vec![
                 Op::Deliver(0),
                 work(0, 1 << 2),
                 Op::Advance(secs),
                 Op::Resume(0),
             ],
-        };
-        let trace = sim::run(&scenario).unwrap_or_else(|e| panic!("{secs} s: {e}"));
+        );
         let resumed = trace
             .iter()
             .find(|l| l.contains("work m1 (receive 1): ") && !l.ends_with("paused"));
@@ -255,10 +262,10 @@ fn an_approval_while_a_re_run_settles_its_event_still_runs_the_action() {
             pick: 0,
             reject: false,
         };
-        let scenario = Scenario {
+        let trace = run_ok(
             strategy,
-            max_receives: 5,
-            ops: vec![
+            5,
+            vec![
                 Op::Crm(Mode::Refuse),
                 Op::Deliver(0),
                 work(0, 0),
@@ -267,8 +274,7 @@ fn an_approval_while_a_re_run_settles_its_event_still_runs_the_action() {
                 approve,
                 Op::Resume(0),
             ],
-        };
-        let trace = sim::run(&scenario).unwrap_or_else(|e| panic!("{strategy:?}: {e}"));
+        );
         assert!(
             trace
                 .iter()
@@ -284,10 +290,10 @@ fn an_invocation_paused_before_its_read_runs_as_it_finds_the_event() {
     // invocation that began while its event was held, but paused before it
     // read the event, resumes after the operator approved it, and runs it.
     // What a decision forbids is decided at the read, not at the receive.
-    let scenario = Scenario {
-        strategy: CrmStrategy::IdempotencyKey,
-        max_receives: 1,
-        ops: vec![
+    let trace = run_ok(
+        CrmStrategy::IdempotencyKey,
+        1,
+        vec![
             Op::Deliver(2),
             work(0, 1),
             Op::Advance(61),
@@ -302,8 +308,7 @@ fn an_invocation_paused_before_its_read_runs_as_it_finds_the_event() {
             },
             Op::Resume(1),
         ],
-    };
-    let trace = sim::run(&scenario).unwrap_or_else(|e| panic!("{e}"));
+    );
     let lines: Vec<&str> = trace
         .iter()
         .map(|l| l[9..].trim())
@@ -332,10 +337,10 @@ fn a_failure_re_filed_on_a_stale_read_cannot_be_rejected_after_its_approval() {
     // and the queued re-run performed the action after it.
     for strategy in [CrmStrategy::IdempotencyKey, CrmStrategy::Lookup] {
         let decide = |reject| Op::Decide { pick: 0, reject };
-        let scenario = Scenario {
+        let trace = run_ok(
             strategy,
-            max_receives: 5,
-            ops: vec![
+            5,
+            vec![
                 Op::Crm(Mode::Refuse),
                 Op::Deliver(0),
                 work(0, 0),
@@ -345,8 +350,7 @@ fn a_failure_re_filed_on_a_stale_read_cannot_be_rejected_after_its_approval() {
                 Op::Resume(0),
                 decide(true),
             ],
-        };
-        let trace = sim::run(&scenario).unwrap_or_else(|e| panic!("{strategy:?}: {e}"));
+        );
         let refused = trace
             .iter()
             .find(|l| l.contains("(poison): Err("))
@@ -367,10 +371,10 @@ fn a_stale_failure_whose_event_was_rejected_can_still_be_rejected() {
     // and the operator rejects that dead letter, discarding the event. Now
     // approving F is refused (the event was rejected), so rejecting F must
     // not be refused too, or F stays held for good.
-    let scenario = Scenario {
-        strategy: CrmStrategy::IdempotencyKey,
-        max_receives: 1,
-        ops: vec![
+    let trace = run_ok(
+        CrmStrategy::IdempotencyKey,
+        1,
+        vec![
             Op::Crm(Mode::Refuse),
             Op::Deliver(0),
             work(0, 0),
@@ -391,8 +395,7 @@ fn a_stale_failure_whose_event_was_rejected_can_still_be_rejected() {
                 reject: true,
             },
         ],
-    };
-    let trace = sim::run(&scenario).unwrap_or_else(|e| panic!("{e}"));
+    );
     let decisions: Vec<&str> = trace
         .iter()
         .map(|l| l[9..].trim())
