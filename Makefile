@@ -104,7 +104,9 @@ infra-transform: tools
 ## output (zero unsuppressed findings), the structural checks
 ## (scripts/check_infra.py) and the broken-copy self-test. No cargo.
 infra-check: venv tools scan-venv infra-transform
-	$(VENV)/bin/cfn-lint infra/template.yaml
+	@# I3011: every stateful resource states its DeletionPolicy and
+	@# UpdateReplacePolicy (docs/deploy.md, "What outlives the stack").
+	$(VENV)/bin/cfn-lint --include-checks I3011 -- infra/template.yaml
 	@# W2001 (unused parameter): the transform inlines AsyncMaxRetryAttempts
 	@# into the EventInvokeConfig, as CloudFormation does with the stack's value.
 	$(VENV)/bin/cfn-lint --ignore-checks W2001 -- $(TRANSFORMED)

@@ -22,10 +22,15 @@ named by HOOKGATE_EMF_LOG).
   QueueName must be the queue's name (GetAtt Q.QueueName), not its URL (Ref).
 * An alarm without AlarmActions fails (it can change state but tell no one).
 * Emitted series that no alarm watches are listed (information only).
+* The metric schema (docs/operations.md, "Metric schema") is the one list of
+  series: an EMF or metric-filter series it does not list fails, and so does
+  an EMF series in namespace `hookgate` without the `service` dimension (two
+  stacks in one account would share it).
 
 `--self-test` removes the Dimensions of one custom-namespace alarm in a copy
 of the template (written to target/checks/alarm-self-test-template.json) and
-exits 0 only if the check then fails on that alarm.
+exits 0 only if the check then fails on that alarm, and if an empty schema
+then fails on an emitted series.
 
 Exit: 0 passed, 1 a finding, 2 bad input.
 """
@@ -34,6 +39,7 @@ import argparse
 import copy
 import hashlib
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -259,6 +265,40 @@ def series_key(namespace, metric, dimensions):
     return (namespace, metric, frozenset(dimensions))
 
 
+def read_schema(path):
+    """The series docs/operations.md's "Metric schema" table lists."""
+    rows, inside = set(), False
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        if line.startswith("### Metric schema"):
+            inside = True
+        elif inside and line.startswith("#"):
+            break
+        elif inside and line.startswith("| `"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            namespace = cells[0].strip("`").replace("{stack}", STACK)
+            sets = [[d.strip() for d in s.split(",") if d.strip()]
+                    for s in re.findall(r"\[([^\]]*)\]", cells[2])] or [[]]
+            for metric in re.findall(r"`([^`]+)`", cells[1]):
+                for dims in sets:
+                    rows.add(series_key(namespace, metric, dims))
+    if not rows:
+        raise Invalid(f"no metric schema table in {path}")
+    return rows
+
+
+def schema_findings(series, schema):
+    """Series the schema does not list, and hookgate series without `service`."""
+    failures = []
+    for key, entry in sorted(series.items(), key=lambda kv: show(kv[0])):
+        if key not in schema:
+            failures.append(f"{show(key)} ({entry['source']}) is not in the metric schema "
+                            "(docs/operations.md, \"Metric schema\"): add its row")
+        if key[0] == "hookgate" and "service" not in key[2]:
+            failures.append(f"{show(key)}: a hookgate series without the service dimension "
+                            "(two stacks in one account would share it)")
+    return failures
+
+
 def show(key):
     namespace, metric, dims = key
     return f"{namespace} {metric} [{', '.join(sorted(dims)) or 'no dimensions'}]"
@@ -422,12 +462,13 @@ def check_aws(template, label, namespace, metric, dims):
     return problems
 
 
-def run(template_doc, emf_paths, out=print):
+def run(template_doc, emf_paths, schema, out=print):
     template = Template(template_doc)
     series, rejected, lines = read_emf(emf_paths)
     emitted = dict(series)
     emitted.update(metric_filter_series(template))
     failures, unwatched, rows, notes = check(template, emitted)
+    failures += schema_findings(emitted, schema)
     out(f"check_alarms: {len(rows)} alarm metrics; {lines} EMF lines from {', '.join(emf_paths)} "
         f"-> {len(series)} series; {len(emitted) - len(series)} from metric filters")
     out("")
@@ -463,6 +504,8 @@ def main():
                         help="remove the Dimensions of ALARM (default: the first custom-namespace alarm "
                              "with dimensions) in a copy; pass only if the check then fails on it")
     parser.add_argument("--self-test-out", default="target/checks/alarm-self-test-template.json")
+    parser.add_argument("--schema", default=str(Path(__file__).resolve().parent.parent / "docs/operations.md"),
+                        help="the document with the metric schema table")
     args = parser.parse_args()
     emf = args.emf or ["target/checks/emf.jsonl"]
     path = Path(args.template)
@@ -470,8 +513,9 @@ def main():
         sys.exit(f"check_alarms: no transformed template at {path} (run the SAM transform first)")
     doc = json.loads(path.read_text())
     try:
+        schema = read_schema(args.schema)
         if args.self_test is None:
-            failures, rejected = run(doc, emf)
+            failures, rejected = run(doc, emf, schema)
             sys.exit(1 if failures or rejected else 0)
         broken = copy.deepcopy(doc)
         resources = broken["Resources"]
@@ -495,8 +539,12 @@ def main():
         Path(args.self_test_out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.self_test_out).write_text(json.dumps(broken, indent=1) + "\n")
         lines = []
-        failures, _ = run(broken, emf, out=lines.append)
+        failures, _ = run(broken, emf, schema, out=lines.append)
         caught = [f for f in failures if f.split(":")[0].split(".")[0] == target and "nothing emits" in f]
+        unlisted, _ = run(doc, emf, set(), out=lambda _: None)
+        if not any("is not in the metric schema" in f for f in unlisted):
+            print("check_alarms self-test: FAILED: an empty metric schema was not caught")
+            sys.exit(1)
         if caught:
             print(f"check_alarms self-test: ok: with {target}'s Dimensions removed "
                   f"({args.self_test_out}) the check fails: {caught[0]}")

@@ -23,7 +23,26 @@ problem) unless:
   Metadata.UnexercisedReasons names only existing Sids; each SQS source's
   polling actions are granted on that exact queue;
 - the webhook route has no authorizer and the ops routes use AWS_IAM;
-- the GSI keys and environment contracts with the Rust code hold.
+- the GSI keys and environment contracts with the Rust code hold;
+- the data outlives the stack: every table is retained on delete and on
+  replacement and has deletion protection on; every queue that holds work not
+  yet decided (a dead-letter target, a rule's DLQ, an on-failure destination)
+  is retained; every table, queue and log group states both policies;
+- every route has its own throttle (the webhook route from WebhookThrottle*),
+  and an alarm counts the API's 429s;
+- the triage alert rule matches only its own stack's alerts (detail.service);
+- the rule that sends EventBridge events to the ingress exists only when
+  EventSource is set (HasEventSource), and EventSource defaults to empty;
+- no AWS endpoint is spelled `amazonaws.com` outside a service principal
+  (`${AWS::URLSuffix}` works in every partition);
+- MaxReceiveCount is bounded as SQS bounds it (1-1000), SecretsKmsKeyArn and
+  AlarmEmail carry patterns their defaults satisfy;
+- against infra/released-tables.json: no table's KeySchema changes, no index
+  changes its KeySchema or Projection under the same IndexName, and at most
+  one index per table is added or removed in one update.
+
+`max_stack_name(template)` is the longest stack name every physical name of
+the template fits (scripts/deploy_params.py refuses longer ones).
 """
 
 import argparse
@@ -54,6 +73,17 @@ NAME_PROPS = {
     "AWS::Scheduler::Schedule": "Name",
     "AWS::Scheduler::ScheduleGroup": "Name",
 }
+# AWS's length limits on the physical names this template sets.
+NAME_LIMITS = {
+    "AWS::DynamoDB::Table": 255, "AWS::SQS::Queue": 80, "AWS::SNS::Topic": 256,
+    "AWS::Lambda::Function": 64, "AWS::Lambda::LayerVersion": 140, "AWS::IAM::Role": 64,
+    "AWS::IAM::ManagedPolicy": 128, "AWS::Logs::LogGroup": 512, "AWS::CloudWatch::Alarm": 255,
+    "AWS::Events::Rule": 64, "AWS::Events::EventBus": 256, "AWS::Scheduler::Schedule": 64,
+    "AWS::Scheduler::ScheduleGroup": 64,
+}
+# Resource types that hold data or undecided work: each states both policies.
+STATEFUL = ("AWS::DynamoDB::Table", "AWS::SQS::Queue", "AWS::Logs::LogGroup")
+RETAIN = {"DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain"}
 ENV_CONTRACT = {
     "HOOKGATE_SERVICE": STACK,
     "HOOKGATE_ACTION_QUEUE_VISIBILITY_SECS": {"Ref": "ActionQueueVisibilitySeconds"},
@@ -67,6 +97,32 @@ GSI_CONTRACT = {
 }
 SERVICE_PRINCIPAL_CONDITIONS = {"aws:sourcearn", "aws:sourceaccount"}
 SID = re.compile(r"^[A-Za-z0-9]+$")
+
+
+def max_stack_name(template):
+    """The longest stack name with which every physical name fits its limit."""
+    longest = 128  # CloudFormation's own limit on a stack's name
+    for r in template["Resources"].values():
+        prop = NAME_PROPS.get(r["Type"])
+        value = r.get("Properties", {}).get(prop) if prop else None
+        if isinstance(value, dict) and isinstance(value.get("Fn::Sub"), str):
+            text = value["Fn::Sub"]
+            if "${AWS::StackName}" in text and text.count("${") == 1:
+                fixed = len(text) - len("${AWS::StackName}")
+                longest = min(longest, NAME_LIMITS[r["Type"]] - fixed)
+    return longest
+
+
+def strings(value, path=()):
+    """Every string in `value`, with the keys that lead to it."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from strings(v, path + (k,))
+    elif isinstance(value, list):
+        for v in value:
+            yield from strings(v, path)
+    elif isinstance(value, str):
+        yield path, value
 
 
 def getatt(logical, attr="Arn"):
@@ -126,9 +182,10 @@ def failure_classes(template, functions, rule_name):
 
 
 class Checker:
-    def __init__(self, template, raw):
+    def __init__(self, template, raw, released=None):
         self.t = template
         self.raw = raw
+        self.released = released
         self.res = template["Resources"]
         self.params = {k: v.get("Default") for k, v in template.get("Parameters", {}).items()}
         self.problems = []
@@ -346,6 +403,124 @@ class Checker:
             if have != keys:
                 self.fail(f"{table} index {index}: keys {have}, expected {keys}")
 
+    def retention(self):
+        queues = self.of_type("AWS::SQS::Queue")
+        undecided = set()
+        for r in self.res.values():
+            p = r.get("Properties", {})
+            targets = [p.get("RedrivePolicy", {}).get("deadLetterTargetArn"),
+                       p.get("DestinationConfig", {}).get("OnFailure", {}).get("Destination")]
+            targets += [t.get("DeadLetterConfig", {}).get("Arn") for t in p.get("Targets", [])]
+            undecided |= {t["Fn::GetAtt"][0] for t in targets if isinstance(t, dict) and "Fn::GetAtt" in t}
+        for k, r in self.res.items():
+            if r["Type"] not in STATEFUL:
+                continue
+            if "DeletionPolicy" not in r or "UpdateReplacePolicy" not in r:
+                self.fail(f"{k}: no explicit DeletionPolicy and UpdateReplacePolicy "
+                          "(the default deletes its data with the stack)")
+            if r["Type"] == "AWS::DynamoDB::Table" or k in undecided & set(queues):
+                what = "its data" if r["Type"] == "AWS::DynamoDB::Table" else "undecided work"
+                for key, want in RETAIN.items():
+                    if r.get(key) != want:
+                        self.fail(f"{k}: {key} {r.get(key)}, not {want}: a stack delete or a replacing "
+                                  f"update would delete {what}")
+            if r["Type"] == "AWS::DynamoDB::Table" and r["Properties"].get("DeletionProtectionEnabled") is not True:
+                self.fail(f"{k}: DeletionProtectionEnabled is not true")
+
+    def throttles(self):
+        stages = self.of_type("AWS::ApiGatewayV2::Stage")
+        for k, api in self.of_type("AWS::ApiGatewayV2::Api").items():
+            keys = set()
+            for path, methods in api["Properties"].get("Body", {}).get("paths", {}).items():
+                for method in methods:
+                    verb = "ANY" if method == "x-amazon-apigateway-any-method" else method.upper()
+                    keys.add(f"{verb} {path}")
+            stage = [s["Properties"] for s in stages.values() if s["Properties"].get("ApiId") == {"Ref": k}]
+            settings = stage[0].get("RouteSettings", {}) if stage else {}
+            for key in sorted(keys):
+                limits = settings.get(key, {})
+                if "ThrottlingRateLimit" not in limits or "ThrottlingBurstLimit" not in limits:
+                    self.fail(f"{k}: route {key} has no throttle (RouteSettings rate and burst): "
+                              "a flood takes the account's concurrency")
+                elif key.startswith("POST /webhooks/") and limits["ThrottlingRateLimit"] != {"Ref": "WebhookThrottleRate"}:
+                    self.fail(f"{k}: route {key}'s rate is not the WebhookThrottleRate parameter")
+        access = [k for k, g in self.of_type("AWS::Logs::LogGroup").items()
+                  if any(s["Properties"].get("AccessLogSettings", {}).get("DestinationArn") == getatt(k)
+                         for s in stages.values())]
+        counted = [f for f in self.of_type("AWS::Logs::MetricFilter").values()
+                   if f["Properties"]["LogGroupName"] in [{"Ref": g} for g in access]
+                   and '"429"' in f["Properties"]["FilterPattern"]]
+        alarmed = any(log_filter_alarm(self.t, '"429"')(a["Properties"])
+                      for a in self.of_type("AWS::CloudWatch::Alarm").values())
+        if not counted or not alarmed:
+            self.fail("no alarm on the API's throttled requests (a metric filter on the access log's "
+                      "429s): a limit would silently turn into providers giving up")
+
+    def alert_rule(self):
+        for k, r in self.of_type("AWS::Events::Rule").items():
+            p = r["Properties"]
+            if any(t.get("Arn") == TOPIC for t in p.get("Targets", [])):
+                service = p.get("EventPattern", {}).get("detail", {}).get("service")
+                if service != [STACK]:
+                    self.fail(f"rule {k}: sends alerts to AlertTopic without matching detail.service = "
+                              f"the stack's name ({service}): every stack's alerts would reach this topic")
+
+    def event_rule(self, logical):
+        rule = self.res.get(logical, {})
+        if rule.get("Condition") != "HasEventSource":
+            self.fail(f"rule {logical}: not conditional on HasEventSource: with no source mapped, "
+                      "every event it forwards fails and is held")
+        condition = self.t.get("Conditions", {}).get("HasEventSource")
+        if condition != {"Fn::Not": [{"Fn::Equals": [{"Ref": "EventSource"}, ""]}]}:
+            self.fail(f"condition HasEventSource is {condition}, not EventSource != ''")
+        if self.params.get("EventSource") != "":
+            self.fail(f"parameter EventSource defaults to {self.params.get('EventSource')!r}, not empty "
+                      "(no rule unless a deployment maps a source)")
+
+    def partition(self):
+        for path, value in strings(self.res):
+            if "amazonaws.com" in value and "Principal" not in path:
+                self.fail(f"{'.'.join(map(str, path[:2]))}: {value!r} names amazonaws.com; "
+                          "use ${AWS::URLSuffix} (other partitions have other suffixes)")
+
+    def parameters(self):
+        params = self.t.get("Parameters", {})
+        receive = params.get("MaxReceiveCount", {})
+        low, high = self.number(receive.get("MinValue")), self.number(receive.get("MaxValue"))
+        if low is None or high is None or low < 1 or high > 1000:
+            self.fail(f"parameter MaxReceiveCount: MinValue/MaxValue {receive.get('MinValue')}/"
+                      f"{receive.get('MaxValue')}, not within SQS's 1-1000")
+        for name in ("SecretsKmsKeyArn", "AlarmEmail"):
+            p = params.get(name, {})
+            pattern = p.get("AllowedPattern")
+            if not pattern:
+                self.fail(f"parameter {name}: no AllowedPattern (a typo deploys and fails later)")
+            elif not re.fullmatch(pattern, str(p.get("Default", ""))):
+                self.fail(f"parameter {name}: its default does not match its AllowedPattern")
+
+    def released_tables(self):
+        if self.released is None:
+            return
+        for table, was in self.released["tables"].items():
+            props = self.res.get(table, {}).get("Properties")
+            if props is None:
+                self.fail(f"table {table} of the released stack is gone or renamed: CloudFormation "
+                          "would drop it from the stack")
+                continue
+            if props["KeySchema"] != was["KeySchema"]:
+                self.fail(f"table {table}: KeySchema changed from the release: CloudFormation replaces the table")
+            now = {g["IndexName"]: g for g in props.get("GlobalSecondaryIndexes", [])}
+            for name, index in was["GlobalSecondaryIndexes"].items():
+                if name in now and (now[name]["KeySchema"] != index["KeySchema"]
+                                    or now[name]["Projection"] != index["Projection"]):
+                    self.fail(f"table {table} index {name}: KeySchema or Projection changed under the "
+                              "same IndexName: give the new index a new name")
+            added = set(now) - set(was["GlobalSecondaryIndexes"])
+            removed = set(was["GlobalSecondaryIndexes"]) - set(now)
+            if len(added) + len(removed) > 1:
+                self.fail(f"table {table}: indexes added {sorted(added)} and removed {sorted(removed)} "
+                          "in one update; CloudFormation takes one per table per update")
+
     def run(self):
         functions = self.of_type("AWS::Lambda::Function")
         self.queues()
@@ -357,6 +532,14 @@ class Checker:
         self.roles(functions)
         self.routes()
         self.tables()
+        self.retention()
+        self.throttles()
+        self.alert_rule()
+        if rule_name:
+            self.event_rule(rule_name[0]["Ref"])
+        self.partition()
+        self.parameters()
+        self.released_tables()
         return self.problems
 
 
@@ -364,17 +547,21 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("transformed", nargs="?", default=str(ROOT / "target/infra/template.json"))
     parser.add_argument("--raw", default=str(ROOT / "infra/template.yaml"))
+    parser.add_argument("--released", default=str(ROOT / "infra/released-tables.json"))
     args = parser.parse_args()
     with open(args.transformed, encoding="utf-8") as f:
         template = json.load(f)
-    problems = Checker(template, load_yaml(args.raw)).run()
+    with open(args.released, encoding="utf-8") as f:
+        released = json.load(f)
+    problems = Checker(template, load_yaml(args.raw), released).run()
     for p in problems:
         print(f"check_infra: {p}", file=sys.stderr)
     if problems:
         print(f"check_infra: {len(problems)} problem(s) in {args.transformed}", file=sys.stderr)
         return 1
     alarms = sum(1 for r in template["Resources"].values() if r["Type"] == "AWS::CloudWatch::Alarm")
-    print(f"check_infra: ok ({len(template['Resources'])} resources, {alarms} alarms)")
+    print(f"check_infra: ok ({len(template['Resources'])} resources, {alarms} alarms, "
+          f"stack names up to {max_stack_name(template)} characters)")
     return 0
 
 

@@ -30,7 +30,9 @@ for _ in $(seq 100); do grep -q listening "$WORK/emulator.log" && break; sleep 0
 ENDPOINT="http://$(sed -n 's/^listening //p' "$WORK/emulator.log")"
 
 export AWS_ENDPOINT_URL="$ENDPOINT" AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test
-"$PY" scripts/provision.py --endpoint "$ENDPOINT" --prefix fixtures > "$WORK/stack.env"
+# config/fixtures.toml maps Amazon Connect's contact events: the rule too.
+"$PY" scripts/provision.py --endpoint "$ENDPOINT" --prefix fixtures \
+  --param EventSource=aws.connect > "$WORK/stack.env"
 # KEY=value lines, taken verbatim: `source` would strip the quotes out of
 # HOOKGATE_LOCAL_FUNCTIONS's JSON.
 while IFS= read -r line; do [[ -n $line ]] && export "$line"; done < "$WORK/stack.env"

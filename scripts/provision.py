@@ -5,11 +5,13 @@ would create: this runs the SAM transform (scripts/transform.py, the pinned
 aws-sam-translator in .venv-tools; cached under target/infra/cache/) on
 infra/template.yaml and creates, from the CloudFormation it produces:
 
-- the DynamoDB tables (keys, indexes, TTL — moto's CloudFormation ignores TTL);
+- the DynamoDB tables (keys, indexes, TTL — moto's CloudFormation ignores TTL
+  — and deletion protection, which moto honours: a DeleteTable is refused);
 - the SQS queues (visibility, retention, encryption flag, redrive — in
   dependency order) and their queue policies;
 - the SNS topics, the log groups and their metric filters;
-- the EventBridge rules. The emulator cannot invoke a Lambda target, so the
+- the EventBridge rules whose Condition holds (the ingress's rule only with
+  `--param EventSource=…`, as on AWS). The emulator cannot invoke a Lambda target, so the
   rule that targets the ingress gets an SQS target instead (`{prefix}-IngressEvents`,
   polled by `hookgate-dev local`), carrying the template target's RetryPolicy and
   DeadLetterConfig (the RuleDlq ARN), so the local rule has AWS's settings;
@@ -225,6 +227,7 @@ def provision(template, resolver, prefix, endpoint):
             BillingMode=props.get("BillingMode", "PROVISIONED"),
             AttributeDefinitions=props["AttributeDefinitions"],
             KeySchema=props["KeySchema"],
+            DeletionProtectionEnabled=bool(props.get("DeletionProtectionEnabled", False)),
             **({"GlobalSecondaryIndexes": props["GlobalSecondaryIndexes"]}
                if props.get("GlobalSecondaryIndexes") else {}),
         )
@@ -285,11 +288,12 @@ def provision(template, resolver, prefix, endpoint):
     events_url = sqs.create_queue(QueueName=f"{prefix}-IngressEvents")["QueueUrl"]
     events_arn = arn("sqs", f"{prefix}-IngressEvents")
     lambda_arns = {resolver.atts[(k, "Arn")]: k for k in of_type(resources, "AWS::Lambda::Function")}
-    for logical, resource in of_type(resources, "AWS::Events::Rule").items():
+    rules = {k: r for k, r in of_type(resources, "AWS::Events::Rule").items() if included(resolver, r)}
+    for logical, resource in rules.items():
         name = resolver.value(resource["Properties"].get("Name", f"{prefix}-{logical}"))
         resolver.refs[logical] = name
         resolver.atts[(logical, "Arn")] = arn("events", f"rule/{name}")
-    for logical, resource in of_type(resources, "AWS::Events::Rule").items():
+    for logical, resource in rules.items():
         props = resolver.value(resource["Properties"])
         name = resolver.refs[logical]
         events.put_rule(Name=name, EventPattern=json.dumps(props["EventPattern"]),
@@ -312,6 +316,8 @@ def provision(template, resolver, prefix, endpoint):
             events.put_targets(Rule=name, Targets=targets)
 
     for logical, resource in of_type(resources, "AWS::SQS::QueuePolicy").items():
+        if not included(resolver, resource):
+            continue
         props = resolver.value(resource["Properties"])
         for url in props["Queues"]:
             sqs.set_queue_attributes(QueueUrl=url, Attributes={"Policy": json.dumps(props["PolicyDocument"])})

@@ -204,7 +204,7 @@ pub fn diagnose(facts: &Facts) -> Vec<Check> {
         ));
     }
     if let Some(alarms) = &facts.alarms {
-        checks.extend(check_alarms(alarms));
+        checks.extend(check_alarms(alarms, facts.rule_max_age.is_some()));
     }
     if let Some(visibility) = facts.queue_visibility {
         let needed = facts.action_timeout * 6;
@@ -223,8 +223,10 @@ pub fn diagnose(facts: &Facts) -> Vec<Check> {
 }
 
 /// Every alarm notifies someone, hookgate's alarms watch the series the code
-/// emits for the whole stack (`service`), and every failure class has one.
-fn check_alarms(alarms: &[Alarm]) -> Vec<Check> {
+/// emits for the whole stack (`service`), and every failure class has one;
+/// the rule's dead letters only where the stack has a rule (`has_rule`: the
+/// template creates it, and its alarms, only when EventSource is set).
+fn check_alarms(alarms: &[Alarm], has_rule: bool) -> Vec<Check> {
     let silent: Vec<&str> = alarms
         .iter()
         .filter(|a| a.actions == 0)
@@ -237,6 +239,7 @@ fn check_alarms(alarms: &[Alarm]) -> Vec<Check> {
         .collect();
     let missing: Vec<String> = REQUIRED_ALARMS
         .iter()
+        .filter(|(ns, _, _)| has_rule || *ns != EVENTS)
         .filter(|(ns, metric, _)| {
             !alarms
                 .iter()
@@ -359,6 +362,22 @@ mod tests {
             missing.message,
             "no alarm on hookgate ActionsUncertain (uncertain actions); AWS/Lambda Throttles (function throttles)"
         );
+    }
+
+    #[test]
+    fn a_stack_without_an_eventbridge_rule_needs_no_rule_dead_letter_alarm() {
+        // EventSource empty: the template creates no rule and none of its alarms.
+        let mut f = facts(48, 86_400);
+        f.rule_max_age = None;
+        let mut alarms = every_required_alarm();
+        alarms.retain(|a| a.metric != "InvocationsSentToDlq");
+        f.alarms = Some(alarms.clone());
+        assert!(failed(&diagnose(&f)).is_empty(), "{:?}", diagnose(&f));
+
+        // With the rule, its dead letters need their alarm.
+        f.rule_max_age = Some(Duration::from_secs(86_400));
+        f.alarms = Some(alarms);
+        assert_eq!(failed(&diagnose(&f)), ["every failure class has an alarm"]);
     }
 
     fn failed(checks: &[Check]) -> Vec<&'static str> {

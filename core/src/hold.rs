@@ -53,6 +53,8 @@ impl<T: TriageStore, A: Alerts> Hold for Holder<T, A> {
         }
         if self.store.claim_alert(&marker, now).await? {
             let alert = json!({
+                // The stack: its alert rule matches only its own alerts.
+                "service": crate::metrics::service(),
                 "class": item.class.as_str(),
                 "workspace": item.workspace,
                 "destination": item.destination,

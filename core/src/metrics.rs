@@ -7,11 +7,13 @@
 //! receipts, `ActionsCompleted` counts effects.
 //!
 //! Every metric is published twice: under its detailed dimensions (per
-//! provider and workspace, or workspace and destination) and under
-//! `service` alone (the stack's name, `HOOKGATE_SERVICE`). CloudWatch alarms
-//! watch one exact series; the `service` series is the one a stack's alarms
-//! can name without knowing every workspace. A dimension value is never
-//! empty (CloudWatch drops such a line): callers pass [`UNKNOWN`] instead.
+//! provider and workspace, or workspace and destination) plus `service`, and
+//! under `service` alone (the stack's name, `HOOKGATE_SERVICE`). Every set
+//! carries `service`, so two stacks in one account never share a series.
+//! CloudWatch alarms watch one exact series; the `service` series is the one
+//! a stack's alarms can name without knowing every workspace. A dimension
+//! value is never empty (CloudWatch drops such a line): callers pass
+//! [`UNKNOWN`] instead. docs/operations.md, "Metrics", is the schema.
 
 use std::sync::OnceLock;
 
@@ -39,7 +41,8 @@ pub fn set_service(name: &str) {
     }
 }
 
-fn service() -> &'static str {
+/// The `service` dimension's value: the stack's name (alerts carry it too).
+pub fn service() -> &'static str {
     SERVICE.get().map_or(DEFAULT_SERVICE, String::as_str)
 }
 
@@ -47,7 +50,8 @@ fn service() -> &'static str {
 /// and under `service` alone.
 pub fn render(dimensions: &[(&str, &str)], metrics: &[(&str, f64)], now: Timestamp) -> String {
     let mut line = Map::new();
-    let names: Vec<&str> = dimensions.iter().map(|(k, _)| *k).collect();
+    let mut names: Vec<&str> = dimensions.iter().map(|(k, _)| *k).collect();
+    names.push("service");
     line.insert(
         "_aws".into(),
         json!({
@@ -117,7 +121,7 @@ mod tests {
             json!({
                 "_aws": {"Timestamp": 1_700_000_000_000_i64, "CloudWatchMetrics": [{
                     "Namespace": "hookgate",
-                    "Dimensions": [["provider", "workspace"], ["service"]],
+                    "Dimensions": [["provider", "workspace", "service"], ["service"]],
                     "Metrics": [{"Name": "Deliveries", "Unit": "Count"}, {"Name": "Duplicates", "Unit": "Count"}],
                 }]},
                 "provider": "retell", "workspace": "ws-1", "service": "hookgate",

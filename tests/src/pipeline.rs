@@ -181,7 +181,11 @@ async fn alert_queue(aws: &aws_config::SdkConfig, stack: &Stack, bus: &str) -> S
         .put_rule()
         .name("hookgate-alerts")
         .event_bus_name(bus)
-        .event_pattern(r#"{"source":["hookgate"]}"#)
+        // The template's TriageHeldRule pattern, for the service this process
+        // names (no HOOKGATE_SERVICE: metrics::DEFAULT_SERVICE).
+        .event_pattern(
+            r#"{"source":["hookgate"],"detail-type":["hookgate.triage.held"],"detail":{"service":["hookgate"]}}"#,
+        )
         .send()
         .await
         .expect("put rule");

@@ -86,6 +86,8 @@ pub async fn run(options: &Options) -> anyhow::Result<Report> {
             "MaxReceiveCount=3",
             "ActionQueueVisibilitySeconds=3",
             "ActionTimeoutSeconds=3",
+            // config/demo.toml maps Amazon Connect's contact events.
+            "EventSource=aws.connect",
         ],
     )?;
     let var = |name: &str| {

@@ -106,6 +106,8 @@ async fn a_dead_letter_is_held_and_alerted_once_and_neither_the_sweep_nor_a_repe
     assert_eq!(status(&m, "d1").await, InboxStatus::Held);
     assert_eq!(m.alerts.published().len(), 1);
     assert_eq!(m.alerts.published()[0]["class"], json!("downstream-outage"));
+    // The alert names its stack, which the stack's alert rule matches on.
+    assert_eq!(m.alerts.published()[0]["service"], json!("hookgate"));
 
     // An hour on: the sweep finds nothing, a repeat delivery is only counted.
     let swept = m

@@ -53,6 +53,23 @@ async fn the_local_stack_provisioned_from_the_template_turns_a_signed_webhook_in
         ttl.time_to_live_description().unwrap().attribute_name(),
         Some("expires_at")
     );
+    // Deletion protection is on, as the template sets it: a delete is refused
+    // and the table stays.
+    assert_eq!(
+        inbox.table().unwrap().deletion_protection_enabled(),
+        Some(true)
+    );
+    let delete = ddb
+        .delete_table()
+        .table_name(var("HOOKGATE_INBOX_TABLE"))
+        .send()
+        .await;
+    assert!(delete.is_err(), "a protected table was deleted");
+    ddb.describe_table()
+        .table_name(var("HOOKGATE_INBOX_TABLE"))
+        .send()
+        .await
+        .expect("the protected table is still there");
     let sqs = aws_sdk_sqs::Client::new(&aws);
     let attrs = sqs
         .get_queue_attributes()

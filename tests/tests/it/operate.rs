@@ -604,7 +604,10 @@ async fn doctor_passes_the_stack_provisioned_from_the_transformed_template_and_f
 {
     let prefix = format!("doc{}", std::process::id());
     let endpoint = &hookgate_tests::emulator::Emulator::shared().endpoint;
-    let vars = hookgate_testkit::emulator::provision(endpoint, &prefix, &[]).unwrap();
+    // The config below maps aws.connect: the stack has the rule.
+    let vars =
+        hookgate_testkit::emulator::provision(endpoint, &prefix, &["EventSource=aws.connect"])
+            .unwrap();
     let config = hookgate_core::config::Config::from_toml(
         "[workspaces.ws-1.retell]\nsecrets = [\"env:WS1_RETELL\"]\n\
          [[eventbridge.sources]]\nworkspace = \"ws-1\"\naccount = \"123456789012\"\nsource = \"aws.connect\"\n",
