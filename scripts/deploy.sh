@@ -1,28 +1,53 @@
 #!/usr/bin/env bash
-# `make deploy`: checks the config against the stack's retry windows and
-# against what the deployed functions can reach, builds with SAM +
-# cargo-lambda (arm64, provided.al2023) and runs `sam deploy --guided` with
-# your AWS credentials. Refuses before building when the inbox TTL is shorter
-# than twice the longest re-delivery window, when a secret reference is one
-# the roles cannot read (or an `env:` variable the template does not set), or
-# when a destination is on loopback (`hookgate check-config --deploy`).
+# `make deploy`: resolves the stack's parameters (scripts/deploy_params.py:
+# your variables, else the values saved for this stack by the last deploy,
+# else the deployed stack's, else the template's defaults), checks them and
+# the config against each other and against what the deployed functions can
+# reach, builds with SAM + cargo-lambda (arm64, provided.al2023) and deploys
+# with your AWS credentials, without prompting. Refuses before building when
+# a parameter breaks its constraint or the stack name is too long, when the
+# inbox TTL is shorter than twice the longest re-delivery window, when a
+# secret reference is one the roles cannot read, when a destination is on
+# loopback, or when the EventBridge rule and the config's sources disagree
+# (`hookgate check-config --deploy`).
 #
+#   STACK_NAME              the stack (default hookgate)
 #   HOOKGATE_DEPLOY_CONFIG  the config to bundle (default config/deploy.example.toml)
-#   INBOX_TTL_SECONDS, RULE_MAX_EVENT_AGE_SECONDS, ASYNC_MAX_EVENT_AGE_SECONDS
-#                           stack parameters (default: the template's defaults)
+#   ALARM_EMAIL, SECRETS_KMS_KEY_ARN, EVENT_SOURCE, INBOX_TTL_SECONDS, …
+#                           any template parameter, named in capitals with
+#                           underscores; saved in .deploy/<stack>.env
+#   DEPLOY_STATE_DIR        where the values are saved (default .deploy)
+#   GUIDED=1                `sam deploy --guided`, offering the resolved values
 #   CHECK_ONLY=1            stop after the check (`make deploy-check`, in `make test`)
 #   BUILD_ONLY=1            stop after `sam build` (`make sam-build`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 CONFIG=${HOOKGATE_DEPLOY_CONFIG:-config/deploy.example.toml}
-default() { # the template's default for parameter $1
-  .venv/bin/python -c 'import sys; from cfnlint.decode import cfn_yaml
-print(cfn_yaml.load("infra/template.yaml")["Parameters"][sys.argv[1]]["Default"])' "$1"
-}
-TTL=${INBOX_TTL_SECONDS:-$(default InboxTtlSeconds)}
-RULE=${RULE_MAX_EVENT_AGE_SECONDS:-$(default RuleMaxEventAgeSeconds)}
-ASYNC=${ASYNC_MAX_EVENT_AGE_SECONDS:-$(default AsyncMaxEventAgeSeconds)}
+STACK=${STACK_NAME:-hookgate}
+STATE=${DEPLOY_STATE_DIR:-.deploy}
+# Only a deploy asks AWS (the deployed stack's values, the account, the Region).
+ADOPT=--adopt
+[ "${CHECK_ONLY:-}" = 1 ] || [ "${BUILD_ONLY:-}" = 1 ] && ADOPT=
+RESOLVED=$(mktemp)
+trap 'rm -f "$RESOLVED"' EXIT
+if ! .venv/bin/python scripts/deploy_params.py --stack "$STACK" --state "$STATE" $ADOPT > "$RESOLVED"; then
+  echo "make deploy: refusing to deploy stack $STACK (see above)." >&2
+  exit 1
+fi
+declare -A P
+OVERRIDES=() CHECK_PARAMS=()
+while IFS= read -r line; do
+  name=${line%%=*} value=${line#*=}
+  P[$name]=$value
+  case $name in
+    @*) ;;
+    *) OVERRIDES+=("$name=\"${value//\"/\\\"}\"") CHECK_PARAMS+=(--param "$name=$value") ;;
+  esac
+done < "$RESOLVED"
+echo "make deploy: stack $STACK, parameters (saved in $STATE/$STACK.env):"
+grep -v '^@' "$RESOLVED" | sed 's/^/  /'
+
 # The variables the functions get, read from the transformed template
 # (`make infra-transform`): an `env:` secret must be one of them.
 TEMPLATE_ENV=$(.venv/bin/python -c 'import json
@@ -34,17 +59,25 @@ print(",".join(sorted(names)))')
 
 # The same check the functions run at start, with the values the stack will
 # give them; the table and queue names are the stack's, placeholders here.
-if ! HOOKGATE_INBOX_TTL_SECS=$TTL HOOKGATE_EVENTBRIDGE_MAX_EVENT_AGE_SECS=$RULE \
-  HOOKGATE_ASYNC_MAX_EVENT_AGE_SECS=$ASYNC HOOKGATE_INBOX_TABLE=check \
+if ! HOOKGATE_INBOX_TTL_SECS=${P[InboxTtlSeconds]} \
+  HOOKGATE_EVENTBRIDGE_MAX_EVENT_AGE_SECS=${P[RuleMaxEventAgeSeconds]} \
+  HOOKGATE_ASYNC_MAX_EVENT_AGE_SECS=${P[AsyncMaxEventAgeSeconds]} HOOKGATE_INBOX_TABLE=check \
   HOOKGATE_ACTION_QUEUE_URL=https://sqs.invalid/check RUST_BACKTRACE=0 \
-  HOOKGATE_ACTION_QUEUE_VISIBILITY_SECS=$(default ActionQueueVisibilitySeconds) \
-  HOOKGATE_MAX_RECEIVE_COUNT=$(default MaxReceiveCount) \
-  HOOKGATE_ACTION_TIMEOUT_SECS=$(default ActionTimeoutSeconds) \
-  target/debug/hookgate check-config --config "$CONFIG" --deploy "$TEMPLATE_ENV"; then
-  echo "make deploy: refusing to deploy $CONFIG with InboxTtlSeconds=$TTL," \
-    "RuleMaxEventAgeSeconds=$RULE, AsyncMaxEventAgeSeconds=$ASYNC (see above)." >&2
+  HOOKGATE_ACTION_QUEUE_VISIBILITY_SECS=${P[ActionQueueVisibilitySeconds]} \
+  HOOKGATE_MAX_RECEIVE_COUNT=${P[MaxReceiveCount]} \
+  HOOKGATE_ACTION_TIMEOUT_SECS=${P[ActionTimeoutSeconds]} \
+  target/debug/hookgate check-config --config "$CONFIG" --deploy "$TEMPLATE_ENV" \
+    --account "${P[@account]}" --region "${P[@region]}" "${CHECK_PARAMS[@]}"; then
+  echo "make deploy: refusing to deploy $CONFIG as stack $STACK with the parameters above." >&2
   exit 1
 fi
+# Checked: saved, so the next deploy of this stack starts from these values.
+mkdir -p "$STATE"
+{
+  echo "# The parameters of stack $STACK as the last checked \`make deploy\` resolved them."
+  echo "# Edit a value here, or set its variable for one run (ALARM_EMAIL=...), which saves it."
+  grep -v '^@' "$RESOLVED"
+} > "$STATE/$STACK.env"
 [ "${CHECK_ONLY:-}" = 1 ] && exit 0
 
 mkdir -p config/deploy
@@ -52,7 +85,15 @@ cp "$CONFIG" config/deploy/hookgate.toml
 rustup target list --installed | grep -q aarch64-unknown-linux-gnu \
   || rustup target add aarch64-unknown-linux-gnu
 export SAM_CLI_TELEMETRY=0 SAM_CLI_BETA_RUST_CARGO_LAMBDA=1 PATH="$PWD/.venv-tools/bin:$PATH"
-sam build --template infra/template.yaml
+sam build --template infra/template.yaml --config-file infra/samconfig.toml
 [ "${BUILD_ONLY:-}" = 1 ] && exit 0
-sam deploy --guided --parameter-overrides \
-  "InboxTtlSeconds=$TTL RuleMaxEventAgeSeconds=$RULE AsyncMaxEventAgeSeconds=$ASYNC"
+if [ "${GUIDED:-}" = 1 ]; then
+  # --guided saves its answers (the e-mail address too) into the config file
+  # it is given: a copy of the shared one, ignored by git.
+  cp infra/samconfig.toml "$STATE/samconfig-$STACK.toml"
+  sam deploy --guided --config-file "$STATE/samconfig-$STACK.toml" --stack-name "$STACK" \
+    --parameter-overrides "${OVERRIDES[@]}"
+else
+  sam deploy --config-file infra/samconfig.toml --stack-name "$STACK" \
+    --parameter-overrides "${OVERRIDES[@]}"
+fi

@@ -42,6 +42,20 @@ enum Command {
         /// the variables the template sets, comma-separated.
         #[arg(long, value_name = "TEMPLATE_ENV")]
         deploy: Option<String>,
+        /// With --deploy: a stack parameter as it will be deployed
+        /// (`EventSource=aws.connect`); repeatable. EventSource and
+        /// EventDetailType are checked against the config's EventBridge
+        /// sources, both ways.
+        #[arg(long = "param", value_name = "NAME=VALUE", requires = "deploy")]
+        params: Vec<String>,
+        /// With --deploy: the account the stack deploys to (Secrets Manager
+        /// ARNs of another are refused).
+        #[arg(long, requires = "deploy")]
+        account: Option<String>,
+        /// With --deploy: the Region the stack deploys to (Secrets Manager
+        /// ARNs of another are refused).
+        #[arg(long, requires = "deploy")]
+        region: Option<String>,
     },
     /// Look up an inbox record.
     Inbox {
@@ -290,20 +304,55 @@ fn print(output: Output, json: bool) -> ! {
     std::process::exit(output.code)
 }
 
+/// The stack `check-config --deploy` checks against: the template's
+/// variables, the rule its EventSource and EventDetailType make, and where
+/// it deploys.
+fn deploy_stack(
+    names: &str,
+    params: &[String],
+    account: Option<String>,
+    region: Option<String>,
+) -> anyhow::Result<hookgate_core::deployable::Stack> {
+    let mut values = std::collections::BTreeMap::new();
+    for param in params {
+        let (name, value) = param
+            .split_once('=')
+            .with_context(|| format!("--param {param}: expected NAME=VALUE"))?;
+        values.insert(name, value);
+    }
+    let source = values.get("EventSource").copied().unwrap_or_default();
+    let rule = (!source.is_empty()).then(|| {
+        let detail_type = values.get("EventDetailType").copied().unwrap_or_default();
+        (source.to_owned(), detail_type.to_owned())
+    });
+    Ok(hookgate_core::deployable::Stack {
+        env: names.split(',').map(str::to_owned).collect(),
+        rule,
+        account: account.filter(|a| !a.is_empty()),
+        region: region.filter(|r| !r.is_empty()),
+    })
+}
+
 fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Sign(args) => print!(
             "{}",
             hookgate_cli::sign::run(&args, hookgate_core::Timestamp::now())?
         ),
-        Command::CheckConfig { config, deploy } => {
+        Command::CheckConfig {
+            config,
+            deploy,
+            params,
+            account,
+            region,
+        } => {
             let config = load_config(config.as_ref())?;
             for warning in config.warnings() {
                 eprintln!("warning: {warning}");
             }
             if let Some(names) = deploy {
-                let env = names.split(',').map(str::to_owned).collect();
-                let problems = hookgate_core::deployable::problems(&config, &env);
+                let stack = deploy_stack(&names, &params, account, region)?;
+                let problems = hookgate_core::deployable::problems(&config, &stack);
                 if !problems.is_empty() {
                     anyhow::bail!(
                         "this config would not work as deployed:\n  - {}",

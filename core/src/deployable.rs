@@ -6,8 +6,13 @@
 //! - a secret reference the functions cannot resolve: `env:NAME` that the
 //!   template does not set, an SSM parameter outside `/hookgate/` or a
 //!   Secrets Manager secret outside `hookgate/` (the roles grant only those);
+//! - a Secrets Manager ARN of another account or Region than the stack's
+//!   (the roles grant their own only);
 //! - a destination on a loopback address (nothing listens there in Lambda);
-//! - an EventBridge source on AWS's documentation account `123456789012`.
+//! - an EventBridge source on AWS's documentation account `123456789012`;
+//! - an EventBridge rule and the config's sources that disagree: a rule
+//!   forwarding what no source maps (every such event fails three times and
+//!   is held as poison), or a mapped source the rule cannot deliver.
 
 use std::collections::BTreeSet;
 
@@ -20,10 +25,24 @@ pub const SECRETS_MANAGER_PREFIX: &str = "hookgate/";
 /// The account id AWS's documentation uses: a placeholder, never a source.
 const PLACEHOLDER_ACCOUNT: &str = "123456789012";
 
+/// What the stack gives the functions, as `make deploy` will deploy it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stack {
+    /// The environment variables the template sets on the functions.
+    pub env: BTreeSet<String>,
+    /// The `source` and `detail-type` the stack's EventBridge rule forwards
+    /// to the ingress (the EventSource and EventDetailType parameters);
+    /// `None` when EventSource is empty and the stack has no rule.
+    pub rule: Option<(String, String)>,
+    /// The account the stack deploys to, when known.
+    pub account: Option<String>,
+    /// The Region the stack deploys to, when known.
+    pub region: Option<String>,
+}
+
 /// Every problem found, each naming where it is; empty when deployable.
-/// `template_env` are the environment variables the template gives the
-/// functions.
-pub fn problems(config: &Config, template_env: &BTreeSet<String>) -> Vec<String> {
+pub fn problems(config: &Config, stack: &Stack) -> Vec<String> {
+    let template_env = &stack.env;
     let mut found = Vec::new();
     let mut workspaces: Vec<_> = config.workspaces.iter().collect();
     workspaces.sort_by_key(|(id, _)| id.as_str().to_owned());
@@ -32,7 +51,9 @@ pub fn problems(config: &Config, template_env: &BTreeSet<String>) -> Vec<String>
         bindings.sort_by_key(|(p, _)| p.as_str());
         for (provider, binding) in bindings {
             for secret in &binding.secrets {
-                if let Some(why) = unresolvable(secret, template_env) {
+                if let Some(why) =
+                    unresolvable(secret, template_env).or_else(|| unreachable(secret, stack))
+                {
                     found.push(format!("workspace {id} {provider}: {secret}: {why}"));
                 }
             }
@@ -40,7 +61,8 @@ pub fn problems(config: &Config, template_env: &BTreeSet<String>) -> Vec<String>
     }
     for (name, destination) in &config.destinations {
         if let Some(secret) = &destination.auth
-            && let Some(why) = unresolvable(secret, template_env)
+            && let Some(why) =
+                unresolvable(secret, template_env).or_else(|| unreachable(secret, stack))
         {
             found.push(format!("destination {name} auth: {secret}: {why}"));
         }
@@ -60,7 +82,86 @@ pub fn problems(config: &Config, template_env: &BTreeSet<String>) -> Vec<String>
             ));
         }
     }
+    found.extend(rule_disagreements(config, stack.rule.as_ref()));
     found
+}
+
+/// The stack's rule against the config's EventBridge sources, both ways.
+fn rule_disagreements(config: &Config, rule: Option<&(String, String)>) -> Vec<String> {
+    let sources = &config.eventbridge.sources;
+    let mut found = Vec::new();
+    if let Some((source, detail_type)) = rule
+        && !sources.iter().any(|s| {
+            &s.source == source
+                && s.detail_types
+                    .as_ref()
+                    .is_none_or(|types| types.contains(detail_type))
+        })
+    {
+        found.push(format!(
+            "the stack's rule forwards source {source}, detail-type {detail_type:?}, which no \
+             [[eventbridge.sources]] maps: every such event would fail and be held as poison; map \
+             it, or deploy with EventSource empty (no rule)"
+        ));
+    }
+    for s in sources {
+        let whose = format!("eventbridge source {} for {}", s.source, s.workspace);
+        match rule {
+            None => found.push(format!(
+                "{whose}: the stack has no rule (EventSource is empty), so none of its events \
+                 arrive; deploy with EventSource={}",
+                s.source
+            )),
+            Some((source, _)) if source != &s.source => found.push(format!(
+                "{whose}: the stack's rule forwards only {source}; deploy with EventSource={}",
+                s.source
+            )),
+            Some((_, detail_type)) => {
+                for t in s
+                    .detail_types
+                    .iter()
+                    .flatten()
+                    .filter(|t| *t != detail_type)
+                {
+                    found.push(format!(
+                        "{whose}: detail-type {t:?} never arrives: the stack's rule forwards only \
+                         {detail_type:?} (EventDetailType)"
+                    ));
+                }
+            }
+        }
+    }
+    found
+}
+
+/// Why a Secrets Manager ARN is out of the roles' reach: another account or
+/// Region than the stack's (the roles grant `secret:hookgate/*` of their own).
+fn unreachable(secret: &SecretRef, stack: &Stack) -> Option<String> {
+    let SecretRef::SecretsManager { id, .. } = secret else {
+        return None;
+    };
+    // arn:PARTITION:secretsmanager:REGION:ACCOUNT:secret:NAME
+    let parts: Vec<&str> = id.splitn(7, ':').collect();
+    let ["arn", _, "secretsmanager", region, account, "secret", _] = parts[..] else {
+        return None;
+    };
+    if let Some(own) = &stack.account
+        && account != own
+    {
+        return Some(format!(
+            "the secret is in account {account}; the functions' roles read secrets of the stack's \
+             account {own} only"
+        ));
+    }
+    if let Some(own) = &stack.region
+        && region != own
+    {
+        return Some(format!(
+            "the secret is in Region {region}; the functions' roles read secrets of the stack's \
+             Region {own} only"
+        ));
+    }
+    None
 }
 
 /// Why the deployed functions could not resolve `secret`, if they could not.
@@ -127,15 +228,117 @@ mod tests {
             .into()
     }
 
+    fn stack() -> Stack {
+        Stack {
+            env: template_env(),
+            ..Stack::default()
+        }
+    }
+
+    fn connect(detail_types: &str) -> Config {
+        let text = format!(
+            "[workspaces.ws-1.retell]\nsecrets = [\"ssm:/hookgate/ws-1/retell\"]\n\
+             [[eventbridge.sources]]\nworkspace = \"ws-1\"\naccount = \"111122223333\"\n\
+             source = \"aws.connect\"\n{detail_types}"
+        );
+        Config::from_toml(&text, |name| match name {
+            "HOOKGATE_INBOX_TABLE" => Some("inbox".to_owned()),
+            "HOOKGATE_ACTION_QUEUE_URL" => Some("https://sqs.invalid/q".to_owned()),
+            _ => None,
+        })
+        .expect("the config loads")
+    }
+
+    fn rule(source: &str, detail_type: &str) -> Stack {
+        Stack {
+            rule: Some((source.to_owned(), detail_type.to_owned())),
+            ..stack()
+        }
+    }
+
+    #[test]
+    fn a_rule_that_no_source_maps_is_refused() {
+        let found = problems(
+            &load("config/deploy.example.toml"),
+            &rule("aws.connect", "Amazon Connect Contact Event"),
+        );
+        assert_eq!(found.len(), 1, "{found:#?}");
+        assert!(
+            found[0].contains("the stack's rule forwards source aws.connect"),
+            "{found:#?}"
+        );
+    }
+
+    #[test]
+    fn a_mapped_source_the_rule_cannot_deliver_is_refused() {
+        let types =
+            "detail_types = [\"Amazon Connect Contact Event\", \"Amazon Connect Agent Event\"]";
+        // No rule at all.
+        let found = problems(&connect(types), &stack());
+        assert!(
+            found.iter().any(|p| p.contains("the stack has no rule")),
+            "{found:#?}"
+        );
+        // A rule for another source.
+        let found = problems(&connect(""), &rule("aws.health", "AWS Health Event"));
+        assert!(
+            found.iter().any(|p| p.contains("forwards only aws.health")),
+            "{found:#?}"
+        );
+        // The rule forwards one of the two detail-types.
+        let found = problems(
+            &connect(types),
+            &rule("aws.connect", "Amazon Connect Contact Event"),
+        );
+        assert_eq!(found.len(), 1, "{found:#?}");
+        assert!(
+            found[0].contains("Amazon Connect Agent Event"),
+            "{found:#?}"
+        );
+        // Agreement both ways.
+        for types in ["", "detail_types = [\"Amazon Connect Contact Event\"]"] {
+            let found = problems(
+                &connect(types),
+                &rule("aws.connect", "Amazon Connect Contact Event"),
+            );
+            assert_eq!(found, Vec::<String>::new());
+        }
+    }
+
+    #[test]
+    fn a_secrets_manager_arn_of_another_account_or_region_is_refused() {
+        let here = Stack {
+            account: Some("111122223333".into()),
+            region: Some("eu-west-1".into()),
+            ..stack()
+        };
+        let arn = |account: &str, region: &str| {
+            SecretRef::parse(&format!(
+                "secretsmanager:arn:aws:secretsmanager:{region}:{account}:secret:hookgate/crm-AbCdEf"
+            ))
+            .unwrap()
+        };
+        assert_eq!(unreachable(&arn("111122223333", "eu-west-1"), &here), None);
+        let other = unreachable(&arn("444455556666", "eu-west-1"), &here).unwrap();
+        assert!(other.contains("account 444455556666"), "{other}");
+        let other = unreachable(&arn("111122223333", "us-east-1"), &here).unwrap();
+        assert!(other.contains("Region us-east-1"), "{other}");
+        // Unknown account and Region: nothing to compare.
+        assert_eq!(
+            unreachable(&arn("444455556666", "us-east-1"), &stack()),
+            None
+        );
+    }
+
     #[test]
     fn the_deploy_example_is_deployable() {
         let config = load("config/deploy.example.toml");
-        assert_eq!(problems(&config, &template_env()), Vec::<String>::new());
+        assert_eq!(problems(&config, &stack()), Vec::<String>::new());
     }
 
     #[test]
     fn the_reference_example_is_refused_with_every_reason() {
-        let found = problems(&load("config/hookgate.example.toml"), &template_env());
+        let found = problems(&load("config/hookgate.example.toml"), &stack());
         let has = |text: &str| found.iter().any(|p| p.contains(text));
         assert!(has("the template sets no variable"), "{found:#?}");
         assert!(has("is a loopback address"), "{found:#?}");
