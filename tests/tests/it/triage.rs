@@ -66,7 +66,10 @@ async fn an_outage_is_held_as_one_alert_and_bulk_approval_after_recovery_complet
     );
     assert_eq!(alerts[0]["class"], "downstream-outage");
     assert_eq!(alerts[0]["destination"], "crm");
-    assert_eq!(alerts[0]["service"], "hookgate", "the alert names its stack");
+    assert_eq!(
+        alerts[0]["service"], "hookgate",
+        "the alert names its stack"
+    );
     // Held means held: nothing moves without a decision.
     assert_eq!(p.sim.tasks().total, 0);
 
