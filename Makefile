@@ -102,7 +102,8 @@ infra-transform: tools
 ## infra-check: the template as CloudFormation will create it — the transform,
 ## cfn-lint on the raw template and on the transformed output, checkov on the
 ## output (zero unsuppressed findings), the structural checks
-## (scripts/check_infra.py) and the broken-copy self-test. No cargo.
+## (scripts/check_infra.py), the deployer's policy against every resource type
+## (scripts/check_deployer.py) and the broken-copy self-test. No cargo.
 infra-check: venv tools scan-venv infra-transform
 	@# I3011: every stateful resource states its DeletionPolicy and
 	@# UpdateReplacePolicy (docs/deploy.md, "What outlives the stack").
@@ -113,6 +114,9 @@ infra-check: venv tools scan-venv infra-transform
 	$(SCAN)/bin/checkov --quiet --compact --framework cloudformation \
 		--skip-download -f $(TRANSFORMED)
 	$(TOOLS)/bin/python scripts/check_infra.py $(TRANSFORMED)
+	@# The deployer's policy (docs/deployer-policy.json) covers every resource type.
+	$(TOOLS)/bin/python scripts/check_deployer.py $(TRANSFORMED)
+	$(TOOLS)/bin/python scripts/check_deployer.py --self-test
 	$(MAKE) infra-selftest
 
 ## infra-selftest: each broken copy of the template (infra/fixtures/) is

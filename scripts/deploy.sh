@@ -92,8 +92,10 @@ if [ "${GUIDED:-}" = 1 ]; then
   # it is given: a copy of the shared one, ignored by git.
   cp infra/samconfig.toml "$STATE/samconfig-$STACK.toml"
   sam deploy --guided --config-file "$STATE/samconfig-$STACK.toml" --stack-name "$STACK" \
+    --s3-prefix "$STACK" \
     --parameter-overrides "${OVERRIDES[@]}"
 else
-  sam deploy --config-file infra/samconfig.toml --stack-name "$STACK" \
+  # Artifacts under the stack's own prefix: docs/deployer-policy.json grants no more.
+  sam deploy --config-file infra/samconfig.toml --stack-name "$STACK" --s3-prefix "$STACK" \
     --parameter-overrides "${OVERRIDES[@]}"
 fi
