@@ -113,6 +113,18 @@ def max_stack_name(template):
     return longest
 
 
+def released_snapshot(template, about):
+    """The tables' key schemas, as infra/released-tables.json records them."""
+    tables = {}
+    for k, r in sorted(template["Resources"].items()):
+        if r["Type"] == "AWS::DynamoDB::Table":
+            p = r["Properties"]
+            tables[k] = {"KeySchema": p["KeySchema"], "GlobalSecondaryIndexes": {
+                g["IndexName"]: {"KeySchema": g["KeySchema"], "Projection": g["Projection"]}
+                for g in p.get("GlobalSecondaryIndexes", [])}}
+    return {"_about": about, "tables": tables}
+
+
 def strings(value, path=()):
     """Every string in `value`, with the keys that lead to it."""
     if isinstance(value, dict):
@@ -548,11 +560,18 @@ def main():
     parser.add_argument("transformed", nargs="?", default=str(ROOT / "target/infra/template.json"))
     parser.add_argument("--raw", default=str(ROOT / "infra/template.yaml"))
     parser.add_argument("--released", default=str(ROOT / "infra/released-tables.json"))
+    parser.add_argument("--write-released", action="store_true",
+                        help="on a release: record the template's table key schemas in --released")
     args = parser.parse_args()
     with open(args.transformed, encoding="utf-8") as f:
         template = json.load(f)
     with open(args.released, encoding="utf-8") as f:
         released = json.load(f)
+    if args.write_released:
+        snapshot = released_snapshot(template, released["_about"])
+        Path(args.released).write_text(json.dumps(snapshot, indent=2) + "\n", encoding="utf-8")
+        print(f"check_infra: wrote {args.released} ({len(snapshot['tables'])} tables)")
+        return 0
     problems = Checker(template, load_yaml(args.raw), released).run()
     for p in problems:
         print(f"check_infra: {p}", file=sys.stderr)
