@@ -527,7 +527,11 @@ async fn an_uncertain_action_is_reconciled_and_an_event_looked_up_in_a_real_brow
     b.type_into("input[name=provider]", "bland").await;
     b.type_into("input[name=key]", "bl-console").await;
     b.click("form.filters button").await;
-    let record = b.text("#inbox-record").await;
+    // The click starts a navigation that ChromeDriver does not always wait
+    // for: read the record once the new page shows it.
+    let record = b
+        .wait_for_text("#inbox-record", "\"status\": \"PROCESSED\"")
+        .await;
     assert!(
         record.contains("\"status\": \"PROCESSED\"") && record.contains("\"delivery_count\": 1"),
         "{record}"
