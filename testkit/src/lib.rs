@@ -7,18 +7,15 @@
 //!   template sets them;
 //! - `poll`: an SQS event source mapping's invocation, for hosts that are
 //!   not Lambda;
-//! - `sim_crm`: the simulated CRM over HTTP, with faults;
-//! - `memory`: in-memory inbox, ledger, queue and holder, and `contract`:
-//!   the suites that keep them honest against the DynamoDB adapters;
-//! - `sim`: the deterministic simulator of the pipeline on those ports.
+//! - `sim_crm`: the simulated CRM over HTTP, with faults.
+//!
+//! The pure doubles (the memory ports, the contract suites, the simulator)
+//! are `hookgate-memory`'s, which builds with no AWS SDK.
 //!
 //! It finds the emulator and the scripts in the checkout it was built from:
 //! a development tool, never installed.
 
-pub mod contract;
 pub mod emulator;
 pub mod limits;
-pub mod memory;
 pub mod poll;
-pub mod sim;
 pub mod sim_crm;

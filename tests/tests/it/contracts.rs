@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use hookgate_adapters::{dynamo_inbox::DynamoInbox, sqs_queue::SqsActionQueue};
 use hookgate_core::message::{MessageKind, QueueMessage};
-use hookgate_testkit::contract;
+use hookgate_memory::contract;
 use hookgate_tests::{pipeline::Pipeline, stack::Stack};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

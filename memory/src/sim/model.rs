@@ -23,7 +23,7 @@ use hookgate_core::{
     triage::{TriageClass, TriageItem, TriageSource, TriageStatus},
 };
 
-use super::{EVENTS, Sim, action_key, event_of, inbox_pk, now_or_never};
+use super::{Sim, now_or_never};
 
 /// Where an event stands with the operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,22 +35,22 @@ enum Stand {
 /// The operator's decisions, as the model reads them.
 #[derive(Debug, Default)]
 pub(super) struct Model {
-    events: BTreeMap<u8, Stand>,
+    events: BTreeMap<usize, Stand>,
     /// Actions whose failed or uncertain item the operator rejected last.
     rejected_actions: BTreeSet<String>,
     /// Events a reject may have discarded.
-    discarded: BTreeSet<u8>,
+    discarded: BTreeSet<usize>,
 }
 
 impl Model {
     /// A message of `event`, not yet processed, dead-lettered.
-    pub(super) fn hold(&mut self, event: u8) {
+    pub(super) fn hold(&mut self, event: usize) {
         self.events.insert(event, Stand::Held);
     }
 
     /// An approval of an item of `event`: a held event may run again (a
     /// reject is final).
-    pub(super) fn approved(&mut self, event: Option<u8>) {
+    pub(super) fn approved(&mut self, event: Option<usize>) {
         if let Some(event) = event
             && self.events.get(&event) == Some(&Stand::Held)
         {
@@ -58,23 +58,24 @@ impl Model {
         }
     }
 
-    /// A reconcile of `event`'s action: it re-queues whichever of the
-    /// action's events the ledger names, so every held one may run.
-    pub(super) fn reconciled(&mut self, event: Option<u8>) {
-        let Some(event) = event else { return };
-        let key = action_key(event);
+    /// A reconcile of the action `key` (`action_key` names each event's):
+    /// it re-queues whichever of the action's events the ledger names, so
+    /// every held one may run.
+    pub(super) fn reconciled(&mut self, key: Option<String>, action_key: impl Fn(usize) -> String) {
+        let Some(key) = key else { return };
         self.events
             .retain(|e, stand| action_key(*e) != key || *stand == Stand::Rejected);
     }
 
-    /// A reject of `item`: of an action's failure (the worker's item), or of
-    /// a dead letter, which ends its event if it held it.
-    pub(super) fn reject(&mut self, item: &TriageItem) {
-        let Some(event) = item.inbox_pk.as_ref().and_then(event_of) else {
+    /// A reject of `item` (of `event`, asking for the action `key`): of an
+    /// action's failure (the worker's item), or of a dead letter, which ends
+    /// its event if it held it.
+    pub(super) fn reject(&mut self, item: &TriageItem, event: Option<usize>, key: Option<String>) {
+        let (Some(event), Some(key)) = (event, key) else {
             return;
         };
         if item.source == TriageSource::Worker {
-            self.rejected_actions.insert(action_key(event));
+            self.rejected_actions.insert(key);
             return;
         }
         // Its record may be discarded (if the pipeline still held it).
@@ -84,23 +85,23 @@ impl Model {
         }
     }
 
-    fn stopped(&self, event: u8) -> bool {
+    fn stopped(&self, event: usize) -> bool {
         self.events.contains_key(&event)
     }
 }
 
 impl Sim {
     /// The events accepted that ask for `key`.
-    fn askers(&self, key: &str) -> Vec<u8> {
-        (0..EVENTS)
-            .filter(|e| self.accepted.contains(e) && action_key(*e) == key)
+    fn askers(&self, key: &str) -> Vec<usize> {
+        (0..self.world.events.len())
+            .filter(|e| self.accepted.contains(e) && self.world.action_key(*e) == key)
             .collect()
     }
 
     /// Why a new CRM task for `event`'s action would break the model now, if
     /// it would.
-    pub(super) fn forbidden(&self, event: u8) -> Option<String> {
-        let key = action_key(event);
+    pub(super) fn forbidden(&self, event: usize) -> Option<String> {
+        let key = self.world.action_key(event);
         if self.model.rejected_actions.contains(&key) {
             return Some(format!("for {key} after the operator rejected it"));
         }
@@ -121,7 +122,7 @@ impl Sim {
         if let Some(first) = self.violations.first() {
             return Err(format!("forbidden effect: {first}"));
         }
-        let tasks = self.crm.tasks();
+        let tasks = self.tasks();
         for (key, ids) in &tasks {
             if ids.len() > 1 {
                 return Err(format!("duplicate effect: {key} has tasks {ids:?}"));
@@ -142,7 +143,7 @@ impl Sim {
         self.every_item_alerted(&items)?;
         // Every accepted event is settled, or discarded by a reject.
         for event in &self.accepted {
-            let pk = inbox_pk(*event);
+            let pk = self.world.inbox_pk(*event);
             let status = now_or_never(self.inbox.get(&pk))
                 .map_err(|e| e.to_string())?
                 .map(|r| r.status);
@@ -158,7 +159,7 @@ impl Sim {
         let keys: BTreeSet<String> = self
             .accepted
             .iter()
-            .map(|e| action_key(*e))
+            .map(|e| self.world.action_key(*e))
             .chain(tasks.keys().cloned())
             .collect();
         for key in keys {

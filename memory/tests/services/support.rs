@@ -20,8 +20,9 @@ use hookgate_core::{
     sweep::Sweeper,
     worker::Worker,
 };
-use hookgate_testkit::memory::{
-    self, MemoryAlerts, MemoryHolder, MemoryInbox, MemoryLedger, MemoryQueue, MemoryTriage,
+use hookgate_memory::{
+    self as memory, MemoryAlerts, MemoryHolder, MemoryInbox, MemoryLedger, MemoryQueue,
+    MemoryTriage,
 };
 
 pub type MemoryIngress = Ingress<MemoryInbox, MemoryQueue, TestSecrets, MemoryHolder>;
@@ -198,10 +199,10 @@ pub async fn post(ingress: &MemoryIngress, body: &[u8], secret: &str) -> (u16, S
             url: None,
         })
         .expect("signs");
-    let mut headers = axum::http::HeaderMap::new();
+    let mut headers = http::HeaderMap::new();
     for (name, value) in signed {
         headers.insert(
-            axum::http::HeaderName::try_from(name).unwrap(),
+            http::HeaderName::try_from(name).unwrap(),
             value.parse().unwrap(),
         );
     }

@@ -13,7 +13,7 @@
 //! checks the reference model's invariants.
 //!
 //! Single-threaded and without real time, so the same steps give the same
-//! trace, byte for byte. `testkit/tests/sim.rs` generates the steps with
+//! trace, byte for byte. `memory/tests/sim.rs` generates the steps with
 //! proptest, which also shrinks a failing list to a short one.
 //! docs/verification.md says what it models and what it does not.
 
@@ -21,9 +21,10 @@ pub mod crm;
 pub mod faults;
 mod model;
 mod queue;
+pub mod world;
 
 use std::{
-    collections::{BTreeSet, HashMap},
+    collections::{BTreeMap, BTreeSet, HashMap},
     future::Future,
     pin::{Pin, pin},
     sync::{Arc, Mutex},
@@ -35,27 +36,24 @@ use hookgate_core::{
     InboxPk, Timestamp,
     approval::{ApprovalError, Approvals},
     config::{Config, DestinationConfig},
-    destination::Strategy,
     dlq::{DeadLetter, Triager},
     inbox::{InboxStatus, Verdict},
     ingress::{Ingress, WebhookRequest},
     message::QueueMessage,
     ports::{EventError, EventIngress, InboxStore, TriageStore},
-    provider::{Scheme, SignRequest},
     secret::{Secret, SecretError, SecretRef, SecretSource},
     sweep::Sweeper,
     triage::{TriageItem, TriageSource, TriageStatus},
     worker::{MessageOutcome, Worker},
 };
 
-use crate::memory::{self, MemoryAlerts, MemoryHolder, MemoryInbox, MemoryLedger, MemoryTriage};
+use crate::{MemoryAlerts, MemoryHolder, MemoryInbox, MemoryLedger, MemoryTriage};
 use crm::{Mode, SimCrm};
 use faults::{Call, Faults, Faulty, Fired, Plan};
 use queue::{MAX_RECEIVES, Queue, Received};
+use world::SECRET;
+pub use world::World;
 
-/// Distinct events; two of them (a call's `call_analyzed` and its
-/// `call_ended`) ask for each action.
-pub const EVENTS: u8 = 8;
 /// The action queue's visibility timeout.
 const VISIBILITY: Duration = Duration::from_secs(60);
 /// The action function's timeout (the template's `ActionTimeoutSeconds`):
@@ -67,39 +65,13 @@ const STORE_TIMEOUT: Duration = Duration::from_secs(5);
 /// The sweep re-queues records left RECEIVED this long.
 const SWEEP_AGE: Duration = Duration::from_secs(120);
 const T0: Timestamp = Timestamp::from_millis(1_800_000_000_000);
-/// The documented test secret of ws-1's Retell binding (CONTRIBUTING.md).
-const SECRET: &str = "key_test_ws1_retell";
 /// The reason the simulated operator gives for a reject.
 const REJECTED: &str = "rejected by the simulated operator";
-
-const CONFIG: &str = r#"
-[inbox]
-table = "inbox"
-[queue]
-action_queue_url = "http://q"
-[actions]
-lease_secs = 30
-[workspaces.ws-1.retell]
-secrets = ["env:WS1_RETELL"]
-event_types = ["call_analyzed", "call_ended"]
-[destinations.crm]
-kind = "http"
-base_url = "http://127.0.0.1:9"
-strategy = "STRATEGY"
-key_retention_secs = 1800
-[[rules]]
-workspace = "ws-1"
-provider = "retell"
-event_types = ["call_analyzed", "call_ended"]
-action = "create_task"
-destination = "crm"
-business_id = ["/call/call_id"]
-"#;
 
 /// One step of a scenario.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Op {
-    /// The provider delivers event `n % EVENTS` (again, if it did before).
+    /// The provider delivers event `n % events` (again, if it did before).
     Deliver(u8),
     /// A worker receives one visible message (the `pick`-th: SQS does not
     /// keep order) and processes it; the invocation crashes before port
@@ -119,8 +91,10 @@ pub enum Op {
     Resume(u8),
     /// Time passes.
     Advance(u16),
-    /// The CRM changes how it answers.
+    /// Every destination's CRM changes how it answers.
     Crm(Mode),
+    /// The `pick`-th destination's CRM changes how it answers.
+    OneCrm(u8, Mode),
     /// The scheduled sweep runs.
     Sweep,
     /// An operator decides the `pick`-th held item: rejects it, or approves
@@ -128,11 +102,11 @@ pub enum Op {
     Decide { pick: u8, reject: bool },
 }
 
-/// A run: the CRM's strategy, the queue's redrive limit (receives before a
-/// message is dead-lettered, 1 to 5) and the steps.
+/// A run: its world, the queue's redrive limit (receives before a message
+/// is dead-lettered, 1 to 5) and the steps.
 #[derive(Debug, Clone)]
 pub struct Scenario {
-    pub strategy: Strategy,
+    pub world: World,
     pub max_receives: u32,
     pub ops: Vec<Op>,
 }
@@ -184,7 +158,7 @@ struct Running {
     receives: u32,
     plan: Arc<Plan>,
     /// The event its message names.
-    event: Option<u8>,
+    event: Option<usize>,
     /// Why the model forbade it a CRM task when it read its event, if it
     /// did.
     forbidden: Option<String>,
@@ -196,6 +170,7 @@ struct Running {
 
 struct Sim {
     now: Timestamp,
+    world: World,
     config: Arc<Config>,
     ingress: Ingress<MemoryInbox, Queue, TestSecrets, MemoryHolder>,
     triager: Triager<MemoryInbox, MemoryLedger, MemoryHolder>,
@@ -210,10 +185,11 @@ struct Sim {
     ledger: MemoryLedger,
     triage: MemoryTriage,
     alerts: MemoryAlerts,
-    crm: SimCrm,
+    /// Each destination's CRM, by name.
+    crms: BTreeMap<String, SimCrm>,
     inbox: MemoryInbox,
     /// Events the ingress accepted (answered 202).
-    accepted: BTreeSet<u8>,
+    accepted: BTreeSet<usize>,
     /// What the operator's decisions and the dead letters allow.
     model: model::Model,
     /// Set once every fault is off: a message dead-lettered then is a stall.
@@ -225,56 +201,42 @@ struct Sim {
     trace: Vec<String>,
 }
 
-fn call_of(event: u8) -> String {
-    format!("call_{}", event / 2)
-}
+impl Sim {
+    /// The event a queue message names.
+    fn event_in(&self, body: &str) -> Option<usize> {
+        let message: QueueMessage = serde_json::from_str(body).ok()?;
+        self.world
+            .event_of(&InboxPk::parse(&message.inbox_pk).ok()?)
+    }
 
-fn event_type(event: u8) -> &'static str {
-    if event.is_multiple_of(2) {
-        "call_analyzed"
-    } else {
-        "call_ended"
+    /// The event an inbox key names.
+    fn event_of(&self, pk: &InboxPk) -> Option<usize> {
+        self.world.event_of(pk)
+    }
+
+    /// Every CRM's tasks, by action key (an action has one destination).
+    fn tasks(&self) -> BTreeMap<String, Vec<String>> {
+        self.crms.values().flat_map(SimCrm::tasks).collect()
     }
 }
 
-fn action_key(event: u8) -> String {
-    format!("ws-1#create_task#{}", call_of(event))
-}
-
-fn inbox_pk(event: u8) -> InboxPk {
-    InboxPk::parse(&format!(
-        "ws-1#retell#{}:{}",
-        event_type(event),
-        call_of(event)
-    ))
-    .expect("an inbox key")
-}
-
-/// The event an inbox key names.
-fn event_of(pk: &InboxPk) -> Option<u8> {
-    (0..EVENTS).find(|e| inbox_pk(*e) == *pk)
-}
-
-/// The event a queue message names.
-fn event_in(body: &str) -> Option<u8> {
-    let message: QueueMessage = serde_json::from_str(body).ok()?;
-    event_of(&InboxPk::parse(&message.inbox_pk).ok()?)
-}
-
 impl Sim {
-    fn new(strategy: Strategy, max_receives: u32) -> Sim {
-        let name = match strategy {
-            Strategy::IdempotencyKey => "idempotency-key",
-            Strategy::Upsert => "upsert",
-            Strategy::Lookup => "lookup",
-        };
+    fn new(world: World, max_receives: u32) -> Sim {
         let config = Arc::new(
-            Config::from_toml(&CONFIG.replace("STRATEGY", name), |_| None).expect("sim config"),
+            Config::from_toml(&world.config(), |_| None)
+                .unwrap_or_else(|e| panic!("{}: {e}", world.describe())),
         );
         let (inbox, ledger) = (MemoryInbox::default(), MemoryLedger::default());
-        let (holder, triage, alerts) = memory::holder();
-        let (queue, crm) = (Queue::new(max_receives), SimCrm::new(strategy));
-        crm.set_now(T0);
+        let (holder, triage, alerts) = crate::holder();
+        let queue = Queue::new(max_receives);
+        let crms: BTreeMap<String, SimCrm> = world
+            .destinations
+            .iter()
+            .map(|d| (d.name.clone(), SimCrm::new(d.strategy)))
+            .collect();
+        for crm in crms.values() {
+            crm.set_now(T0);
+        }
         let ingress = Ingress::new(
             config.clone(),
             inbox.clone(),
@@ -296,8 +258,9 @@ impl Sim {
             queue.clone(),
             NoEvents,
         );
-        Sim {
+        let mut sim = Sim {
             now: T0,
+            world,
             config,
             ingress,
             triager,
@@ -310,7 +273,7 @@ impl Sim {
             ledger,
             triage,
             alerts,
-            crm,
+            crms,
             inbox,
             accepted: BTreeSet::new(),
             model: model::Model::default(),
@@ -319,7 +282,10 @@ impl Sim {
             violations: Vec::new(),
             counts: Counts::default(),
             trace: Vec::new(),
-        }
+        };
+        let described = sim.world.describe();
+        sim.log(described);
+        sim
     }
 
     fn log(&mut self, line: String) {
@@ -328,34 +294,16 @@ impl Sim {
     }
 
     fn deliver(&mut self, event: u8) {
-        let event = event % EVENTS;
-        let body = format!(
-            r#"{{"event":"{}","call":{{"call_id":"{}"}}}}"#,
-            event_type(event),
-            call_of(event)
+        let event = usize::from(event) % self.world.events.len();
+        let body = self.world.body(event);
+        let headers = self.world.headers(event, self.now);
+        let (provider, workspace) = (
+            self.world.events[event].provider.as_str(),
+            self.world.events[event].workspace.clone(),
         );
-        let secret = Secret::new(SECRET);
-        let signed = Scheme::Retell
-            .sign(&SignRequest {
-                body: body.as_bytes(),
-                secret: &secret,
-                timestamp: self.now,
-                id: None,
-                github_event: "",
-                github_hook_id: "",
-                url: None,
-            })
-            .expect("signs");
-        let mut headers = http::HeaderMap::new();
-        for (name, value) in signed {
-            headers.insert(
-                http::HeaderName::try_from(name).expect("header name"),
-                value.parse().expect("header value"),
-            );
-        }
         let request = WebhookRequest {
-            provider: "retell",
-            workspace: "ws-1",
+            provider,
+            workspace: &workspace,
             query: "",
             headers: &headers,
             body: body.as_bytes(),
@@ -384,7 +332,10 @@ impl Sim {
                 inner: self.ledger.clone(),
                 plan: plan.clone(),
             },
-            HashMap::from([("crm".to_owned(), faulty(self.crm.clone()))]),
+            self.crms
+                .iter()
+                .map(|(name, crm)| (name.clone(), faulty(crm.clone())))
+                .collect::<HashMap<_, _>>(),
             Faulty {
                 inner: self.holder.clone(),
                 plan: plan.clone(),
@@ -416,7 +367,7 @@ impl Sim {
         // What the model allows this invocation, decided as it reads its
         // event (its first port call, so again if it pauses before that): a
         // decision binds the invocations that read the event after it.
-        let event = event_in(&picked.body);
+        let event = self.event_in(&picked.body);
         let forbidden = event.and_then(|e| self.forbidden(e));
         let running = Running {
             message: picked.id,
@@ -497,8 +448,10 @@ impl Sim {
             Some(Call::Crm) => Duration::from_millis(
                 self.config
                     .destinations
-                    .get("crm")
-                    .map_or(DestinationConfig::DEFAULT_TIMEOUT_MS, |d| d.timeout_ms),
+                    .values()
+                    .map(|d| d.timeout_ms)
+                    .max()
+                    .unwrap_or(DestinationConfig::DEFAULT_TIMEOUT_MS),
             ),
             _ => STORE_TIMEOUT,
         };
@@ -528,8 +481,8 @@ impl Sim {
         };
         // A dead letter of an event not yet processed holds the event until
         // the operator decides its item.
-        let pending = event_in(&message.body).filter(|e| {
-            now_or_never(self.inbox.get(&inbox_pk(*e)))
+        let pending = self.event_in(&message.body).filter(|e| {
+            now_or_never(self.inbox.get(&self.world.inbox_pk(*e)))
                 .ok()
                 .flatten()
                 .is_some_and(|r| r.status == InboxStatus::Received)
@@ -560,7 +513,7 @@ impl Sim {
     /// An operator's decision on `item`: a reject, or an approval (a
     /// reconcile where only a reconcile may decide).
     fn decide(&mut self, item: &TriageItem, reject: bool) {
-        let event = item.inbox_pk.as_ref().and_then(event_of);
+        let event = item.inbox_pk.as_ref().and_then(|pk| self.event_of(pk));
         let result = if reject {
             self.reject(item)
         } else {
@@ -599,15 +552,17 @@ impl Sim {
                     .reject(&item.id, "sim-operator", REJECTED, self.now),
             );
         if done.is_ok() {
-            self.model.reject(item);
+            let event = item.inbox_pk.as_ref().and_then(|pk| self.event_of(pk));
+            let key = event.map(|e| self.world.action_key(e));
+            self.model.reject(item, event, key);
         }
         done.map(|()| "rejected".to_owned())
     }
 
     /// Reconciles `event`'s action with what the CRM really holds.
-    fn reconcile(&mut self, event: Option<u8>) -> Result<String, ApprovalError> {
-        let key = event.map(action_key).unwrap_or_default();
-        let found = self.crm.tasks().get(&key).and_then(|t| t.first()).cloned();
+    fn reconcile(&mut self, event: Option<usize>) -> Result<String, ApprovalError> {
+        let key = event.map(|e| self.world.action_key(e)).unwrap_or_default();
+        let found = self.tasks().get(&key).and_then(|t| t.first()).cloned();
         let Some(record) = self
             .ledger
             .records()
@@ -623,7 +578,9 @@ impl Sim {
             self.now,
         ));
         if done.is_ok() {
-            self.model.reconciled(event);
+            let world = &self.world;
+            self.model
+                .reconciled(event.map(|e| world.action_key(e)), |e| world.action_key(e));
         }
         done.map(|r| format!("reconciled: {r:?}"))
     }
@@ -631,7 +588,9 @@ impl Sim {
     /// Time passes, for the CRM too (it forgets keys).
     fn advance(&mut self, by: Duration) {
         self.now = self.now.plus(by);
-        self.crm.set_now(self.now);
+        for crm in self.crms.values() {
+            crm.set_now(self.now);
+        }
     }
 
     fn step(&mut self, op: &Op) {
@@ -655,8 +614,16 @@ impl Sim {
             Op::Resume(pick) => self.resume(pick),
             Op::Advance(secs) => self.advance(Duration::from_secs(u64::from(secs))),
             Op::Crm(mode) => {
-                self.crm.set_mode(mode);
+                for crm in self.crms.values() {
+                    crm.set_mode(mode);
+                }
                 self.log(format!("crm {mode:?}"));
+            }
+            Op::OneCrm(pick, mode) => {
+                let names: Vec<String> = self.crms.keys().cloned().collect();
+                let name = &names[usize::from(pick) % names.len()];
+                self.crms[name].set_mode(mode);
+                self.log(format!("{name} {mode:?}"));
             }
             Op::Sweep => self.sweep(),
             Op::Decide { pick, reject } => {
@@ -695,7 +662,9 @@ impl Sim {
         while !self.running.is_empty() {
             self.resume(0);
         }
-        self.crm.set_mode(Mode::Healthy);
+        for crm in self.crms.values() {
+            crm.set_mode(Mode::Healthy);
+        }
         self.queue.set_max_receives(MAX_RECEIVES);
         self.draining = true;
         self.log("drain".into());
@@ -756,7 +725,7 @@ impl std::ops::Add for Counts {
 pub fn run_counted(scenario: &Scenario) -> Result<(Vec<String>, Counts), String> {
     hookgate_core::metrics::mute();
     let mut sim = Sim::new(
-        scenario.strategy,
+        scenario.world.clone(),
         scenario.max_receives.clamp(1, MAX_RECEIVES),
     );
     for op in &scenario.ops {
@@ -777,7 +746,9 @@ pub fn run_counted(scenario: &Scenario) -> Result<(Vec<String>, Counts), String>
             let mut ledger = sim.ledger.records();
             ledger.sort_by(|a, b| a.key.as_str().cmp(b.key.as_str()));
             Err(format!(
-                "{violation}\ntrace:\n{}\nledger:\n{ledger:#?}\ntriage:\n{:#?}",
+                "{violation}\n{}\nconfig:\n{}\ntrace:\n{}\nledger:\n{ledger:#?}\ntriage:\n{:#?}",
+                sim.world.describe(),
+                sim.world.config(),
                 sim.trace.join("\n"),
                 sim.triage.items()
             ))

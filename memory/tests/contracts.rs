@@ -3,10 +3,7 @@
 
 use std::sync::Arc;
 
-use hookgate_testkit::{
-    contract,
-    memory::{MemoryInbox, MemoryLedger, MemoryQueue, MemoryTriage},
-};
+use hookgate_memory::{MemoryInbox, MemoryLedger, MemoryQueue, MemoryTriage, contract};
 
 #[tokio::test]
 async fn the_memory_inbox_honours_the_inbox_contract() {

@@ -1,15 +1,35 @@
-//! The simulator under proptest: `SIM_CASES` scenarios (default 10,000)
-//! from `SIM_SEED` (default fixed, so CI runs the same ones), each checked
-//! against the reference model's invariants; a failure is shrunk to a short
-//! scenario and printed with its trace. `make sim SEEDS=N` runs N.
+//! The simulator under proptest. Each scenario draws its world (1–3
+//! workspaces, 1–3 providers each, 1–3 destinations with the three
+//! strategies, one or two rules per binding, up to 50 events: `World::draw`)
+//! and up to 100 steps, and is checked against the reference model's
+//! invariants; a failure is shrunk to a short scenario and printed with its
+//! world, its config, its trace, its seed and the command that replays it.
+//!
+//! - `every_simulated_scenario_keeps_the_invariants`: `SIM_CASES` scenarios
+//!   (default 10,000) from `SIM_SEED`, or from a fresh seed when it is unset
+//!   (printed first). `make sim SEEDS=N [SEED=S]` runs N in release.
+//! - `the_regression_seeds_keep_the_invariants`: every seed of
+//!   `memory/tests/sim-regressions.txt`, with its case count: a seed that
+//!   once found a defect is added there with its fix (CONTRIBUTING.md).
+//! - the named scenarios below: the classic world's findings, step by step.
 
 use hookgate_core::destination::Strategy as CrmStrategy;
-use hookgate_testkit::sim::{self, EVENTS, Op, Scenario, crm::Mode};
+use hookgate_memory::sim::{self, Op, Scenario, World, crm::Mode};
 use proptest::{
     prelude::*,
     strategy::ValueTree,
     test_runner::{Config, RngAlgorithm, TestError, TestRng, TestRunner},
 };
+
+fn mode() -> impl Strategy<Value = Mode> {
+    prop_oneof![
+        3 => Just(Mode::Healthy),
+        2 => Just(Mode::Down),
+        2 => Just(Mode::CommitThenDrop),
+        1 => Just(Mode::DropBeforeCommit),
+        1 => Just(Mode::Refuse),
+    ]
+}
 
 fn op() -> impl Strategy<Value = Op> {
     let fault = proptest::option::weighted(0.3, 0..8u8);
@@ -17,7 +37,7 @@ fn op() -> impl Strategy<Value = Op> {
     // A bit per port call to pause before.
     let pauses = proptest::option::weighted(0.25, 1..=u8::MAX).prop_map(Option::unwrap_or_default);
     prop_oneof![
-        4 => (0..EVENTS).prop_map(Op::Deliver),
+        4 => any::<u8>().prop_map(Op::Deliver),
         5 => (any::<u8>(), fault, lost, pauses).prop_map(
             |(pick, crash_at, lose_answer_at, pauses)| Op::Work {
                 pick,
@@ -30,28 +50,24 @@ fn op() -> impl Strategy<Value = Op> {
         // Within a paused call's timeout, or well past it.
         2 => (1..6u16).prop_map(Op::Advance),
         3 => (1..240u16).prop_map(Op::Advance),
-        1 => prop_oneof![
-            3 => Just(Mode::Healthy),
-            2 => Just(Mode::Down),
-            2 => Just(Mode::CommitThenDrop),
-            1 => Just(Mode::DropBeforeCommit),
-            1 => Just(Mode::Refuse),
-        ]
-        .prop_map(Op::Crm),
+        1 => mode().prop_map(Op::Crm),
+        1 => (any::<u8>(), mode()).prop_map(|(pick, mode)| Op::OneCrm(pick, mode)),
         1 => Just(Op::Sweep),
         1 => (any::<u8>(), proptest::bool::weighted(0.3))
             .prop_map(|(pick, reject)| Op::Decide { pick, reject }),
     ]
 }
 
+/// A drawn world (shrinking its seed draws another world), a redrive limit
+/// and the steps.
 fn scenario() -> impl Strategy<Value = Scenario> {
     (
-        prop_oneof![Just(CrmStrategy::IdempotencyKey), Just(CrmStrategy::Lookup)],
+        any::<u64>(),
         1..=5u32,
-        proptest::collection::vec(op(), 1..60),
+        proptest::collection::vec(op(), 1..100),
     )
-        .prop_map(|(strategy, max_receives, ops)| Scenario {
-            strategy,
+        .prop_map(|(world, max_receives, ops)| Scenario {
+            world: World::draw(world),
             max_receives,
             ops,
         })
@@ -68,10 +84,11 @@ fn work(pick: u8, pauses: u8) -> Op {
     }
 }
 
-/// Runs the steps: the trace, or a panic with the invariant broken.
+/// Runs the steps in the classic world: the trace, or a panic with the
+/// invariant broken.
 fn run_ok(strategy: CrmStrategy, max_receives: u32, ops: Vec<Op>) -> Vec<String> {
     let scenario = Scenario {
-        strategy,
+        world: World::classic(strategy),
         max_receives,
         ops,
     };
@@ -96,10 +113,10 @@ fn runner(seed: u64, cases: u32) -> TestRunner {
     TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &bytes))
 }
 
-#[test]
-fn every_simulated_scenario_keeps_the_invariants() {
-    let seed = env_u64("SIM_SEED", 20_261_201);
-    let cases = u32::try_from(env_u64("SIM_CASES", 10_000)).unwrap_or(u32::MAX);
+/// Runs `cases` scenarios from `seed`: what they exercised and how long
+/// they took, or a panic naming the seed, the replay command and the
+/// shrunk scenario.
+fn run_seed(seed: u64, cases: u32) -> (sim::Counts, f64) {
     let started = std::time::Instant::now();
     let total = std::cell::Cell::new(sim::Counts::default());
     let result = runner(seed, cases).run(&scenario(), |s| {
@@ -107,36 +124,95 @@ fn every_simulated_scenario_keeps_the_invariants() {
         total.set(total.get() + c);
         Ok(())
     });
-    let elapsed = started.elapsed().as_secs_f64();
     match result {
-        Ok(()) => {
-            let t = total.get();
-            eprintln!(
-                "sim: {cases} scenarios from seed {seed} in {elapsed:.1} s ({:.0}/s): {t:?}",
-                f64::from(cases) / elapsed
-            );
-            // Not vacuous: events were accepted and worked, faults fired.
-            assert!(
-                t.accepted_events > cases && t.completed_messages > cases / 2,
-                "{t:?}"
-            );
-            assert!(
-                t.crashes > cases / 10 && t.lost_answers > cases / 20,
-                "{t:?}"
-            );
-            // Dead letters were triaged, the sweep re-queued, operators decided.
-            assert!(
-                t.dead_letters > cases / 100 && t.swept > cases / 100 && t.decisions > cases / 100,
-                "{t:?}"
-            );
-            // Invocations paused and went on while others ran.
-            assert!(t.pauses > cases / 10 && t.resumed > cases / 20, "{t:?}");
-        }
-        Err(TestError::Fail(why, scenario)) => {
-            panic!("seed {seed}: a scenario broke an invariant (shrunk):\n{scenario:#?}\n{why}")
-        }
-        Err(e) => panic!("seed {seed}: {e}"),
+        Ok(()) => (total.get(), started.elapsed().as_secs_f64()),
+        Err(TestError::Fail(why, scenario)) => panic!(
+            "seed {seed}: a scenario broke an invariant (shrunk). Replay: \
+             make sim SEED={seed} SEEDS={cases}\n{scenario:#?}\n{why}"
+        ),
+        Err(e) => panic!("seed {seed}: {e} (replay: make sim SEED={seed} SEEDS={cases})"),
     }
+}
+
+/// A seed from the clock, when none is given: every run explores anew.
+fn fresh_seed() -> u64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    u64::try_from(now.as_nanos() % u128::from(u64::MAX)).unwrap_or(0)
+}
+
+#[test]
+fn every_simulated_scenario_keeps_the_invariants() {
+    let seed = std::env::var("SIM_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(fresh_seed);
+    let cases = u32::try_from(env_u64("SIM_CASES", 10_000)).unwrap_or(u32::MAX);
+    // First, so that a run that dies still names what it ran.
+    eprintln!("sim: seed {seed}, {cases} scenarios (replay: make sim SEED={seed} SEEDS={cases})");
+    let (t, elapsed) = run_seed(seed, cases);
+    eprintln!(
+        "sim: {cases} scenarios from seed {seed} in {elapsed:.1} s ({:.0}/s): {t:?}",
+        f64::from(cases) / elapsed
+    );
+    // Not vacuous: events were accepted and worked, faults fired.
+    assert!(
+        t.accepted_events > cases && t.completed_messages > cases / 2,
+        "{t:?}"
+    );
+    assert!(
+        t.crashes > cases / 10 && t.lost_answers > cases / 20,
+        "{t:?}"
+    );
+    // Dead letters were triaged, the sweep re-queued, operators decided.
+    assert!(
+        t.dead_letters > cases / 100 && t.swept > cases / 100 && t.decisions > cases / 100,
+        "{t:?}"
+    );
+    // Invocations paused and went on while others ran.
+    assert!(t.pauses > cases / 10 && t.resumed > cases / 20, "{t:?}");
+}
+
+#[test]
+fn the_regression_seeds_keep_the_invariants() {
+    let list = include_str!("sim-regressions.txt");
+    let mut ran = 0;
+    for line in list.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let mut words = line.split_whitespace();
+        let seed: u64 = words.next().and_then(|w| w.parse().ok()).expect("a seed");
+        let cases: u32 = words
+            .next()
+            .and_then(|w| w.parse().ok())
+            .expect("a case count");
+        let (t, elapsed) = run_seed(seed, cases);
+        eprintln!("sim: regression seed {seed}: {cases} scenarios in {elapsed:.1} s: {t:?}");
+        ran += 1;
+    }
+    assert!(ran > 0, "no regression seeds");
+}
+
+#[test]
+fn a_drawn_world_is_printed_with_its_seed() {
+    let world = World::draw(42);
+    let line = world.describe();
+    assert!(
+        line.starts_with("world drawn from 42: bindings ws-1/"),
+        "{line}"
+    );
+    let trace = sim::run(&Scenario {
+        world,
+        max_receives: 3,
+        ops: vec![Op::Deliver(0), work(0, 0)],
+    })
+    .expect("keeps the invariants");
+    assert_eq!(
+        trace[0].trim_start().split_once(' ').map(|(_, l)| l),
+        Some(line.as_str())
+    );
 }
 
 #[test]

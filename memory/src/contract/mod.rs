@@ -1,5 +1,5 @@
 //! Contract suites: what every implementation of a port must do, written
-//! once and run on the memory ports (`testkit/tests/contracts.rs`) and on the
+//! once and run on the memory ports (`memory/tests/contracts.rs`) and on the
 //! DynamoDB adapters against the emulator (`tests/tests/it/contracts.rs`).
 
 pub mod inbox;

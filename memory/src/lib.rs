@@ -1,0 +1,19 @@
+//! The pure doubles of hookgate's ports, and what they make testable in
+//! milliseconds, with no emulator, no AWS SDK and no HTTP:
+//!
+//! - the memory ports (`MemoryInbox`, `MemoryLedger`, `MemoryQueue`,
+//!   `MemoryTriage` with its holder and alert channel);
+//! - `contract`: the suites every implementation of a port must pass, run
+//!   on these (`memory/tests/contracts.rs`) and on the DynamoDB and SQS
+//!   adapters against the emulator (`tests/tests/it/contracts.rs`);
+//! - `sim`: the deterministic simulator of the pipeline on these ports.
+//!
+//! The service tests (`memory/tests/services/`) and the simulator's scenarios
+//! (`memory/tests/sim.rs`) live here too: `make check` builds this crate and
+//! the core only, and proves that nothing it compiles is an AWS SDK crate.
+
+pub mod contract;
+mod ports;
+pub mod sim;
+
+pub use ports::*;
