@@ -21,19 +21,29 @@ TRANSFORMED := target/infra/template.json
 export CARGO_PROFILE_DEV_DEBUG ?= 0
 export HOOKGATE_EMULATOR_PYTHON ?= $(VENV_PY)
 
-.PHONY: test browser-tools console sim mutants fuzz fuzz-smoke fuzz-tools venv tools scan-venv infra-transform infra-check infra-selftest lint docs-check build cli-check local-smoke coldstart-smoke perf perf-smoke invoke-fixtures bench coldstart emulator local demo deploy sam-build deploy-check clean
+.PHONY: test check browser-tools console sim mutants fuzz fuzz-smoke fuzz-tools venv tools scan-venv infra-transform infra-check infra-selftest lint docs-check build cli-check local-smoke coldstart-smoke perf perf-smoke invoke-fixtures bench coldstart emulator local demo deploy sam-build deploy-check clean
 
-## test: everything CI checks — format, lints (clippy, cfn-lint, sam validate,
-## the real SAM transform, cfn-lint and checkov on its output), unit and
-## emulator-backed integration tests (recording every AWS call and EMF line),
-## the IAM and alarm checks over those recordings, the console in headless
-## Chromium, every fixture through cargo
-## lambda, make local's script, the operator CLI standing alone, the perf,
-## coldstart and fuzz smoke runs, and make deploy's refusals.
-test: venv tools lint iam-tools browser-tools
+## test: everything CI checks, cheapest first, so the first failure comes
+## soonest: (1) make check, the inner loop; (2) the infra and lint stage:
+## docs, clippy on the workspace, cfn-lint, sam validate, the real SAM
+## transform, cfn-lint and checkov on its output, the structural checks;
+## (3) the emulator-backed integration tests (recording every AWS call and
+## EMF line), the console in headless Chromium, the simulator's regression
+## seeds and SIM_CASES fresh scenarios, then the IAM and alarm checks over
+## the recordings; (4) every fixture through cargo lambda, make local's
+## script, the operator CLI standing alone, the coldstart, perf and fuzz
+## smoke runs, and make deploy's refusals.
+SIM_CASES ?= 8000
+test:
+	@echo "make test: simulator seed $(SIM_SEED) (replay: make test SIM_SEED=$(SIM_SEED))"
+	$(MAKE) check
+	$(MAKE) lint
+	$(MAKE) iam-tools browser-tools
 	@rm -rf target/checks && mkdir -p target/checks
 	HOOKGATE_CALL_LOG=$(CURDIR)/$(CALL_LOG) HOOKGATE_EMF_LOG=$(CURDIR)/$(EMF_LOG) \
-		cargo test --workspace
+		cargo test --workspace --exclude hookgate-core --exclude hookgate-memory
+	SIM_CASES=$(SIM_CASES) cargo test -p hookgate-memory --test sim -- \
+		every_simulated_scenario the_regression_seeds
 	$(MAKE) iam-check alarm-check
 	$(MAKE) invoke-fixtures
 	$(MAKE) cli-check
@@ -42,6 +52,26 @@ test: venv tools lint iam-tools browser-tools
 	$(MAKE) perf-smoke
 	$(MAKE) fuzz-smoke
 	$(MAKE) deploy-check
+
+## check: the inner loop, in about two minutes on 2 cores after a one-line
+## change (docs/verification.md has the figures). No Python, Node, Chromium
+## or emulator: cargo fmt, the pure crates' dependency trees (no AWS SDK,
+## scripts/check_pure.sh), clippy and the tests of hookgate-core and
+## hookgate-memory (the core's unit tests, the contract suites on the memory
+## ports, the service tests, CHECK_CASES simulator scenarios from a fresh
+## seed, or SIM_SEED=…).
+CHECK_CASES ?= 2000
+# The simulator's seed: given, or fresh (the clock's nanoseconds), once per
+# make and passed to every sub-make and test; each target prints it first.
+SIM_SEED := $(or $(SIM_SEED),$(shell date +%s%N))
+export SIM_SEED
+check:
+	@echo "make check: simulator seed $(SIM_SEED) (replay: make check SIM_SEED=$(SIM_SEED))"
+	cargo fmt --all -- --check
+	scripts/check_pure.sh
+	cargo clippy -p hookgate-core -p hookgate-memory --all-targets -- -D warnings
+	SIM_CASES=$(CHECK_CASES) cargo test -p hookgate-core -p hookgate-memory -- \
+		--skip the_regression_seeds
 
 # $(call pinned-venv,DIR,REQUIREMENTS,CONSTRAINTS): a venv with every
 # package pinned by the constraints file.
@@ -139,17 +169,20 @@ local-smoke: venv
 	scripts/local-smoke.sh
 
 ## cli-check: the operator's hookgate holds no function crate, dev tooling or
-## HTTP server, and runs and signs from outside the checkout.
+## Lambda runtime, and no server but the console's (HTTP/1 on 127.0.0.1);
+## it runs and signs from outside the checkout.
 cli-check:
 	cargo build --workspace --bins
 	scripts/check_cli.sh
 
-## sim: the deterministic simulator (testkit/src/sim/) over SEEDS generated
-## scenarios (default 10,000, what make test runs) from SEED, in release.
+## sim: the deterministic simulator (memory/src/sim/) over SEEDS scenarios
+## (default 10,000), each in a world it draws, from SIM_SEED, or from a
+## fresh seed printed first; in release. A failure prints its replay command.
 SEEDS ?= 10000
-SEED ?= 20261201
 sim:
-	SIM_CASES=$(SEEDS) SIM_SEED=$(SEED) cargo test --release -p hookgate-testkit --test sim -- --nocapture
+	@echo "make sim: seed $(SIM_SEED), $(SEEDS) scenarios (replay: make sim SIM_SEED=$(SIM_SEED) SEEDS=$(SEEDS))"
+	SIM_CASES=$(SEEDS) cargo test --release -p hookgate-memory --test sim \
+		every_simulated_scenario -- --nocapture
 
 ## fuzz-tools: cargo-fuzz, pinned, in .tools (the targets build on nightly).
 CARGO_FUZZ := $(CURDIR)/.tools/bin/cargo-fuzz
@@ -190,7 +223,7 @@ MUTATED := inbox ledger worker approval triage destination
 mutants: $(CARGO_MUTANTS)
 	SIM_CASES=2000 PATH=$(CURDIR)/.tools/bin:$$PATH cargo mutants \
 		$(foreach f,$(MUTATED),-f core/src/$(f).rs) \
-		--test-package hookgate-core --test-package hookgate-testkit -o target/mutants
+		--test-package hookgate-core --test-package hookgate-memory -o target/mutants
 
 $(CARGO_MUTANTS):
 	cargo install cargo-mutants --version 27.1.0 --locked --root $(CURDIR)/.tools
@@ -295,7 +328,7 @@ $(IAM_CHECK)/node_modules/.installed: $(IAM_CHECK)/package.json $(IAM_CHECK)/pac
 
 ## iam-check: every recorded AWS call allowed by its function's role (or the
 ## operator policy) in the transformed template; unexercised grants need a
-## reason. Then the broken copy (ingress without dynamodb:PutItem) must fail.
+## reason. Then the broken copy (ingress without dynamodb:UpdateItem) must fail.
 iam-check: iam-tools infra-transform
 	@mkdir -p target/checks
 	node $(IAM_CHECK)/check.mjs --template $(TRANSFORMED) --calls $(CALL_LOG) \

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """`make docs-check` (part of `make test`): the README stays a front door
-(at most 200 lines), every relative link in the Markdown resolves, and every
-document a source file names (`docs/…`, `*.md`) exists in the repository."""
+(at most 200 lines), every relative link in the Markdown resolves, every
+document a source file names (`docs/…`, `*.md`) exists in the repository, and
+every repository path the Markdown or a source comment quotes in backticks
+(`memory/tests/sim.rs`, `scripts/`) exists, unless git ignores it (a file
+the tools write, such as `config/deploy/hookgate.toml`)."""
 
 import pathlib
 import re
@@ -14,6 +17,23 @@ LINK = re.compile(r"\]\(([^)\s]+)\)")
 # A document named in code: a page under docs/ or a top-level Markdown file.
 NAMED_DOC = re.compile(r"(?<![\w/.-])((?:docs/)?[A-Za-z][\w.-]*\.md)\b")
 SOURCE_SUFFIXES = {".rs", ".py", ".sh", ".toml", ".mjs", ".yaml"}
+# A path quoted in backticks: a top-level folder, a slash, more path.
+QUOTED_PATH = re.compile(r"`([A-Za-z][\w.-]*/[\w./-]*)`")
+
+
+def missing_paths(text, tops):
+    """The quoted repository paths in `text` that do not exist and git does not ignore."""
+    out = []
+    for quoted in QUOTED_PATH.findall(text):
+        if quoted.split("/")[0] not in tops:
+            continue
+        path = quoted.rstrip("/").split(":")[0]
+        if (ROOT / path).exists():
+            continue
+        ignored = subprocess.run(["git", "check-ignore", "-q", path], cwd=ROOT).returncode == 0
+        if not ignored:
+            out.append(quoted)
+    return out
 
 
 def tracked():
@@ -30,8 +50,13 @@ def main():
     if readme_lines > README_MAX_LINES:
         problems.append(f"README.md has {readme_lines} lines (at most {README_MAX_LINES})")
     files = tracked()
+    tops = {p.relative_to(ROOT).parts[0] for p in files if len(p.relative_to(ROOT).parts) > 1}
     for path in files:
         rel = path.relative_to(ROOT)
+        if (path.suffix in SOURCE_SUFFIXES or path.suffix == ".md" or path.name == "Makefile") \
+                and "node_modules" not in rel.parts:
+            for quoted in missing_paths(path.read_text(errors="replace"), tops):
+                problems.append(f"{rel}: quotes `{quoted}`, which does not exist")
         if path.suffix == ".md" and "node_modules" not in rel.parts:
             for target in LINK.findall(path.read_text()):
                 if target.startswith(("http://", "https://", "mailto:", "#")):

@@ -7,7 +7,7 @@
 //!
 //! - `every_simulated_scenario_keeps_the_invariants`: `SIM_CASES` scenarios
 //!   (default 10,000) from `SIM_SEED`, or from a fresh seed when it is unset
-//!   (printed first). `make sim SEEDS=N [SEED=S]` runs N in release.
+//!   (printed first). `make sim SEEDS=N [SIM_SEED=S]` runs N in release.
 //! - `the_regression_seeds_keep_the_invariants`: every seed of
 //!   `memory/tests/sim-regressions.txt`, with its case count: a seed that
 //!   once found a defect is added there with its fix (CONTRIBUTING.md).
@@ -128,9 +128,9 @@ fn run_seed(seed: u64, cases: u32) -> (sim::Counts, f64) {
         Ok(()) => (total.get(), started.elapsed().as_secs_f64()),
         Err(TestError::Fail(why, scenario)) => panic!(
             "seed {seed}: a scenario broke an invariant (shrunk). Replay: \
-             make sim SEED={seed} SEEDS={cases}\n{scenario:#?}\n{why}"
+             make sim SIM_SEED={seed} SEEDS={cases}\n{scenario:#?}\n{why}"
         ),
-        Err(e) => panic!("seed {seed}: {e} (replay: make sim SEED={seed} SEEDS={cases})"),
+        Err(e) => panic!("seed {seed}: {e} (replay: make sim SIM_SEED={seed} SEEDS={cases})"),
     }
 }
 
@@ -150,7 +150,9 @@ fn every_simulated_scenario_keeps_the_invariants() {
         .unwrap_or_else(fresh_seed);
     let cases = u32::try_from(env_u64("SIM_CASES", 10_000)).unwrap_or(u32::MAX);
     // First, so that a run that dies still names what it ran.
-    eprintln!("sim: seed {seed}, {cases} scenarios (replay: make sim SEED={seed} SEEDS={cases})");
+    eprintln!(
+        "sim: seed {seed}, {cases} scenarios (replay: make sim SIM_SEED={seed} SEEDS={cases})"
+    );
     let (t, elapsed) = run_seed(seed, cases);
     eprintln!(
         "sim: {cases} scenarios from seed {seed} in {elapsed:.1} s ({:.0}/s): {t:?}",

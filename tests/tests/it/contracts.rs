@@ -1,5 +1,5 @@
 //! The contract suites on the DynamoDB adapters, against the emulator: the
-//! same suites the memory ports pass (`testkit/tests/contracts.rs`), so the
+//! same suites the memory ports pass (`memory/tests/contracts.rs`), so the
 //! fast tests' stores behave as the real ones do.
 
 use std::sync::Arc;
