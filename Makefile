@@ -35,14 +35,14 @@ export HOOKGATE_EMULATOR_PYTHON ?= $(VENV_PY)
 ## smoke runs, and make deploy's refusals.
 SIM_CASES ?= 8000
 test:
-	@echo "make test: simulator seed $(SIM_SEED) (replay: make test SIM_SEED=$(SIM_SEED))"
+	@echo "make test: simulator seeds $(SIM_SEED) and $(SIM_TEST_SEED) (replay: make test SIM_SEED=$(SIM_SEED) SIM_TEST_SEED=$(SIM_TEST_SEED))"
 	$(MAKE) check
 	$(MAKE) lint
 	$(MAKE) iam-tools browser-tools
 	@rm -rf target/checks && mkdir -p target/checks
 	HOOKGATE_CALL_LOG=$(CURDIR)/$(CALL_LOG) HOOKGATE_EMF_LOG=$(CURDIR)/$(EMF_LOG) \
 		cargo test --workspace --exclude hookgate-core --exclude hookgate-memory
-	SIM_CASES=$(SIM_CASES) cargo test -p hookgate-memory --test sim -- \
+	SIM_SEED=$(SIM_TEST_SEED) SIM_CASES=$(SIM_CASES) cargo test -p hookgate-memory --test sim -- \
 		every_simulated_scenario the_regression_seeds
 	$(MAKE) iam-check alarm-check
 	$(MAKE) invoke-fixtures
@@ -65,6 +65,9 @@ CHECK_CASES ?= 2000
 # make and passed to every sub-make and test; each target prints it first.
 SIM_SEED := $(or $(SIM_SEED),$(shell date +%s%N))
 export SIM_SEED
+# make test's own scenarios, beyond make check's: another seed.
+SIM_TEST_SEED := $(or $(SIM_TEST_SEED),$(shell date +%s%N))
+export SIM_TEST_SEED
 check:
 	@echo "make check: simulator seed $(SIM_SEED) (replay: make check SIM_SEED=$(SIM_SEED))"
 	cargo fmt --all -- --check

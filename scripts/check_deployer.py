@@ -76,8 +76,7 @@ MANAGED_STACK = (f"arn:aws:cloudformation:{R}:{A}:stack/aws-sam-cli-managed-defa
                  "1a2b3c4d-5e6f-7081-92a3-b4c5d6e7f809")
 TRANSFORM = f"arn:aws:cloudformation:{R}:aws:transform/Serverless-2016-10-31"
 SAM_BUCKET = "arn:aws:s3:::aws-sam-cli-managed-default-samclisourcebucket-1q2w3e4r5t6y"
-# Keys at the bucket's root: `--resolve-s3` without `--s3-prefix` (infra/samconfig.toml);
-# `--guided` puts them under "{stack}/".
+# Keys under "{stack}/": scripts/deploy.sh passes `--s3-prefix <stack>`.
 ARTIFACT = f"{SAM_BUCKET}/{S}/6f1ed002ab5595859014ebf0951522d9"
 TEMPLATE_OBJECT = f"{SAM_BUCKET}/{S}/0cc175b9c0f1b6a831c399e269772661.template"
 ROLE = f"arn:aws:iam::{A}:role/{S}-IngressRole-AbC1dEf2GhI3"

@@ -469,13 +469,18 @@ class Checker:
                       "429s): a limit would silently turn into providers giving up")
 
     def alert_rule(self):
+        # Exactly this: the tests' alert rule (tests/src/pipeline.rs) is the same.
+        wanted = {"source": ["hookgate"], "detail-type": ["hookgate.triage.held"],
+                  "detail": {"service": [STACK]}}
         for k, r in self.of_type("AWS::Events::Rule").items():
             p = r["Properties"]
             if any(t.get("Arn") == TOPIC for t in p.get("Targets", [])):
-                service = p.get("EventPattern", {}).get("detail", {}).get("service")
-                if service != [STACK]:
+                pattern = p.get("EventPattern", {})
+                if pattern.get("detail", {}).get("service") != [STACK]:
                     self.fail(f"rule {k}: sends alerts to AlertTopic without matching detail.service = "
-                              f"the stack's name ({service}): every stack's alerts would reach this topic")
+                              f"the stack's name ({pattern}): every stack's alerts would reach this topic")
+                elif pattern != wanted:
+                    self.fail(f"rule {k}: pattern {pattern}, not {wanted} (the tests' alert rule)")
 
     def event_rule(self, logical):
         rule = self.res.get(logical, {})
@@ -502,13 +507,25 @@ class Checker:
         if low is None or high is None or low < 1 or high > 1000:
             self.fail(f"parameter MaxReceiveCount: MinValue/MaxValue {receive.get('MinValue')}/"
                       f"{receive.get('MaxValue')}, not within SQS's 1-1000")
-        for name in ("SecretsKmsKeyArn", "AlarmEmail"):
+        # Each pattern takes its default and a good value, and refuses the typos.
+        samples = {
+            "SecretsKmsKeyArn": (["arn:aws:kms:eu-west-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"],
+                                 ["alias/hookgate", "arn:aws:kms:eu-west-1:111122223333:alias/hookgate",
+                                  "1234abcd-12ab-34cd-56ef-1234567890ab", "arn:aws:secretsmanager:eu-west-1:1:x"]),
+            "AlarmEmail": (["ops@example.com"], ["ops-at-example.com", "ops@example", "a@b.co,c@d.co"]),
+        }
+        for name, (good, bad) in samples.items():
             p = params.get(name, {})
             pattern = p.get("AllowedPattern")
             if not pattern:
                 self.fail(f"parameter {name}: no AllowedPattern (a typo deploys and fails later)")
-            elif not re.fullmatch(pattern, str(p.get("Default", ""))):
-                self.fail(f"parameter {name}: its default does not match its AllowedPattern")
+                continue
+            for value in [str(p.get("Default", ""))] + good:
+                if not re.fullmatch(pattern, value):
+                    self.fail(f"parameter {name}: its AllowedPattern refuses {value!r}")
+            for value in bad:
+                if re.fullmatch(pattern, value):
+                    self.fail(f"parameter {name}: its AllowedPattern takes {value!r}")
 
     def released_tables(self):
         if self.released is None:

@@ -6,9 +6,22 @@
 # in your .deploy/.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# Hermetic: none of the caller's deploy settings leak in (every template
+# parameter's variable, the stack, the config, where AWS is).
+for name in $(.venv/bin/python -c 'import json, sys
+sys.path.insert(0, "scripts")
+from deploy_params import env_name
+print(" ".join(env_name(p) for p in json.load(open("target/infra/template.json"))["Parameters"]))'); do
+  unset "$name"
+done
+unset STACK_NAME HOOKGATE_DEPLOY_CONFIG GUIDED BUILD_ONLY AWS_REGION AWS_DEFAULT_REGION AWS_ACCOUNT_ID \
+  AWS_PROFILE
 export DEPLOY_STATE_DIR=target/deploy-check CHECK_ONLY=1
 rm -rf "$DEPLOY_STATE_DIR"
 failed=0
+
+# How the values of four places are resolved (the deployed stack's included).
+.venv/bin/python scripts/test_deploy_params.py || failed=1
 
 # expect RC TEXT [VAR=value ...]: deploy.sh with the variables exits RC and says TEXT.
 expect() {
@@ -36,10 +49,22 @@ expect 1 "which no [[eventbridge.sources]] maps" EVENT_SOURCE=aws.connect
 expect 1 "the stack has no rule" HOOKGATE_DEPLOY_CONFIG=infra/fixtures/deploy-connect.toml
 expect 0 "config ok" HOOKGATE_DEPLOY_CONFIG=infra/fixtures/deploy-connect.toml EVENT_SOURCE=aws.connect \
   STACK_NAME=hg-connect AWS_REGION=eu-west-1 AWS_ACCOUNT_ID=111122223333
-# A Secrets Manager ARN of another account, a KMS key of another Region (N10).
+expect 1 'detail-type "Amazon Connect Contact Event" never arrives' \
+  HOOKGATE_DEPLOY_CONFIG=infra/fixtures/deploy-connect.toml EVENT_SOURCE=aws.connect \
+  EVENT_DETAIL_TYPE="Amazon Connect Agent Event"
+# Secrets the roles cannot read: another account or Region (N10), another prefix.
 expect 1 "the functions' roles read secrets of the stack's account 444455556666 only" \
   HOOKGATE_DEPLOY_CONFIG=infra/fixtures/deploy-connect.toml EVENT_SOURCE=aws.connect \
   AWS_REGION=eu-west-1 AWS_ACCOUNT_ID=444455556666
+expect 1 "the secret is in Region eu-west-1; the functions' roles read secrets of the stack's Region us-east-1 only" \
+  HOOKGATE_DEPLOY_CONFIG=infra/fixtures/deploy-connect.toml EVENT_SOURCE=aws.connect \
+  AWS_REGION=us-east-1 AWS_ACCOUNT_ID=111122223333
+expect 1 "the functions' roles read SSM parameters under /hookgate/ only" \
+  HOOKGATE_DEPLOY_CONFIG=infra/fixtures/deploy-unreachable.toml
+expect 1 "the functions' roles read Secrets Manager secrets named hookgate/… only" \
+  HOOKGATE_DEPLOY_CONFIG=infra/fixtures/deploy-unreachable.toml
+# An event's actions that cannot fit the action function's timeout.
+expect 1 "the action function's timeout of 1000 ms cannot fit" ACTION_TIMEOUT_SECONDS=1 ACTION_QUEUE_VISIBILITY_SECONDS=6
 expect 1 "a key of another Region than the stack's (eu-west-1)" AWS_REGION=eu-west-1 \
   SECRETS_KMS_KEY_ARN=arn:aws:kms:us-east-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab
 # Parameter constraints, before anything is built (N7, N9, N10).
@@ -47,12 +72,17 @@ expect 1 "AlarmEmail='ops-at-example.com'" ALARM_EMAIL=ops-at-example.com
 expect 1 "MaxReceiveCount=1001: above its maximum 1000" MAX_RECEIVE_COUNT=1001
 expect 1 "be at most 52 characters" STACK_NAME=hookgate-production-eu-west-1-payments-and-voice-ai-x
 expect 1 "ActionReservedConcurrency=2 is below ActionMaxConcurrency=5" ACTION_RESERVED_CONCURRENCY=2
-# A second deploy keeps what the first was given (N7).
-expect 0 "AlarmEmail=ops@example.com" STACK_NAME=hg-check ALARM_EMAIL=ops@example.com
+# A second deploy keeps what the first deployed (N7): the values saved after a
+# deploy (as `deploy_params.py --save-deployed` writes them) are read back,
+# for that stack only; a variable still wins. (With AWS, the deployed
+# stack's own values come first: scripts/test_deploy_params.py.)
+mkdir -p "$DEPLOY_STATE_DIR"
+printf '# saved after a deploy\nAlarmEmail=ops@example.com\n' > "$DEPLOY_STATE_DIR/hg-check.env"
 expect 0 "AlarmEmail=ops@example.com" STACK_NAME=hg-check
+expect 0 "AlarmEmail=oncall@example.com" STACK_NAME=hg-check ALARM_EMAIL=oncall@example.com
 expect 0 "AlarmEmail=" STACK_NAME=hg-other
-if grep -q "AlarmEmail=ops@example.com" "$DEPLOY_STATE_DIR/hg-other.env"; then
-  echo "deploy-check: FAILED: stack hg-other took hg-check's AlarmEmail" >&2
+if grep -q "AlarmEmail=oncall" "$DEPLOY_STATE_DIR/hg-check.env" || [ -e "$DEPLOY_STATE_DIR/hg-other.env" ]; then
+  echo "deploy-check: FAILED: a check without a deploy saved parameters" >&2
   failed=1
 fi
 # The shared default config passes.

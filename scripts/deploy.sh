@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make deploy`: resolves the stack's parameters (scripts/deploy_params.py:
-# your variables, else the values saved for this stack by the last deploy,
-# else the deployed stack's, else the template's defaults), checks them and
+# your variables, else the deployed stack's values, else those saved after
+# this checkout's last deploy of it, else the template's defaults), checks them and
 # the config against each other and against what the deployed functions can
 # reach, builds with SAM + cargo-lambda (arm64, provided.al2023) and deploys
 # with your AWS credentials, without prompting. Refuses before building when
@@ -15,9 +15,11 @@
 #   HOOKGATE_DEPLOY_CONFIG  the config to bundle (default config/deploy.example.toml)
 #   ALARM_EMAIL, SECRETS_KMS_KEY_ARN, EVENT_SOURCE, INBOX_TTL_SECONDS, …
 #                           any template parameter, named in capitals with
-#                           underscores; saved in .deploy/<stack>.env
-#   DEPLOY_STATE_DIR        where the values are saved (default .deploy)
-#   GUIDED=1                `sam deploy --guided`, offering the resolved values
+#                           underscores; after a deploy its parameters are
+#                           saved in .deploy/<stack>.env
+#   DEPLOY_STATE_DIR        where they are saved (default .deploy)
+#   GUIDED=1                `sam deploy --guided`, offering the checked values
+#                           (what you change at a prompt is deployed unchecked)
 #   CHECK_ONLY=1            stop after the check (`make deploy-check`, in `make test`)
 #   BUILD_ONLY=1            stop after `sam build` (`make sam-build`)
 set -euo pipefail
@@ -45,7 +47,7 @@ while IFS= read -r line; do
     *) OVERRIDES+=("$name=\"${value//\"/\\\"}\"") CHECK_PARAMS+=(--param "$name=$value") ;;
   esac
 done < "$RESOLVED"
-echo "make deploy: stack $STACK, parameters (saved in $STATE/$STACK.env):"
+echo "make deploy: stack $STACK, parameters:"
 grep -v '^@' "$RESOLVED" | sed 's/^/  /'
 
 # The variables the functions get, read from the transformed template
@@ -71,13 +73,6 @@ if ! HOOKGATE_INBOX_TTL_SECS=${P[InboxTtlSeconds]} \
   echo "make deploy: refusing to deploy $CONFIG as stack $STACK with the parameters above." >&2
   exit 1
 fi
-# Checked: saved, so the next deploy of this stack starts from these values.
-mkdir -p "$STATE"
-{
-  echo "# The parameters of stack $STACK as the last checked \`make deploy\` resolved them."
-  echo "# Edit a value here, or set its variable for one run (ALARM_EMAIL=...), which saves it."
-  grep -v '^@' "$RESOLVED"
-} > "$STATE/$STACK.env"
 [ "${CHECK_ONLY:-}" = 1 ] && exit 0
 
 mkdir -p config/deploy
@@ -85,17 +80,22 @@ cp "$CONFIG" config/deploy/hookgate.toml
 rustup target list --installed | grep -q aarch64-unknown-linux-gnu \
   || rustup target add aarch64-unknown-linux-gnu
 export SAM_CLI_TELEMETRY=0 SAM_CLI_BETA_RUST_CARGO_LAMBDA=1 PATH="$PWD/.venv-tools/bin:$PATH"
-sam build --template infra/template.yaml --config-file infra/samconfig.toml
+# SAM reads a relative --config-file from the template's folder: absolute paths.
+sam build --template infra/template.yaml --config-file "$PWD/infra/samconfig.toml"
 [ "${BUILD_ONLY:-}" = 1 ] && exit 0
 if [ "${GUIDED:-}" = 1 ]; then
   # --guided saves its answers (the e-mail address too) into the config file
   # it is given: a copy of the shared one, ignored by git.
-  cp infra/samconfig.toml "$STATE/samconfig-$STACK.toml"
-  sam deploy --guided --config-file "$STATE/samconfig-$STACK.toml" --stack-name "$STACK" \
+  mkdir -p "$STATE"
+  GUIDED_CONFIG="$(cd "$STATE" && pwd)/samconfig-$STACK.toml"
+  cp infra/samconfig.toml "$GUIDED_CONFIG"
+  sam deploy --guided --config-file "$GUIDED_CONFIG" --stack-name "$STACK" \
     --s3-prefix "$STACK" \
     --parameter-overrides "${OVERRIDES[@]}"
 else
   # Artifacts under the stack's own prefix: docs/deployer-policy.json grants no more.
-  sam deploy --config-file infra/samconfig.toml --stack-name "$STACK" --s3-prefix "$STACK" \
+  sam deploy --config-file "$PWD/infra/samconfig.toml" --stack-name "$STACK" --s3-prefix "$STACK" \
     --parameter-overrides "${OVERRIDES[@]}"
 fi
+# Deployed: what the stack now runs with is what the next deploy starts from.
+.venv/bin/python scripts/deploy_params.py --stack "$STACK" --state "$STATE" --save-deployed

@@ -2,6 +2,7 @@
 
     .venv/bin/python scripts/deploy_params.py --stack NAME [--state DIR] [--adopt]
         [--transformed target/infra/template.json]
+    .venv/bin/python scripts/deploy_params.py --stack NAME [--state DIR] --save-deployed
 
 `sam deploy --guided` offers each parameter's template default, so pressing
 Enter through it on a second deploy reset AlarmEmail (deleting the
@@ -10,14 +11,20 @@ parameter's value is, first found wins:
 
 1. the environment variable named after it (InboxTtlSeconds becomes
    INBOX_TTL_SECONDS); set and empty means empty;
-2. the value saved for this stack by the last run (STATE/<stack>.env, ignored
-   by git): a second `make deploy` deploys what the first did;
-3. with --adopt, when nothing is saved and the stack exists, its deployed value
-   (CloudFormation DescribeStacks, with your credentials);
+2. with --adopt, when the stack exists, its deployed value (CloudFormation
+   DescribeStacks, with your credentials): a second `make deploy` deploys
+   what the first did, whoever ran it;
+3. the value saved for this stack after its last successful `make deploy`
+   from this checkout (STATE/<stack>.env, ignored by git): what a check
+   without AWS (`CHECK_ONLY=1`) and a stack deleted since start from;
 4. the template's default.
 
-scripts/deploy.sh saves the resolved set once every check passed, and
-passes every value to `sam deploy` explicitly. Refused (exit 1, one line per problem), before anything is built:
+A saved value that differs from the deployed one (someone deployed the
+stack from elsewhere since) is refused unless its variable decides.
+`--save-deployed`, which scripts/deploy.sh runs after `sam deploy`
+succeeded, saves the stack's parameters as deployed (answers given to
+`GUIDED=1` prompts included). Every value is passed to `sam deploy`
+explicitly. Refused (exit 1, one line per problem), before anything is built:
 a stack name CloudFormation or the template's physical names cannot take, a
 value outside its parameter's AllowedValues, AllowedPattern or
 MinValue/MaxValue, a SecretsKmsKeyArn of another Region than the stack's, and
@@ -59,6 +66,14 @@ def read_saved(path):
     return saved
 
 
+def write_saved(path, stack, values):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [f"# Stack {stack}'s parameters as its last `make deploy` from this checkout deployed them",
+             "# (scripts/deploy_params.py). A record, not a setting: to change a value, set its",
+             "# variable for one deploy (ALARM_EMAIL=..., the parameter's name in capitals)."]
+    path.write_text("\n".join(lines + [f"{k}={v}" for k, v in values.items()]) + "\n", encoding="utf-8")
+
+
 def deployed(stack):
     """The deployed stack's parameters, or None when it does not exist."""
     import boto3
@@ -87,17 +102,24 @@ def where(adopt):
 
 
 def resolve(parameters, environ, saved, current):
-    values = {}
+    """(values, conflicts): each parameter's value, first found wins: its
+    variable, the deployed stack's (`current`), the saved one, the default;
+    and the parameters whose saved and deployed values differ with no
+    variable to decide."""
+    values, conflicts = {}, []
     for name, spec in parameters.items():
         if env_name(name) in environ:
             values[name] = environ[env_name(name)]
-        elif saved and name in saved:
-            values[name] = saved[name]
         elif current and name in current:
             values[name] = current[name]
+            if saved and name in saved and saved[name] != current[name]:
+                conflicts.append(f"{name}: saved {saved[name]!r}, deployed {current[name]!r}; someone "
+                                 f"deployed since: set {env_name(name)} to choose")
+        elif saved and name in saved:
+            values[name] = saved[name]
         else:
             values[name] = str(spec.get("Default", ""))
-    return values
+    return values, conflicts
 
 
 def problems(stack, parameters, values, transformed, region):
@@ -144,16 +166,26 @@ def main():
     parser.add_argument("--adopt", action="store_true",
                         help="ask AWS: the deployed stack's values when none are saved, the account and Region")
     parser.add_argument("--transformed", default=str(ROOT / "target/infra/template.json"))
+    parser.add_argument("--save-deployed", action="store_true",
+                        help="after a deploy: save the stack's parameters as deployed")
     args = parser.parse_args()
 
+    path = Path(args.state) / f"{args.stack}.env"
+    if args.save_deployed:
+        current = deployed(args.stack)
+        if current is None:
+            print(f"deploy_params: stack {args.stack} does not exist: nothing saved", file=sys.stderr)
+            return 1
+        write_saved(path, args.stack, current)
+        print(f"deploy_params: saved stack {args.stack}'s deployed parameters in {path}")
+        return 0
     transformed = json.loads(Path(args.transformed).read_text(encoding="utf-8"))
     parameters = transformed.get("Parameters", {})
-    path = Path(args.state) / f"{args.stack}.env"
     saved = read_saved(path)
-    current = deployed(args.stack) if args.adopt and saved is None else None
-    values = resolve(parameters, os.environ, saved, current)
+    current = deployed(args.stack) if args.adopt else None
+    values, conflicts = resolve(parameters, os.environ, saved, current)
     account, region = where(args.adopt)
-    found = problems(args.stack, parameters, values, transformed, region)
+    found = conflicts + problems(args.stack, parameters, values, transformed, region)
     for problem in found:
         print(f"deploy_params: {problem}", file=sys.stderr)
     if found:

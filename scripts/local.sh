@@ -26,9 +26,10 @@ done
 export AWS_ENDPOINT_URL="http://127.0.0.1:$EMULATOR_PORT" AWS_REGION=us-east-1
 export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test
 # Seconds, not minutes: an outage reaches the DLQ quickly.
+# config/local.toml maps Amazon Connect's contact events: the stack has the rule.
 "$PY" scripts/provision.py --endpoint "$AWS_ENDPOINT_URL" \
   --param MaxReceiveCount=3 --param ActionQueueVisibilitySeconds=3 \
-  --param ActionTimeoutSeconds=3 > .local/stack.env
+  --param ActionTimeoutSeconds=3 --param EventSource=aws.connect > .local/stack.env
 # KEY=value lines, taken verbatim: `source` would strip the quotes out of
 # HOOKGATE_LOCAL_FUNCTIONS's JSON.
 while IFS= read -r line; do [[ -n $line ]] && export "$line"; done < .local/stack.env

@@ -42,6 +42,10 @@ pub struct Facts {
     pub dlq_redrive: Vec<(String, bool)>,
     /// The stack's alarms (`None`: not read).
     pub alarms: Option<Vec<Alarm>>,
+    /// Whether the stack has an EventBridge rule to the ingress: the
+    /// configuration maps EventBridge sources (the template creates the rule,
+    /// and its alarms, only then), or a rule was checked.
+    pub has_rule: bool,
 }
 
 /// One deployed CloudWatch alarm, as DescribeAlarms gives it.
@@ -204,7 +208,10 @@ pub fn diagnose(facts: &Facts) -> Vec<Check> {
         ));
     }
     if let Some(alarms) = &facts.alarms {
-        checks.extend(check_alarms(alarms, facts.rule_max_age.is_some()));
+        checks.extend(check_alarms(
+            alarms,
+            facts.has_rule || facts.rule_max_age.is_some(),
+        ));
     }
     if let Some(visibility) = facts.queue_visibility {
         let needed = facts.action_timeout * 6;
@@ -374,8 +381,13 @@ mod tests {
         f.alarms = Some(alarms.clone());
         assert!(failed(&diagnose(&f)).is_empty(), "{:?}", diagnose(&f));
 
-        // With the rule, its dead letters need their alarm.
+        // With the rule, its dead letters need their alarm: a rule checked,
+        // or one the configuration's EventBridge sources need.
         f.rule_max_age = Some(Duration::from_secs(86_400));
+        f.alarms = Some(alarms.clone());
+        assert_eq!(failed(&diagnose(&f)), ["every failure class has an alarm"]);
+        f.rule_max_age = None;
+        f.has_rule = true;
         f.alarms = Some(alarms);
         assert_eq!(failed(&diagnose(&f)), ["every failure class has an alarm"]);
     }

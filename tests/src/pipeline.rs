@@ -150,6 +150,8 @@ pub struct Pipeline {
     pub triage: DynamoTriage,
     /// An SQS queue behind an EventBridge rule matching the triage alerts.
     pub alert_queue_url: String,
+    /// The EventBridge bus the alerts go to.
+    pub bus: String,
     /// How the action function is invoked: the transformed template's batch
     /// size, batching window and timeout.
     pub action: Invocation,
@@ -181,7 +183,8 @@ async fn alert_queue(aws: &aws_config::SdkConfig, stack: &Stack, bus: &str) -> S
         .put_rule()
         .name("hookgate-alerts")
         .event_bus_name(bus)
-        // The template's TriageHeldRule pattern, for the service this process
+        // The template's TriageHeldRule pattern (scripts/check_infra.py holds
+        // the template to exactly this shape), for the service this process
         // names (no HOOKGATE_SERVICE: metrics::DEFAULT_SERVICE).
         .event_pattern(
             r#"{"source":["hookgate"],"detail-type":["hookgate.triage.held"],"detail":{"service":["hookgate"]}}"#,
@@ -351,6 +354,7 @@ impl Pipeline {
             triager,
             approvals,
             alert_queue_url,
+            bus,
             triage: DynamoTriage::new(stack.ddb.clone(), &triage_table),
             stack,
             sim,

@@ -38,6 +38,7 @@ impl<E: EventIngress> Ops<E> {
             configured_rule_max_age: config.eventbridge.rule_max_event_age,
             async_max_age: config.eventbridge.async_max_event_age,
             action_timeout: config.action_timeout,
+            has_rule: !config.eventbridge.sources.is_empty(),
             ..Facts::default()
         };
         if let Some((name, bus)) = rule {

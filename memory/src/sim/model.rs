@@ -122,6 +122,14 @@ impl Sim {
         if let Some(first) = self.violations.first() {
             return Err(format!("forbidden effect: {first}"));
         }
+        // Each action's effect is at its own destination, and only there.
+        for (name, crm) in &self.crms {
+            for key in crm.tasks().keys() {
+                if self.world.destination_of(key) != Some(name.as_str()) {
+                    return Err(format!("{key} has a task at {name}, not its destination"));
+                }
+            }
+        }
         let tasks = self.tasks();
         for (key, ids) in &tasks {
             if ids.len() > 1 {

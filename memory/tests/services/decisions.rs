@@ -17,7 +17,7 @@ use hookgate_core::{
 };
 use serde_json::json;
 
-use crate::support::{Memory, NOW, SECRET, analyzed, message, pk, post};
+use crate::support::{Memory, NOW, SECRET, SERVICE, analyzed, message, pk, post};
 
 fn at(secs: u64) -> hookgate_core::Timestamp {
     NOW.plus(Duration::from_secs(secs))
@@ -107,7 +107,7 @@ async fn a_dead_letter_is_held_and_alerted_once_and_neither_the_sweep_nor_a_repe
     assert_eq!(m.alerts.published().len(), 1);
     assert_eq!(m.alerts.published()[0]["class"], json!("downstream-outage"));
     // The alert names its stack, which the stack's alert rule matches on.
-    assert_eq!(m.alerts.published()[0]["service"], json!("hookgate"));
+    assert_eq!(m.alerts.published()[0]["service"], json!(SERVICE));
 
     // An hour on: the sweep finds nothing, a repeat delivery is only counted.
     let swept = m

@@ -76,8 +76,12 @@ pub struct Memory {
     pub crm: ScriptedCrm,
 }
 
+/// The stack these tests run as: the `service` every metric and alert names.
+pub const SERVICE: &str = "svc-under-test";
+
 impl Memory {
     pub fn new() -> Self {
+        hookgate_core::metrics::set_service(SERVICE);
         let (holder, triage, alerts) = memory::holder();
         Memory {
             inbox: MemoryInbox::default(),

@@ -70,6 +70,31 @@ async fn an_outage_is_held_as_one_alert_and_bulk_approval_after_recovery_complet
         alerts[0]["service"], "hookgate",
         "the alert names its stack"
     );
+    // Another stack's alert on the same bus does not reach this stack's
+    // topic; this stack's does.
+    let aws = hookgate_tests::emulator::Emulator::shared()
+        .sdk_config()
+        .await;
+    let publisher = hookgate_adapters::alerts::EventBridgeAlerts::new(
+        aws_sdk_eventbridge::Client::new(&aws),
+        p.bus.clone(),
+    );
+    for service in ["other-stack", "hookgate"] {
+        hookgate_core::ports::Alerts::publish(
+            &publisher,
+            &serde_json::json!({"service": service, "class": "poison", "first_item": service}),
+        )
+        .await
+        .unwrap();
+    }
+    let more = p.alerts().await;
+    assert_eq!(
+        more.iter()
+            .map(|a| a["first_item"].clone())
+            .collect::<Vec<_>>(),
+        ["hookgate"],
+        "only this stack's alert is delivered: {more:?}"
+    );
     // Held means held: nothing moves without a decision.
     assert_eq!(p.sim.tasks().total, 0);
 
