@@ -53,8 +53,8 @@ test:
 	$(MAKE) fuzz-smoke
 	$(MAKE) deploy-check
 
-## check: the inner loop, in about two minutes on 2 cores after a one-line
-## change (docs/verification.md has the figures). No Python, Node, Chromium
+## check: the inner loop, about 11 s on 2 cores after a one-line change in
+## the core, 41 s from a fresh clone (docs/performance.md, "Build times"). No Python, Node, Chromium
 ## or emulator: cargo fmt, the pure crates' dependency trees (no AWS SDK,
 ## scripts/check_pure.sh), clippy and the tests of hookgate-core and
 ## hookgate-memory (the core's unit tests, the contract suites on the memory

@@ -14,6 +14,8 @@
 
 pub mod contract;
 mod ports;
+mod signed;
 pub mod sim;
 
 pub use ports::*;
+pub use signed::signed_headers;

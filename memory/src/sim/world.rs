@@ -16,8 +16,7 @@ use std::fmt::Write as _;
 use hookgate_core::{
     InboxPk, Timestamp,
     destination::Strategy,
-    provider::{Provider, Scheme, SignRequest},
-    secret::Secret,
+    provider::{Provider, Scheme},
 };
 
 /// At most this many distinct events in a drawn world.
@@ -329,32 +328,12 @@ impl World {
 
     /// The headers event `e`'s provider sends with its body, signed at `now`.
     pub fn headers(&self, e: usize, now: Timestamp) -> http::HeaderMap {
-        let body = self.body(e);
-        let secret = Secret::new(SECRET);
         let scheme = match self.events[e].provider {
             Provider::Stripe => Scheme::Stripe,
             Provider::Bland => Scheme::Bland,
             _ => Scheme::Retell,
         };
-        let signed = scheme
-            .sign(&SignRequest {
-                body: body.as_bytes(),
-                secret: &secret,
-                timestamp: now,
-                id: None,
-                github_event: "",
-                github_hook_id: "",
-                url: None,
-            })
-            .expect("signs");
-        let mut headers = http::HeaderMap::new();
-        for (name, value) in signed {
-            headers.insert(
-                http::HeaderName::try_from(name).expect("header name"),
-                value.parse().expect("header value"),
-            );
-        }
-        headers
+        crate::signed_headers(&scheme, self.body(e).as_bytes(), SECRET, now)
     }
 
     /// The inbox record event `e` is stored under.

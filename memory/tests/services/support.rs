@@ -15,7 +15,7 @@ use hookgate_core::{
     dlq::Triager,
     ingress::{Ingress, WebhookRequest},
     message::QueueMessage,
-    provider::{Scheme, SignRequest},
+    provider::Scheme,
     secret::{Secret, SecretError, SecretRef, SecretSource},
     sweep::Sweeper,
     worker::Worker,
@@ -191,25 +191,7 @@ pub fn analyzed(call: &str) -> Vec<u8> {
 }
 
 pub async fn post(ingress: &MemoryIngress, body: &[u8], secret: &str) -> (u16, String) {
-    let secret = Secret::new(secret);
-    let signed = Scheme::Retell
-        .sign(&SignRequest {
-            body,
-            secret: &secret,
-            timestamp: NOW,
-            id: None,
-            github_event: "",
-            github_hook_id: "",
-            url: None,
-        })
-        .expect("signs");
-    let mut headers = http::HeaderMap::new();
-    for (name, value) in signed {
-        headers.insert(
-            http::HeaderName::try_from(name).unwrap(),
-            value.parse().unwrap(),
-        );
-    }
+    let headers = hookgate_memory::signed_headers(&Scheme::Retell, body, secret, NOW);
     let reply = ingress
         .handle(
             WebhookRequest {
