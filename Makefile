@@ -304,7 +304,8 @@ sam-build: venv tools infra-transform
 ## re-delivery window, parameters outside their constraints, a stack name
 ## too long, the EventBridge rule and the config's sources disagreeing either
 ## way, a secret or key of another account or Region, the reference config;
-## a second run keeps the first's AlarmEmail; config/deploy.example.toml passes.
+## how the deployed, saved and default values rank (scripts/test_deploy_params.py);
+## config/deploy.example.toml passes.
 deploy-check: venv infra-transform
 	cargo build --workspace --bins
 	scripts/deploy-check.sh

@@ -175,6 +175,10 @@ def failure_classes(template, functions, rule_name):
         ("uncertain actions", metric_is("hookgate", "ActionsUncertain", svc)),
         ("destination errors spike", metric_is("hookgate", "DestinationErrors", svc)),
         ("duplicates spike", metric_is("hookgate", "Duplicates", svc)),
+        ("sweep sends failed", metric_is("hookgate", "SweepDispatchFailures", svc)),
+        ("the sweep stopped running (missing data breaching)",
+         lambda p: metric_is("AWS/Lambda", "Invocations", {"FunctionName": {"Ref": "SweepFunction"}})(p)
+         and p.get("TreatMissingData") == "breaching" and p.get("ComparisonOperator") == "LessThanThreshold"),
         ("ingress on-failure queue arrivals",
          metric_is("AWS/SQS", "NumberOfMessagesSent", {"QueueName": getatt("IngressFailureQueue", "QueueName")})),
         ("rule dead letters", metric_is("AWS/Events", "InvocationsSentToDlq", {"RuleName": rule_name})),
@@ -469,9 +473,16 @@ class Checker:
                       "429s): a limit would silently turn into providers giving up")
 
     def alert_rule(self):
-        # Exactly this: the tests' alert rule (tests/src/pipeline.rs) is the same.
-        wanted = {"source": ["hookgate"], "detail-type": ["hookgate.triage.held"],
-                  "detail": {"service": [STACK]}}
+        # Exactly the tests' alert rule (the pattern literal in
+        # tests/src/pipeline.rs, for the service the tests run as), with the
+        # stack's name: what the tests show delivered and refused is this.
+        source = (ROOT / "tests/src/pipeline.rs").read_text(encoding="utf-8")
+        literal = re.search(r'r#"(\{"source":\["hookgate"\].*?)"#', source)
+        wanted = json.loads(literal.group(1)) if literal else None
+        if wanted is None or wanted.get("detail", {}).get("service") != ["hookgate"]:
+            self.fail("tests/src/pipeline.rs holds no alert rule pattern for the service hookgate")
+            return
+        wanted["detail"]["service"] = [STACK]
         for k, r in self.of_type("AWS::Events::Rule").items():
             p = r["Properties"]
             if any(t.get("Arn") == TOPIC for t in p.get("Targets", [])):

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# `make deploy-check` (in `make test`): make deploy's refusals and its memory,
-# tested with CHECK_ONLY=1 (nothing is built or deployed; no AWS call). Each
-# case runs scripts/deploy.sh with a few variables and asserts its exit code
-# and a piece of its output. Values are saved under target/deploy-check, never
-# in your .deploy/.
+# `make deploy-check` (in `make test`): make deploy's refusals and how it
+# resolves the stack's parameters, tested with CHECK_ONLY=1 (nothing is built,
+# deployed or saved; no AWS call). Each case runs scripts/deploy.sh with a few
+# variables and asserts its exit code and a piece of its output; the saved
+# values it reads are under target/deploy-check, never your .deploy/.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # Hermetic: none of the caller's deploy settings leak in (every template
@@ -14,8 +14,8 @@ from deploy_params import env_name
 print(" ".join(env_name(p) for p in json.load(open("target/infra/template.json"))["Parameters"]))'); do
   unset "$name"
 done
-unset STACK_NAME HOOKGATE_DEPLOY_CONFIG GUIDED BUILD_ONLY AWS_REGION AWS_DEFAULT_REGION AWS_ACCOUNT_ID \
-  AWS_PROFILE
+unset STACK_NAME GUIDED BUILD_ONLY AWS_REGION AWS_DEFAULT_REGION AWS_ACCOUNT_ID AWS_PROFILE
+for name in "${!HOOKGATE_@}"; do unset "$name"; done
 export DEPLOY_STATE_DIR=target/deploy-check CHECK_ONLY=1
 rm -rf "$DEPLOY_STATE_DIR"
 failed=0
@@ -80,7 +80,11 @@ mkdir -p "$DEPLOY_STATE_DIR"
 printf '# saved after a deploy\nAlarmEmail=ops@example.com\n' > "$DEPLOY_STATE_DIR/hg-check.env"
 expect 0 "AlarmEmail=ops@example.com" STACK_NAME=hg-check
 expect 0 "AlarmEmail=oncall@example.com" STACK_NAME=hg-check ALARM_EMAIL=oncall@example.com
-expect 0 "AlarmEmail=" STACK_NAME=hg-other
+out=$(env STACK_NAME=hg-other scripts/deploy.sh 2>&1)
+if ! grep -qx "  AlarmEmail=" <<< "$out"; then
+  echo "deploy-check: FAILED: stack hg-other did not start from the default AlarmEmail: $out" >&2
+  failed=1
+fi
 if grep -q "AlarmEmail=oncall" "$DEPLOY_STATE_DIR/hg-check.env" || [ -e "$DEPLOY_STATE_DIR/hg-other.env" ]; then
   echo "deploy-check: FAILED: a check without a deploy saved parameters" >&2
   failed=1

@@ -60,8 +60,12 @@ for r in json.load(open("target/infra/template.json"))["Resources"].values():
 print(",".join(sorted(names)))')
 
 # The same check the functions run at start, with the values the stack will
-# give them; the table and queue names are the stack's, placeholders here.
-if ! HOOKGATE_INBOX_TTL_SECS=${P[InboxTtlSeconds]} \
+# give them and no others: none of your own HOOKGATE_* variables (the
+# functions get only the template's); the table and queue names are the
+# stack's, placeholders here.
+IGNORED_ENV=()
+for name in "${!HOOKGATE_@}"; do IGNORED_ENV+=(-u "$name"); done
+if ! env "${IGNORED_ENV[@]}" HOOKGATE_INBOX_TTL_SECS=${P[InboxTtlSeconds]} \
   HOOKGATE_EVENTBRIDGE_MAX_EVENT_AGE_SECS=${P[RuleMaxEventAgeSeconds]} \
   HOOKGATE_ASYNC_MAX_EVENT_AGE_SECS=${P[AsyncMaxEventAgeSeconds]} HOOKGATE_INBOX_TABLE=check \
   HOOKGATE_ACTION_QUEUE_URL=https://sqs.invalid/check RUST_BACKTRACE=0 \

@@ -113,8 +113,9 @@ def resolve(parameters, environ, saved, current):
         elif current and name in current:
             values[name] = current[name]
             if saved and name in saved and saved[name] != current[name]:
-                conflicts.append(f"{name}: saved {saved[name]!r}, deployed {current[name]!r}; someone "
-                                 f"deployed since: set {env_name(name)} to choose")
+                conflicts.append(f"{name}: saved {saved[name]!r}, deployed {current[name]!r} (deployed "
+                                 "from elsewhere since, or a file of an earlier make deploy): set "
+                                 f"{env_name(name)} to choose, or delete the saved file")
         elif saved and name in saved:
             values[name] = saved[name]
         else:

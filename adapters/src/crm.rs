@@ -162,7 +162,8 @@ impl Destination for CrmDestination {
                 .take(Timestamp::now());
             match next {
                 None => return Some(started.elapsed()),
-                Some(wait) if waited + wait <= max_wait => {
+                // checked: a tiny rate asks for a wait of Duration::MAX.
+                Some(wait) if waited.checked_add(wait).is_some_and(|t| t <= max_wait) => {
                     tokio::time::sleep(wait).await;
                     waited = started.elapsed();
                 }
@@ -312,5 +313,17 @@ mod tests {
             waited >= Duration::from_millis(30) && waited <= Duration::from_millis(500),
             "{waited:?}"
         );
+    }
+
+    #[tokio::test]
+    async fn a_tiny_rate_refuses_the_next_turn_instead_of_panicking() {
+        // Red team R16: 1e-300 calls a second is positive, so the config
+        // takes it; the next turn is further off than any wait allowed.
+        let d = destination(Some(Pace {
+            rate_per_sec: 1e-300,
+            burst: 1,
+        }));
+        assert!(d.admit(Duration::from_secs(30)).await.is_some());
+        assert_eq!(d.admit(Duration::from_secs(30)).await, None);
     }
 }

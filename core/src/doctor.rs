@@ -66,6 +66,8 @@ pub const REQUIRED_ALARMS: &[(&str, &str, &str)] = &[
     (OWN, "IngressUnavailable", "ingress 5xx / storage failure"),
     (OWN, "ActionsUncertain", "uncertain actions"),
     (OWN, "DispatchFailures", "queue sends failed"),
+    (OWN, "SweepDispatchFailures", "the sweep's sends failed"),
+    (LAMBDA, "Invocations", "the sweep stopped running"),
     (
         SQS,
         "ApproximateAgeOfOldestMessage",

@@ -52,13 +52,19 @@ pub fn render(dimensions: &[(&str, &str)], metrics: &[(&str, f64)], now: Timesta
     let mut line = Map::new();
     let mut names: Vec<&str> = dimensions.iter().map(|(k, _)| *k).collect();
     names.push("service");
+    // A metric of the stack as a whole has one set: [service].
+    let sets = if dimensions.is_empty() {
+        json!([["service"]])
+    } else {
+        json!([names, ["service"]])
+    };
     line.insert(
         "_aws".into(),
         json!({
             "Timestamp": now.as_millis(),
             "CloudWatchMetrics": [{
                 "Namespace": NAMESPACE,
-                "Dimensions": [names, ["service"]],
+                "Dimensions": sets,
                 "Metrics": metrics.iter().map(|(name, _)| json!({"Name": name, "Unit": "Count"})).collect::<Vec<_>>(),
             }],
         }),
@@ -128,6 +134,21 @@ mod tests {
                 "Deliveries": 1.0, "Duplicates": 1.0,
             })
         );
+    }
+
+    #[test]
+    fn a_metric_without_dimensions_is_published_under_service_once() {
+        let line = render(
+            &[],
+            &[("SweepDispatchFailures", 2.0)],
+            Timestamp::from_millis(1),
+        );
+        let v: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(
+            v["_aws"]["CloudWatchMetrics"][0]["Dimensions"],
+            json!([["service"]])
+        );
+        assert_eq!(v["SweepDispatchFailures"], 2.0);
     }
 
     #[test]

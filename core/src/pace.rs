@@ -41,7 +41,9 @@ impl TokenBucket {
             return None;
         }
         let missing = 1.0 - self.tokens;
-        Some(Duration::from_secs_f64(missing / self.rate_per_sec))
+        // A wait past what a Duration holds is a wait past any deadline: the
+        // caller gives its turn back.
+        Some(Duration::try_from_secs_f64(missing / self.rate_per_sec).unwrap_or(Duration::MAX))
     }
 
     fn refill(&mut self, now: Timestamp) {
@@ -87,6 +89,15 @@ mod tests {
         assert_eq!(admitted, 10);
         assert_eq!(bucket.take(at(60_000)), None);
         assert_eq!(bucket.take(at(60_000)), Some(Duration::from_millis(100)));
+    }
+
+    #[test]
+    fn a_tiny_rate_waits_for_ever_instead_of_panicking() {
+        // The config takes any positive rate; 1e-300 per second once made
+        // Duration::from_secs_f64 panic in the worker (red team R16).
+        let mut bucket = TokenBucket::new(1e-300, 1);
+        assert_eq!(bucket.take(at(0)), None);
+        assert_eq!(bucket.take(at(1)), Some(Duration::MAX));
     }
 
     #[test]

@@ -82,6 +82,18 @@ pub async fn sweep<S: InboxStore, Q: ActionQueue>(
             }
         }
     }
+    if report.failed > 0 {
+        // Counted for an alarm: the next run retries, but a queue that keeps
+        // refusing leaves stranded work stranded.
+        crate::metrics::emit(
+            &[],
+            &[(
+                "SweepDispatchFailures",
+                f64::from(u32::try_from(report.failed).unwrap_or(u32::MAX)),
+            )],
+            now,
+        );
+    }
     if report.found > 0 {
         tracing::info!(
             found = report.found,

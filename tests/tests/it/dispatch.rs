@@ -30,6 +30,26 @@ async fn a_failed_send_answers_503_and_the_retry_dispatches_the_stored_record_on
     assert!(record.dispatch_failed);
     assert_eq!(record.status, InboxStatus::Received);
 
+    // The sweep cannot re-queue it either: counted for its alarm, not lost
+    // (the record stays RECEIVED for the next run).
+    let aws = hookgate_tests::emulator::Emulator::shared()
+        .function_config("sweep")
+        .await;
+    let report = hookgate_adapters::wiring::sweeper(
+        &stack.config,
+        &hookgate_adapters::wiring::Clients::new(&aws),
+    )
+    .run_older_than(std::time::Duration::ZERO, hookgate_core::Timestamp::now())
+    .await
+    .unwrap();
+    assert_eq!((report.found, report.dispatched, report.failed), (1, 0, 1));
+    assert!(
+        hookgate_tests::metrics::lines()
+            .iter()
+            .any(|l| l["SweepDispatchFailures"] == 1.0 && l["service"].is_string()),
+        "the failed re-queue is counted"
+    );
+
     // The queue recovers; the provider retries at once (well within the grace period).
     stack.create_queue().await;
     let (status, body) = stack.post(delivery.request()).await;
