@@ -42,5 +42,5 @@ HOOKGATE_SECRET_WS42_SVIX=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
 set +a
 
 echo "emulator: $AWS_ENDPOINT_URL   simulated CRM: http://127.0.0.1:$CRM_PORT/_sim/tasks"
-echo "operator console: run make console in another terminal, then open http://127.0.0.1:8790/"
+echo "operator console: run make console in another terminal, then open the login link it prints"
 target/debug/hookgate-dev local --port "$PORT"

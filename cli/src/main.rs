@@ -267,8 +267,13 @@ async fn console(
         .with_context(|| format!("cannot listen on 127.0.0.1:{port}"))?;
     let port = listener.local_addr()?.port();
     let guard = hookgate_cli::console::Guard::random(port)?;
+    let login = guard.login_url().unwrap_or_default();
     let console = hookgate_cli::console::Console::new(ops, guard, by, stack, rate).await?;
-    println!("hookgate console: http://127.0.0.1:{port}/ (Ctrl-C stops it)");
+    // The one-time link is the console's only way in: printed to the
+    // operator's terminal, never logged.
+    println!(
+        "hookgate console: open {login} (once: it gives this browser its session; Ctrl-C stops it)"
+    );
     // Ctrl-C or SIGTERM: the console reports what its plans left undecided.
     #[cfg(unix)]
     let term = async {

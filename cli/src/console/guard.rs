@@ -1,8 +1,14 @@
-//! What keeps any other site, and any other host name, from driving the
-//! console through the operator's browser. The console acts with the
-//! operator's own AWS credentials, so a page elsewhere that could post a form
-//! to it could approve or reject held work in their name. Three checks, each
-//! enough alone against a cross-site form:
+//! What keeps anyone but the operator's own browser, and any other site or
+//! host name, from driving the console. The console acts with the operator's
+//! own AWS credentials, so whoever could read its pages or post its forms
+//! could read payloads and approve or reject held work in their name.
+//!
+//! First, every request must carry the session cookie (`HttpOnly`,
+//! `SameSite=Strict`), which only a browser that opened the one-time login
+//! link the console printed at start holds: another local process or OS user
+//! who can reach 127.0.0.1 gets nothing (red team R1). The link works once.
+//!
+//! Then three checks, each enough alone against a cross-site form:
 //! - the `Host` header names the console's own loopback address, so a DNS
 //!   name rebound to 127.0.0.1 reaches nothing;
 //! - a state-changing request carries an `Origin` that is the console's own
@@ -24,6 +30,10 @@ pub enum Refusal {
     Origin,
     Token,
     Embedded,
+    /// No session cookie, or a wrong one.
+    Session,
+    /// A login link already used, or never printed.
+    Login,
 }
 
 impl std::fmt::Display for Refusal {
@@ -41,14 +51,26 @@ impl std::fmt::Display for Refusal {
             Refusal::Embedded => {
                 "refused: another site may link to the console, not load it inside its own page"
             }
+            Refusal::Session => {
+                "refused: no console session; open the login link `hookgate console` printed at start"
+            }
+            Refusal::Login => {
+                "refused: this login link was used already or is wrong; restart `hookgate console` for a new one"
+            }
         })
     }
 }
 
-/// The console's address and its per-process token.
+/// The session cookie's name.
+pub const COOKIE: &str = "hookgate_console";
+
+/// The console's address, its per-process form token, its session secret and
+/// its one-time login secret.
 pub struct Guard {
     port: u16,
     token: String,
+    session: String,
+    login: std::sync::Mutex<Option<String>>,
 }
 
 impl std::fmt::Debug for Guard {
@@ -56,21 +78,73 @@ impl std::fmt::Debug for Guard {
         f.debug_struct("Guard")
             .field("port", &self.port)
             .field("token", &"<redacted>")
+            .field("session", &"<redacted>")
             .finish()
     }
 }
 
 impl Guard {
-    pub fn new(port: u16, token: String) -> Self {
-        Self { port, token }
+    pub fn new(port: u16, token: String, session: String, login: String) -> Self {
+        Self {
+            port,
+            token,
+            session,
+            login: std::sync::Mutex::new(Some(login)),
+        }
     }
 
-    /// A guard with 32 random bytes from the OS as its token.
+    /// A guard with 32 random bytes from the OS for each secret.
     pub fn random(port: u16) -> std::io::Result<Self> {
         use std::io::Read;
-        let mut bytes = [0u8; 32];
-        std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
-        Ok(Self::new(port, hex::encode(bytes)))
+        let secret = || -> std::io::Result<String> {
+            let mut bytes = [0u8; 32];
+            std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+            Ok(hex::encode(bytes))
+        };
+        Ok(Self::new(port, secret()?, secret()?, secret()?))
+    }
+
+    /// The one-time link that gives a browser its session (printed at start).
+    pub fn login_url(&self) -> Option<String> {
+        let login = self
+            .login
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        login
+            .as_ref()
+            .map(|key| format!("http://127.0.0.1:{}/login?key={key}", self.port))
+    }
+
+    /// The login link's `key`: the session cookie to set, once; the link is
+    /// spent by its first use.
+    pub fn take_login(&self, key: Option<&str>) -> Result<String, Refusal> {
+        let mut login = self
+            .login
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match (login.as_deref(), key) {
+            (Some(expected), Some(key))
+                if bool::from(key.as_bytes().ct_eq(expected.as_bytes())) =>
+            {
+                *login = None;
+                Ok(format!(
+                    "{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/",
+                    self.session
+                ))
+            }
+            _ => Err(Refusal::Login),
+        }
+    }
+
+    /// The request's `Cookie` headers carry the session.
+    pub fn check_session<'a>(&self, cookies: impl Iterator<Item = &'a str>) -> Result<(), Refusal> {
+        let found = cookies
+            .flat_map(|header| header.split(';'))
+            .filter_map(|pair| pair.trim().split_once('='))
+            .any(|(name, value)| {
+                name == COOKIE && bool::from(value.as_bytes().ct_eq(self.session.as_bytes()))
+            });
+        if found { Ok(()) } else { Err(Refusal::Session) }
     }
 
     pub fn port(&self) -> u16 {
@@ -130,7 +204,50 @@ mod tests {
     use super::*;
 
     fn guard() -> Guard {
-        Guard::new(8790, "t0ken".into())
+        Guard::new(8790, "t0ken".into(), "s3ssion".into(), "l0gin".into())
+    }
+
+    #[test]
+    fn the_login_link_gives_the_session_once() {
+        let g = guard();
+        assert_eq!(
+            g.login_url().as_deref(),
+            Some("http://127.0.0.1:8790/login?key=l0gin")
+        );
+        assert_eq!(g.take_login(Some("guess")), Err(Refusal::Login));
+        assert_eq!(g.take_login(None), Err(Refusal::Login));
+        assert_eq!(
+            g.take_login(Some("l0gin")).as_deref(),
+            Ok("hookgate_console=s3ssion; HttpOnly; SameSite=Strict; Path=/")
+        );
+        assert_eq!(g.take_login(Some("l0gin")), Err(Refusal::Login), "spent");
+        assert_eq!(g.login_url(), None);
+    }
+
+    #[test]
+    fn every_request_needs_the_session_cookie() {
+        let g = guard();
+        assert_eq!(
+            g.check_session(["hookgate_console=s3ssion"].into_iter()),
+            Ok(())
+        );
+        assert_eq!(
+            g.check_session(["a=b; hookgate_console=s3ssion; c=d"].into_iter()),
+            Ok(())
+        );
+        for cookies in [
+            vec![],
+            vec!["hookgate_console=guess"],
+            vec!["other=s3ssion"],
+            vec!["hookgate_console=s3ssion2"],
+        ] {
+            assert_eq!(
+                g.check_session(cookies.clone().into_iter()),
+                Err(Refusal::Session),
+                "{cookies:?}"
+            );
+        }
+        assert!(!format!("{g:?}").contains("s3ssion"));
     }
 
     #[test]

@@ -136,10 +136,12 @@ fn refused(status: StatusCode, why: &str) -> Response {
         .into_response()
 }
 
-/// Every request: the Host must be the console's own; a page another site
+/// Every request: the Host must be the console's own; `GET /login?key=…`
+/// with the one-time key sets the session cookie and goes to the overview,
+/// and every other request must carry that cookie; a page another site
 /// started must be a top-level navigation; a request that could change state
-/// (anything but GET and HEAD) must come from the console's own origin. Every answer: no caching, no framing, no script, forms only to
-/// the console itself.
+/// (anything but GET and HEAD) must come from the console's own origin. Every
+/// answer: no caching, no framing, no script, forms only to the console itself.
 async fn guarded<E: EventIngress + 'static>(
     State(console): State<Arc<Console<E>>>,
     request: Request,
@@ -148,6 +150,53 @@ async fn guarded<E: EventIngress + 'static>(
     let headers = request.headers();
     let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
     let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    if request.uri().path() == "/login" && request.method() == Method::GET {
+        let key = request.uri().query().and_then(|q| {
+            form_urlencoded::parse(q.as_bytes())
+                .find(|(name, _)| name == "key")
+                .map(|(_, value)| value.into_owned())
+        });
+        let login = console
+            .guard
+            .check_host(host)
+            .and_then(|()| console.guard.take_login(key.as_deref()));
+        let mut response = match login {
+            Ok(cookie) => {
+                let mut response = StatusCode::SEE_OTHER.into_response();
+                let headers = response.headers_mut();
+                headers.insert(header::LOCATION, HeaderValue::from_static("/"));
+                if let Ok(cookie) = HeaderValue::from_str(&cookie) {
+                    headers.insert(header::SET_COOKIE, cookie);
+                }
+                response
+            }
+            Err(refusal) => {
+                tracing::warn!(%refusal, "console login refused");
+                refused(StatusCode::FORBIDDEN, &refusal.to_string())
+            }
+        };
+        secure(response.headers_mut());
+        return response;
+    }
+    let cookies = headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok());
+    let session = console
+        .guard
+        .check_host(host)
+        .and_then(|()| console.guard.check_session(cookies));
+    if let Err(refusal) = session {
+        tracing::warn!(%refusal, "console request refused");
+        let status = if refusal == Refusal::Session {
+            StatusCode::UNAUTHORIZED
+        } else {
+            StatusCode::FORBIDDEN
+        };
+        let mut response = refused(status, &refusal.to_string());
+        secure(response.headers_mut());
+        return response;
+    }
     let check = console.guard.check_host(host).and_then(|()| {
         if matches!(*request.method(), Method::GET | Method::HEAD) {
             console.guard.check_fetch(

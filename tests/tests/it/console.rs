@@ -27,6 +27,23 @@ use crate::{analyzed, stripe};
 
 const IDLE: Duration = Duration::from_secs(30);
 const TOKEN: &str = "console-test-token";
+/// The session cookie's value, and the one-time login link's key.
+const SESSION: &str = "console-test-session";
+const LOGIN: &str = "console-test-login";
+
+/// An HTTP client holding the console's session cookie, as the operator's
+/// browser does once it opened the login link.
+fn with_session() -> reqwest::Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert(
+        reqwest::header::COOKIE,
+        format!("hookgate_console={SESSION}").parse().unwrap(),
+    );
+    reqwest::Client::builder()
+        .default_headers(headers)
+        .build()
+        .unwrap()
+}
 const BY: &str = "ops@example.com";
 /// The emulator's caller identity, with the operator's note.
 const WHO: &str =
@@ -74,9 +91,8 @@ struct Served {
 async fn serve(ops: Ops<Arc<TestIngress>>) -> Served {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
-    let console = Console::new(ops, Guard::new(port, TOKEN.into()), BY, None, 20)
-        .await
-        .unwrap();
+    let guard = Guard::new(port, TOKEN.into(), SESSION.into(), LOGIN.into());
+    let console = Console::new(ops, guard, BY, None, 20).await.unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel();
     let serving = tokio::spawn(hookgate_cli::console::serve(listener, console, async {
         let _ = stopped.await;
@@ -103,6 +119,9 @@ async fn an_outage_is_held_shown_and_approved_once_and_a_reject_sticks_in_a_real
     let base = console.base.clone();
     let b = Browser::start().await;
 
+    // The login link gives the browser its session, then the overview.
+    b.goto(&format!("{base}/login?key={LOGIN}")).await;
+    assert!(b.url().await.ends_with('/'), "{}", b.url().await);
     // The overview: two held outages for the CRM, since when.
     b.goto(&format!("{base}/")).await;
     assert_eq!(b.text("#held-count .figure").await, "2");
@@ -235,7 +254,7 @@ async fn an_outage_is_held_shown_and_approved_once_and_a_reject_sticks_in_a_real
         format!("{id} is DISCARDED, not HELD: decided already. Nothing was decided")
     );
     assert_eq!(b.count("#approve").await, 0);
-    let posted = reqwest::Client::new()
+    let posted = with_session()
         .post(format!("{base}/approve"))
         .header("origin", &base)
         .header("content-type", "application/x-www-form-urlencoded")
@@ -298,7 +317,7 @@ async fn forged_requests_change_nothing(b: &Browser, base: &str, id: &str, p: &P
     )
     .await;
 
-    let http = reqwest::Client::new();
+    let http = with_session();
     let host = base.trim_start_matches("http://").to_owned();
     let rebound = format!("rebound.example:{}", base.rsplit(':').next().unwrap());
     let token = format!("csrf={TOKEN}");
@@ -494,6 +513,7 @@ async fn an_uncertain_action_is_reconciled_and_an_event_looked_up_in_a_real_brow
     let base = console.base.clone();
     let b = Browser::start().await;
 
+    b.goto(&format!("{base}/login?key={LOGIN}")).await;
     b.goto(&format!("{base}/")).await;
     assert_eq!(b.text("#uncertain-count .figure").await, "1");
     b.goto(&format!("{base}/actions")).await;
@@ -562,4 +582,65 @@ async fn an_uncertain_action_is_reconciled_and_an_event_looked_up_in_a_real_brow
         .expect("the console stops within 5 s");
     assert!(matches!(stopped, Ok(Ok(()))), "{stopped:?}");
     assert!(reqwest::get(format!("{base}/")).await.is_err());
+}
+
+/// Red team R1: any local process could read and decide through the console
+/// with a Host header alone. Now, without the session cookie, nothing: not
+/// a page, not a decision with the right token and origin; the login link
+/// works once.
+#[tokio::test]
+async fn without_the_session_a_local_process_reads_nothing_and_decides_nothing() {
+    let p = Pipeline::new("consess").await;
+    let console = serve(ops(&p).await).await;
+    let base = console.base.clone();
+    let plain = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    for path in [
+        "/",
+        "/triage",
+        "/actions",
+        "/inbox?workspace=ws-1&provider=bland&key=x",
+    ] {
+        let answer = plain.get(format!("{base}{path}")).send().await.unwrap();
+        assert_eq!(answer.status(), 401, "GET {path} without a session");
+        assert!(answer.text().await.unwrap().contains("no console session"));
+    }
+    let forged = plain
+        .post(format!("{base}/approve"))
+        .header("origin", &base)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("csrf={TOKEN}&id=x&reason=y"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forged.status(), 401, "a decision without a session");
+    let guessed = plain
+        .get(format!("{base}/login?key=guess"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(guessed.status(), 403, "a guessed login key");
+    let login = plain
+        .get(format!("{base}/login?key={LOGIN}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(login.status(), 303);
+    assert_eq!(login.headers()["location"], "/");
+    assert_eq!(
+        login.headers()["set-cookie"],
+        format!("hookgate_console={SESSION}; HttpOnly; SameSite=Strict; Path=/").as_str()
+    );
+    let again = plain
+        .get(format!("{base}/login?key={LOGIN}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 403, "the link works once");
+    let page = with_session().get(format!("{base}/")).send().await.unwrap();
+    assert_eq!(page.status(), 200, "with the session, the overview");
+    let _ = console.stop.send(());
+    console.serving.await.unwrap().unwrap();
 }
