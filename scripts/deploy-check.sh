@@ -70,6 +70,7 @@ expect 1 "a key of another Region than the stack's (eu-west-1)" AWS_REGION=eu-we
 # Parameter constraints, before anything is built (N7, N9, N10).
 expect 1 "AlarmEmail='ops-at-example.com'" ALARM_EMAIL=ops-at-example.com
 expect 1 "MaxReceiveCount=1001: above its maximum 1000" MAX_RECEIVE_COUNT=1001
+expect 1 "LogRetentionDays='2': not one of" LOG_RETENTION_DAYS=2
 expect 1 "be at most 52 characters" STACK_NAME=hookgate-production-eu-west-1-payments-and-voice-ai-x
 expect 1 "ActionReservedConcurrency=2 is below ActionMaxConcurrency=5" ACTION_RESERVED_CONCURRENCY=2
 # A second deploy keeps what the first deployed (N7): the values saved after a

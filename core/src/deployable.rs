@@ -52,7 +52,7 @@ pub fn problems(config: &Config, stack: &Stack) -> Vec<String> {
         for (provider, binding) in bindings {
             for secret in &binding.secrets {
                 if let Some(why) =
-                    unresolvable(secret, template_env).or_else(|| unreachable(secret, stack))
+                    unresolvable(secret, template_env).or_else(|| out_of_reach(secret, stack))
                 {
                     found.push(format!("workspace {id} {provider}: {secret}: {why}"));
                 }
@@ -62,7 +62,7 @@ pub fn problems(config: &Config, stack: &Stack) -> Vec<String> {
     for (name, destination) in &config.destinations {
         if let Some(secret) = &destination.auth
             && let Some(why) =
-                unresolvable(secret, template_env).or_else(|| unreachable(secret, stack))
+                unresolvable(secret, template_env).or_else(|| out_of_reach(secret, stack))
         {
             found.push(format!("destination {name} auth: {secret}: {why}"));
         }
@@ -136,7 +136,7 @@ fn rule_disagreements(config: &Config, rule: Option<&(String, String)>) -> Vec<S
 
 /// Why a Secrets Manager ARN is out of the roles' reach: another account or
 /// Region than the stack's (the roles grant `secret:hookgate/*` of their own).
-fn unreachable(secret: &SecretRef, stack: &Stack) -> Option<String> {
+fn out_of_reach(secret: &SecretRef, stack: &Stack) -> Option<String> {
     let SecretRef::SecretsManager { id, .. } = secret else {
         return None;
     };
@@ -318,14 +318,14 @@ mod tests {
             ))
             .unwrap()
         };
-        assert_eq!(unreachable(&arn("111122223333", "eu-west-1"), &here), None);
-        let other = unreachable(&arn("444455556666", "eu-west-1"), &here).unwrap();
+        assert_eq!(out_of_reach(&arn("111122223333", "eu-west-1"), &here), None);
+        let other = out_of_reach(&arn("444455556666", "eu-west-1"), &here).unwrap();
         assert!(other.contains("account 444455556666"), "{other}");
-        let other = unreachable(&arn("111122223333", "us-east-1"), &here).unwrap();
+        let other = out_of_reach(&arn("111122223333", "us-east-1"), &here).unwrap();
         assert!(other.contains("Region us-east-1"), "{other}");
         // Unknown account and Region: nothing to compare.
         assert_eq!(
-            unreachable(&arn("444455556666", "us-east-1"), &stack()),
+            out_of_reach(&arn("444455556666", "us-east-1"), &stack()),
             None
         );
     }

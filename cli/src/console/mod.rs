@@ -150,69 +150,52 @@ async fn guarded<E: EventIngress + 'static>(
     let headers = request.headers();
     let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
     let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    if request.uri().path() == "/login" && request.method() == Method::GET {
-        let key = request.uri().query().and_then(|q| {
-            form_urlencoded::parse(q.as_bytes())
-                .find(|(name, _)| name == "key")
-                .map(|(_, value)| value.into_owned())
-        });
-        let login = console
-            .guard
-            .check_host(host)
-            .and_then(|()| console.guard.take_login(key.as_deref()));
-        let mut response = match login {
-            Ok(cookie) => {
-                let mut response = StatusCode::SEE_OTHER.into_response();
-                let headers = response.headers_mut();
-                headers.insert(header::LOCATION, HeaderValue::from_static("/"));
-                if let Ok(cookie) = HeaderValue::from_str(&cookie) {
-                    headers.insert(header::SET_COOKIE, cookie);
-                }
-                response
-            }
-            Err(refusal) => {
-                tracing::warn!(%refusal, "console login refused");
-                refused(StatusCode::FORBIDDEN, &refusal.to_string())
-            }
-        };
-        secure(response.headers_mut());
-        return response;
-    }
-    let cookies = headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok());
-    let session = console
-        .guard
-        .check_host(host)
-        .and_then(|()| console.guard.check_session(cookies));
-    if let Err(refusal) = session {
-        tracing::warn!(%refusal, "console request refused");
-        let status = if refusal == Refusal::Session {
-            StatusCode::UNAUTHORIZED
-        } else {
-            StatusCode::FORBIDDEN
-        };
-        let mut response = refused(status, &refusal.to_string());
-        secure(response.headers_mut());
-        return response;
-    }
+    let login = request.uri().path() == "/login" && request.method() == Method::GET;
     let check = console.guard.check_host(host).and_then(|()| {
+        if login {
+            let key = request.uri().query().and_then(|q| {
+                form_urlencoded::parse(q.as_bytes())
+                    .find(|(name, _)| name == "key")
+                    .map(|(_, value)| value.into_owned())
+            });
+            return console.guard.take_login(key.as_deref()).map(Some);
+        }
+        let cookies = headers
+            .get_all(header::COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok());
+        console.guard.check_session(cookies)?;
         if matches!(*request.method(), Method::GET | Method::HEAD) {
             console.guard.check_fetch(
                 text("sec-fetch-site"),
                 text("sec-fetch-mode"),
                 text("sec-fetch-dest"),
-            )
+            )?;
         } else {
-            console.guard.check_origin(text("origin"))
+            console.guard.check_origin(text("origin"))?;
         }
+        Ok(None)
     });
     let mut response = match check {
-        Ok(()) => next.run(request).await,
+        // The login link: the session cookie, then the overview.
+        Ok(Some(cookie)) => {
+            let mut response = StatusCode::SEE_OTHER.into_response();
+            let headers = response.headers_mut();
+            headers.insert(header::LOCATION, HeaderValue::from_static("/"));
+            if let Ok(cookie) = HeaderValue::from_str(&cookie) {
+                headers.insert(header::SET_COOKIE, cookie);
+            }
+            response
+        }
+        Ok(None) => next.run(request).await,
         Err(refusal) => {
             tracing::warn!(%refusal, "console request refused");
-            refused(StatusCode::FORBIDDEN, &refusal.to_string())
+            let status = if refusal == Refusal::Session {
+                StatusCode::UNAUTHORIZED
+            } else {
+                StatusCode::FORBIDDEN
+            };
+            refused(status, &refusal.to_string())
         }
     };
     secure(response.headers_mut());

@@ -482,7 +482,7 @@ impl Sim {
         // A dead letter of an event not yet processed holds the event until
         // the operator decides its item.
         let pending = self.event_in(&message.body).filter(|e| {
-            now_or_never(self.inbox.get(&self.world.inbox_pk(*e)))
+            now_or_never(self.inbox.get(self.world.inbox_pk(*e)))
                 .ok()
                 .flatten()
                 .is_some_and(|r| r.status == InboxStatus::Received)
@@ -561,7 +561,9 @@ impl Sim {
 
     /// Reconciles `event`'s action with what the CRM really holds.
     fn reconcile(&mut self, event: Option<usize>) -> Result<String, ApprovalError> {
-        let key = event.map(|e| self.world.action_key(e)).unwrap_or_default();
+        let key = event
+            .map(|e| self.world.action_key(e).to_owned())
+            .unwrap_or_default();
         let found = self.tasks().get(&key).and_then(|t| t.first()).cloned();
         let Some(record) = self
             .ledger

@@ -61,7 +61,11 @@ impl Model {
     /// A reconcile of the action `key` (`action_key` names each event's):
     /// it re-queues whichever of the action's events the ledger names, so
     /// every held one may run.
-    pub(super) fn reconciled(&mut self, key: Option<String>, action_key: impl Fn(usize) -> String) {
+    pub(super) fn reconciled<'a>(
+        &mut self,
+        key: Option<&str>,
+        action_key: impl Fn(usize) -> &'a str,
+    ) {
         let Some(key) = key else { return };
         self.events
             .retain(|e, stand| action_key(*e) != key || *stand == Stand::Rejected);
@@ -70,12 +74,12 @@ impl Model {
     /// A reject of `item` (of `event`, asking for the action `key`): of an
     /// action's failure (the worker's item), or of a dead letter, which ends
     /// its event if it held it.
-    pub(super) fn reject(&mut self, item: &TriageItem, event: Option<usize>, key: Option<String>) {
+    pub(super) fn reject(&mut self, item: &TriageItem, event: Option<usize>, key: Option<&str>) {
         let (Some(event), Some(key)) = (event, key) else {
             return;
         };
         if item.source == TriageSource::Worker {
-            self.rejected_actions.insert(key);
+            self.rejected_actions.insert(key.to_owned());
             return;
         }
         // Its record may be discarded (if the pipeline still held it).
@@ -102,10 +106,10 @@ impl Sim {
     /// it would.
     pub(super) fn forbidden(&self, event: usize) -> Option<String> {
         let key = self.world.action_key(event);
-        if self.model.rejected_actions.contains(&key) {
+        if self.model.rejected_actions.contains(key) {
             return Some(format!("for {key} after the operator rejected it"));
         }
-        let askers = self.askers(&key);
+        let askers = self.askers(key);
         askers
             .iter()
             .all(|e| self.model.stopped(*e))
@@ -152,7 +156,7 @@ impl Sim {
         // Every accepted event is settled, or discarded by a reject.
         for event in &self.accepted {
             let pk = self.world.inbox_pk(*event);
-            let status = now_or_never(self.inbox.get(&pk))
+            let status = now_or_never(self.inbox.get(pk))
                 .map_err(|e| e.to_string())?
                 .map(|r| r.status);
             let rejected = self.model.discarded.contains(event);
@@ -167,7 +171,7 @@ impl Sim {
         let keys: BTreeSet<String> = self
             .accepted
             .iter()
-            .map(|e| self.world.action_key(*e))
+            .map(|e| self.world.action_key(*e).to_owned())
             .chain(tasks.keys().cloned())
             .collect();
         for key in keys {

@@ -77,6 +77,10 @@ pub struct World {
     pub destinations: Vec<Destination>,
     rules: Vec<Rule>,
     pub events: Vec<Event>,
+    /// Each event's inbox key and action key, made once: the simulator
+    /// looks them up at every receive, dead letter and decision.
+    pks: Vec<InboxPk>,
+    keys: Vec<String>,
 }
 
 /// SplitMix64: small, seedable, enough to draw a world.
@@ -121,13 +125,13 @@ impl World {
                 destination: "crm".into(),
             })
             .collect();
-        World {
-            origin: format!("classic {}", strategy_name(strategy)),
-            destinations: vec![Destination {
+        World::keyed(
+            format!("classic {}", strategy_name(strategy)),
+            vec![Destination {
                 name: "crm".into(),
                 strategy,
             }],
-            rules: vec![Rule {
+            vec![Rule {
                 workspace: "ws-1".into(),
                 provider: Provider::Retell,
                 event_types: vec!["call_analyzed", "call_ended"],
@@ -135,7 +139,7 @@ impl World {
                 destination: "crm".into(),
             }],
             events,
-        }
+        )
     }
 
     /// A world drawn from `seed`.
@@ -214,11 +218,28 @@ impl World {
                 }
             }
         }
+        World::keyed(format!("drawn from {seed}"), destinations, rules, events)
+    }
+
+    /// A world with its events' keys made.
+    fn keyed(
+        origin: String,
+        destinations: Vec<Destination>,
+        rules: Vec<Rule>,
+        events: Vec<Event>,
+    ) -> World {
+        let pks = events.iter().map(Event::inbox_pk).collect();
+        let keys = events
+            .iter()
+            .map(|e| format!("{}#{}#{}", e.workspace, e.action, e.business_id))
+            .collect();
         World {
-            origin: format!("drawn from {seed}"),
+            origin,
             destinations,
             rules,
             events,
+            pks,
+            keys,
         }
     }
 
@@ -337,41 +358,47 @@ impl World {
     }
 
     /// The inbox record event `e` is stored under.
-    pub fn inbox_pk(&self, e: usize) -> InboxPk {
-        let event = &self.events[e];
-        let key = match event.provider {
-            Provider::Stripe => format!("evt_{}", event.id),
-            Provider::Bland => format!("bl_{}", event.id),
-            _ => format!("{}:{}", event.event_type, event.business_id),
-        };
-        InboxPk::parse(&format!("{}#{}#{key}", event.workspace, event.provider))
-            .expect("an inbox key")
+    pub fn inbox_pk(&self, e: usize) -> &InboxPk {
+        &self.pks[e]
     }
 
     /// The event an inbox key names.
     pub fn event_of(&self, pk: &InboxPk) -> Option<usize> {
-        (0..self.events.len()).find(|e| self.inbox_pk(*e) == *pk)
+        self.pks.iter().position(|p| p == pk)
     }
 
     /// The action event `e` asks for.
-    pub fn action_key(&self, e: usize) -> String {
-        let event = &self.events[e];
-        format!("{}#{}#{}", event.workspace, event.action, event.business_id)
+    pub fn action_key(&self, e: usize) -> &str {
+        &self.keys[e]
     }
 
     /// Every action some event asks for.
-    pub fn action_keys(&self) -> Vec<String> {
-        let mut keys: Vec<String> = (0..self.events.len()).map(|e| self.action_key(e)).collect();
-        keys.sort();
+    pub fn action_keys(&self) -> Vec<&str> {
+        let mut keys: Vec<&str> = self.keys.iter().map(String::as_str).collect();
+        keys.sort_unstable();
         keys.dedup();
         keys
     }
 
     /// The destination of the action `key` names.
     pub fn destination_of(&self, key: &str) -> Option<&str> {
-        (0..self.events.len())
-            .find(|e| self.action_key(*e) == key)
+        self.keys
+            .iter()
+            .position(|k| k == key)
             .map(|e| self.events[e].destination.as_str())
+    }
+}
+
+impl Event {
+    /// The inbox record it is stored under.
+    fn inbox_pk(&self) -> InboxPk {
+        let key = match self.provider {
+            Provider::Stripe => format!("evt_{}", self.id),
+            Provider::Bland => format!("bl_{}", self.id),
+            _ => format!("{}:{}", self.event_type, self.business_id),
+        };
+        InboxPk::parse(&format!("{}#{}#{key}", self.workspace, self.provider))
+            .expect("an inbox key")
     }
 }
 
