@@ -1,7 +1,7 @@
 //! The simulator under proptest. Each scenario draws its world (1–3
 //! workspaces, 1–3 providers each, 1–3 destinations with the three
 //! strategies, one or two rules per binding, up to 50 events: `World::draw`)
-//! and up to 100 steps, and is checked against the reference model's
+//! and 1 to 99 steps, and is checked against the reference model's
 //! invariants; a failure is shrunk to a short scenario and printed with its
 //! world, its config, its trace, its seed and the command that replays it.
 //!
