@@ -6,7 +6,17 @@
 //! harmless (header, external id, id property) and classifies failures the
 //! same way: connection refused, 5xx, 408, 429 → retryable (the destination
 //! is down); other 4xx → permanent; a timeout or a connection lost after the
-//! request went out → outcome unknown.
+//! request went out → outcome unknown. An answer longer than
+//! [`MAX_ANSWER_BYTES`] is not read: its status decides, and a 2xx is an
+//! unknown outcome (the effect may exist).
+//!
+//! The bearer token (`auth`) is resolved at the first call that needs it,
+//! through the process's [`SecretSource`] (cached and refreshed there), never
+//! when the destination is built: a token that cannot be had yet is a
+//! retryable delay naming its reference. A 401 or 403 to a token is asked
+//! again once with the token read again past the cache, if that gives
+//! another value (a token rotated at the CRM and in the store); otherwise, or
+//! if refused again, it is the permanent refusal it was.
 
 use std::{
     sync::{Arc, Mutex},
@@ -19,31 +29,58 @@ use hookgate_core::{
     config::{DestinationConfig, DestinationKind},
     destination::{Destination, DestinationError, Strategy},
     pace::TokenBucket,
-    secret::Secret,
+    secret::{Secret, SecretError, SecretRef, SecretSource},
 };
 use reqwest::{Client, RequestBuilder, Response, StatusCode, Url};
 use serde_json::{Value, json};
+
+use crate::AwsSecrets;
 
 /// The HubSpot property tasks are upserted and searched by.
 pub const HUBSPOT_ID_PROPERTY: &str = "hookgate_action_key";
 const SALESFORCE_UPSERT: &str = "services/data/v60.0/sobjects/Task/External_Id__c";
 
-/// One configured CRM.
-#[derive(Debug, Clone)]
-pub struct CrmDestination {
+/// The most of a CRM's answer that is read. An answer we use is an id or a
+/// short error; reading whatever arrives would let a broken or hostile
+/// endpoint fill the worker's memory (a Lambda's is its whole budget) in the
+/// middle of a batch.
+pub const MAX_ANSWER_BYTES: usize = 1024 * 1024;
+
+/// One configured CRM; `K` resolves its bearer token (one source for every
+/// destination of the process, so each reference is cached once).
+#[derive(Debug)]
+pub struct CrmDestination<K = AwsSecrets> {
     kind: DestinationKind,
     strategy: Strategy,
     base: Url,
     client: Client,
-    auth: Option<Secret>,
+    /// The bearer token's reference, resolved at each call through `secrets`.
+    auth: Option<SecretRef>,
+    secrets: Arc<K>,
     idempotency_header: String,
     /// The rate limit, shared by the clones this instance makes.
     pacer: Option<Arc<Mutex<TokenBucket>>>,
 }
 
-impl CrmDestination {
-    /// Builds the destination from its config and resolved auth secret.
-    pub fn new(config: &DestinationConfig, auth: Option<Secret>) -> Result<Self, String> {
+impl<K> Clone for CrmDestination<K> {
+    fn clone(&self) -> Self {
+        Self {
+            kind: self.kind,
+            strategy: self.strategy,
+            base: self.base.clone(),
+            client: self.client.clone(),
+            auth: self.auth.clone(),
+            secrets: self.secrets.clone(),
+            idempotency_header: self.idempotency_header.clone(),
+            pacer: self.pacer.clone(),
+        }
+    }
+}
+
+impl<K: SecretSource> CrmDestination<K> {
+    /// Builds the destination from its config; its auth token, if it has
+    /// one, is resolved through `secrets` when a call needs it.
+    pub fn new(config: &DestinationConfig, secrets: Arc<K>) -> Result<Self, String> {
         let mut base = Url::parse(&config.base_url).map_err(|e| format!("base_url: {e}"))?;
         if !base.path().ends_with('/') {
             base.set_path(&format!("{}/", base.path()));
@@ -58,7 +95,8 @@ impl CrmDestination {
             strategy: config.strategy,
             base,
             client,
-            auth,
+            auth: config.auth.clone(),
+            secrets,
             idempotency_header: config.idempotency_header.clone(),
             pacer: config
                 .pace
@@ -71,26 +109,55 @@ impl CrmDestination {
         self.base.join(path).expect("a valid relative path")
     }
 
-    fn authorized(&self, request: RequestBuilder) -> RequestBuilder {
-        match &self.auth {
-            Some(secret) => request.bearer_auth(String::from_utf8_lossy(secret.expose())),
-            None => request,
+    /// Sends the request `build` makes, with the bearer token if the
+    /// destination has one, and reads the answer. A 401 or 403 to the token
+    /// is sent again once, with the token read again, if that one differs.
+    async fn send(
+        &self,
+        build: impl Fn(&Client) -> RequestBuilder,
+    ) -> Result<Value, DestinationError> {
+        let Some(reference) = &self.auth else {
+            return json_of(exchange(build(&self.client)).await?).await;
+        };
+        let token = self.secrets.resolve(reference).await.map_err(no_token)?;
+        let response = exchange(bearer(build(&self.client), &token)).await?;
+        if !matches!(
+            response.status(),
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN
+        ) {
+            return json_of(response).await;
         }
-    }
-
-    async fn send(&self, request: RequestBuilder) -> Result<Value, DestinationError> {
-        let response = self
-            .authorized(request)
-            .send()
+        let fresh = self
+            .secrets
+            .refresh(reference, &token)
             .await
-            .map_err(classify_send)?;
-        json_of(response).await
+            .map_err(no_token)?;
+        if fresh == token {
+            return json_of(response).await;
+        }
+        drop(response);
+        json_of(exchange(bearer(build(&self.client), &fresh)).await?).await
     }
+}
 
-    /// The task fields as the CRM styles name them.
-    fn subject(request: &ActionRequest) -> String {
-        format!("{} ({})", request.key.action(), request.key)
-    }
+/// The task's subject, for the CRM styles that name one.
+fn subject(request: &ActionRequest) -> String {
+    format!("{} ({})", request.key.action(), request.key)
+}
+
+fn bearer(request: RequestBuilder, token: &Secret) -> RequestBuilder {
+    request.bearer_auth(String::from_utf8_lossy(token.expose()))
+}
+
+/// A token that cannot be had is a delay, as an outage is: the action waits
+/// for it (created after the deploy, or a store that failed) instead of
+/// failing. The error names the reference, never a value.
+fn no_token(e: SecretError) -> DestinationError {
+    DestinationError::Retryable(format!("no auth token: {e}"))
+}
+
+async fn exchange(request: RequestBuilder) -> Result<Response, DestinationError> {
+    request.send().await.map_err(classify_send)
 }
 
 /// A failure before any answer: refused connections never reached the CRM;
@@ -103,18 +170,52 @@ fn classify_send(e: reqwest::Error) -> DestinationError {
     }
 }
 
-async fn json_of(response: Response) -> Result<Value, DestinationError> {
+/// The answer's body, or `None` when it is longer than [`MAX_ANSWER_BYTES`]
+/// (the rest is not read).
+async fn body_of(response: &mut Response) -> Result<Option<Vec<u8>>, reqwest::Error> {
+    let limit = MAX_ANSWER_BYTES;
+    if response.content_length().is_some_and(|n| n > limit as u64) {
+        return Ok(None);
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        if body.len() + chunk.len() > limit {
+            return Ok(None);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(Some(body))
+}
+
+async fn json_of(mut response: Response) -> Result<Value, DestinationError> {
     let status = response.status();
-    let body = response
-        .text()
+    let body = body_of(&mut response)
         .await
         .map_err(|e| DestinationError::OutcomeUnknown(format!("answer lost while reading: {e}")))?;
+    let Some(body) = body else {
+        let summary = format!("{status}: the answer is longer than {MAX_ANSWER_BYTES} bytes");
+        // A 2xx may mean the effect exists: unknown, as a lost answer is.
+        return Err(if status.is_success() {
+            DestinationError::OutcomeUnknown(summary)
+        } else {
+            refusal(status, summary)
+        });
+    };
     if status.is_success() {
-        return serde_json::from_str(&body).map_err(|e| {
+        return serde_json::from_slice(&body).map_err(|e| {
             DestinationError::OutcomeUnknown(format!("unreadable answer ({status}): {e}"))
         });
     }
-    let summary = format!("{status}: {}", body.chars().take(200).collect::<String>());
+    let text = String::from_utf8_lossy(&body);
+    Err(refusal(
+        status,
+        format!("{status}: {}", text.chars().take(200).collect::<String>()),
+    ))
+}
+
+/// A non-2xx answer: retryable when the destination is down, busy or
+/// throttling, permanent otherwise.
+fn refusal(status: StatusCode, summary: String) -> DestinationError {
     // 409: the key is in use by a request still being processed (Stripe's
     // meaning, and others'): asking again later is the cure, not a human.
     if status.is_server_error()
@@ -122,9 +223,9 @@ async fn json_of(response: Response) -> Result<Value, DestinationError> {
         || status == StatusCode::REQUEST_TIMEOUT
         || status == StatusCode::CONFLICT
     {
-        Err(DestinationError::Retryable(summary))
+        DestinationError::Retryable(summary)
     } else {
-        Err(DestinationError::Permanent(summary))
+        DestinationError::Permanent(summary)
     }
 }
 
@@ -137,7 +238,7 @@ fn id_at(answer: &Value, pointer: &str) -> Result<String, DestinationError> {
         .ok_or_else(|| DestinationError::OutcomeUnknown(format!("answer has no {pointer}")))
 }
 
-impl Destination for CrmDestination {
+impl<K: SecretSource> Destination for CrmDestination<K> {
     fn strategy(&self) -> Strategy {
         self.strategy
     }
@@ -176,33 +277,36 @@ impl Destination for CrmDestination {
         let key = request.key.as_str();
         match (self.kind, self.strategy) {
             (DestinationKind::Http, strategy) => {
-                let mut post = self.client.post(self.url("tasks")).json(&request.body);
-                if strategy == Strategy::IdempotencyKey {
-                    post = post.header(&self.idempotency_header, key);
-                }
-                id_at(&self.send(post).await?, "/id")
+                let answer = self
+                    .send(|client| {
+                        let post = client.post(self.url("tasks")).json(&request.body);
+                        if strategy == Strategy::IdempotencyKey {
+                            post.header(&self.idempotency_header, key)
+                        } else {
+                            post
+                        }
+                    })
+                    .await?;
+                id_at(&answer, "/id")
             }
             (DestinationKind::Salesforce, _) => {
                 let mut url = self.url(SALESFORCE_UPSERT);
                 url.path_segments_mut().expect("an http(s) base").push(key);
                 let body = json!({
-                    "Subject": Self::subject(request),
+                    "Subject": subject(request),
                     "Description": request.body["fields"].to_string(),
                 });
-                id_at(&self.send(self.client.patch(url).json(&body)).await?, "/id")
+                let answer = self
+                    .send(|client| client.patch(url.clone()).json(&body))
+                    .await?;
+                id_at(&answer, "/id")
             }
             (DestinationKind::Hubspot, Strategy::Lookup) => {
                 let body = json!({ "properties": hubspot_properties(request) });
-                id_at(
-                    &self
-                        .send(
-                            self.client
-                                .post(self.url("crm/v3/objects/tasks"))
-                                .json(&body),
-                        )
-                        .await?,
-                    "/id",
-                )
+                let answer = self
+                    .send(|client| client.post(self.url("crm/v3/objects/tasks")).json(&body))
+                    .await?;
+                id_at(&answer, "/id")
             }
             (DestinationKind::Hubspot, _) => {
                 let body = json!({ "inputs": [{
@@ -211,11 +315,11 @@ impl Destination for CrmDestination {
                     "properties": hubspot_properties(request),
                 }]});
                 let answer = self
-                    .send(
-                        self.client
+                    .send(|client| {
+                        client
                             .post(self.url("crm/v3/objects/tasks/batch/upsert"))
-                            .json(&body),
-                    )
+                            .json(&body)
+                    })
                     .await?;
                 id_at(&answer, "/results/0/id")
             }
@@ -225,21 +329,22 @@ impl Destination for CrmDestination {
     async fn lookup(&self, key: &ActionKey) -> Result<Option<String>, DestinationError> {
         let answer = match self.kind {
             DestinationKind::Http => {
-                let get = self
-                    .client
-                    .get(self.url("tasks"))
-                    .query(&[("external_ref", key.as_str())]);
-                self.send(get).await?
+                self.send(|client| {
+                    client
+                        .get(self.url("tasks"))
+                        .query(&[("external_ref", key.as_str())])
+                })
+                .await?
             }
             DestinationKind::Hubspot => {
                 let body = json!({ "filterGroups": [{ "filters": [{
                     "propertyName": HUBSPOT_ID_PROPERTY, "operator": "EQ", "value": key.as_str(),
                 }]}]});
-                self.send(
-                    self.client
+                self.send(|client| {
+                    client
                         .post(self.url("crm/v3/objects/tasks/search"))
-                        .json(&body),
-                )
+                        .json(&body)
+                })
                 .await?
             }
             // Upserts need no lookup: asking again is the lookup.
@@ -254,76 +359,11 @@ impl Destination for CrmDestination {
 
 fn hubspot_properties(request: &ActionRequest) -> Value {
     json!({
-        "hs_task_subject": CrmDestination::subject(request),
+        "hs_task_subject": subject(request),
         "hs_task_body": request.body["fields"].to_string(),
         HUBSPOT_ID_PROPERTY: request.key.as_str(),
     })
 }
 
 #[cfg(test)]
-mod tests {
-    use hookgate_core::config::{Config, Pace};
-
-    use super::*;
-
-    fn destination(pace: Option<Pace>) -> CrmDestination {
-        let config = Config::from_toml(
-            r#"
-            [inbox]
-            table = "inbox"
-            [queue]
-            action_queue_url = "http://q"
-            [destinations.crm]
-            kind = "http"
-            base_url = "http://127.0.0.1:9"
-            "#,
-            |_| None,
-        )
-        .expect("config");
-        let mut d = config.destinations["crm"].clone();
-        d.pace = pace;
-        CrmDestination::new(&d, None).expect("destination")
-    }
-
-    #[tokio::test]
-    async fn an_unlimited_destination_admits_at_once() {
-        let d = destination(None);
-        assert!(!d.paced());
-        for _ in 0..100 {
-            assert_eq!(d.admit(Duration::ZERO).await, Some(Duration::ZERO));
-        }
-    }
-
-    #[tokio::test]
-    async fn a_limited_destination_waits_its_turn_or_refuses_a_turn_too_far_off() {
-        let d = destination(Some(Pace {
-            rate_per_sec: 20.0,
-            burst: 1,
-        }));
-        let clone = d.clone();
-        assert!(
-            d.admit(Duration::ZERO)
-                .await
-                .is_some_and(|w| w < Duration::from_millis(5))
-        );
-        // The clone shares the bucket: the next turn is ~50 ms off.
-        assert_eq!(clone.admit(Duration::from_millis(10)).await, None);
-        let waited = clone.admit(Duration::from_secs(1)).await.expect("admitted");
-        assert!(
-            waited >= Duration::from_millis(30) && waited <= Duration::from_millis(500),
-            "{waited:?}"
-        );
-    }
-
-    #[tokio::test]
-    async fn a_tiny_rate_refuses_the_next_turn_instead_of_panicking() {
-        // Red team R16: 1e-300 calls a second is positive, so the config
-        // takes it; the next turn is further off than any wait allowed.
-        let d = destination(Some(Pace {
-            rate_per_sec: 1e-300,
-            burst: 1,
-        }));
-        assert!(d.admit(Duration::from_secs(30)).await.is_some());
-        assert_eq!(d.admit(Duration::from_secs(30)).await, None);
-    }
-}
+mod tests;

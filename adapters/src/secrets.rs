@@ -4,14 +4,21 @@
 //! `refresh` so a rotated secret is picked up without a redeploy.
 //!
 //! A refresh that fails keeps serving the value it has (a store outage must
-//! not turn authentic webhooks into 401s); a reference never fetched fails,
-//! and the ingress answers 503 naming the reference, never the value.
+//! not turn authentic webhooks into 401s); a reference never fetched fails
+//! (`Missing` when the parameter or secret does not exist), and the ingress
+//! answers 503, the worker retries the action later, each naming the
+//! reference, never the value.
 //!
 //! A failure is remembered for a short backoff (10 s by default): within it
 //! the reference is not asked for again, so a flood of forged deliveries
 //! against an unresolvable reference costs one store call per backoff, not
 //! one per request. Authentic deliveries meanwhile get the 503 they would
 //! have got anyway, and the value is picked up after the backoff once fixed.
+//!
+//! A value its service refused (a CRM's 401 to a rotated token) is read
+//! again at once, past the cache ([`SecretSource::refresh`]; a read that
+//! failed within the backoff stands), and the refused value is not served
+//! again when that read fails.
 
 use std::{
     collections::HashMap,
@@ -57,6 +64,13 @@ impl AwsSecrets {
         self
     }
 
+    /// Reads `reference` from its store now, past the cache and the
+    /// backoff, and keeps nothing: `hookgate doctor`'s check that it exists
+    /// for these credentials.
+    pub async fn read(&self, reference: &SecretRef) -> Result<Secret, SecretError> {
+        self.fetch(reference).await
+    }
+
     /// The failure of `reference` still within its backoff, if any.
     fn recent_failure(&self, reference: &SecretRef) -> Option<SecretError> {
         let failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
@@ -73,11 +87,29 @@ impl AwsSecrets {
             .map(|(secret, at)| (secret.clone(), at.elapsed() < self.refresh))
     }
 
+    /// Fetches `reference` from its store and caches the value, or
+    /// remembers the failure for the backoff.
+    async fn fetch_and_remember(&self, reference: &SecretRef) -> Result<Secret, SecretError> {
+        match self.fetch(reference).await {
+            Ok(secret) => {
+                let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+                cache.insert(reference.clone(), (secret.clone(), Instant::now()));
+                Ok(secret)
+            }
+            Err(e) => {
+                let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+                failures.insert(reference.clone(), (e.clone(), Instant::now()));
+                Err(e)
+            }
+        }
+    }
+
     async fn fetch(&self, reference: &SecretRef) -> Result<Secret, SecretError> {
         let unavailable = |reason: String| SecretError::Unavailable {
             reference: reference.clone(),
             reason,
         };
+        let missing = || SecretError::Missing(reference.clone());
         match reference {
             SecretRef::Env(_) => secret::from_env(reference),
             SecretRef::Ssm(name) => {
@@ -88,10 +120,13 @@ impl AwsSecrets {
                     .with_decryption(true)
                     .send()
                     .await
-                    .map_err(|e| unavailable(DisplayErrorContext(e).to_string()))?;
+                    .map_err(|e| match e.as_service_error() {
+                        Some(e) if e.is_parameter_not_found() => missing(),
+                        _ => unavailable(DisplayErrorContext(e).to_string()),
+                    })?;
                 match out.parameter().and_then(|p| p.value()) {
                     Some(v) if !v.is_empty() => Ok(Secret::new(v)),
-                    _ => Err(SecretError::Missing(reference.clone())),
+                    _ => Err(missing()),
                 }
             }
             SecretRef::SecretsManager { id, json_key } => {
@@ -101,11 +136,14 @@ impl AwsSecrets {
                     .secret_id(id)
                     .send()
                     .await
-                    .map_err(|e| unavailable(DisplayErrorContext(e).to_string()))?;
+                    .map_err(|e| match e.as_service_error() {
+                        Some(e) if e.is_resource_not_found_exception() => missing(),
+                        _ => unavailable(DisplayErrorContext(e).to_string()),
+                    })?;
                 let text = out
                     .secret_string()
                     .filter(|s| !s.is_empty())
-                    .ok_or_else(|| SecretError::Missing(reference.clone()))?;
+                    .ok_or_else(missing)?;
                 match json_key {
                     Some(key) => secret::json_field(reference, text, key),
                     None => Ok(Secret::new(text)),
@@ -125,24 +163,29 @@ impl SecretSource for AwsSecrets {
         if let Some(e) = self.recent_failure(reference) {
             return stale.ok_or(e);
         }
-        match self.fetch(reference).await {
-            Ok(secret) => {
-                let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-                cache.insert(reference.clone(), (secret.clone(), Instant::now()));
+        match (self.fetch_and_remember(reference).await, stale) {
+            (Ok(secret), _) => Ok(secret),
+            (Err(e), Some(secret)) => {
+                tracing::warn!(reference = %reference, error = %e, "secret refresh failed; using the cached value");
                 Ok(secret)
             }
-            Err(e) => {
-                let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
-                failures.insert(reference.clone(), (e.clone(), Instant::now()));
-                drop(failures);
-                match stale {
-                    Some(secret) => {
-                        tracing::warn!(reference = %reference, error = %e, "secret refresh failed; using the cached value");
-                        Ok(secret)
-                    }
-                    None => Err(e),
-                }
-            }
+            (Err(e), None) => Err(e),
         }
+    }
+
+    async fn refresh(
+        &self,
+        reference: &SecretRef,
+        refused: &Secret,
+    ) -> Result<Secret, SecretError> {
+        if let Some((secret, _)) = self.cached(reference)
+            && secret != *refused
+        {
+            return Ok(secret);
+        }
+        if let Some(e) = self.recent_failure(reference) {
+            return Err(e);
+        }
+        self.fetch_and_remember(reference).await
     }
 }

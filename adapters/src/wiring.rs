@@ -16,7 +16,7 @@ use hookgate_core::{
     hold::Holder,
     ingress::Ingress,
     ports::EventIngress,
-    secret::{SecretError, SecretSource},
+    secret::SecretSource,
     sweep::Sweeper,
     worker::Worker,
 };
@@ -100,11 +100,6 @@ pub type SweeperService = Sweeper<DynamoInbox, SqsActionQueue>;
 pub enum WiringError {
     #[error(transparent)]
     Config(#[from] ConfigError),
-    #[error("destination {destination}: its auth secret: {source}")]
-    Secret {
-        destination: String,
-        source: SecretError,
-    },
     #[error("destination {destination}: {reason}")]
     Destination { destination: String, reason: String },
 }
@@ -137,9 +132,11 @@ pub fn ingress_with_secrets<K: SecretSource>(
     ))
 }
 
-/// The worker; resolves the destinations' auth secrets once.
-pub async fn worker(config: Arc<Config>, clients: &Clients) -> Result<WorkerService, WiringError> {
-    let destinations = destinations(&config, &clients.secrets(&config)).await?;
+/// The worker. Nothing is fetched: the destinations' auth secrets are
+/// resolved at the first call that needs them, so a secret created after
+/// the deploy delays its actions instead of failing the function's start.
+pub fn worker(config: Arc<Config>, clients: &Clients) -> Result<WorkerService, WiringError> {
+    let destinations = destinations(&config, Arc::new(clients.secrets(&config)))?;
     Ok(worker_with(config, clients, destinations)?)
 }
 
@@ -158,30 +155,26 @@ pub fn worker_with<D: hookgate_core::destination::Destination>(
     ))
 }
 
-/// Every configured destination, its auth secret resolved through `secrets`.
-pub async fn destinations(
+/// Every configured destination, resolving its auth secret through
+/// `secrets` (one source for all, so each reference is cached once) when a
+/// call needs it.
+pub fn destinations<K: SecretSource>(
     config: &Config,
-    secrets: &impl SecretSource,
-) -> Result<HashMap<String, CrmDestination>, WiringError> {
-    let mut out = HashMap::new();
-    for (name, d) in &config.destinations {
-        let failed = |reason: String| WiringError::Destination {
-            destination: name.clone(),
-            reason,
-        };
-        let auth =
-            match &d.auth {
-                Some(reference) => Some(secrets.resolve(reference).await.map_err(|source| {
-                    WiringError::Secret {
-                        destination: name.clone(),
-                        source,
-                    }
-                })?),
-                None => None,
-            };
-        out.insert(name.clone(), CrmDestination::new(d, auth).map_err(failed)?);
-    }
-    Ok(out)
+    secrets: Arc<K>,
+) -> Result<HashMap<String, CrmDestination<K>>, WiringError> {
+    config
+        .destinations
+        .iter()
+        .map(|(name, d)| {
+            let destination = CrmDestination::new(d, secrets.clone()).map_err(|reason| {
+                WiringError::Destination {
+                    destination: name.clone(),
+                    reason,
+                }
+            })?;
+            Ok((name.clone(), destination))
+        })
+        .collect()
 }
 
 pub fn triager(config: Arc<Config>, clients: &Clients) -> Result<TriagerService, ConfigError> {

@@ -44,28 +44,14 @@ pub struct Stack {
 pub fn problems(config: &Config, stack: &Stack) -> Vec<String> {
     let template_env = &stack.env;
     let mut found = Vec::new();
-    let mut workspaces: Vec<_> = config.workspaces.iter().collect();
-    workspaces.sort_by_key(|(id, _)| id.as_str().to_owned());
-    for (id, workspace) in workspaces {
-        let mut bindings: Vec<_> = workspace.providers.iter().collect();
-        bindings.sort_by_key(|(p, _)| p.as_str());
-        for (provider, binding) in bindings {
-            for secret in &binding.secrets {
-                if let Some(why) =
-                    unresolvable(secret, template_env).or_else(|| out_of_reach(secret, stack))
-                {
-                    found.push(format!("workspace {id} {provider}: {secret}: {why}"));
-                }
-            }
+    for (user, secret) in config.secret_references() {
+        if let Some(why) =
+            unresolvable(secret, template_env).or_else(|| out_of_reach(secret, stack))
+        {
+            found.push(format!("{user}: {secret}: {why}"));
         }
     }
     for (name, destination) in &config.destinations {
-        if let Some(secret) = &destination.auth
-            && let Some(why) =
-                unresolvable(secret, template_env).or_else(|| out_of_reach(secret, stack))
-        {
-            found.push(format!("destination {name} auth: {secret}: {why}"));
-        }
         if is_loopback(&destination.base_url) {
             found.push(format!(
                 "destination {name}: base_url {} is a loopback address, unreachable from Lambda",

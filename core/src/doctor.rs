@@ -3,11 +3,18 @@
 //!
 //! The facts are gathered by the CLI from the deployment (the EventBridge
 //! rule target's RetryPolicy via ListTargetsByRule, the inbox table's TTL
-//! attribute, the action queue's attributes) and from the configuration the
-//! functions run with (the inbox TTL — DescribeTimeToLive gives no duration —
-//! and the async MaximumEventAge); the checks themselves are pure.
+//! attribute, the action queue's attributes, the secrets the configuration
+//! references — [`secrets_to_check`] — as the operator's credentials resolve
+//! them) and from the configuration the functions run with (the inbox TTL —
+//! DescribeTimeToLive gives no duration — and the async MaximumEventAge); the
+//! checks themselves are pure.
 
 use std::time::Duration;
+
+use crate::{
+    config::Config,
+    secret::{SecretError, SecretRef},
+};
 
 /// What the deployment looks like.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -46,6 +53,36 @@ pub struct Facts {
     /// configuration maps EventBridge sources (the template creates the rule,
     /// and its alarms, only then), or a rule was checked.
     pub has_rule: bool,
+    /// The references of [`secrets_to_check`], each as it resolved.
+    pub secrets: Vec<SecretLookup>,
+}
+
+/// A secret reference of the configuration and what resolving it gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretLookup {
+    /// What uses it: `workspace ws-1 retell`, `destination crm auth`.
+    pub user: String,
+    pub reference: SecretRef,
+    /// Why it did not resolve; `None` when it did (the value is not kept).
+    pub error: Option<SecretError>,
+}
+
+/// The references doctor resolves: every SSM and Secrets Manager one, the
+/// webhook secrets and the destinations' tokens. An `env:` reference is the
+/// functions' environment, which the template sets (`check-config --deploy`
+/// holds the config to it): the operator's own says nothing about it.
+pub fn secrets_to_check(config: &Config) -> Vec<(String, SecretRef)> {
+    let mut out: Vec<(String, SecretRef)> = Vec::new();
+    for (user, reference) in config.secret_references() {
+        if matches!(reference, SecretRef::Env(_)) {
+            continue;
+        }
+        // A secret shared by several users is read once, listed under the first.
+        if !out.iter().any(|(_, seen)| seen == reference) {
+            out.push((user, reference.clone()));
+        }
+    }
+    out
 }
 
 /// One deployed CloudWatch alarm, as DescribeAlarms gives it.
@@ -215,6 +252,9 @@ pub fn diagnose(facts: &Facts) -> Vec<Check> {
             facts.has_rule || facts.rule_max_age.is_some(),
         ));
     }
+    if !facts.secrets.is_empty() {
+        checks.push(check_secrets(&facts.secrets));
+    }
     if let Some(visibility) = facts.queue_visibility {
         let needed = facts.action_timeout * 6;
         checks.push(check(
@@ -229,6 +269,46 @@ pub fn diagnose(facts: &Facts) -> Vec<Check> {
         ));
     }
     checks
+}
+
+/// Every reference resolves; the others are named, never a value. Missing
+/// ones are what a deploy before its secrets leaves: until each exists, its
+/// deliveries are answered 503 and its destination's actions wait.
+fn check_secrets(lookups: &[SecretLookup]) -> Check {
+    let mut missing = Vec::new();
+    let mut unreadable = Vec::new();
+    for lookup in lookups {
+        let named = format!("{} ({})", lookup.reference, lookup.user);
+        match &lookup.error {
+            None => {}
+            Some(SecretError::Unavailable { reason, .. }) => {
+                unreadable.push(format!("{named}: {reason}"));
+            }
+            Some(SecretError::Missing(_) | SecretError::BadReference) => missing.push(named),
+        }
+    }
+    let mut problems = Vec::new();
+    if !missing.is_empty() {
+        problems.push(format!("missing: {}", missing.join(", ")));
+    }
+    if !unreadable.is_empty() {
+        problems.push(format!(
+            "not readable with these credentials: {}",
+            unreadable.join("; ")
+        ));
+    }
+    check(
+        "secret references resolve",
+        problems.is_empty(),
+        if problems.is_empty() {
+            format!(
+                "{} SSM and Secrets Manager references resolve with these credentials",
+                lookups.len()
+            )
+        } else {
+            problems.join("; ")
+        },
+    )
 }
 
 /// Every alarm notifies someone, hookgate's alarms watch the series the code
@@ -418,6 +498,71 @@ mod tests {
                 "inbox TTL vs EventBridge re-delivery",
                 "async MaximumEventAge matches the configuration"
             ]
+        );
+    }
+
+    #[test]
+    fn secrets_that_do_not_resolve_are_named_by_reference_and_user() {
+        let config = Config::from_toml(
+            r#"
+            [inbox]
+            table = "inbox"
+            [queue]
+            action_queue_url = "http://q"
+            [workspaces.ws-1.retell]
+            secrets = ["env:WS1_RETELL", "ssm:/hookgate/ws-1/retell"]
+            [workspaces.ws-2.retell]
+            secrets = ["ssm:/hookgate/ws-1/retell"]
+            [destinations.crm]
+            kind = "http"
+            base_url = "https://crm.example.test"
+            auth = "secretsmanager:hookgate/crm#token"
+            "#,
+            |_| None,
+        )
+        .unwrap();
+        let wanted = secrets_to_check(&config);
+        assert_eq!(
+            wanted
+                .iter()
+                .map(|(user, r)| format!("{r} ({user})"))
+                .collect::<Vec<_>>(),
+            [
+                "ssm:/hookgate/ws-1/retell (workspace ws-1 retell)",
+                "secretsmanager:hookgate/crm#token (destination crm auth)"
+            ],
+            "env: is not the operator's to check; a shared one is read once"
+        );
+        let lookup = |(user, reference): (String, SecretRef), error| SecretLookup {
+            user,
+            reference,
+            error,
+        };
+        let mut f = facts(48, 86_400);
+        f.secrets = wanted.iter().cloned().map(|w| lookup(w, None)).collect();
+        assert!(failed(&diagnose(&f)).is_empty());
+        let (ssm, crm) = (wanted[0].clone(), wanted[1].clone());
+        f.secrets = vec![
+            lookup(ssm.clone(), Some(SecretError::Missing(ssm.1.clone()))),
+            lookup(
+                crm.clone(),
+                Some(SecretError::Unavailable {
+                    reference: crm.1.clone(),
+                    reason: "AccessDeniedException".into(),
+                }),
+            ),
+        ];
+        let checks = diagnose(&f);
+        assert_eq!(failed(&checks), ["secret references resolve"]);
+        let message = &checks
+            .iter()
+            .find(|c| c.name == "secret references resolve")
+            .unwrap()
+            .message;
+        assert_eq!(
+            message,
+            "missing: ssm:/hookgate/ws-1/retell (workspace ws-1 retell); not readable with these \
+             credentials: secretsmanager:hookgate/crm#token (destination crm auth): AccessDeniedException"
         );
     }
 

@@ -103,13 +103,28 @@ impl fmt::Display for SecretRef {
     }
 }
 
-/// Resolves references to secrets. The ingress asks on each verification, so
-/// an implementation that calls a network service caches.
+/// Resolves references to secrets. The ingress asks on each verification and
+/// a destination on each call, so an implementation that calls a network
+/// service caches.
 pub trait SecretSource: Send + Sync {
     fn resolve(
         &self,
         reference: &SecretRef,
     ) -> impl Future<Output = Result<Secret, SecretError>> + Send;
+
+    /// The value of `reference` after `refused` (what [`SecretSource::resolve`]
+    /// gave) was turned down by the service it is for: a token rotated there
+    /// and not yet here. A caching source reads the store again, past its
+    /// cache, unless the cache already holds another value (a concurrent
+    /// caller's refresh); a source without a cache resolves as usual.
+    fn refresh(
+        &self,
+        reference: &SecretRef,
+        refused: &Secret,
+    ) -> impl Future<Output = Result<Secret, SecretError>> + Send {
+        let _ = refused;
+        self.resolve(reference)
+    }
 }
 
 /// Reads `env:` references from the process environment (the stores behind

@@ -103,7 +103,7 @@ impl Local {
         let ingress_limits = limits.function("ingress")?;
         let ingress: Ingress = Arc::new(wiring::ingress(config.clone(), &clients_of("ingress"))?);
         let action_limits = limits.function("action")?;
-        let worker = Arc::new(wiring::worker(config.clone(), &clients_of("action")).await?);
+        let worker = Arc::new(wiring::worker(config.clone(), &clients_of("action"))?);
         let triage_limits = limits.function("dlq-triage")?;
         let triager = Arc::new(wiring::triager(config.clone(), &clients_of("dlq-triage"))?);
         let mut tasks = JoinSet::new();

@@ -12,11 +12,13 @@ use std::{
 use aws_sdk_sqs::types::QueueAttributeName;
 use hookgate_action::handle;
 use hookgate_adapters::{
-    CrmDestination, DynamoInbox, DynamoLedger, DynamoTriage,
+    AwsSecrets, CrmDestination, DynamoInbox, DynamoLedger, DynamoTriage,
     schema::create_actions_table,
     wiring::{self, ApprovalsService, Clients, TriagerService, WorkerService},
 };
-use hookgate_core::{action::ActionKey, ledger::ActionRecord, ports::Ledger, worker::Worker};
+use hookgate_core::{
+    action::ActionKey, config::Config, ledger::ActionRecord, ports::Ledger, worker::Worker,
+};
 use hookgate_testkit::{
     limits::{Invocation, StackLimits},
     sim_crm::SimCrm,
@@ -221,6 +223,11 @@ async fn queue_arn(sqs: &aws_sdk_sqs::Client, url: &str) -> String {
 }
 
 impl Pipeline {
+    /// How long the worker's secret source remembers a failed lookup here:
+    /// with the deployed 10 s, a message would use up its receives (one
+    /// second apart) before a secret created meanwhile is read.
+    pub const SECRET_FAILURE_BACKOFF: Duration = Duration::from_millis(500);
+
     pub async fn new(name: &str) -> Pipeline {
         Self::with_env(name, Vec::new()).await
     }
@@ -317,9 +324,6 @@ impl Pipeline {
             .send()
             .await
             .expect("set queue attributes");
-        let destinations = wiring::destinations(&stack.config, &NoSecrets)
-            .await
-            .expect("destinations");
         // The tests' own view of the ledger (inspection, crash wrappers).
         let ledger = DynamoLedger::new(stack.ddb.clone(), &actions_table);
         // Each function's clients, tagged with its name (the IAM check holds
@@ -336,6 +340,8 @@ impl Pipeline {
             ..Clients::new(&action_aws)
         };
         let config = stack.config.clone();
+        let destinations = wiring::destinations(&config, worker_secrets(&config, &action_clients))
+            .expect("destinations");
         let worker = wiring::worker_with(config.clone(), &action_clients, destinations)
             .expect("wire the worker");
         let holder = wiring::holder(&config, &Clients::new(&action_aws)).expect("holder");
@@ -508,8 +514,9 @@ impl Pipeline {
     /// A worker whose ledger and destinations crash once at `step`.
     pub async fn crashing_worker(&self, step: Step) -> Arc<CrashWorker> {
         let armed = Arc::new(AtomicBool::new(true));
-        let destinations = wiring::destinations(&self.stack.config, &NoSecrets)
-            .await
+        let config = &self.stack.config;
+        let clients = Clients::new(&Emulator::shared().function_config("action").await);
+        let destinations = wiring::destinations(config, worker_secrets(config, &clients))
             .expect("destinations")
             .into_iter()
             .map(|(name, d)| (name, Crash::new(d, step, armed.clone())))
@@ -562,16 +569,12 @@ impl Pipeline {
     }
 }
 
-/// The pipeline's destinations need no auth secret.
-struct NoSecrets;
-
-impl hookgate_core::secret::SecretSource for NoSecrets {
-    async fn resolve(
-        &self,
-        reference: &hookgate_core::secret::SecretRef,
-    ) -> Result<hookgate_core::secret::Secret, hookgate_core::secret::SecretError> {
-        Err(hookgate_core::secret::SecretError::Missing(
-            reference.clone(),
-        ))
-    }
+/// The worker's secret source as wired, with the pipeline's
+/// [`Pipeline::SECRET_FAILURE_BACKOFF`].
+fn worker_secrets(config: &Config, clients: &Clients) -> Arc<AwsSecrets> {
+    Arc::new(
+        clients
+            .secrets(config)
+            .with_failure_backoff(Pipeline::SECRET_FAILURE_BACKOFF),
+    )
 }

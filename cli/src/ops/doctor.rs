@@ -1,11 +1,13 @@
 //! `hookgate doctor`: gathers the deployment's facts and runs the core checks
-//! (`hookgate_core::doctor`).
+//! (`hookgate_core::doctor`). The configuration's secrets are read with the
+//! operator's credentials to learn whether they exist; their values are
+//! dropped at once, never shown.
 
 use std::time::Duration;
 
 use aws_sdk_sqs::types::QueueAttributeName;
 use hookgate_core::{
-    doctor::{Alarm, Facts, diagnose},
+    doctor::{Alarm, Facts, SecretLookup, diagnose, secrets_to_check},
     ports::EventIngress,
 };
 use serde_json::{Value, json};
@@ -19,7 +21,8 @@ impl<E: EventIngress> Ops<E> {
     /// action functions, whose async MaximumEventAge and timeout are then read
     /// from Lambda instead of taken from the configuration; `stack` the
     /// stack's name: its alarms (CloudFormation names them
-    /// `{stack}-{LogicalId}-…`) are then checked.
+    /// `{stack}-{LogicalId}-…`) are then checked. Every SSM and Secrets
+    /// Manager reference of the configuration is resolved.
     pub async fn doctor(
         &self,
         rule: Option<(&str, &str)>,
@@ -136,6 +139,15 @@ impl<E: EventIngress> Ops<E> {
             .and_then(|p| p["deadLetterTargetArn"].as_str().map(str::to_owned))
         {
             facts.dlq_redrive.push(self.dlq_redrives(&dlq).await?);
+        }
+
+        for (user, reference) in secrets_to_check(config) {
+            let error = self.secrets.read(&reference).await.err();
+            facts.secrets.push(SecretLookup {
+                user,
+                reference,
+                error,
+            });
         }
 
         let checks = diagnose(&facts);

@@ -13,7 +13,7 @@ mod triage;
 use std::sync::Arc;
 
 use hookgate_adapters::{
-    DynamoInbox, DynamoLedger, DynamoTriage,
+    AwsSecrets, DynamoInbox, DynamoLedger, DynamoTriage,
     clients::SdkConfig,
     wiring::{self, ApprovalsService, Clients, IngressService},
 };
@@ -80,6 +80,8 @@ pub struct Ops<E> {
     inbox: DynamoInbox,
     ledger: DynamoLedger,
     triage: DynamoTriage,
+    /// Reads the configuration's secrets for `doctor` (never printed).
+    secrets: AwsSecrets,
     approvals: ApprovalsService<E>,
 }
 
@@ -111,6 +113,7 @@ impl<E: EventIngress> Ops<E> {
             inbox: DynamoInbox::new(clients.ddb.clone(), &config.inbox_table),
             ledger: DynamoLedger::new(clients.ddb.clone(), config.require_actions_table()?),
             triage: clients.triage(&config)?,
+            secrets: clients.secrets(&config),
             config,
             ddb: clients.ddb,
             sqs: clients.sqs,

@@ -384,6 +384,29 @@ impl Config {
             .collect()
     }
 
+    /// Every secret reference with what uses it (`workspace ws-1 retell`,
+    /// `destination crm auth`): the workspaces' by workspace and provider
+    /// name, then the destinations' by name.
+    pub fn secret_references(&self) -> Vec<(String, &SecretRef)> {
+        let mut workspaces: Vec<_> = self.workspaces.iter().collect();
+        workspaces.sort_by(|(a, _), (b, _)| a.as_str().cmp(b.as_str()));
+        let mut out = Vec::new();
+        for (id, workspace) in workspaces {
+            let mut bindings: Vec<_> = workspace.providers.iter().collect();
+            bindings.sort_by_key(|(provider, _)| provider.as_str());
+            for (provider, binding) in bindings {
+                let user = format!("workspace {id} {provider}");
+                out.extend(binding.secrets.iter().map(|s| (user.clone(), s)));
+            }
+        }
+        out.extend(
+            self.destinations.iter().filter_map(|(name, d)| {
+                Some((format!("destination {name} auth"), d.auth.as_ref()?))
+            }),
+        );
+        out
+    }
+
     /// Parses and validates `text`, with `env` supplying `HOOKGATE_*`
     /// overrides (a function, so tests need not touch the process env).
     pub fn from_toml(

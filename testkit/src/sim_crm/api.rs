@@ -38,12 +38,31 @@ pub(crate) fn router(shared: AppState) -> Router {
             shared.clone(),
             inject_faults,
         ))
+        // Outermost: a CRM checks the token before anything else.
+        .layer(middleware::from_fn_with_state(
+            shared.clone(),
+            require_bearer,
+        ))
         .route("/_sim/faults", post(add_fault).delete(clear_faults))
         .route(
             "/_sim/tasks",
             axum::routing::get(report).delete(clear_tasks),
         )
         .with_state(shared)
+}
+
+/// Answers 401 to a request without the required bearer token, if one is
+/// required.
+async fn require_bearer(State(shared): State<AppState>, request: Request, next: Next) -> Response {
+    let authorization = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    if shared.authorized(authorization) {
+        return next.run(request).await;
+    }
+    let error = json!({"error": "invalid or expired token"});
+    (StatusCode::UNAUTHORIZED, Json(error)).into_response()
 }
 
 /// Applies the first matching fault before (or, for commit-then-drop, after)

@@ -11,7 +11,9 @@
 //!   `POST /crm/v3/objects/tasks/search` (by that property).
 //!
 //! Control: `POST /_sim/faults`, `DELETE /_sim/faults`, `GET /_sim/tasks`
-//! (tasks, external refs, creation counts), `DELETE /_sim/tasks`.
+//! (tasks, external refs, creation counts), `DELETE /_sim/tasks`; in process,
+//! [`SimCrm::require_bearer`] makes the CRM endpoints answer 401 to a request
+//! without that token (a rotated CRM token).
 
 mod api;
 mod faults;
@@ -62,6 +64,12 @@ impl SimCrm {
 
     pub fn clear_faults(&self) {
         self.shared.clear_faults();
+    }
+
+    /// From now on the CRM endpoints answer 401 unless the request carries
+    /// `Authorization: Bearer {token}` (`None`: no token needed, the start).
+    pub fn require_bearer(&self, token: Option<&str>) {
+        self.shared.require_bearer(token);
     }
 
     /// A handle on the simulator for tasks that outlive a borrow of it.

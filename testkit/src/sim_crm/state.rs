@@ -39,6 +39,9 @@ pub struct TasksReport {
     pub creations_by_external_ref: BTreeMap<String, u32>,
     /// How many requests met an injected fault (proof a fault path ran).
     pub faults_applied: u32,
+    /// How many requests were answered 401 for want of the required bearer
+    /// token ([`super::SimCrm::require_bearer`]).
+    pub unauthorized: u32,
 }
 
 /// A remembered idempotent answer.
@@ -55,6 +58,9 @@ pub(crate) struct Inner {
     pub idempotency: HashMap<String, Remembered>,
     faults: Vec<Active>,
     faults_applied: u32,
+    /// The token every CRM request must carry as `Authorization: Bearer`.
+    bearer: Option<String>,
+    unauthorized: u32,
 }
 
 #[derive(Debug, Default)]
@@ -127,6 +133,7 @@ impl Shared {
             tasks: inner.tasks.clone(),
             creations_by_external_ref: creations,
             faults_applied: inner.faults_applied,
+            unauthorized: inner.unauthorized,
         }
     }
 
@@ -144,6 +151,25 @@ impl Shared {
     pub fn clear_faults(&self) {
         self.lock().faults.clear();
         self.changed.notify_waiters();
+    }
+
+    /// The token CRM requests must carry from now on (`None`: none).
+    pub fn require_bearer(&self, token: Option<&str>) {
+        self.lock().bearer = token.map(str::to_owned);
+    }
+
+    /// Whether a request with this `Authorization` header may pass (no token
+    /// required, or the required one); a refusal is counted.
+    pub fn authorized(&self, authorization: Option<&str>) -> bool {
+        let mut inner = self.lock();
+        let Some(token) = &inner.bearer else {
+            return true;
+        };
+        if authorization.and_then(|a| a.strip_prefix("Bearer ")) == Some(token.as_str()) {
+            return true;
+        }
+        inner.unauthorized += 1;
+        false
     }
 
     /// The first live fault that applies to a request to `path` carrying

@@ -330,6 +330,16 @@ fn doctor_config(
     ttl_secs: u64,
     rule_secs: u64,
 ) -> Arc<hookgate_core::config::Config> {
+    doctor_config_with(p, ttl_secs, rule_secs, "")
+}
+
+/// [`doctor_config`] with `extra` appended (more bindings, destinations).
+fn doctor_config_with(
+    p: &Pipeline,
+    ttl_secs: u64,
+    rule_secs: u64,
+    extra: &str,
+) -> Arc<hookgate_core::config::Config> {
     let c = &p.stack.config;
     let text = format!(
         r#"
@@ -352,6 +362,7 @@ fn doctor_config(
         source = "aws.connect"
         [workspaces.ws-1.retell]
         secrets = ["env:WS1_RETELL"]
+        {extra}
         "#,
         inbox = c.inbox_table,
         queue = c.action_queue_url,
@@ -675,4 +686,107 @@ async fn doctor_passes_the_stack_provisioned_from_the_transformed_template_and_f
         "{}",
         verdict.text
     );
+}
+
+/// The outcome of `check` in a doctor's verdict: `(ok, message)`.
+fn doctor_check(verdict: &hookgate_cli::ops::Output, check: &str) -> (bool, String) {
+    let found = verdict
+        .json
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == check)
+        .unwrap_or_else(|| panic!("no check {check:?}: {}", verdict.text));
+    (
+        found["ok"].as_bool().unwrap(),
+        found["message"].as_str().unwrap().to_owned(),
+    )
+}
+
+#[tokio::test]
+async fn doctor_lists_the_secret_references_that_do_not_resolve_by_name_never_by_value() {
+    // Red team N6: deploy first, create secrets after; doctor says which
+    // are still missing, webhook secrets and destination tokens alike.
+    let p = Pipeline::new("o-docsecrets").await;
+    let aws = hookgate_tests::emulator::Emulator::shared()
+        .sdk_config()
+        .await;
+    let ssm = aws_sdk_ssm::Client::new(&aws);
+    let put = |name: String, value: &'static str| {
+        let ssm = ssm.clone();
+        async move {
+            ssm.put_parameter()
+                .name(name)
+                .value(value)
+                .r#type(aws_sdk_ssm::types::ParameterType::SecureString)
+                .overwrite(true)
+                .send()
+                .await
+                .unwrap();
+        }
+    };
+    let pid = std::process::id();
+    let there = format!("/hookgate/test-{pid}/doctor-there");
+    let later = format!("/hookgate/test-{pid}/doctor-later");
+    let crm = format!("hookgate/test-{pid}/doctor-crm");
+    put(there.clone(), "value_doctor_there").await;
+    let extra = format!(
+        r#"
+        [workspaces.ws-2.retell]
+        secrets = ["ssm:{there}", "ssm:{later}"]
+        [destinations.crm]
+        kind = "http"
+        base_url = "https://crm.example.test"
+        auth = "secretsmanager:{crm}#token"
+        "#
+    );
+    let ops = Ops::new(
+        doctor_config_with(&p, 172_920, 86_400, &extra),
+        &operator().await,
+        p.stack.ingress.clone(),
+    )
+    .unwrap();
+    let check = "secret references resolve";
+
+    let verdict = ops.doctor(None, None, None).await.unwrap();
+    show("doctor   # two secrets not created yet", &verdict);
+    assert_eq!(verdict.code, exit::FAILED);
+    let (ok, message) = doctor_check(&verdict, check);
+    assert!(!ok, "{message}");
+    assert!(
+        message.contains(&format!("ssm:{later} (workspace ws-2 retell)")),
+        "{message}"
+    );
+    assert!(
+        message.contains(&format!(
+            "secretsmanager:{crm}#token (destination crm auth)"
+        )),
+        "{message}"
+    );
+    assert!(!message.contains(&there), "only the missing: {message}");
+    assert!(
+        !verdict.text.contains("value_doctor_there"),
+        "never a value"
+    );
+
+    put(later, "value_doctor_later").await;
+    aws_sdk_secretsmanager::Client::new(&aws)
+        .create_secret()
+        .name(&crm)
+        .secret_string(r#"{"token":"value_doctor_crm"}"#)
+        .send()
+        .await
+        .unwrap();
+    let verdict = ops.doctor(None, None, None).await.unwrap();
+    show("doctor   # created", &verdict);
+    let (ok, message) = doctor_check(&verdict, check);
+    assert!(ok, "{message}");
+    for value in [
+        "value_doctor_there",
+        "value_doctor_later",
+        "value_doctor_crm",
+    ] {
+        assert!(!verdict.text.contains(value), "never a value");
+        assert!(!verdict.json.to_string().contains(value), "never a value");
+    }
 }
