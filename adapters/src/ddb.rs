@@ -4,7 +4,9 @@
 use aws_sdk_dynamodb::{
     Client,
     error::{DisplayErrorContext, ProvideErrorMetadata, SdkError},
-    operation::scan::builders::ScanFluentBuilder,
+    operation::{
+        put_item::PutItemError, scan::builders::ScanFluentBuilder, update_item::UpdateItemError,
+    },
 };
 use hookgate_core::{
     ports::{Store, StoreError},
@@ -59,6 +61,63 @@ where
         Err(e) if is_condition_failure(&e) => Ok(false),
         Err(e) => Err(unavailable(store)(e)),
     }
+}
+
+/// The attribute a conditional write stamps with its [`write_token`].
+pub(crate) const TOKEN: &str = "write_token";
+
+/// A write error that can carry the stored item when its condition failed
+/// (`ReturnValuesOnConditionCheckFailure::AllOld`).
+pub(crate) trait ConditionFailure {
+    /// `Some(stored item)` when this is a failed condition that returned it.
+    fn stored(&self) -> Option<Option<&Item>>;
+}
+
+impl ConditionFailure for UpdateItemError {
+    fn stored(&self) -> Option<Option<&Item>> {
+        match self {
+            UpdateItemError::ConditionalCheckFailedException(e) => Some(e.item()),
+            _ => None,
+        }
+    }
+}
+
+impl ConditionFailure for PutItemError {
+    fn stored(&self) -> Option<Option<&Item>> {
+        match self {
+            PutItemError::ConditionalCheckFailedException(e) => Some(e.item()),
+            _ => None,
+        }
+    }
+}
+
+/// A conditional write's result where a lost answer must not read as "not
+/// applied": applied, or — its condition failed — whether the stored item
+/// (ALL_OLD) shows this very write done (`ours`: its token, or its lease
+/// owner), as when the SDK retried a write that committed but whose answer
+/// was lost.
+pub(crate) fn own_write<O, E, R>(
+    store: Store,
+    result: Result<O, SdkError<E, R>>,
+    ours: impl FnOnce(&Item) -> bool,
+) -> Result<bool, StoreError>
+where
+    E: ConditionFailure + ProvideErrorMetadata + std::error::Error + 'static,
+    R: std::fmt::Debug,
+{
+    match result {
+        Ok(_) => Ok(true),
+        Err(SdkError::ServiceError(ctx)) => match ctx.err().stored() {
+            Some(stored) => Ok(stored.is_some_and(ours)),
+            None => Err(unavailable(store)(SdkError::ServiceError(ctx))),
+        },
+        Err(e) => Err(unavailable(store)(e)),
+    }
+}
+
+/// Whether `item` carries `token`: the write that stamped it was this one.
+pub(crate) fn stamped(item: &Item, token: &str) -> bool {
+    crate::attrs::opt_s(item, TOKEN) == Some(token)
 }
 
 /// A fresh token naming one write (128 random bits, hex): stored with the

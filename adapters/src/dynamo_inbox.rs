@@ -312,6 +312,7 @@ impl InboxStore for DynamoInbox {
         pk: &InboxPk,
         now: Timestamp,
         expires_at: Timestamp,
+        by: &str,
     ) -> Result<(), StoreError> {
         let result = self
             .client
@@ -323,9 +324,10 @@ impl InboxStore for DynamoInbox {
             .condition_expression("attribute_exists(pk) AND #status <> :discarded")
             .update_expression(
                 "SET #status = :received, pending_bucket = :bucket, pending_since = :now, \
-                 expires_at = :expires REMOVE status_reason ADD reopens :one",
+                 expires_at = :expires, reopened_by = :by REMOVE status_reason ADD reopens :one",
             )
             .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":by", s(by))
             .expression_attribute_values(":expires", n(expires_at.as_secs()))
             .expression_attribute_names("#status", "status")
             .expression_attribute_values(":received", s(InboxStatus::Received.as_str()))
@@ -410,31 +412,35 @@ impl InboxStore for DynamoInbox {
         applied(STORE, request.update_expression(update).send().await).map(|_| ())
     }
 
-    async fn discard(&self, pk: &InboxPk, reason: &str, reopened: bool) -> Result<(), StoreError> {
-        // Without `reopened`, `:received` is HELD too: the condition is one
-        // expression either way.
-        let received = match reopened {
-            true => InboxStatus::Received,
-            false => InboxStatus::Held,
-        };
-        let result = self
+    async fn discard(
+        &self,
+        pk: &InboxPk,
+        reason: &str,
+        reopened_by: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let mut request = self
             .client
             .update_item()
             .table_name(&self.table)
             .key("pk", s(pk.to_string()))
-            .condition_expression("#status IN (:held, :received)")
             .update_expression(
                 "SET #status = :discarded, status_reason = :reason, pending_bucket = :parked",
             )
             .expression_attribute_names("#status", "status")
             .expression_attribute_values(":held", s(InboxStatus::Held.as_str()))
-            .expression_attribute_values(":received", s(received.as_str()))
             .expression_attribute_values(":discarded", s(InboxStatus::Discarded.as_str()))
             .expression_attribute_values(":reason", s(reason))
-            .expression_attribute_values(":parked", s(pk.to_string()))
-            .send()
-            .await;
-        applied(STORE, result).map(|_| ())
+            .expression_attribute_values(":parked", s(pk.to_string()));
+        request = match reopened_by {
+            Some(by) => request
+                .condition_expression(
+                    "#status = :held OR (#status = :received AND reopened_by = :by)",
+                )
+                .expression_attribute_values(":received", s(InboxStatus::Received.as_str()))
+                .expression_attribute_values(":by", s(by)),
+            None => request.condition_expression("#status = :held"),
+        };
+        applied(STORE, request.send().await).map(|_| ())
     }
 }
 
@@ -477,6 +483,9 @@ pub fn to_item(r: &InboxRecord) -> Item {
     if r.reopens > 0 {
         item.insert("reopens".into(), n(r.reopens));
     }
+    if let Some(by) = &r.reopened_by {
+        item.insert("reopened_by".into(), s(by));
+    }
     item
 }
 
@@ -518,6 +527,7 @@ fn read(item: &Item) -> Result<InboxRecord, String> {
         pending,
         expires_at: Timestamp::from_secs(get_n(item, "expires_at")?),
         reopens: opt_n(item, "reopens")?.unwrap_or(0),
+        reopened_by: opt_s(item, "reopened_by").map(str::to_owned),
     };
     // A first delivery's IGNORED is for its type alone (the upsert does not
     // write the reason; see FIRST_SEEN).

@@ -10,12 +10,8 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::{
     Client,
-    config::http::HttpResponse,
     error::SdkError,
-    operation::{
-        put_item::PutItemError,
-        update_item::{UpdateItemError, UpdateItemOutput, builders::UpdateItemFluentBuilder},
-    },
+    operation::{put_item::PutItemError, update_item::builders::UpdateItemFluentBuilder},
     types::{AttributeValue, ReturnValuesOnConditionCheckFailure},
 };
 use hookgate_core::{
@@ -28,27 +24,10 @@ use hookgate_core::{
 
 use crate::{
     attrs::{Item, get_n, get_s, n, opt_n, opt_s, s},
-    ddb::{applied, query_shards, unavailable},
+    ddb::{own_write, query_shards, stamped, unavailable, write_token},
 };
 
 const STORE: Store = Store::Ledger;
-
-/// A conditional update's result: applied, or — its condition failed — whether
-/// the stored item (ALL_OLD) shows the write already done by this attempt (the
-/// SDK retried it after a lost answer).
-fn own_write(
-    result: Result<UpdateItemOutput, SdkError<UpdateItemError, HttpResponse>>,
-    ours: impl FnOnce(&Item) -> bool,
-) -> Result<bool, StoreError> {
-    match result {
-        Ok(_) => Ok(true),
-        Err(SdkError::ServiceError(ctx)) => match ctx.err() {
-            UpdateItemError::ConditionalCheckFailedException(e) => Ok(e.item().is_some_and(ours)),
-            _ => Err(unavailable(STORE)(SdkError::ServiceError(ctx))),
-        },
-        Err(e) => Err(unavailable(STORE)(e)),
-    }
-}
 
 /// The sharded `open` index key of `key` in `status`.
 fn open_bucket(key: &ActionKey, status: ActionStatus) -> AttributeValue {
@@ -116,7 +95,7 @@ impl DynamoLedger {
 
     /// An UpdateItem on `key` whose condition starts from the record being in
     /// `from` (`#status = :from`; callers may add to the condition), stamped
-    /// `:now`.
+    /// `:now`, returning the stored item when the condition fails.
     fn update_from(
         &self,
         key: &ActionKey,
@@ -131,6 +110,24 @@ impl DynamoLedger {
             .expression_attribute_names("#status", "status")
             .expression_attribute_values(":from", s(from.as_str()))
             .expression_attribute_values(":now", n(now.as_millis()))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+    }
+
+    /// An operator's decision: `request` with its `update`, which stamps
+    /// `write_token = :token` with a fresh token, so a retry of the
+    /// committed write (its answer lost) reads as applied.
+    async fn decide(
+        &self,
+        request: UpdateItemFluentBuilder,
+        update: &str,
+    ) -> Result<bool, StoreError> {
+        let token = write_token();
+        let result = request
+            .update_expression(update)
+            .expression_attribute_values(":token", s(&token))
+            .send()
+            .await;
+        own_write(STORE, result, |item| stamped(item, &token))
     }
 
     async fn take_over(
@@ -166,7 +163,7 @@ impl DynamoLedger {
             .send()
             .await;
         // A retry of this very takeover (answer lost) finds the lease ours.
-        own_write(result, |item| {
+        own_write(STORE, result, |item| {
             opt_s(item, "lease_owner") == Some(owner)
                 && opt_s(item, "status") == Some(ActionStatus::InProgress.as_str())
         })
@@ -297,7 +294,7 @@ impl Ledger for DynamoLedger {
             .send()
             .await;
         // A retry of this very settle (answer lost) finds it settled by us.
-        own_write(result, |item| {
+        own_write(STORE, result, |item| {
             opt_s(item, "settled_by") == Some(owner)
                 && opt_s(item, "status") == Some(status.as_str())
         })
@@ -341,32 +338,35 @@ impl Ledger for DynamoLedger {
         let mut request = self
             .update_from(key, ActionStatus::Uncertain, now)
             .expression_attribute_values(":who", s(who));
-        request = match found {
-            Some(id) => request
-                .update_expression(
-                    "SET #status = :done, destination_ref = :ref, reconciled_by = :who, updated_at = :now REMOVE open_bucket",
-                )
-                .expression_attribute_values(":done", s(ActionStatus::Completed.as_str()))
-                .expression_attribute_values(":ref", s(id)),
-            None => request
-                .update_expression(
-                    "SET #status = :pending, open_bucket = :open, reconciled_by = :who, updated_at = :now",
-                )
-                .expression_attribute_values(":pending", s(ActionStatus::Pending.as_str()))
-                .expression_attribute_values(":open", open_bucket(key, ActionStatus::Pending)),
+        let set = match found {
+            Some(id) => {
+                request = request
+                    .expression_attribute_values(":done", s(ActionStatus::Completed.as_str()))
+                    .expression_attribute_values(":ref", s(id));
+                "SET #status = :done, destination_ref = :ref, reconciled_by = :who, updated_at = :now, \
+                 write_token = :token REMOVE open_bucket"
+            }
+            None => {
+                request = request
+                    .expression_attribute_values(":pending", s(ActionStatus::Pending.as_str()))
+                    .expression_attribute_values(":open", open_bucket(key, ActionStatus::Pending));
+                "SET #status = :pending, open_bucket = :open, reconciled_by = :who, updated_at = :now, \
+                 write_token = :token"
+            }
         };
-        applied(STORE, request.send().await)
+        self.decide(request, set).await
     }
 
     async fn reopen(&self, key: &ActionKey, now: Timestamp) -> Result<bool, StoreError> {
-        let result = self
+        let request = self
             .update_from(key, ActionStatus::Failed, now)
-            .update_expression("SET #status = :pending, open_bucket = :open, updated_at = :now")
             .expression_attribute_values(":pending", s(ActionStatus::Pending.as_str()))
-            .expression_attribute_values(":open", open_bucket(key, ActionStatus::Pending))
-            .send()
-            .await;
-        applied(STORE, result)
+            .expression_attribute_values(":open", open_bucket(key, ActionStatus::Pending));
+        self.decide(
+            request,
+            "SET #status = :pending, open_bucket = :open, updated_at = :now, write_token = :token",
+        )
+        .await
     }
 
     async fn get(&self, key: &ActionKey) -> Result<Option<ActionRecord>, StoreError> {

@@ -9,7 +9,7 @@
 //! markers are items `alert#{marker}` without a status (outside the index),
 //! expiring after a day.
 
-use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::{Client, types::ReturnValuesOnConditionCheckFailure};
 use hookgate_core::{
     InboxPk, Timestamp,
     ports::{Filed, Store, StoreError, TriageStore},
@@ -19,7 +19,7 @@ use hookgate_core::{
 
 use crate::{
     attrs::{Item, get_n, get_s, n, opt_n, opt_s, s},
-    ddb::{applied, is_condition_failure, query_shards, unavailable},
+    ddb::{TOKEN, own_write, query_shards, stamped, unavailable, write_token},
 };
 
 const STORE: Store = Store::Triage;
@@ -44,63 +44,67 @@ impl DynamoTriage {
 
 impl TriageStore for DynamoTriage {
     async fn file(&self, item: &TriageItem) -> Result<Filed, StoreError> {
+        // Each write stamps a fresh token: the SDK's retry of a committed
+        // write (its answer lost) finds its own token and reads as applied,
+        // not as a repeat that files nothing new and alerts no one.
+        let token = write_token();
+        let mut stored = to_item(item);
+        stored.insert(TOKEN.to_owned(), s(&token));
         let put = self
             .client
             .put_item()
             .table_name(&self.table)
-            .set_item(Some(to_item(item)))
+            .set_item(Some(stored))
             .condition_expression("attribute_not_exists(pk)")
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;
-        match put {
-            Ok(_) => Ok(Filed::New),
-            Err(e) if is_condition_failure(&e) => {
-                // Failing again after its re-injection (or during it, before
-                // the approval recorded it): held again, for a new decision
-                // (the previous one is in the logs and the metrics).
-                let reopened = self
-                    .client
-                    .update_item()
-                    .table_name(&self.table)
-                    .key("pk", s(&item.id))
-                    .condition_expression("#status IN (:reinjected, :approved)")
-                    .update_expression(
-                        "SET #status = :held, status_bucket = :bucket, last_seen = :now, \
-                         reopened = if_not_exists(reopened, :zero) + :one \
-                         REMOVE decided_by, decided_at, reason",
-                    )
-                    .expression_attribute_names("#status", "status")
-                    .expression_attribute_values(
-                        ":reinjected",
-                        s(TriageStatus::Reinjected.as_str()),
-                    )
-                    .expression_attribute_values(":approved", s(TriageStatus::Approved.as_str()))
-                    .expression_attribute_values(":held", s(TriageStatus::Held.as_str()))
-                    .expression_attribute_values(
-                        ":bucket",
-                        s(shard::bucket(TriageStatus::Held.as_str(), &item.id)),
-                    )
-                    .expression_attribute_values(":now", n(item.last_seen.as_millis()))
-                    .expression_attribute_values(":zero", n(0))
-                    .expression_attribute_values(":one", n(1))
-                    .send()
-                    .await;
-                if applied(STORE, reopened)? {
-                    return Ok(Filed::Reopened);
-                }
-                self.client
-                    .update_item()
-                    .table_name(&self.table)
-                    .key("pk", s(&item.id))
-                    .update_expression("SET last_seen = :now")
-                    .expression_attribute_values(":now", n(item.last_seen.as_millis()))
-                    .send()
-                    .await
-                    .map_err(unavailable(STORE))?;
-                Ok(Filed::Repeat)
-            }
-            Err(e) => Err(unavailable(STORE)(e)),
+        if own_write(STORE, put, |stored| stamped(stored, &token))? {
+            return Ok(Filed::New);
         }
+        // Failing again after its re-injection (or during it, before the
+        // approval recorded it): held again, for a new decision (the
+        // previous one is in the logs and the metrics).
+        let token = write_token();
+        let reopened = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(&item.id))
+            .condition_expression("#status IN (:reinjected, :approved)")
+            .update_expression(
+                "SET #status = :held, status_bucket = :bucket, last_seen = :now, \
+                 reopened = if_not_exists(reopened, :zero) + :one, write_token = :token \
+                 REMOVE decided_by, decided_at, reason",
+            )
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":reinjected", s(TriageStatus::Reinjected.as_str()))
+            .expression_attribute_values(":approved", s(TriageStatus::Approved.as_str()))
+            .expression_attribute_values(":held", s(TriageStatus::Held.as_str()))
+            .expression_attribute_values(
+                ":bucket",
+                s(shard::bucket(TriageStatus::Held.as_str(), &item.id)),
+            )
+            .expression_attribute_values(":now", n(item.last_seen.as_millis()))
+            .expression_attribute_values(":zero", n(0))
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":token", s(&token))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        if own_write(STORE, reopened, |stored| stamped(stored, &token))? {
+            return Ok(Filed::Reopened);
+        }
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(&item.id))
+            .update_expression("SET last_seen = :now")
+            .expression_attribute_values(":now", n(item.last_seen.as_millis()))
+            .send()
+            .await
+            .map_err(unavailable(STORE))?;
+        Ok(Filed::Repeat)
     }
 
     async fn get(&self, id: &str) -> Result<Option<TriageItem>, StoreError> {
@@ -146,6 +150,7 @@ impl TriageStore for DynamoTriage {
         why: &str,
         now: Timestamp,
     ) -> Result<bool, StoreError> {
+        let token = write_token();
         let result = self
             .client
             .update_item()
@@ -153,8 +158,11 @@ impl TriageStore for DynamoTriage {
             .key("pk", s(id))
             .condition_expression("#status = :from")
             .update_expression(
-                "SET #status = :to, status_bucket = :bucket, decided_by = :who, decided_at = :now, reason = :why",
+                "SET #status = :to, status_bucket = :bucket, decided_by = :who, decided_at = :now, \
+                 reason = :why, write_token = :token",
             )
+            .expression_attribute_values(":token", s(&token))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .expression_attribute_names("#status", "status")
             .expression_attribute_values(":from", s(from.as_str()))
             .expression_attribute_values(":to", s(to.as_str()))
@@ -164,7 +172,7 @@ impl TriageStore for DynamoTriage {
             .expression_attribute_values(":now", n(now.as_millis()))
             .send()
             .await;
-        applied(STORE, result)
+        own_write(STORE, result, |stored| stamped(stored, &token))
     }
 
     async fn release_alert(&self, marker: &str) -> Result<(), StoreError> {
@@ -179,16 +187,19 @@ impl TriageStore for DynamoTriage {
     }
 
     async fn claim_alert(&self, marker: &str, now: Timestamp) -> Result<bool, StoreError> {
+        let token = write_token();
         let result = self
             .client
             .put_item()
             .table_name(&self.table)
             .item("pk", s(format!("alert#{marker}")))
             .item("expires_at", n(now.as_secs() + ALERT_MARKER_SECS))
+            .item(TOKEN, s(&token))
             .condition_expression("attribute_not_exists(pk)")
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;
-        applied(STORE, result)
+        own_write(STORE, result, |stored| stamped(stored, &token))
     }
 }
 

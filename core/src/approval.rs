@@ -16,6 +16,7 @@ use crate::{
     action::ActionKey,
     config::Config,
     inbox::{InboxRecord, InboxStatus, Origin, Verdict},
+    ingress::event_record,
     ledger::ActionStatus,
     message::{MessageKind, QueueMessage},
     ports::{ActionQueue, EventIngress, InboxStore, Ledger, StoreError, TriageStore},
@@ -148,16 +149,13 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
             return Err(ApprovalError::NotReinjectable(id.to_owned()));
         }
         // The event's record, read once for every check and the re-injection.
-        let record = match &item.inbox_pk {
-            Some(pk) => self.inbox.get(pk).await?,
-            None => None,
-        };
+        let (pk, record) = self.event_record(&item, now).await?;
         if item.class == TriageClass::Uncertain && self.awaits_reconcile(record.as_ref()).await? {
             return Err(ApprovalError::ReconcileOnly(id.to_owned()));
         }
         // Refused before anything is recorded: the item stays for a decision
         // (reject) instead of reading REINJECTED over nothing.
-        if let Some(pk) = &item.inbox_pk {
+        if let Some(pk) = &pk {
             live(pk, record.as_ref(), now)?;
         }
         match item.status {
@@ -189,7 +187,9 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
                 });
             }
         }
-        let done = self.reinject(&item, record.as_ref(), who, why, now).await?;
+        let done = self
+            .reinject(&item, pk, record.as_ref(), who, why, now)
+            .await?;
         // Approved again after a failed re-injection: the record keeps who
         // approved it first, and why.
         let (who, why) = match (item.status, &item.decided_by) {
@@ -243,30 +243,43 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         now: Timestamp,
     ) -> Result<(), ApprovalError> {
         let item = self.item(id).await?;
-        if item.status == TriageStatus::Held {
+        // Left APPROVED too: its approval may have re-opened the action
+        // before its re-injection failed (found by the simulator).
+        if matches!(item.status, TriageStatus::Held | TriageStatus::Approved) {
             self.still_stands(&item, now).await?;
         }
         let from = match item.status {
-            TriageStatus::Approved => TriageStatus::Approved,
-            _ => TriageStatus::Held,
+            TriageStatus::Held | TriageStatus::Approved => item.status,
+            status => {
+                return Err(ApprovalError::AlreadyDecided {
+                    id: id.to_owned(),
+                    status,
+                });
+            }
         };
+        // The event's held work is discarded first: no sweep, repeat or
+        // recovery runs it again. A reject that dies half way then leaves
+        // its event discarded and its item still open (reject it again),
+        // never the item DISCARDED over an event that an approval of
+        // another of its items could still run (found by the simulator). A
+        // RECEIVED record is discarded only when this item's own approval
+        // was the last to re-open it; otherwise another decision re-opened
+        // it (an approval, a reconcile) and its re-run is queued, or the
+        // item never held it.
+        if let (Some(pk), _) = self.event_record(&item, now).await? {
+            let reopened_by = (from == TriageStatus::Approved).then_some(id);
+            self.inbox.discard(&pk, why, reopened_by).await?;
+        }
         if !self
             .triage
             .transition(id, from, TriageStatus::Discarded, who, why, now)
             .await?
         {
+            let status = self.item(id).await?.status;
             return Err(ApprovalError::AlreadyDecided {
                 id: id.to_owned(),
-                status: item.status,
+                status,
             });
-        }
-        // The event's held work is discarded with it: no sweep, repeat or
-        // recovery runs it again. A RECEIVED record is discarded only when
-        // this item's own approval re-opened it; otherwise another decision
-        // re-opened it (a reconcile), or the item never held it.
-        if let Some(pk) = &item.inbox_pk {
-            let reopened = from == TriageStatus::Approved;
-            self.inbox.discard(pk, why, reopened).await?;
         }
         Ok(())
     }
@@ -323,7 +336,7 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         // sweep re-queues.
         if let Some(pk) = &requeue {
             self.inbox
-                .reopen(pk, now, now.plus(self.config.inbox_ttl))
+                .reopen(pk, now, now.plus(self.config.inbox_ttl), &item)
                 .await?;
             self.queue
                 .send(
@@ -419,15 +432,45 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         Ok(false)
     }
 
+    /// The inbox record an item decides, and the record as read: the one
+    /// it names, or for an EventBridge event that names none, the event's
+    /// own if an invocation has stored it since (the key the ingress gives
+    /// it). `None` for an event never stored, which an approval runs
+    /// through the ingress.
+    async fn event_record(
+        &self,
+        item: &TriageItem,
+        now: Timestamp,
+    ) -> Result<(Option<InboxPk>, Option<InboxRecord>), StoreError> {
+        if let Some(pk) = &item.inbox_pk {
+            return Ok((Some(pk.clone()), self.inbox.get(pk).await?));
+        }
+        if !matches!(
+            item.source,
+            TriageSource::EventbridgeDlq | TriageSource::IngressAsyncFailure
+        ) || item.evidence.unparseable
+        {
+            return Ok((None, None));
+        }
+        let Ok((_, event)) = event_record(&self.config, item.original_body.as_bytes(), now) else {
+            return Ok((None, None));
+        };
+        match self.inbox.get(&event.pk).await? {
+            Some(stored) => Ok((Some(event.pk), Some(stored))),
+            None => Ok((None, None)),
+        }
+    }
+
     async fn reinject(
         &self,
         item: &TriageItem,
+        pk: Option<InboxPk>,
         record: Option<&InboxRecord>,
         who: &str,
         why: &str,
         now: Timestamp,
     ) -> Result<Reinjected, ApprovalError> {
-        let Some(pk) = item.inbox_pk.clone() else {
+        let Some(pk) = pk else {
             let verdict = self
                 .ingress
                 .ingest_event(item.original_body.as_bytes(), now)
@@ -435,6 +478,14 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
                 .map_err(|e| ApprovalError::Reinjection(e.to_string()))?;
             return Ok(Reinjected::Ingested(verdict));
         };
+        // The event first: re-opened (it may have been settled: FAILED and
+        // UNCERTAIN actions settle it) and marked as this decision's, so
+        // that a decision that stops half way leaves either nothing re-opened
+        // or a RECEIVED record a reject of this item discards, never an
+        // action re-opened for an event settled for good (found by the
+        // simulator).
+        let expires_at = now.plus(self.config.inbox_ttl);
+        self.inbox.reopen(&pk, now, expires_at, &item.id).await?;
         let mut reopened = Vec::new();
         if let Some(record) = record
             && let Decision::Actions(requests) = record.decide(&self.config.rules)
@@ -466,15 +517,15 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
                 }
             }
         }
-        // The event may have been settled (FAILED and UNCERTAIN actions settle
-        // it): open it again so the worker processes the re-injected message.
-        self.inbox
-            .reopen(&pk, now, now.plus(self.config.inbox_ttl))
-            .await?;
-        let origin = if item.source == TriageSource::IngressAsyncFailure {
-            Origin::Eventbridge
-        } else {
-            Origin::Http
+        // Counted again once an action is re-opened: a worker that read the
+        // event before (the action still FAILED) must not settle it on that
+        // read, or the re-run would find it settled and the action PENDING.
+        if !reopened.is_empty() {
+            self.inbox.reopen(&pk, now, expires_at, &item.id).await?;
+        }
+        let origin = match item.source {
+            TriageSource::IngressAsyncFailure | TriageSource::EventbridgeDlq => Origin::Eventbridge,
+            _ => Origin::Http,
         };
         self.queue
             .send(

@@ -15,6 +15,7 @@ use crate::{
     InboxPk, Timestamp,
     config::Config,
     inbox::InboxStatus,
+    ingress::event_record,
     ledger::{ActionStatus, ErrorKind},
     message::QueueMessage,
     ports::{EventErrorCode, Filed, Hold, InboxStore, Ledger, StoreError},
@@ -80,10 +81,12 @@ impl<S: InboxStore, L: Ledger, H: Hold> Triager<S, L, H> {
                 to_hold = self.action_evidence(letter.body, &mut item).await?;
             }
             TriageSource::EventbridgeDlq => {
-                self.event_evidence(letter.body, &letter.attributes, &mut item)
+                self.event_evidence(letter.body, &letter.attributes, &mut item);
+                to_hold = self.stored_event(&mut item, now).await?;
             }
             TriageSource::IngressAsyncFailure => {
-                self.async_failure_evidence(letter.body, &mut item)
+                self.async_failure_evidence(letter.body, &mut item);
+                to_hold = self.stored_event(&mut item, now).await?;
             }
             TriageSource::Worker | TriageSource::Ingress => {}
         }
@@ -159,6 +162,30 @@ impl<S: InboxStore, L: Ledger, H: Hold> Triager<S, L, H> {
             }
         }
         Ok((record.status == InboxStatus::Received).then_some(pk))
+    }
+
+    /// An EventBridge event's own inbox record, if an invocation stored it
+    /// (its queue send failed, or the put committed and its answer was
+    /// lost): the item names it, so an approval re-queues that record and a
+    /// reject discards it. Returns it to hold when it is still RECEIVED:
+    /// otherwise the sweep would re-queue it, and the worker perform it,
+    /// while its item waits for a decision.
+    async fn stored_event(
+        &self,
+        item: &mut TriageItem,
+        now: Timestamp,
+    ) -> Result<Option<InboxPk>, StoreError> {
+        if item.evidence.unparseable || item.evidence.unknown_workspace {
+            return Ok(None);
+        }
+        let Ok((_, record)) = event_record(&self.config, item.original_body.as_bytes(), now) else {
+            return Ok(None);
+        };
+        let Some(stored) = self.inbox.get(&record.pk).await? else {
+            return Ok(None);
+        };
+        item.inbox_pk = Some(stored.pk.clone());
+        Ok((stored.status == InboxStatus::Received).then_some(stored.pk))
     }
 
     /// The rule's DLQ: the event itself; EventBridge's error attributes.

@@ -159,6 +159,10 @@ pub struct InboxRecord {
     /// a worker settles the record only as it read it, so a settle decided
     /// before a re-open cannot undo it.
     pub reopens: u32,
+    /// The triage item whose decision re-opened it last: a reject of that
+    /// item, left APPROVED by a failed re-injection, discards the RECEIVED
+    /// record its own approval re-opened, and only that one.
+    pub reopened_by: Option<String>,
 }
 
 impl InboxRecord {
@@ -243,6 +247,7 @@ impl InboxRecord {
             // The TTL attribute holds whole epoch seconds.
             expires_at: Timestamp::from_secs(now.plus(ttl).as_secs()),
             reopens: 0,
+            reopened_by: None,
         }
     }
 }

@@ -130,14 +130,16 @@ pub trait InboxStore: Send + Sync {
     /// `now`) so a re-injected message is processed again, living at least
     /// until `expires_at` (the re-run must be recognised for a whole retry
     /// window again), and counts the re-open in `reopens`, a RECEIVED record
-    /// too: a worker that read it before must not settle it on that read. A
-    /// DISCARDED record is left as it is (a reject is final, even against an
-    /// approval already running).
+    /// too: a worker that read it before must not settle it on that read,
+    /// and records `by`, the triage item of the decision, as the last to
+    /// re-open it. A DISCARDED record is left as it is (a reject is final,
+    /// even against an approval already running).
     fn reopen(
         &self,
         pk: &InboxPk,
         now: Timestamp,
         expires_at: Timestamp,
+        by: &str,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// Moves a RECEIVED record to `status` (with `reason`) and parks it, out
@@ -154,15 +156,16 @@ pub trait InboxStore: Send + Sync {
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// HELD → DISCARDED with the operator's `reason`, parked: a rejected
-    /// decision. With `reopened`, a RECEIVED record too: the rejected item's
-    /// own approval re-opened it and its re-injection failed. A record in
-    /// any other status is left as it is; so is a RECEIVED one otherwise,
-    /// which another decision may have re-opened to run.
+    /// decision. With `reopened_by`, a RECEIVED record too, if that item's
+    /// decision was the last to re-open it: the rejected item's own approval
+    /// re-opened it and its re-injection failed. A record in any other
+    /// status is left as it is; so is a RECEIVED one another decision
+    /// re-opened since (its re-run is queued).
     fn discard(
         &self,
         pk: &InboxPk,
         reason: &str,
-        reopened: bool,
+        reopened_by: Option<&str>,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 }
 

@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use hookgate_memory::{MemoryInbox, MemoryLedger, MemoryQueue, MemoryTriage, contract};
+use hookgate_memory::{
+    LoseAnswers, MemoryInbox, MemoryLedger, MemoryQueue, MemoryTriage, contract,
+};
 
 #[tokio::test]
 async fn the_memory_inbox_honours_the_inbox_contract() {
@@ -24,4 +26,14 @@ async fn the_memory_triage_table_honours_the_triage_contract() {
 async fn the_memory_queue_honours_the_action_queue_contract() {
     let queue = MemoryQueue::default();
     contract::queue::action_queue_contract(&queue, || async { queue.sent() }, "mem").await;
+}
+
+#[tokio::test]
+async fn the_memory_stores_read_a_retried_decision_as_their_own() {
+    let triage = MemoryTriage::default();
+    contract::lost::triage_lost_answers_contract(&triage, "mem", async |_| triage.lose_answers(1))
+        .await;
+    let ledger = MemoryLedger::default();
+    contract::lost::ledger_lost_answers_contract(&ledger, "mem", async |_| ledger.lose_answers(1))
+        .await;
 }

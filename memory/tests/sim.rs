@@ -1,7 +1,10 @@
 //! The simulator under proptest. Each scenario draws its world (1–3
-//! workspaces, 1–3 providers each, 1–3 destinations with the three
-//! strategies, one or two rules per binding, up to 50 events: `World::draw`)
-//! and 1 to 99 steps, and is checked against the reference model's
+//! workspaces, 1–3 providers each among Retell, Stripe, Bland and
+//! EventBridge, 1–3 destinations with the three strategies, one or two
+//! rules per binding, up to 50 events: `World::draw`) and 1 to 99 steps
+//! (deliveries, EventBridge hand-overs whose tries fail, receives with
+//! crashes, lost answers and pauses, time, CRM modes, sweeps, and operator
+//! decisions, some cut short by a crash, a refused call or a lost answer), and is checked against the reference model's
 //! invariants; a failure is shrunk to a short scenario and printed with its
 //! world, its config, its trace, its seed and the command that replays it.
 //!
@@ -14,7 +17,7 @@
 //! - the named scenarios below: the classic world's findings, step by step.
 
 use hookgate_core::destination::Strategy as CrmStrategy;
-use hookgate_memory::sim::{self, Op, Scenario, World, crm::Mode};
+use hookgate_memory::sim::{self, DecisionFault, Op, Scenario, World, crm::Mode};
 use proptest::{
     prelude::*,
     strategy::ValueTree,
@@ -55,6 +58,23 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::Sweep),
         1 => (any::<u8>(), proptest::bool::weighted(0.3))
             .prop_map(|(pick, reject)| Op::Decide { pick, reject }),
+        1 => (any::<u8>(), proptest::bool::weighted(0.4), decision_fault(), 0..8u8).prop_map(
+            |(pick, reject, fault, at)| Op::DecideFaulty {
+                pick,
+                reject,
+                fault,
+                at,
+            }
+        ),
+        1 => (any::<u8>(), 0..=4u8).prop_map(|(event, failed)| Op::Publish { event, failed }),
+    ]
+}
+
+fn decision_fault() -> impl Strategy<Value = DecisionFault> {
+    prop_oneof![
+        Just(DecisionFault::Crash),
+        Just(DecisionFault::LoseAnswer),
+        Just(DecisionFault::Fail),
     ]
 }
 
@@ -174,13 +194,23 @@ fn every_simulated_scenario_keeps_the_invariants() {
     );
     // Invocations paused and went on while others ran.
     assert!(t.pauses > cases / 10 && t.resumed > cases / 20, "{t:?}");
+    // EventBridge events were handed over, and some failed to triage;
+    // decisions failed half way.
+    assert!(
+        t.published > cases / 10 && t.failed_events > cases / 100,
+        "{t:?}"
+    );
+    assert!(
+        t.faulty_decisions > cases / 100 && t.failures > cases / 100,
+        "{t:?}"
+    );
 }
 
 /// The generation of `scenario()` and `World::draw`: a seed names the same
 /// scenarios only within one. Raise it with any change to either, and
 /// re-check `sim-regressions.txt`: each seed's finding is kept as a named
 /// test, so the list keeps its seeds as a budget.
-const GENERATION: u32 = 1;
+const GENERATION: u32 = 2;
 
 #[test]
 fn the_regression_seeds_keep_the_invariants() {

@@ -109,6 +109,7 @@ mod tests {
             pending: None,
             expires_at: at(0),
             reopens: 0,
+            reopened_by: None,
         }
     }
 

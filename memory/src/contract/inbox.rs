@@ -173,8 +173,12 @@ async fn settling_parks_once_and_reopening_puts_it_back(store: &impl InboxStore,
 
     let at = T0.plus(Duration::from_secs(30));
     let expires = at.plus(TTL);
-    store.reopen(&record.pk, at, expires).await.unwrap();
+    store
+        .reopen(&record.pk, at, expires, "item-b")
+        .await
+        .unwrap();
     let reopened = store.get(&record.pk).await.unwrap().unwrap();
+    assert_eq!(reopened.reopened_by.as_deref(), Some("item-b"));
     assert_eq!(reopened.status, InboxStatus::Received);
     assert_eq!(reopened.status_reason, None);
     assert_eq!(reopened.expires_at, Timestamp::from_secs(expires.as_secs()));
@@ -186,7 +190,7 @@ async fn settling_parks_once_and_reopening_puts_it_back(store: &impl InboxStore,
     // is read now settles.
     let later = at.plus(Duration::from_secs(5));
     store
-        .reopen(&record.pk, later, later.plus(TTL))
+        .reopen(&record.pk, later, later.plus(TTL), "item-a")
         .await
         .unwrap();
     let again = store.get(&record.pk).await.unwrap().unwrap();
@@ -194,9 +198,10 @@ async fn settling_parks_once_and_reopening_puts_it_back(store: &impl InboxStore,
         (
             again.status,
             again.reopens,
-            again.pending.as_ref().map(|p| p.since)
+            again.pending.as_ref().map(|p| p.since),
+            again.reopened_by.as_deref()
         ),
-        (InboxStatus::Received, 2, Some(later))
+        (InboxStatus::Received, 2, Some(later), Some("item-a"))
     );
     assert_eq!(
         again.expires_at,
@@ -293,18 +298,29 @@ async fn discard_and_dispatch_marks(store: &impl InboxStore, ns: &str) {
             .dispatch_failed
     );
 
-    // A RECEIVED record is discarded only when the reject says it was re-opened
-    // by the rejected item's own approval.
+    // A RECEIVED record is discarded only by a reject of the item whose
+    // approval was the last to re-open it: not by another item's.
     store
-        .discard(&record.pk, "rejected by ana", false)
+        .reopen(&record.pk, T0, T0.plus(TTL), "item-b")
         .await
         .unwrap();
-    assert_eq!(
-        store.get(&record.pk).await.unwrap().unwrap().status,
-        InboxStatus::Received
-    );
     store
-        .discard(&record.pk, "rejected by ana", true)
+        .reopen(&record.pk, T0, T0.plus(TTL), "item-a")
+        .await
+        .unwrap();
+    for other in [None, Some("item-b")] {
+        store
+            .discard(&record.pk, "rejected by ana", other)
+            .await
+            .unwrap();
+        assert_eq!(
+            store.get(&record.pk).await.unwrap().unwrap().status,
+            InboxStatus::Received,
+            "{other:?}"
+        );
+    }
+    store
+        .discard(&record.pk, "rejected by ana", Some("item-a"))
         .await
         .unwrap();
     let stored = store.get(&record.pk).await.unwrap().unwrap();
@@ -323,14 +339,17 @@ async fn discard_and_dispatch_marks(store: &impl InboxStore, ns: &str) {
         .settle(&done.pk, InboxStatus::Processed, None, None)
         .await
         .unwrap();
-    store.discard(&done.pk, "too late", true).await.unwrap();
+    store
+        .discard(&done.pk, "too late", Some("item-a"))
+        .await
+        .unwrap();
     assert_eq!(
         store.get(&done.pk).await.unwrap().unwrap().status,
         InboxStatus::Processed
     );
     // Discarded is final: a re-open (an approval racing the reject) leaves it.
     store
-        .reopen(&record.pk, T0, T0.plus(Duration::from_secs(3600)))
+        .reopen(&record.pk, T0, T0.plus(Duration::from_secs(3600)), "item-c")
         .await
         .unwrap();
     assert_eq!(
@@ -344,7 +363,7 @@ async fn discard_and_dispatch_marks(store: &impl InboxStore, ns: &str) {
         .settle(&held.pk, InboxStatus::Held, Some("dead-lettered"), None)
         .await
         .unwrap();
-    store.discard(&held.pk, "not ours", false).await.unwrap();
+    store.discard(&held.pk, "not ours", None).await.unwrap();
     let stored = store.get(&held.pk).await.unwrap().unwrap();
     assert_eq!(
         (stored.status, stored.status_reason.as_deref()),

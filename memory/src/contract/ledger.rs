@@ -16,17 +16,17 @@ const T0: Timestamp = Timestamp::from_millis(1_800_000_000_000);
 const LEASE: Duration = Duration::from_secs(30);
 const RETENTION: Duration = Duration::from_secs(86_400);
 
-fn request(ns: &str, id: &str, amount: u32) -> ActionRequest {
+pub(super) fn request(ns: &str, id: &str, amount: u32) -> ActionRequest {
     let ws = WorkspaceId::parse("ws-1").expect("workspace");
     let key = ActionKey::new(&ws, "create_task", &format!("{ns}-{id}")).expect("action key");
     ActionRequest::new(key, "crm", json!({ "amount": amount }))
 }
 
-fn inbox(ns: &str, n: u32) -> InboxPk {
+pub(super) fn inbox(ns: &str, n: u32) -> InboxPk {
     InboxPk::parse(&format!("ws-1#retell#{ns}-event-{n}")).expect("inbox key")
 }
 
-fn lease(owner: &str, from: Timestamp) -> Lease<'_> {
+pub(super) fn lease(owner: &str, from: Timestamp) -> Lease<'_> {
     Lease {
         owner,
         from,

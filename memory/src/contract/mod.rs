@@ -4,5 +4,6 @@
 
 pub mod inbox;
 pub mod ledger;
+pub mod lost;
 pub mod queue;
 pub mod triage;

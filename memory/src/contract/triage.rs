@@ -12,7 +12,7 @@ use hookgate_core::{
 
 const T0: Timestamp = Timestamp::from_millis(1_800_000_000_000);
 
-fn item(ns: &str, name: &str, first_seen: Timestamp) -> TriageItem {
+pub(super) fn item(ns: &str, name: &str, first_seen: Timestamp) -> TriageItem {
     let pk = InboxPk::parse(&format!("ws-1#retell#{ns}-{name}")).expect("inbox key");
     let evidence = Evidence {
         destination: Some("crm".into()),

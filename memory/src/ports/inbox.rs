@@ -15,10 +15,13 @@ use hookgate_core::{
     ports::{InboxStore, Store, StoreError, Upserted},
 };
 
-/// A handle: clones share the same store.
+/// A handle: clones share the same store. `set_failing_writes` makes the
+/// writes of a decision (re-open, settle, discard) fail, as a throttled or
+/// unreachable table does.
 #[derive(Debug, Clone, Default)]
 pub struct MemoryInbox {
     records: Arc<Mutex<HashMap<InboxPk, InboxRecord>>>,
+    failing_writes: Arc<Mutex<bool>>,
 }
 
 impl MemoryInbox {
@@ -29,6 +32,28 @@ impl MemoryInbox {
     /// Every stored record (for a test's assertions).
     pub fn records(&self) -> Vec<InboxRecord> {
         self.with(|records| records.values().cloned().collect())
+    }
+
+    /// Re-opens, settles and discards fail while `failing`.
+    pub fn set_failing_writes(&self, failing: bool) {
+        *self
+            .failing_writes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = failing;
+    }
+
+    fn write_refused(&self) -> Result<(), StoreError> {
+        if *self
+            .failing_writes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+        {
+            return Err(StoreError::Unavailable {
+                store: Store::Inbox,
+                detail: "the inbox refuses writes (test)".into(),
+            });
+        }
+        Ok(())
     }
 }
 
@@ -124,7 +149,9 @@ impl InboxStore for MemoryInbox {
         pk: &InboxPk,
         now: Timestamp,
         expires_at: Timestamp,
+        by: &str,
     ) -> Result<(), StoreError> {
+        self.write_refused()?;
         self.with(|records| {
             if let Some(r) = records.get_mut(pk)
                 && r.status != InboxStatus::Discarded
@@ -137,6 +164,7 @@ impl InboxStore for MemoryInbox {
                 });
                 r.expires_at = Timestamp::from_secs(expires_at.as_secs());
                 r.reopens += 1;
+                r.reopened_by = Some(by.to_owned());
             }
         });
         Ok(())
@@ -149,6 +177,7 @@ impl InboxStore for MemoryInbox {
         reason: Option<&str>,
         read: Option<u32>,
     ) -> Result<(), StoreError> {
+        self.write_refused()?;
         self.with(|records| {
             if let Some(r) = records.get_mut(pk)
                 && r.status == InboxStatus::Received
@@ -162,10 +191,19 @@ impl InboxStore for MemoryInbox {
         Ok(())
     }
 
-    async fn discard(&self, pk: &InboxPk, reason: &str, reopened: bool) -> Result<(), StoreError> {
+    async fn discard(
+        &self,
+        pk: &InboxPk,
+        reason: &str,
+        reopened_by: Option<&str>,
+    ) -> Result<(), StoreError> {
+        self.write_refused()?;
         self.with(|records| {
             if let Some(r) = records.get_mut(pk)
-                && (r.status == InboxStatus::Held || reopened && r.status == InboxStatus::Received)
+                && (r.status == InboxStatus::Held
+                    || r.status == InboxStatus::Received
+                        && reopened_by.is_some()
+                        && r.reopened_by.as_deref() == reopened_by)
             {
                 r.status = InboxStatus::Discarded;
                 r.status_reason = Some(reason.to_owned());

@@ -17,17 +17,28 @@ use hookgate_core::{
     ports::{Lease, Ledger, Reserve, Settle, Store, StoreError},
 };
 
+use super::replay::{LoseAnswers, Replays};
+
 #[derive(Debug, Clone)]
 struct Stored {
     record: ActionRecord,
     /// Who settled it last (the DynamoDB item's `settled_by`).
     settled_by: Option<String>,
+    /// The token of the last operator decision on it (`write_token`).
+    token: Option<u64>,
 }
 
 /// A handle: clones share the same store.
 #[derive(Debug, Clone, Default)]
 pub struct MemoryLedger {
     records: Arc<Mutex<HashMap<ActionKey, Stored>>>,
+    replays: Replays,
+}
+
+impl LoseAnswers for MemoryLedger {
+    fn lose_answer_after(&self, skip: u32, count: u32) {
+        self.replays.lose_after(skip, count);
+    }
 }
 
 impl MemoryLedger {
@@ -80,6 +91,7 @@ impl Ledger for MemoryLedger {
                     Stored {
                         record,
                         settled_by: None,
+                        token: None,
                     },
                 );
                 return Reserve::Acquired(Attempt::First);
@@ -188,31 +200,39 @@ impl Ledger for MemoryLedger {
         _who: &str,
         now: Timestamp,
     ) -> Result<bool, StoreError> {
-        Ok(self.with(|records| match records.get_mut(key) {
-            Some(stored) if stored.record.status == ActionStatus::Uncertain => {
-                let r = &mut stored.record;
-                match found {
-                    Some(id) => {
-                        r.status = ActionStatus::Completed;
-                        r.destination_ref = Some(id.to_owned());
+        Ok(self.replays.write(|token| {
+            self.with(|records| match records.get_mut(key) {
+                Some(stored) if stored.record.status == ActionStatus::Uncertain => {
+                    let r = &mut stored.record;
+                    match found {
+                        Some(id) => {
+                            r.status = ActionStatus::Completed;
+                            r.destination_ref = Some(id.to_owned());
+                        }
+                        None => r.status = ActionStatus::Pending,
                     }
-                    None => r.status = ActionStatus::Pending,
+                    r.updated_at = now;
+                    stored.token = Some(token);
+                    true
                 }
-                r.updated_at = now;
-                true
-            }
-            _ => false,
+                Some(stored) => stored.token == Some(token),
+                None => false,
+            })
         }))
     }
 
     async fn reopen(&self, key: &ActionKey, now: Timestamp) -> Result<bool, StoreError> {
-        Ok(self.with(|records| match records.get_mut(key) {
-            Some(stored) if stored.record.status == ActionStatus::Failed => {
-                stored.record.status = ActionStatus::Pending;
-                stored.record.updated_at = now;
-                true
-            }
-            _ => false,
+        Ok(self.replays.write(|token| {
+            self.with(|records| match records.get_mut(key) {
+                Some(stored) if stored.record.status == ActionStatus::Failed => {
+                    stored.record.status = ActionStatus::Pending;
+                    stored.record.updated_at = now;
+                    stored.token = Some(token);
+                    true
+                }
+                Some(stored) => stored.token == Some(token),
+                None => false,
+            })
         }))
     }
 }

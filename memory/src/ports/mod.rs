@@ -8,9 +8,11 @@
 mod inbox;
 mod ledger;
 mod queue;
+mod replay;
 mod triage;
 
 pub use inbox::MemoryInbox;
 pub use ledger::MemoryLedger;
 pub use queue::MemoryQueue;
+pub use replay::{LoseAnswers, Replays};
 pub use triage::{MemoryAlerts, MemoryHolder, MemoryTriage, holder};

@@ -3,7 +3,7 @@
 //! the alerts published, in order, for a test to read back.
 
 use std::{
-    collections::{BTreeMap, BTreeSet},
+    collections::BTreeMap,
     sync::{Arc, Mutex},
 };
 
@@ -14,18 +14,40 @@ use hookgate_core::{
     triage::{TriageItem, TriageStatus},
 };
 
+use super::replay::{LoseAnswers, Replays};
+
 #[derive(Debug, Default)]
 struct State {
     items: BTreeMap<String, TriageItem>,
-    /// Claimed alert markers. The adapter's expire after a day through TTL,
-    /// which deletes them up to days later; a test never outlives one.
-    markers: BTreeSet<String>,
+    /// The token of the last transition of each item, and of its last
+    /// filing with what it answered (the item's `write_token`).
+    tokens: BTreeMap<String, u64>,
+    filed: BTreeMap<String, (u64, Filed)>,
+    /// How often each item was held: filed new, or held again.
+    holds: BTreeMap<String, u32>,
+    /// Claimed alert markers, with their claim's token. The adapter's
+    /// expire after a day through TTL, which deletes them up to days later;
+    /// a test never outlives one.
+    markers: BTreeMap<String, u64>,
 }
 
 /// Triage items by id. A handle: clones share the same table.
 #[derive(Debug, Clone, Default)]
 pub struct MemoryTriage {
     state: Arc<Mutex<State>>,
+    replays: Replays,
+}
+
+impl LoseAnswers for MemoryTriage {
+    fn lose_answer_after(&self, skip: u32, count: u32) {
+        self.replays.lose_after(skip, count);
+    }
+}
+
+impl LoseAnswers for MemoryHolder {
+    fn lose_answer_after(&self, skip: u32, count: u32) {
+        self.store.lose_answer_after(skip, count);
+    }
 }
 
 impl MemoryTriage {
@@ -37,34 +59,52 @@ impl MemoryTriage {
     pub fn items(&self) -> Vec<TriageItem> {
         self.with(|s| s.items.values().cloned().collect())
     }
+
+    /// How often item `id` was held (filed new, or held again after its
+    /// re-injection): each must have gone out as an alert.
+    pub fn holds(&self, id: &str) -> u32 {
+        self.with(|s| s.holds.get(id).copied().unwrap_or(0))
+    }
 }
 
 impl TriageStore for MemoryTriage {
     async fn file(&self, item: &TriageItem) -> Result<Filed, StoreError> {
-        Ok(self.with(|s| match s.items.get_mut(&item.id) {
-            None => {
-                s.items.insert(item.id.clone(), item.clone());
-                Filed::New
-            }
-            Some(stored)
-                if matches!(
-                    stored.status,
-                    TriageStatus::Reinjected | TriageStatus::Approved
-                ) =>
-            {
-                // Failing again after its re-injection (or during it, before
-                // the approval recorded it): held for a new decision.
-                stored.status = TriageStatus::Held;
-                stored.last_seen = item.last_seen;
-                stored.decided_by = None;
-                stored.decided_at = None;
-                stored.reason = None;
-                Filed::Reopened
-            }
-            Some(stored) => {
-                stored.last_seen = item.last_seen;
-                Filed::Repeat
-            }
+        Ok(self.replays.write(|token| {
+            self.with(|s| {
+                // This very write, sent again: what it did, it did.
+                if let Some((_, filed)) = s.filed.get(&item.id).filter(|(t, _)| *t == token) {
+                    return *filed;
+                }
+                let filed = match s.items.get_mut(&item.id) {
+                    None => {
+                        s.items.insert(item.id.clone(), item.clone());
+                        Filed::New
+                    }
+                    Some(stored)
+                        if matches!(
+                            stored.status,
+                            TriageStatus::Reinjected | TriageStatus::Approved
+                        ) =>
+                    {
+                        // Failing again after its re-injection (or during
+                        // it, before the approval recorded it): held for a
+                        // new decision.
+                        stored.status = TriageStatus::Held;
+                        stored.last_seen = item.last_seen;
+                        stored.decided_by = None;
+                        stored.decided_at = None;
+                        stored.reason = None;
+                        Filed::Reopened
+                    }
+                    Some(stored) => {
+                        stored.last_seen = item.last_seen;
+                        return Filed::Repeat;
+                    }
+                };
+                s.filed.insert(item.id.clone(), (token, filed));
+                *s.holds.entry(item.id.clone()).or_default() += 1;
+                filed
+            })
         }))
     }
 
@@ -93,20 +133,31 @@ impl TriageStore for MemoryTriage {
         why: &str,
         now: Timestamp,
     ) -> Result<bool, StoreError> {
-        Ok(self.with(|s| match s.items.get_mut(id) {
-            Some(item) if item.status == from => {
-                item.status = to;
-                item.decided_by = Some(who.to_owned());
-                item.decided_at = Some(now);
-                item.reason = Some(why.to_owned());
-                true
-            }
-            _ => false,
+        Ok(self.replays.write(|token| {
+            self.with(|s| match s.items.get_mut(id) {
+                Some(item) if item.status == from => {
+                    item.status = to;
+                    item.decided_by = Some(who.to_owned());
+                    item.decided_at = Some(now);
+                    item.reason = Some(why.to_owned());
+                    s.tokens.insert(id.to_owned(), token);
+                    true
+                }
+                _ => s.tokens.get(id) == Some(&token),
+            })
         }))
     }
 
     async fn claim_alert(&self, marker: &str, _now: Timestamp) -> Result<bool, StoreError> {
-        Ok(self.with(|s| s.markers.insert(marker.to_owned())))
+        Ok(self.replays.write(|token| {
+            self.with(|s| match s.markers.get(marker) {
+                None => {
+                    s.markers.insert(marker.to_owned(), token);
+                    true
+                }
+                Some(claimed) => *claimed == token,
+            })
+        }))
     }
 
     async fn release_alert(&self, marker: &str) -> Result<(), StoreError> {

@@ -1,12 +1,20 @@
-//! Faults injected at the worker's port calls: a crash (the invocation stops
-//! at that await and never resumes, as when Lambda's process dies or its
-//! timeout cuts it), a lost answer (the call committed, its answer was lost,
-//! and the SDK sent it again: the second answer is the one seen) and a pause
-//! (the invocation stops before the call and the simulator resumes it later,
-//! so other invocations, triage, the sweep and operators run in between).
+//! Faults injected at the port calls of a worker's invocation or an
+//! operator's decision: a crash (the invocation stops at that await and
+//! never resumes, as when Lambda's process dies or its timeout cuts it, or
+//! the operator's process dies), a lost answer (the call committed, its
+//! answer was lost, and the SDK sent the same request again: the second
+//! answer is the one seen), a failure (the store refused: the call wrote
+//! nothing and answered an error) and a pause (the invocation stops before
+//! the call and the simulator resumes it later, so other invocations,
+//! triage, the sweep and operators run in between).
 //!
-//! Each invocation has its own plan, which counts its port calls; the
-//! wrappers ask it before each call.
+//! A lost answer on a conditional write of the ledger or the triage table
+//! goes through the memory port's own replay ([`LoseAnswers`]), which
+//! sends the same write token again as the SDK does; elsewhere the call is
+//! made twice.
+//!
+//! Each invocation and each decision has its own plan, which counts its
+//! port calls; the wrappers ask it before each call.
 
 use std::{
     future::Future,
@@ -22,11 +30,16 @@ use hookgate_core::{
     destination::{Destination, DestinationError, Strategy},
     inbox::{InboxRecord, InboxStatus, Origin},
     ledger::ActionRecord,
-    ports::{Filed, Hold, InboxStore, Lease, Ledger, Reserve, Settle, StoreError, Upserted},
-    triage::TriageItem,
+    message::{MessageKind, QueueMessage},
+    ports::{
+        ActionQueue, Filed, Hold, InboxStore, Lease, Ledger, QueueError, Reserve, Settle, Store,
+        StoreError, TriageStore, Upserted,
+    },
+    triage::{TriageItem, TriageStatus},
 };
 
-use super::crm::SimCrm;
+use super::{crm::SimCrm, queue::Queue};
+use crate::LoseAnswers;
 
 /// What the next port call meets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,6 +47,7 @@ enum Fate {
     Proceed,
     Crash,
     LoseAnswer,
+    Fail,
     Pause,
 }
 
@@ -47,10 +61,11 @@ pub enum Call {
 }
 
 /// Where one invocation's faults fall, by port-call number (0 = the first).
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Faults {
     pub crash_at: Option<u32>,
     pub lose_answer_at: Option<u32>,
+    pub fail_at: Option<u32>,
     /// A bit per port call (bit 0 = the first): pause before each one set.
     pub pauses: u8,
 }
@@ -78,6 +93,7 @@ pub struct Plan {
 pub struct Fired {
     pub crashes: u32,
     pub lost_answers: u32,
+    pub failures: u32,
     pub pauses: u32,
 }
 
@@ -130,6 +146,9 @@ impl Plan {
         } else if self.faults.lose_answer_at == Some(call) {
             fired.lost_answers += 1;
             Fate::LoseAnswer
+        } else if self.faults.fail_at == Some(call) {
+            fired.failures += 1;
+            Fate::Fail
         } else if call < 8 && self.faults.pauses & (1 << call) != 0 {
             fired.pauses += 1;
             Fate::Pause
@@ -177,8 +196,17 @@ pub struct Faulty<T> {
     pub plan: Arc<Plan>,
 }
 
+/// What a store that refused a call answers.
+fn refused() -> StoreError {
+    StoreError::Unavailable {
+        store: Store::Inbox,
+        detail: "the simulated store refused the call".into(),
+    }
+}
+
 /// Runs a store call as the plan says: never resolving (a crash before it),
-/// twice (a lost answer: the retry's answer is returned), or after a pause.
+/// twice (a lost answer: the retry's answer is returned), not at all (a
+/// failure), or after a pause.
 macro_rules! faulted {
     ($self:ident, $call:expr) => {{
         match $self.plan.next() {
@@ -187,6 +215,27 @@ macro_rules! faulted {
                 let _lost = $call;
                 $call
             }
+            Fate::Fail => Err(refused()),
+            Fate::Pause => {
+                $self.plan.pause(Call::Store).await;
+                $call
+            }
+            Fate::Proceed => $call,
+        }
+    }};
+}
+
+/// [`faulted!`] for a conditional write of a store that models the SDK's
+/// retry itself: a lost answer replays the same write (its token) once.
+macro_rules! replayed {
+    ($self:ident, $call:expr) => {{
+        match $self.plan.next() {
+            Fate::Crash => std::future::pending().await,
+            Fate::LoseAnswer => {
+                $self.inner.lose_answers(1);
+                $call
+            }
+            Fate::Fail => Err(refused()),
             Fate::Pause => {
                 $self.plan.pause(Call::Store).await;
                 $call
@@ -226,8 +275,9 @@ impl<T: InboxStore> InboxStore for Faulty<T> {
         pk: &InboxPk,
         now: Timestamp,
         expires_at: Timestamp,
+        by: &str,
     ) -> Result<(), StoreError> {
-        self.inner.reopen(pk, now, expires_at).await
+        faulted!(self, self.inner.reopen(pk, now, expires_at, by).await)
     }
 
     async fn settle(
@@ -240,12 +290,17 @@ impl<T: InboxStore> InboxStore for Faulty<T> {
         faulted!(self, self.inner.settle(pk, status, reason, read).await)
     }
 
-    async fn discard(&self, pk: &InboxPk, reason: &str, reopened: bool) -> Result<(), StoreError> {
-        self.inner.discard(pk, reason, reopened).await
+    async fn discard(
+        &self,
+        pk: &InboxPk,
+        reason: &str,
+        reopened_by: Option<&str>,
+    ) -> Result<(), StoreError> {
+        faulted!(self, self.inner.discard(pk, reason, reopened_by).await)
     }
 }
 
-impl<T: Ledger> Ledger for Faulty<T> {
+impl<T: Ledger + LoseAnswers> Ledger for Faulty<T> {
     async fn reserve(
         &self,
         request: &ActionRequest,
@@ -297,17 +352,90 @@ impl<T: Ledger> Ledger for Faulty<T> {
         who: &str,
         now: Timestamp,
     ) -> Result<bool, StoreError> {
-        self.inner.reconcile(key, found, who, now).await
+        replayed!(self, self.inner.reconcile(key, found, who, now).await)
     }
 
     async fn reopen(&self, key: &ActionKey, now: Timestamp) -> Result<bool, StoreError> {
-        self.inner.reopen(key, now).await
+        replayed!(self, self.inner.reopen(key, now).await)
     }
 }
 
-impl<T: Hold> Hold for Faulty<T> {
+/// A lost answer of a hold is its filing's or its alert claim's (the
+/// triage table's first or second conditional write), by the parity of the
+/// port call it falls on.
+impl<T: Hold + LoseAnswers> Hold for Faulty<T> {
     async fn hold(&self, item: &TriageItem, now: Timestamp) -> Result<Filed, StoreError> {
-        faulted!(self, self.inner.hold(item, now).await)
+        let call = self.plan.calls();
+        match self.plan.next() {
+            Fate::Crash => std::future::pending().await,
+            Fate::LoseAnswer => {
+                self.inner.lose_answer_after(call % 2, 1);
+                self.inner.hold(item, now).await
+            }
+            Fate::Fail => Err(refused()),
+            Fate::Pause => {
+                self.plan.pause(Call::Store).await;
+                self.inner.hold(item, now).await
+            }
+            Fate::Proceed => self.inner.hold(item, now).await,
+        }
+    }
+}
+
+impl<T: TriageStore + LoseAnswers> TriageStore for Faulty<T> {
+    async fn file(&self, item: &TriageItem) -> Result<Filed, StoreError> {
+        replayed!(self, self.inner.file(item).await)
+    }
+
+    async fn get(&self, id: &str) -> Result<Option<TriageItem>, StoreError> {
+        faulted!(self, self.inner.get(id).await)
+    }
+
+    async fn list(&self, status: TriageStatus) -> Result<Vec<TriageItem>, StoreError> {
+        faulted!(self, self.inner.list(status).await)
+    }
+
+    async fn transition(
+        &self,
+        id: &str,
+        from: TriageStatus,
+        to: TriageStatus,
+        who: &str,
+        why: &str,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        replayed!(
+            self,
+            self.inner.transition(id, from, to, who, why, now).await
+        )
+    }
+
+    async fn claim_alert(&self, marker: &str, now: Timestamp) -> Result<bool, StoreError> {
+        replayed!(self, self.inner.claim_alert(marker, now).await)
+    }
+
+    async fn release_alert(&self, marker: &str) -> Result<(), StoreError> {
+        faulted!(self, self.inner.release_alert(marker).await)
+    }
+}
+
+/// A decision's re-queue: refused (SQS down), or never made (a crash).
+impl ActionQueue for Faulty<Queue> {
+    async fn send(&self, message: &QueueMessage, kind: MessageKind) -> Result<(), QueueError> {
+        match self.plan.next() {
+            Fate::Crash => std::future::pending().await,
+            Fate::Fail => Err(QueueError("the simulated queue refused".into())),
+            Fate::LoseAnswer => {
+                // Sent, its answer lost, sent again: two copies queued.
+                let _lost = self.inner.send(message, kind).await;
+                self.inner.send(message, kind).await
+            }
+            Fate::Pause => {
+                self.plan.pause(Call::Store).await;
+                self.inner.send(message, kind).await
+            }
+            Fate::Proceed => self.inner.send(message, kind).await,
+        }
     }
 }
 
@@ -345,6 +473,9 @@ impl Destination for Faulty<SimCrm> {
                 let _lost = self.inner.lookup(key).await;
                 self.inner.lookup(key).await
             }
+            Fate::Fail => Err(DestinationError::Retryable(
+                "the simulated CRM refused".into(),
+            )),
             Fate::Proceed => self.inner.lookup(key).await,
         }
     }

@@ -37,10 +37,12 @@ use hookgate_core::{
     approval::{ApprovalError, Approvals},
     config::{Config, DestinationConfig},
     dlq::{DeadLetter, Triager},
-    inbox::{InboxStatus, Verdict},
+    inbox::InboxStatus,
     ingress::{Ingress, WebhookRequest},
+    ledger::ActionStatus,
     message::QueueMessage,
-    ports::{EventError, EventIngress, InboxStore, TriageStore},
+    ports::{EventIngress, InboxStore, TriageStore},
+    provider::Provider,
     secret::{Secret, SecretError, SecretRef, SecretSource},
     sweep::Sweeper,
     triage::{TriageItem, TriageSource, TriageStatus},
@@ -97,9 +99,34 @@ pub enum Op {
     OneCrm(u8, Mode),
     /// The scheduled sweep runs.
     Sweep,
-    /// An operator decides the `pick`-th held item: rejects it, or approves
-    /// it (an uncertain one is reconciled with what the CRM really holds).
+    /// An operator decides the `pick`-th held item (or one left approved by
+    /// a failed re-injection): rejects it, or approves it (an uncertain one
+    /// is reconciled with what the CRM really holds).
     Decide { pick: u8, reject: bool },
+    /// [`Op::Decide`], with a fault at one of the decision's port calls:
+    /// the operator's process dies there, or the store refuses the call,
+    /// or the call's answer is lost and the SDK sends it again.
+    DecideFaulty {
+        pick: u8,
+        reject: bool,
+        fault: DecisionFault,
+        at: u8,
+    },
+    /// EventBridge hands event `n % events` (an EventBridge one) to the
+    /// ingress function, asynchronously: the first try and Lambda's two
+    /// retries, the queue refusing the first `failed` of them; all three
+    /// failed, Lambda's on-failure record goes to triage. `failed` 4: the
+    /// rule could not invoke the function, and the event goes to the rule's
+    /// DLQ, and to triage.
+    Publish { event: u8, failed: u8 },
+}
+
+/// The fault of an [`Op::DecideFaulty`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DecisionFault {
+    Crash,
+    LoseAnswer,
+    Fail,
 }
 
 /// A run: its world, the queue's redrive limit (receives before a message
@@ -120,16 +147,16 @@ impl SecretSource for TestSecrets {
     }
 }
 
-/// The simulator delivers no EventBridge events, so no approval re-ingests one.
-struct NoEvents;
+type SimIngress = Ingress<MemoryInbox, Queue, TestSecrets, MemoryHolder>;
 
-impl EventIngress for NoEvents {
-    async fn ingest_event(&self, _event: &[u8], _now: Timestamp) -> Result<Verdict, EventError> {
-        Err(EventError::Malformed(
-            "the simulator sends no EventBridge events".into(),
-        ))
-    }
-}
+/// The operator's tools, on the ports of one decision's fault plan.
+type SimApprovals = Approvals<
+    Faulty<MemoryTriage>,
+    Faulty<MemoryInbox>,
+    Faulty<MemoryLedger>,
+    Faulty<Queue>,
+    Arc<SimIngress>,
+>;
 
 /// Polls `future` once: every port here answers at once, so it is either
 /// done or stopped for good at a crash.
@@ -172,10 +199,11 @@ struct Sim {
     now: Timestamp,
     world: World,
     config: Arc<Config>,
-    ingress: Ingress<MemoryInbox, Queue, TestSecrets, MemoryHolder>,
+    ingress: Arc<SimIngress>,
     triager: Triager<MemoryInbox, MemoryLedger, MemoryHolder>,
     sweeper: Sweeper<MemoryInbox, Queue>,
-    approvals: Approvals<MemoryTriage, MemoryInbox, MemoryLedger, Queue, NoEvents>,
+    /// Dead letters and on-failure records triaged so far (their ids).
+    letters: u32,
     /// The faults that fired, over every invocation.
     fired: Arc<Mutex<Fired>>,
     /// Invocations paused before a port call, oldest first.
@@ -237,26 +265,18 @@ impl Sim {
         for crm in crms.values() {
             crm.set_now(T0);
         }
-        let ingress = Ingress::new(
+        let ingress = Arc::new(Ingress::new(
             config.clone(),
             inbox.clone(),
             queue.clone(),
             TestSecrets,
             holder.clone(),
-        );
+        ));
         let triager = Triager::new(
             config.clone(),
             inbox.clone(),
             ledger.clone(),
             holder.clone(),
-        );
-        let approvals = Approvals::new(
-            config.clone(),
-            triage.clone(),
-            inbox.clone(),
-            ledger.clone(),
-            queue.clone(),
-            NoEvents,
         );
         let mut sim = Sim {
             now: T0,
@@ -265,7 +285,7 @@ impl Sim {
             ingress,
             triager,
             sweeper: Sweeper::new(inbox.clone(), queue.clone(), SWEEP_AGE),
-            approvals,
+            letters: 0,
             fired: Arc::default(),
             running: Vec::new(),
             queue,
@@ -295,6 +315,10 @@ impl Sim {
 
     fn deliver(&mut self, event: u8) {
         let event = usize::from(event) % self.world.events.len();
+        if self.world.events[event].provider == Provider::Eventbridge {
+            self.publish(event, 0);
+            return;
+        }
         let body = self.world.body(event);
         let headers = self.world.headers(event, self.now);
         let (provider, workspace) = (
@@ -505,62 +529,187 @@ impl Sim {
         self.log(format!("sweep: {report:?}"));
     }
 
-    /// The held items, oldest first (ties in id order).
+    /// The items awaiting a decision, oldest first (ties in id order): held,
+    /// or left approved by a re-injection that failed.
     fn held(&self) -> Vec<TriageItem> {
-        now_or_never(self.triage.list(TriageStatus::Held)).expect("the memory triage answers")
+        let mut items =
+            now_or_never(self.triage.list(TriageStatus::Held)).expect("the memory triage answers");
+        items.extend(
+            now_or_never(self.triage.list(TriageStatus::Approved))
+                .expect("the memory triage answers"),
+        );
+        items.sort_by(|a, b| (a.first_seen, &a.id).cmp(&(b.first_seen, &b.id)));
+        items
+    }
+
+    /// The operator's tools for one decision, on ports behind `plan`.
+    fn approvals(&self, plan: &Arc<Plan>) -> SimApprovals {
+        let faulty = |inner| Faulty {
+            inner,
+            plan: plan.clone(),
+        };
+        Approvals::new(
+            self.config.clone(),
+            faulty(self.triage.clone()),
+            Faulty {
+                inner: self.inbox.clone(),
+                plan: plan.clone(),
+            },
+            Faulty {
+                inner: self.ledger.clone(),
+                plan: plan.clone(),
+            },
+            Faulty {
+                inner: self.queue.clone(),
+                plan: plan.clone(),
+            },
+            self.ingress.clone(),
+        )
+    }
+
+    /// The event an item is of: its inbox record's, or the EventBridge event
+    /// it carries.
+    fn item_event(&self, item: &TriageItem) -> Option<usize> {
+        if let Some(pk) = &item.inbox_pk {
+            return self.event_of(pk);
+        }
+        let event: serde_json::Value = serde_json::from_str(&item.original_body).ok()?;
+        self.world.event_with_id(event["id"].as_str()?)
+    }
+
+    /// What the model reads before a decision, to tell what it recorded.
+    fn before(&self, item: &TriageItem, event: Option<usize>) -> Recorded {
+        let record = event.and_then(|e| {
+            now_or_never(self.inbox.get(self.world.inbox_pk(e)))
+                .ok()
+                .flatten()
+        });
+        let (inbox, reopens, reopened_by) = record.map_or((None, 0, None), |r| {
+            (Some(r.status), r.reopens, r.reopened_by)
+        });
+        let action = event.and_then(|e| {
+            let key = self.world.action_key(e);
+            self.ledger
+                .records()
+                .into_iter()
+                .find(|r| r.key.as_str() == key)
+                .map(|r| r.status)
+        });
+        let item = now_or_never(self.triage.get(&item.id))
+            .ok()
+            .flatten()
+            .map(|i| i.status);
+        Recorded {
+            item,
+            inbox,
+            reopens,
+            reopened_by,
+            action,
+        }
     }
 
     /// An operator's decision on `item`: a reject, or an approval (a
-    /// reconcile where only a reconcile may decide).
-    fn decide(&mut self, item: &TriageItem, reject: bool) {
-        let event = item.inbox_pk.as_ref().and_then(|pk| self.event_of(pk));
+    /// reconcile where only a reconcile may decide), on ports behind a plan
+    /// with `faults`. The model learns what the stores recorded, whatever
+    /// the tool answered: a decision that failed half way may have recorded
+    /// its first write.
+    fn decide(&mut self, item: &TriageItem, reject: bool, faults: Faults) {
+        let event = self.item_event(item);
+        let was = self.before(item, event);
+        let plan = Arc::new(Plan::new(faults, self.fired.clone()));
+        let approvals = self.approvals(&plan);
         let result = if reject {
-            self.reject(item)
+            self.reject(&approvals, item)
         } else {
             // As the tool tells an operator: approve; where it answers that
             // only a reconcile decides, reconcile with what the CRM holds;
             // where it answers that the work was rejected, reject this too.
-            match now_or_never(self.approvals.approve(
+            match poll_once(approvals.approve(
                 &item.id,
                 "sim-operator",
                 "approved in the simulation",
                 self.now,
             )) {
-                Err(ApprovalError::ReconcileOnly(_)) => match self.reconcile(event) {
-                    Err(ApprovalError::Rejected(_)) => self.reject(item),
-                    other => other,
-                },
-                Err(ApprovalError::Rejected(_)) => self.reject(item),
-                other => {
-                    if other.is_ok() {
-                        self.model.approved(event);
+                Some(Err(ApprovalError::ReconcileOnly(_))) => {
+                    match self.reconcile(&approvals, event) {
+                        Some(Err(ApprovalError::Rejected(_))) => self.reject(&approvals, item),
+                        other => other,
                     }
-                    other.map(|r| format!("approved: {r:?}"))
                 }
+                Some(Err(ApprovalError::Rejected(_))) => self.reject(&approvals, item),
+                other => other.map(|r| r.map(|r| format!("approved: {r:?}"))),
             }
         };
-        if result.is_ok() {
-            self.counts.decisions += 1;
+        self.recorded(item, event, was);
+        match &result {
+            Some(Ok(_)) => self.counts.decisions += 1,
+            _ if plan.calls() > 0 && faults != Faults::default() => {
+                self.counts.faulty_decisions += 1;
+            }
+            _ => {}
         }
-        self.log(format!("decide {} ({}): {result:?}", item.id, item.class));
+        let line = match result {
+            Some(result) => format!("{result:?}"),
+            None => format!("crashed at port call {}", plan.calls().saturating_sub(1)),
+        };
+        self.log(format!("decide {} ({}): {line}", item.id, item.class));
+        self.note_stored();
     }
 
-    fn reject(&mut self, item: &TriageItem) -> Result<String, ApprovalError> {
-        let done =
-            now_or_never(
-                self.approvals
-                    .reject(&item.id, "sim-operator", REJECTED, self.now),
+    /// The model learns what a decision recorded: a reject of the item, an
+    /// approval, an event discarded, an uncertain action decided.
+    fn recorded(&mut self, item: &TriageItem, event: Option<usize>, was: Recorded) {
+        let now = self.before(item, event);
+        let key = event.map(|e| self.world.action_key(e).to_owned());
+        if now.item == Some(TriageStatus::Discarded) && was.item != now.item {
+            let standing = matches!(
+                was.action,
+                Some(ActionStatus::Failed | ActionStatus::Uncertain)
             );
-        if done.is_ok() {
-            let event = item.inbox_pk.as_ref().and_then(|pk| self.event_of(pk));
-            let key = event.map(|e| self.world.action_key(e));
-            self.model.reject(item, event, key);
+            self.model.reject(item, event, key.as_deref(), standing);
         }
-        done.map(|()| "rejected".to_owned())
+        // The event re-opened by the approval, or an approval carried out
+        // (an event never stored is re-ingested): the operator's word that
+        // the event may run again. An approval recorded that stopped before
+        // re-opening anything leaves it held.
+        let approved = now.reopens > was.reopens
+            || now.item == Some(TriageStatus::Reinjected) && was.item != now.item;
+        if approved {
+            self.model.approved(event);
+        }
+        // A reject ends an event held for a decision, or one its own
+        // approval was the last to re-open; discarding any other (a re-run
+        // another decision queued) is a decision lost.
+        if let Some(e) = event
+            && now.inbox == Some(InboxStatus::Discarded)
+            && (was.inbox == Some(InboxStatus::Held)
+                || was.inbox == Some(InboxStatus::Received)
+                    && was.reopened_by.as_deref() == Some(item.id.as_str()))
+        {
+            self.model.ended(e);
+        }
+        if was.action == Some(ActionStatus::Uncertain) && now.action != was.action {
+            let world = &self.world;
+            self.model
+                .reconciled(key.as_deref(), |e| world.action_key(e));
+        }
+    }
+
+    fn reject(
+        &self,
+        approvals: &SimApprovals,
+        item: &TriageItem,
+    ) -> Option<Result<String, ApprovalError>> {
+        poll_once(approvals.reject(&item.id, "sim-operator", REJECTED, self.now))
+            .map(|done| done.map(|()| "rejected".to_owned()))
     }
 
     /// Reconciles `event`'s action with what the CRM really holds.
-    fn reconcile(&mut self, event: Option<usize>) -> Result<String, ApprovalError> {
+    fn reconcile(
+        &self,
+        approvals: &SimApprovals,
+        event: Option<usize>,
+    ) -> Option<Result<String, ApprovalError>> {
         let key = event
             .map(|e| self.world.action_key(e).to_owned())
             .unwrap_or_default();
@@ -571,20 +720,98 @@ impl Sim {
             .into_iter()
             .find(|r| r.key.as_str() == key)
         else {
-            return Ok(format!("no action {key} to reconcile"));
+            return Some(Ok(format!("no action {key} to reconcile")));
         };
-        let done = now_or_never(self.approvals.reconcile(
-            &record.key,
-            found.as_deref(),
-            "sim-operator",
-            self.now,
-        ));
-        if done.is_ok() {
-            let world = &self.world;
-            self.model
-                .reconciled(event.map(|e| world.action_key(e)), |e| world.action_key(e));
+        poll_once(approvals.reconcile(&record.key, found.as_deref(), "sim-operator", self.now))
+            .map(|done| done.map(|r| format!("reconciled: {r:?}")))
+    }
+
+    /// EventBridge hands `event` to the ingress function: Lambda's
+    /// asynchronous invoke, its first try and two retries, the queue down
+    /// for the first `failed`; then the on-failure destination, read by
+    /// triage. `failed` 4: the rule's DLQ.
+    fn publish(&mut self, event: usize, failed: u8) {
+        self.counts.published += 1;
+        let body = self.world.body(event);
+        if failed >= 4 {
+            self.log(format!(
+                "publish e{event}: the rule could not invoke the ingress"
+            ));
+            self.triage_letter(TriageSource::EventbridgeDlq, &body, event);
+            return;
         }
-        done.map(|r| format!("reconciled: {r:?}"))
+        let mut error = None;
+        for attempt in 0..3u8 {
+            self.queue.set_down(attempt < failed);
+            let result = now_or_never(self.ingress.ingest_event(body.as_bytes(), self.now));
+            self.queue.set_down(false);
+            match result {
+                Ok(verdict) => {
+                    self.log(format!(
+                        "publish e{event} (try {}): {verdict:?}",
+                        attempt + 1
+                    ));
+                    self.note_stored();
+                    return;
+                }
+                Err(e) => error = Some(e),
+            }
+        }
+        let error = error.expect("three tries failed");
+        self.log(format!("publish e{event}: three tries failed: {error}"));
+        self.note_stored();
+        let record = serde_json::json!({
+            "requestPayload": serde_json::from_str::<serde_json::Value>(&body)
+                .expect("the world's events are JSON"),
+            "responsePayload": {
+                "errorType": error.code().as_str(),
+                "errorMessage": error.to_string(),
+            },
+        });
+        self.triage_letter(
+            TriageSource::IngressAsyncFailure,
+            &record.to_string(),
+            event,
+        );
+    }
+
+    /// A dead letter of `event` that is no queue message (the rule's DLQ,
+    /// the ingress's on-failure record), triaged at once. A stored record
+    /// not yet processed holds the event until the operator decides.
+    fn triage_letter(&mut self, source: TriageSource, body: &str, event: usize) {
+        self.letters += 1;
+        self.counts.failed_events += 1;
+        let pending = now_or_never(self.inbox.get(self.world.inbox_pk(event)))
+            .ok()
+            .flatten()
+            .is_some_and(|r| r.status == InboxStatus::Received);
+        let letter = DeadLetter {
+            source,
+            message_id: &format!("letter-{}", self.letters),
+            body,
+            attributes: serde_json::json!({}),
+        };
+        let triaged = now_or_never(self.triager.triage(&letter, self.now));
+        if pending {
+            self.model.hold(event);
+        }
+        self.log(format!("e{event}: {source} triaged: {triaged:?}"));
+    }
+
+    /// Every EventBridge event whose record is stored is accepted: the
+    /// ingress or a re-ingestion took it.
+    fn note_stored(&mut self) {
+        for e in 0..self.world.events.len() {
+            if self.world.events[e].provider == Provider::Eventbridge
+                && !self.accepted.contains(&e)
+                && now_or_never(self.inbox.get(self.world.inbox_pk(e)))
+                    .ok()
+                    .flatten()
+                    .is_some()
+            {
+                self.accepted.insert(e);
+            }
+        }
     }
 
     /// Time passes, for the CRM too (it forgets keys).
@@ -607,6 +834,7 @@ impl Sim {
                 let faults = Faults {
                     crash_at: crash_at.map(u32::from),
                     lose_answer_at: lose_answer_at.map(u32::from),
+                    fail_at: None,
                     pauses,
                 };
                 if !self.work(pick, faults) {
@@ -628,15 +856,51 @@ impl Sim {
                 self.log(format!("{name} {mode:?}"));
             }
             Op::Sweep => self.sweep(),
-            Op::Decide { pick, reject } => {
-                let held = self.held();
-                if held.is_empty() {
-                    self.log("decide: nothing held".into());
+            Op::Decide { pick, reject } => self.decide_pick(pick, reject, Faults::default()),
+            Op::DecideFaulty {
+                pick,
+                reject,
+                fault,
+                at,
+            } => {
+                let at = Some(u32::from(at));
+                let faults = match fault {
+                    DecisionFault::Crash => Faults {
+                        crash_at: at,
+                        ..Faults::default()
+                    },
+                    DecisionFault::LoseAnswer => Faults {
+                        lose_answer_at: at,
+                        ..Faults::default()
+                    },
+                    DecisionFault::Fail => Faults {
+                        fail_at: at,
+                        ..Faults::default()
+                    },
+                };
+                self.decide_pick(pick, reject, faults);
+            }
+            Op::Publish { event, failed } => {
+                let eventbridge: Vec<usize> = (0..self.world.events.len())
+                    .filter(|e| self.world.events[*e].provider == Provider::Eventbridge)
+                    .collect();
+                if eventbridge.is_empty() {
+                    self.log("publish: no EventBridge events in this world".into());
                 } else {
-                    let item = held[usize::from(pick) % held.len()].clone();
-                    self.decide(&item, reject);
+                    let e = eventbridge[usize::from(event) % eventbridge.len()];
+                    self.publish(e, failed);
                 }
             }
+        }
+    }
+
+    fn decide_pick(&mut self, pick: u8, reject: bool, faults: Faults) {
+        let held = self.held();
+        if held.is_empty() {
+            self.log("decide: nothing held".into());
+        } else {
+            let item = held[usize::from(pick) % held.len()].clone();
+            self.decide(&item, reject, faults);
         }
     }
 
@@ -678,11 +942,22 @@ impl Sim {
             }
             self.log(format!("the operator decides {} held item(s)", held.len()));
             for item in held {
-                self.decide(&item, false);
+                self.decide(&item, false, Faults::default());
             }
             self.drain();
         }
     }
+}
+
+/// The state a decision may change, read before and after it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Recorded {
+    item: Option<TriageStatus>,
+    inbox: Option<InboxStatus>,
+    /// How often the event's record was re-opened, and by which item last.
+    reopens: u32,
+    reopened_by: Option<String>,
+    action: Option<ActionStatus>,
 }
 
 /// Runs `scenario`: its trace, or the invariant it broke (with the trace).
@@ -703,6 +978,13 @@ pub struct Counts {
     /// Invocations paused before a port call, and those resumed in time.
     pub pauses: u32,
     pub resumed: u32,
+    /// EventBridge events handed to the ingress, and those that failed to
+    /// the on-failure destination or the rule's DLQ.
+    pub published: u32,
+    pub failed_events: u32,
+    /// Decisions a fault cut short, and store calls that failed.
+    pub faulty_decisions: u32,
+    pub failures: u32,
 }
 
 impl std::ops::Add for Counts {
@@ -719,6 +1001,10 @@ impl std::ops::Add for Counts {
             decisions: self.decisions + o.decisions,
             pauses: self.pauses + o.pauses,
             resumed: self.resumed + o.resumed,
+            published: self.published + o.published,
+            failed_events: self.failed_events + o.failed_events,
+            faulty_decisions: self.faulty_decisions + o.faulty_decisions,
+            failures: self.failures + o.failures,
         }
     }
 }
@@ -740,6 +1026,7 @@ pub fn run_counted(scenario: &Scenario) -> Result<(Vec<String>, Counts), String>
         crashes: fired.crashes,
         lost_answers: fired.lost_answers,
         pauses: fired.pauses,
+        failures: fired.failures,
         ..sim.counts
     };
     match sim.check() {
@@ -747,11 +1034,24 @@ pub fn run_counted(scenario: &Scenario) -> Result<(Vec<String>, Counts), String>
         Err(violation) => {
             let mut ledger = sim.ledger.records();
             ledger.sort_by(|a, b| a.key.as_str().cmp(b.key.as_str()));
+            let mut inbox: Vec<String> = sim
+                .inbox
+                .records()
+                .iter()
+                .map(|r| {
+                    format!(
+                        "{} {} reopens {} by {:?}",
+                        r.pk, r.status, r.reopens, r.reopened_by
+                    )
+                })
+                .collect();
+            inbox.sort();
             Err(format!(
-                "{violation}\n{}\nconfig:\n{}\ntrace:\n{}\nledger:\n{ledger:#?}\ntriage:\n{:#?}",
+                "{violation}\n{}\nconfig:\n{}\ntrace:\n{}\nledger:\n{ledger:#?}\ninbox:\n{}\ntriage:\n{:#?}",
                 sim.world.describe(),
                 sim.world.config(),
                 sim.trace.join("\n"),
+                inbox.join("\n"),
                 sim.triage.items()
             ))
         }

@@ -72,14 +72,24 @@ impl Model {
     }
 
     /// A reject of `item` (of `event`, asking for the action `key`): of an
-    /// action's failure (the worker's item), or of a dead letter, which ends
-    /// its event if it held it.
-    pub(super) fn reject(&mut self, item: &TriageItem, event: Option<usize>, key: Option<&str>) {
+    /// action's failure (the worker's item), final for the action if it
+    /// still stood failed or uncertain (once another decision re-opened it,
+    /// the reject stops nothing), or of a dead letter, which ends its event
+    /// if it held it.
+    pub(super) fn reject(
+        &mut self,
+        item: &TriageItem,
+        event: Option<usize>,
+        key: Option<&str>,
+        standing: bool,
+    ) {
         let (Some(event), Some(key)) = (event, key) else {
             return;
         };
         if item.source == TriageSource::Worker {
-            self.rejected_actions.insert(key.to_owned());
+            if standing {
+                self.rejected_actions.insert(key.to_owned());
+            }
             return;
         }
         // Its record may be discarded (if the pipeline still held it).
@@ -87,6 +97,12 @@ impl Model {
         if self.events.get(&event) == Some(&Stand::Held) {
             self.events.insert(event, Stand::Rejected);
         }
+    }
+
+    /// A decision discarded `event`'s record: it ends.
+    pub(super) fn ended(&mut self, event: usize) {
+        self.discarded.insert(event);
+        self.events.insert(event, Stand::Rejected);
     }
 
     fn stopped(&self, event: usize) -> bool {
@@ -206,19 +222,24 @@ impl Sim {
         Ok(())
     }
 
-    /// Every item filed went out as an alert: its own, or for an outage its
-    /// destination's.
+    /// Every item filed went out as an alert: its own, each time it was
+    /// held (filed, or held again after its re-injection), or for an outage
+    /// its destination's.
     fn every_item_alerted(&self, items: &[TriageItem]) -> Result<(), String> {
         let alerts = self.alerts.published();
         for item in items {
-            let alerted = alerts.iter().any(|a| {
-                if item.class == TriageClass::DownstreamOutage {
+            let alerted = if item.class == TriageClass::DownstreamOutage {
+                alerts.iter().any(|a| {
                     a["class"] == item.class.as_str()
                         && a["destination"].as_str() == item.destination.as_deref()
-                } else {
-                    a["first_item"] == item.id.as_str()
-                }
-            });
+                })
+            } else {
+                let own = alerts
+                    .iter()
+                    .filter(|a| a["first_item"] == item.id.as_str())
+                    .count();
+                own >= usize::try_from(self.triage.holds(&item.id)).unwrap_or(usize::MAX)
+            };
             if !alerted {
                 return Err(format!(
                     "item {} ({}) was never alerted",

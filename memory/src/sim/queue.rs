@@ -40,6 +40,8 @@ pub enum Received {
 pub struct Queue {
     state: Arc<Mutex<(u32, Vec<Message>)>>,
     max_receives: Arc<Mutex<u32>>,
+    /// Sends refused from now on (SQS throttling or unreachable).
+    down: Arc<Mutex<bool>>,
 }
 
 impl Queue {
@@ -48,7 +50,13 @@ impl Queue {
         Queue {
             state: Arc::default(),
             max_receives: Arc::new(Mutex::new(max_receives)),
+            down: Arc::default(),
         }
+    }
+
+    /// Sends fail while `down`.
+    pub fn set_down(&self, down: bool) {
+        *self.down.lock().unwrap_or_else(|e| e.into_inner()) = down;
     }
 
     /// The redrive limit of messages sent from now on.
@@ -105,6 +113,9 @@ impl Queue {
 
 impl ActionQueue for Queue {
     async fn send(&self, message: &QueueMessage, _kind: MessageKind) -> Result<(), QueueError> {
+        if *self.down.lock().unwrap_or_else(|e| e.into_inner()) {
+            return Err(QueueError("the simulated queue is down".into()));
+        }
         let max_receives = *self.max_receives.lock().unwrap_or_else(|e| e.into_inner());
         self.with(|(last, messages)| {
             *last += 1;

@@ -4,7 +4,8 @@
 //! simulator first knew (one workspace, Retell, one CRM, eight events, two
 //! asking for each action), which the named regression scenarios keep;
 //! [`World::draw`] draws one from a seed: 1–3 workspaces, 1–3 providers
-//! each, 1–3 destinations with the idempotency-key, upsert or lookup
+//! each (Retell, Stripe, Bland, and EventBridge events mapped from the
+//! workspace's own account), 1–3 destinations with the idempotency-key, upsert or lookup
 //! strategy, one or two rules per binding, and up to [`MAX_EVENTS`] events,
 //! several of which ask for the same action.
 //!
@@ -26,15 +27,19 @@ pub const SECRET: &str = "key_test_ws1_retell";
 /// The destinations' key retention (the CRM forgets a key after it).
 pub const KEY_RETENTION_SECS: u64 = 1800;
 
-/// The providers a drawn world binds, with the event types each delivers.
-const PROVIDERS: [(Provider, [&str; 2]); 3] = [
+/// The providers a drawn world binds, with the event types each delivers
+/// (for EventBridge, the detail-types its source maps to the workspace).
+const PROVIDERS: [(Provider, [&str; 2]); 4] = [
     (Provider::Retell, ["call_analyzed", "call_ended"]),
     (
         Provider::Stripe,
         ["payment_intent.succeeded", "charge.refunded"],
     ),
     (Provider::Bland, ["completed", "failed"]),
+    (Provider::Eventbridge, ["Order Placed", "Order Shipped"]),
 ];
+/// The EventBridge source every drawn workspace maps (from its own account).
+const EVENT_SOURCE: &str = "sim.orders";
 const STRATEGIES: [Strategy; 3] = [Strategy::IdempotencyKey, Strategy::Upsert, Strategy::Lookup];
 
 /// One event a provider may deliver (again and again).
@@ -155,7 +160,7 @@ impl World {
         let mut events = Vec::new();
         for w in 1..=rng.range(1, 3) {
             let workspace = format!("ws-{w}");
-            let first = rng.range(0, 2);
+            let first = rng.range(0, PROVIDERS.len() - 1);
             for p in 0..rng.range(1, 3) {
                 let (provider, types) = PROVIDERS[(first + p) % PROVIDERS.len()];
                 let binding = rules.len();
@@ -256,6 +261,17 @@ impl World {
             .collect();
         bindings.dedup();
         for (workspace, provider) in bindings {
+            if provider == Provider::Eventbridge {
+                let types: Vec<String> = PROVIDERS[3].1.iter().map(|t| format!("{t:?}")).collect();
+                let _ = write!(
+                    out,
+                    "[[eventbridge.sources]]\nworkspace = \"{workspace}\"\naccount = \"{}\"\n\
+                     source = \"{EVENT_SOURCE}\"\ndetail_types = [{}]\n",
+                    account(workspace),
+                    types.join(", ")
+                );
+                continue;
+            }
             let types: Vec<String> = self
                 .rules
                 .iter()
@@ -340,6 +356,18 @@ impl World {
                 r#"{{"call_id":"bl_{}","status":"{}","variables":{{"order":"{}"}}}}"#,
                 event.id, event.event_type, event.business_id
             ),
+            Provider::Eventbridge => serde_json::json!({
+                "version": "0",
+                "id": format!("ev-{}", event.id),
+                "detail-type": event.event_type,
+                "source": EVENT_SOURCE,
+                "account": account(&event.workspace),
+                "time": "2027-01-15T08:00:00Z",
+                "region": "us-east-1",
+                "resources": [],
+                "detail": {"orderId": event.business_id},
+            })
+            .to_string(),
             _ => format!(
                 r#"{{"event":"{}","call":{{"call_id":"{}"}}}}"#,
                 event.event_type, event.business_id
@@ -365,6 +393,13 @@ impl World {
     /// The event an inbox key names.
     pub fn event_of(&self, pk: &InboxPk) -> Option<usize> {
         self.pks.iter().position(|p| p == pk)
+    }
+
+    /// The EventBridge event whose envelope carries `id`.
+    pub fn event_with_id(&self, id: &str) -> Option<usize> {
+        self.events.iter().position(|e| {
+            e.provider == Provider::Eventbridge && id.strip_prefix("ev-") == Some(e.id.as_str())
+        })
     }
 
     /// The action event `e` asks for.
@@ -395,6 +430,7 @@ impl Event {
         let key = match self.provider {
             Provider::Stripe => format!("evt_{}", self.id),
             Provider::Bland => format!("bl_{}", self.id),
+            Provider::Eventbridge => format!("ev-{}", self.id),
             _ => format!("{}:{}", self.event_type, self.business_id),
         };
         InboxPk::parse(&format!("{}#{}#{key}", self.workspace, self.provider))
@@ -402,10 +438,16 @@ impl Event {
     }
 }
 
+/// The AWS account a workspace's EventBridge events come from.
+fn account(workspace: &str) -> String {
+    format!("{:0>12}", workspace.trim_start_matches("ws-"))
+}
+
 fn business_pointer(provider: Provider) -> &'static str {
     match provider {
         Provider::Stripe => "/data/object/id",
         Provider::Bland => "/variables/order",
+        Provider::Eventbridge => "/detail/orderId",
         _ => "/call/call_id",
     }
 }

@@ -17,7 +17,9 @@ use hookgate_core::{
 };
 use serde_json::json;
 
-use crate::support::{Memory, NOW, SECRET, SERVICE, analyzed, message, pk, post};
+use crate::support::{
+    Memory, NOW, SECRET, SERVICE, analyzed, contact_event, event_pk, message, pk, post,
+};
 
 fn at(secs: u64) -> hookgate_core::Timestamp {
     NOW.plus(Duration::from_secs(secs))
@@ -673,6 +675,46 @@ async fn an_item_left_approved_is_rejected_with_the_record_its_approval_re_opene
 }
 
 #[tokio::test]
+async fn rejecting_an_item_left_approved_leaves_another_approvals_re_run_alone() {
+    // R4 of the red team: item Y's approval re-opened the event and queued
+    // its re-run; item X, a stale dead letter of the same event, was
+    // approved but its re-open failed, so X stayed APPROVED. Rejecting X
+    // discarded the record Y had re-opened: Y's re-run read DISCARDED and
+    // the action stayed PENDING for good, unheld.
+    let m = Memory::new();
+    let y = held(&m, "d21").await;
+    dead_letter(&m, "d21", "dlq-d21-copy", 25).await.unwrap();
+    let x = m.triage.items().into_iter().find(|i| i.id != y.id).unwrap();
+    m.approvals()
+        .approve(&y.id, "ana", "run", at(30))
+        .await
+        .unwrap();
+    m.inbox.set_failing_writes(true);
+    let failed = m.approvals().approve(&x.id, "bob", "run", at(31)).await;
+    assert!(matches!(failed, Err(ApprovalError::Store(_))), "{failed:?}");
+    m.inbox.set_failing_writes(false);
+    assert_eq!(
+        m.triage.get(&x.id).await.unwrap().unwrap().status,
+        TriageStatus::Approved
+    );
+    m.approvals()
+        .reject(&x.id, "bob", "a stale copy", at(40))
+        .await
+        .unwrap();
+    assert_eq!(status(&m, "d21").await, InboxStatus::Received);
+    let run = m.worker().process(&message("d21"), "m2:1", at(41)).await;
+    assert_eq!(run, MessageOutcome::Done("1 action(s) settled".into()));
+    assert_eq!(
+        (
+            status(&m, "d21").await,
+            m.ledger.records()[0].status,
+            m.crm.creates()
+        ),
+        (InboxStatus::Processed, ActionStatus::Completed, 2)
+    );
+}
+
+#[tokio::test]
 async fn an_alert_that_could_not_be_published_goes_out_with_the_redelivered_dead_letter() {
     let m = Memory::new();
     first_attempt(&m, "d16", DestinationError::Retryable("HTTP 503".into()), 1).await;
@@ -752,7 +794,10 @@ async fn an_approval_that_re_runs_a_failure_decides_its_held_item_too() {
     let m = Memory::new();
     first_attempt(&m, "d19", DestinationError::Permanent("HTTP 422".into()), 1).await;
     let failed = m.triage.items().remove(0);
-    m.inbox.reopen(&pk("d19"), NOW, at(86_400)).await.unwrap();
+    m.inbox
+        .reopen(&pk("d19"), NOW, at(86_400), "a-decision")
+        .await
+        .unwrap();
     dead_letter(&m, "d19", "dlq-d19", 10).await.unwrap();
     let dead = dlq_item(&m);
     let approved = m
@@ -775,4 +820,180 @@ async fn an_approval_that_re_runs_a_failure_decides_its_held_item_too() {
         (m.ledger.records()[0].status, m.crm.creates()),
         (ActionStatus::Completed, 2)
     );
+}
+
+/// An EventBridge event whose ingress invocations all failed to queue it
+/// (its record stored, or its put's answer lost): Lambda's on-failure
+/// record, triaged.
+async fn failed_event(m: &Memory, id: &str) -> TriageItem {
+    let event = contact_event(id);
+    m.queue.set_failing(true);
+    let failed = m.ingress().handle_event(event.as_bytes(), NOW).await;
+    assert!(failed.is_err(), "{failed:?}");
+    m.queue.set_failing(false);
+    assert_eq!(
+        m.inbox.get(&event_pk(id)).await.unwrap().unwrap().status,
+        InboxStatus::Received
+    );
+    let record = json!({
+        "requestPayload": serde_json::from_str::<serde_json::Value>(&event).unwrap(),
+        "responsePayload": {"errorType": "hookgate.StorageUnavailable",
+                            "errorMessage": "action queue send failed"},
+    });
+    let letter = DeadLetter {
+        source: TriageSource::IngressAsyncFailure,
+        message_id: &format!("async-{id}"),
+        body: &record.to_string(),
+        attributes: json!({}),
+    };
+    m.triager().triage(&letter, at(10)).await.unwrap();
+    m.triage.items().remove(0)
+}
+
+#[tokio::test]
+async fn an_eventbridge_event_held_by_its_failed_invocations_is_not_run_by_the_sweep_and_a_reject_ends_it()
+ {
+    // R3 of the red team: the on-failure item named no inbox record, and
+    // the record stayed RECEIVED: once SQS recovered the sweep re-queued it
+    // and the worker performed it while the item was HELD, and a reject
+    // then discarded nothing.
+    let m = Memory::new();
+    let item = failed_event(&m, "ev-r3").await;
+    assert_eq!(item.inbox_pk.as_ref(), Some(&event_pk("ev-r3")));
+    assert_eq!(
+        m.inbox
+            .get(&event_pk("ev-r3"))
+            .await
+            .unwrap()
+            .unwrap()
+            .status,
+        InboxStatus::Held
+    );
+    let swept = m
+        .sweeper()
+        .run_older_than(Duration::ZERO, at(4000))
+        .await
+        .unwrap();
+    assert_eq!((swept.found, m.queue.sent().len()), (0, 0));
+    m.approvals()
+        .reject(&item.id, "ana", "a test call", at(20))
+        .await
+        .unwrap();
+    assert_eq!(
+        m.inbox
+            .get(&event_pk("ev-r3"))
+            .await
+            .unwrap()
+            .unwrap()
+            .status,
+        InboxStatus::Discarded
+    );
+    assert_eq!(m.crm.creates(), 0);
+}
+
+#[tokio::test]
+async fn an_approved_eventbridge_failure_re_runs_its_stored_record_once() {
+    let m = Memory::new();
+    let item = failed_event(&m, "ev-r3b").await;
+    let done = m.approvals().approve(&item.id, "ana", "go", at(20)).await;
+    assert_eq!(
+        done,
+        Ok(Reinjected::Queued {
+            inbox_pk: event_pk("ev-r3b").to_string(),
+            reopened: vec![],
+        })
+    );
+    let (sent, kind) = m.queue.sent().remove(0);
+    assert_eq!(kind, MessageKind::Reinjected);
+    let run = m.worker().process(&sent.to_json(), "m1:1", at(21)).await;
+    assert_eq!(run, MessageOutcome::Done("1 action(s) settled".into()));
+    assert_eq!(m.crm.creates(), 1);
+}
+
+#[tokio::test]
+async fn a_reject_whose_event_write_fails_records_nothing() {
+    // Found by the simulator: the reject recorded its item DISCARDED, then
+    // died before discarding the event, which stayed HELD: an approval of
+    // another of its items then ran the event the operator had rejected.
+    let m = Memory::new();
+    let x = held(&m, "d22").await;
+    m.inbox.set_failing_writes(true);
+    let failed = m.approvals().reject(&x.id, "ana", "no", at(30)).await;
+    assert!(matches!(failed, Err(ApprovalError::Store(_))), "{failed:?}");
+    m.inbox.set_failing_writes(false);
+    assert_eq!(
+        (
+            m.triage.get(&x.id).await.unwrap().unwrap().status,
+            status(&m, "d22").await
+        ),
+        (TriageStatus::Held, InboxStatus::Held),
+        "nothing recorded: the reject can be made again"
+    );
+    m.approvals()
+        .reject(&x.id, "ana", "no", at(40))
+        .await
+        .unwrap();
+    assert_eq!(status(&m, "d22").await, InboxStatus::Discarded);
+}
+
+#[tokio::test]
+async fn an_approval_that_fails_before_its_event_re_opens_no_action() {
+    // Found by the simulator: an approval of a dead letter re-opened the
+    // event's FAILED action, then failed to re-open the settled event; a
+    // reject of the item left the action PENDING for good, run by nothing
+    // and held by nobody. The event is re-opened first now.
+    let m = Memory::new();
+    first_attempt(&m, "d23", DestinationError::Permanent("HTTP 422".into()), 1).await;
+    let failure = m.triage.items().remove(0);
+    dead_letter(&m, "d23", "dlq-d23", 20).await.unwrap();
+    let x = dlq_item(&m);
+    m.inbox.set_failing_writes(true);
+    let failed = m.approvals().approve(&x.id, "bob", "run", at(30)).await;
+    assert!(matches!(failed, Err(ApprovalError::Store(_))), "{failed:?}");
+    m.inbox.set_failing_writes(false);
+    m.approvals()
+        .reject(&x.id, "bob", "not after all", at(40))
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            m.ledger.records()[0].status,
+            m.triage.get(&failure.id).await.unwrap().unwrap().status
+        ),
+        (ActionStatus::Failed, TriageStatus::Held),
+        "the failure still stands, held for its own decision"
+    );
+}
+
+#[tokio::test]
+async fn an_item_left_approved_after_its_action_was_re_opened_cannot_be_rejected() {
+    // Found by the simulator: the approval of a failure re-opened its action
+    // and its event, then could not re-queue; a reject of the item then
+    // recorded a final "no" that stopped nothing (the sweep runs the event).
+    let m = Memory::new();
+    first_attempt(&m, "d24", DestinationError::Permanent("HTTP 422".into()), 1).await;
+    let failure = m.triage.items().remove(0);
+    m.queue.set_failing(true);
+    let failed = m
+        .approvals()
+        .approve(&failure.id, "ana", "run", at(30))
+        .await;
+    assert!(
+        matches!(failed, Err(ApprovalError::Reinjection(_))),
+        "{failed:?}"
+    );
+    m.queue.set_failing(false);
+    let refused = m.approvals().reject(&failure.id, "ana", "no", at(40)).await;
+    assert!(
+        matches!(refused, Err(ApprovalError::NotStanding { .. })),
+        "{refused:?}"
+    );
+    let again = m
+        .approvals()
+        .approve(&failure.id, "ana", "run", at(50))
+        .await;
+    assert!(again.is_ok(), "{again:?}");
+    let run = m.worker().process(&message("d24"), "m2:1", at(51)).await;
+    assert_eq!(run, MessageOutcome::Done("1 action(s) settled".into()));
+    assert_eq!(m.ledger.records()[0].status, ActionStatus::Completed);
 }

@@ -118,7 +118,7 @@ async fn a_held_or_discarded_event_is_never_performed() {
                 .settle(&pk("c5"), InboxStatus::Held, None, None)
                 .await
                 .unwrap();
-            m.inbox.discard(&pk("c5"), "rejected", false).await.unwrap();
+            m.inbox.discard(&pk("c5"), "rejected", None).await.unwrap();
         }
         assert_eq!(
             m.inbox.get(&pk("c5")).await.unwrap().unwrap().status,
@@ -216,6 +216,7 @@ async fn a_paced_action_waits_its_turn_or_gives_its_lease_back_and_a_done_one_ta
             &pk("c8"),
             NOW,
             NOW.plus(std::time::Duration::from_secs(3600)),
+            "a-decision",
         )
         .await
         .unwrap();

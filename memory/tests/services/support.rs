@@ -40,6 +40,11 @@ action_queue_url = "http://q"
 [workspaces.ws-1.retell]
 secrets = ["env:WS1_RETELL"]
 event_types = ["call_analyzed"]
+[[eventbridge.sources]]
+workspace = "ws-1"
+account = "123456789012"
+source = "aws.connect"
+detail_types = ["Amazon Connect Contact Event"]
 [destinations.crm]
 kind = "http"
 base_url = "http://127.0.0.1:9"
@@ -51,6 +56,13 @@ event_types = ["call_analyzed"]
 action = "create_task"
 destination = "crm"
 business_id = ["/call/call_id"]
+[[rules]]
+workspace = "ws-1"
+provider = "eventbridge"
+event_types = ["Amazon Connect Contact Event"]
+action = "log_contact"
+destination = "crm"
+business_id = ["/detail/contactId"]
 "#;
 
 pub fn config() -> Arc<Config> {
@@ -205,6 +217,22 @@ pub async fn post(ingress: &MemoryIngress, body: &[u8], secret: &str) -> (u16, S
         )
         .await;
     (reply.status, reply.body)
+}
+
+/// An Amazon Connect contact event, as EventBridge hands it to the ingress.
+pub fn contact_event(id: &str) -> String {
+    serde_json::json!({
+        "version": "0", "id": id, "detail-type": "Amazon Connect Contact Event",
+        "source": "aws.connect", "account": "123456789012",
+        "time": "2027-01-15T08:00:00Z", "region": "us-east-1", "resources": [],
+        "detail": {"contactId": format!("contact-{id}"), "eventType": "DISCONNECTED"}
+    })
+    .to_string()
+}
+
+/// The inbox key of [`contact_event`] `id`.
+pub fn event_pk(id: &str) -> InboxPk {
+    InboxPk::parse(&format!("ws-1#eventbridge#{id}")).unwrap()
 }
 
 pub fn pk(call: &str) -> InboxPk {

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use hookgate_adapters::{dynamo_inbox::DynamoInbox, sqs_queue::SqsActionQueue};
 use hookgate_core::message::{MessageKind, QueueMessage};
-use hookgate_memory::contract;
-use hookgate_tests::{pipeline::Pipeline, stack::Stack};
+use hookgate_memory::contract::{self, lost::Write};
+use hookgate_tests::{emulator::Emulator, pipeline::Pipeline, stack::Stack};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_dynamodb_inbox_honours_the_inbox_contract() {
@@ -26,6 +26,22 @@ async fn the_dynamodb_ledger_honours_the_ledger_contract() {
 async fn the_dynamodb_triage_table_honours_the_triage_contract() {
     let p = Pipeline::new("contract-triage").await;
     contract::triage::triage_store_contract(&p.triage, "ddb").await;
+}
+
+#[tokio::test]
+async fn the_dynamodb_stores_read_a_retried_decision_as_their_own() {
+    let p = Pipeline::new("contract-lost").await;
+    let emulator = Emulator::shared();
+    let triage = p.stack.config.triage_table.clone().unwrap();
+    contract::lost::triage_lost_answers_contract(&p.triage, "ddb", async |write: Write| {
+        emulator.lose_answers(write.operation(), &triage, 1).await
+    })
+    .await;
+    let actions = p.stack.config.actions_table.clone().unwrap();
+    contract::lost::ledger_lost_answers_contract(&p.ledger, "ddb", async |write: Write| {
+        emulator.lose_answers(write.operation(), &actions, 1).await
+    })
+    .await;
 }
 
 #[tokio::test]

@@ -902,8 +902,7 @@ async fn an_item_left_approved_by_a_failed_reinjection_can_be_rejected_or_approv
 }
 
 #[tokio::test]
-async fn re_injecting_an_eventbridge_event_that_had_reached_the_inbox_is_a_duplicate_not_a_collision()
- {
+async fn an_eventbridge_event_that_had_reached_the_inbox_is_held_and_re_queued_from_its_record() {
     let p = Pipeline::new("t-ebbytes").await;
     // The event as EventBridge sent it: its own key order and spacing.
     let original = r#"{"version": "0", "id": "eb-bytes-1", "detail-type": "Amazon Connect Contact Event",
@@ -911,7 +910,8 @@ async fn re_injecting_an_eventbridge_event_that_had_reached_the_inbox_is_a_dupli
         "region": "us-east-1", "resources": [], "detail": {"contactId": "c-1", "channel": "VOICE"}}"#;
     let event: serde_json::Value = serde_json::from_str(original).unwrap();
     // The invocation stored it, then failed (say, the queue send), so Lambda
-    // retried and finally sent its record to the on-failure queue.
+    // retried and finally sent its record, re-serialized, to the on-failure
+    // queue.
     let stored = p
         .stack
         .ingress
@@ -920,6 +920,15 @@ async fn re_injecting_an_eventbridge_event_that_had_reached_the_inbox_is_a_dupli
     assert_eq!(stored, Ok(Verdict::New));
     on_failure(&p, &event).await;
     let item = p.triage.list(TriageStatus::Held).await.unwrap().remove(0);
+    // Triage found the stored record by the key the ingress gives the
+    // event, named it and held it: the sweep leaves it to the decision.
+    let pk = "ws-1#eventbridge#eb-bytes-1";
+    assert_eq!(
+        item.inbox_pk.as_ref().map(ToString::to_string).as_deref(),
+        Some(pk)
+    );
+    let held = p.stack.record(pk).await.unwrap();
+    assert_eq!(held.status, InboxStatus::Held);
 
     let done = p
         .approvals
@@ -931,9 +940,19 @@ async fn re_injecting_an_eventbridge_event_that_had_reached_the_inbox_is_a_dupli
         )
         .await
         .unwrap();
-    assert_eq!(done, Reinjected::Ingested(Verdict::Duplicate));
-    let stored = p.stack.record("ws-1#eventbridge#eb-bytes-1").await.unwrap();
-    assert_eq!(stored.collision, None, "the same event, not a collision");
+    assert_eq!(
+        done,
+        Reinjected::Queued {
+            inbox_pk: pk.to_owned(),
+            reopened: vec![],
+        }
+    );
+    let stored = p.stack.record(pk).await.unwrap();
+    assert_eq!(
+        (stored.status, stored.collision, stored.delivery_count),
+        (InboxStatus::Received, None, 1),
+        "the stored record re-queued, not the event ingested again"
+    );
     assert!(
         p.triage.list(TriageStatus::Held).await.unwrap().is_empty(),
         "no collision item filed"

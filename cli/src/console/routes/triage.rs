@@ -139,7 +139,9 @@ pub(super) async fn detail<E: EventIngress + 'static>(
     // Only what the record shows: a link elsewhere cannot fake the notice.
     let note = match first(&pairs(q), "note").as_str() {
         "rejected" if evidence.item["status"] == "DISCARDED" => Some(
-            "Rejected: recorded as DISCARDED. Nothing of it will be performed, and it cannot be approved.",
+            "Rejected: recorded as DISCARDED, and it cannot be approved. Its event will not run \
+             again, and a rejected failure is not retried; an action that another event also \
+             asks for may still be performed for that event.",
         ),
         _ => None,
     };
