@@ -16,7 +16,9 @@ Why a wrapper and not `moto_server`:
   test process or `make` recipe that started it, even after a crash.
 * `POST /_hookgate/faults` makes the next DynamoDB write of an operation on
   a table commit and then answer 500 (`LoseAnswers`): the SDK's retry of a
-  committed conditional write, for the tests.
+  committed conditional write, for the tests. With `hold_ms` the 500 comes
+  that much later, outside the DynamoDB lock, so other requests (another
+  delivery of the same event) are served between the write and its retry.
 * CloudWatch's DescribeAlarms is answered in Smithy RPC v2 CBOR, the protocol
   the Rust SDK speaks and moto does not (`CloudWatchCbor`).
 * With `HOOKGATE_CALL_LOG=PATH` every request is appended to PATH as one JSON
@@ -37,6 +39,7 @@ import os
 import re
 import sys
 import threading
+import time
 from urllib.parse import parse_qs, unquote
 
 import cbor2
@@ -461,15 +464,18 @@ class LoseAnswers:
     table are served (the write commits), and then answered 500
     InternalServerError instead, so the SDK retries a write that already
     happened: the case a conditional write must not misread as someone
-    else's. With `"commit": false` nothing is written: a plain outage of that
-    table. A new fault replaces the one armed for the same operation and
-    table (`"count": 0` stops it); `DELETE /_hookgate/faults` disarms all.
+    else's. With `"hold_ms": N` the 500 is sent N ms after the write, and
+    since this middleware runs outside `SerializeDynamoDB`, other DynamoDB
+    requests are served meanwhile. With `"commit": false` nothing is
+    written: a plain outage of that table. A new fault replaces the one
+    armed for the same operation and table (`"count": 0` stops it);
+    `DELETE /_hookgate/faults` disarms all.
     """
 
     def __init__(self, app):
         self.app = app
         self.lock = threading.Lock()
-        self.armed = []  # [operation, table, remaining, commit]
+        self.armed = []  # [operation, table, remaining, commit, hold_ms]
 
     def __call__(self, environ, start_response):
         path = environ.get("PATH_INFO", "")
@@ -483,7 +489,7 @@ class LoseAnswers:
                     self.armed = [f for f in self.armed
                                   if (f[0], f[1]) != (fault["operation"], fault["table"])]
                     self.armed.append([fault["operation"], fault["table"], int(fault.get("count", 1)),
-                                       bool(fault.get("commit", True))])
+                                       bool(fault.get("commit", True)), int(fault.get("hold_ms", 0))])
             start_response("204 No Content", [])
             return [b""]
         target = environ.get("HTTP_X_AMZ_TARGET", "")
@@ -499,6 +505,8 @@ class LoseAnswers:
             return self.app(environ, start_response)
         if hit[3]:
             list(self.app(environ, lambda *args, **kwargs: None))  # committed; the answer is dropped
+        if hit[4]:
+            time.sleep(hit[4] / 1000)  # the DynamoDB lock is free: others are served meanwhile
         body = json.dumps({"__type": "com.amazonaws.dynamodb.v20120810#InternalServerError",
                            "message": "injected: the write committed, this answer is lost"}).encode()
         start_response("500 Internal Server Error", [("Content-Type", "application/x-amz-json-1.0")])
@@ -527,7 +535,7 @@ def main():
                              "(werkzeug closes each one); `make perf` uses it")
     args = parser.parse_args()
 
-    app = CountRequests(SerializeDynamoDB(LoseAnswers(CloudWatchCbor(DomainDispatcherApplication(create_backend_app)))))
+    app = CountRequests(LoseAnswers(SerializeDynamoDB(CloudWatchCbor(DomainDispatcherApplication(create_backend_app)))))
     if os.environ.get("HOOKGATE_CALL_LOG"):
         app = RecordCalls(app, os.environ["HOOKGATE_CALL_LOG"])
     if args.keep_alive:

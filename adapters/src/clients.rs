@@ -10,9 +10,12 @@ use std::time::Duration;
 pub use aws_config::SdkConfig;
 use aws_config::{BehaviorVersion, timeout::TimeoutConfig};
 
-/// Per attempt and per operation (retries included) budgets.
+/// Per attempt and per operation (retries included) budgets. The operation
+/// timeout is the store timeout an action's worst case counts by default
+/// (`Config::DEFAULT_STORE_TIMEOUT`): one number, so the budget is what the
+/// clients enforce.
 pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(2);
-pub const OPERATION_TIMEOUT: Duration = Duration::from_secs(5);
+pub const OPERATION_TIMEOUT: Duration = hookgate_core::config::Config::DEFAULT_STORE_TIMEOUT;
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Loads region, credentials and endpoint from the environment.

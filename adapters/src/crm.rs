@@ -17,11 +17,18 @@
 //! again once with the token read again past the cache, if that gives
 //! another value (a token rotated at the CRM and in the store); otherwise, or
 //! if refused again, it is the permanent refusal it was.
+//!
+//! Each call, its token's reads and that second request included, ends
+//! within the destination's `timeout_ms`, as an action's budget counts it: a
+//! token read that takes the whole of it is a retryable delay (nothing was
+//! sent), and the second request gets what is left.
 
 use std::{
     sync::{Arc, Mutex},
     time::Duration,
 };
+
+use tokio::time::{Instant, timeout_at};
 
 use hookgate_core::{
     Timestamp,
@@ -56,6 +63,8 @@ pub struct CrmDestination<K = AwsSecrets> {
     client: Client,
     /// The bearer token's reference, resolved at each call through `secrets`.
     auth: Option<SecretRef>,
+    /// The most one call takes, its token's reads included.
+    timeout: Duration,
     secrets: Arc<K>,
     idempotency_header: String,
     /// The rate limit, shared by the clones this instance makes.
@@ -70,6 +79,7 @@ impl<K> Clone for CrmDestination<K> {
             base: self.base.clone(),
             client: self.client.clone(),
             auth: self.auth.clone(),
+            timeout: self.timeout,
             secrets: self.secrets.clone(),
             idempotency_header: self.idempotency_header.clone(),
             pacer: self.pacer.clone(),
@@ -96,6 +106,7 @@ impl<K: SecretSource> CrmDestination<K> {
             base,
             client,
             auth: config.auth.clone(),
+            timeout: Duration::from_millis(config.timeout_ms),
             secrets,
             idempotency_header: config.idempotency_header.clone(),
             pacer: config
@@ -112,6 +123,8 @@ impl<K: SecretSource> CrmDestination<K> {
     /// Sends the request `build` makes, with the bearer token if the
     /// destination has one, and reads the answer. A 401 or 403 to the token
     /// is sent again once, with the token read again, if that one differs.
+    /// All of it within the destination's timeout (the client's, without a
+    /// token).
     async fn send(
         &self,
         build: impl Fn(&Client) -> RequestBuilder,
@@ -119,25 +132,43 @@ impl<K: SecretSource> CrmDestination<K> {
         let Some(reference) = &self.auth else {
             return json_of(exchange(build(&self.client)).await?).await;
         };
-        let token = self.secrets.resolve(reference).await.map_err(no_token)?;
-        let response = exchange(bearer(build(&self.client), &token)).await?;
+        let until = Instant::now() + self.timeout;
+        let read = |read: Result<Result<Secret, SecretError>, _>| {
+            read.map_err(|_| {
+                DestinationError::Retryable(format!(
+                    "no auth token: {reference} was not read within the destination's \
+                     timeout of {} ms",
+                    self.timeout.as_millis()
+                ))
+            })?
+            .map_err(no_token)
+        };
+        let token = read(timeout_at(until, self.secrets.resolve(reference)).await)?;
+        let response = exchange(bearer(build(&self.client), &token).timeout(left(until))).await?;
         if !matches!(
             response.status(),
             StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN
         ) {
             return json_of(response).await;
         }
-        let fresh = self
-            .secrets
-            .refresh(reference, &token)
-            .await
-            .map_err(no_token)?;
+        let fresh = read(timeout_at(until, self.secrets.refresh(reference, &token)).await)?;
         if fresh == token {
             return json_of(response).await;
         }
         drop(response);
-        json_of(exchange(bearer(build(&self.client), &fresh)).await?).await
+        if left(until).is_zero() {
+            // Refused, so nothing was done: the rotated token is cached now.
+            return Err(DestinationError::Retryable(format!(
+                "{reference} was rotated; no time left in this call to send again with it"
+            )));
+        }
+        json_of(exchange(bearer(build(&self.client), &fresh).timeout(left(until))).await?).await
     }
+}
+
+/// What is left of a call that must end at `until`.
+fn left(until: Instant) -> Duration {
+    until.saturating_duration_since(Instant::now())
 }
 
 /// The task's subject, for the CRM styles that name one.

@@ -1,5 +1,5 @@
 //! The Inbox table over DynamoDB: one conditional upsert per delivery, first
-//! or repeat.
+//! or repeat; the sweep's reads of the pending index and its mark.
 //!
 //! Item layout (docs/design.md, "Inbox table"): the collision is kept as two flat
 //! attributes, `collision_first_sha256` and `collision_count`, because one
@@ -20,11 +20,9 @@ use aws_sdk_dynamodb::{
 };
 use hookgate_core::{
     InboxPk, Timestamp,
-    inbox::{
-        Collision, InboxRecord, InboxStatus, Origin, PENDING_BUCKETS, Pending,
-        REASON_UNHANDLED_TYPE,
-    },
-    ports::{InboxStore, Store, StoreError, Upserted},
+    inbox::{Collision, InboxRecord, InboxStatus, Origin, Pending, REASON_UNHANDLED_TYPE},
+    ports::{InboxStore, Store, StoreError, SweepMarks, Upserted},
+    sweep::shares,
 };
 
 use crate::attrs::{Item, get_bool, get_n, get_s, n, opt_n, opt_s, s};
@@ -96,12 +94,14 @@ impl DynamoInbox {
         token: &str,
         now: Timestamp,
     ) -> Result<Upserted, StoreError> {
-        // This very write, retried by the SDK after its answer was lost.
+        // This very write, retried by the SDK after its answer was lost: it
+        // stored the record (its token is the record's, whatever deliveries
+        // came between), or it was the last repeat counted.
+        if opt_s(item, "write_token") == Some(token) {
+            return Ok(Upserted::New);
+        }
         if opt_s(item, "last_token") == Some(token) {
             let stored = from_item(item)?;
-            if opt_s(item, "write_token") == Some(token) {
-                return Ok(Upserted::New);
-            }
             let delivery_count = stored.delivery_count;
             return Ok(Upserted::Repeat {
                 stored: Box::new(stored),
@@ -193,8 +193,12 @@ impl InboxStore for DynamoInbox {
     async fn upsert(&self, record: &InboxRecord, now: Timestamp) -> Result<Upserted, StoreError> {
         // A token of this write: when the SDK retries an upsert whose answer
         // was lost, the retry fails its condition against the item this very
-        // write left (`last_token`), and tells it apart from another
-        // delivery's; `write_token` says whether that write stored the record.
+        // write left, and tells it apart from another delivery's. The record's
+        // `write_token` is the token of the write that stored it, even after
+        // other deliveries (R8 of the red team: a first write's retry that
+        // followed another delivery was counted again and answered as a
+        // repeat, so nothing queued the event); `last_token` is the last
+        // repeat's.
         let token = crate::ddb::write_token();
         let mut request = self
             .client
@@ -224,7 +228,8 @@ impl InboxStore for DynamoInbox {
             // without `pending_bucket` predates parking; it is counted apart.
             .condition_expression(
                 "attribute_not_exists(pk) OR (expires_at >= :now AND attribute_exists(pending_bucket) \
-                 AND (attribute_not_exists(last_token) OR last_token <> :token))",
+                 AND (attribute_not_exists(last_token) OR last_token <> :token) \
+                 AND (attribute_not_exists(write_token) OR write_token <> :token))",
             )
             .expression_attribute_values(":now", n(now.as_secs()))
             .expression_attribute_values(":token", s(&token))
@@ -344,31 +349,36 @@ impl InboxStore for DynamoInbox {
         before: Timestamp,
         limit: usize,
     ) -> Result<Vec<(InboxPk, Origin)>, StoreError> {
+        // The plan both stores read by (`sweep::shares`): each partition's
+        // share; then, in the same order, what the limit leaves from the
+        // partitions that may hold more (a page cut by its limit, or none
+        // read for a share of zero).
+        let plan = shares(limit, before);
         let mut found = Vec::new();
-        for bucket in 0..PENDING_BUCKETS {
-            if found.len() >= limit {
-                break;
+        let mut more = Vec::new();
+        for (bucket, share) in plan {
+            if share == 0 {
+                more.push((bucket, None));
+                continue;
             }
-            let out = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .index_name(PENDING_INDEX)
-                .key_condition_expression("pending_bucket = :bucket AND pending_since < :before")
-                .expression_attribute_values(":bucket", s(format!("pending-{bucket}")))
-                .expression_attribute_values(":before", n(before.as_millis()))
-                .limit(i32::try_from(limit - found.len()).unwrap_or(i32::MAX))
-                .send()
-                .await
-                .map_err(unavailable(STORE))?;
-            for item in out.items() {
-                let pk = InboxPk::parse(get_s(item, "pk").map_err(StoreError::corrupt(STORE))?)
-                    .map_err(|e| StoreError::corrupt(STORE)(e.to_string()))?;
-                let origin = get_s(item, "origin")
-                    .map_err(StoreError::corrupt(STORE))?
-                    .parse()
-                    .map_err(StoreError::corrupt(STORE))?;
-                found.push((pk, origin));
+            let (page, next) = self.pending_page(bucket, before, None, share).await?;
+            found.extend(page);
+            if next.is_some() {
+                more.push((bucket, next));
+            }
+        }
+        for (bucket, mut start) in more {
+            loop {
+                let room = limit - found.len();
+                if room == 0 {
+                    return Ok(found);
+                }
+                let (page, next) = self.pending_page(bucket, before, start, room).await?;
+                found.extend(page);
+                match next {
+                    Some(next) => start = Some(next),
+                    None => break,
+                }
             }
         }
         Ok(found)
@@ -441,6 +451,75 @@ impl InboxStore for DynamoInbox {
             None => request.condition_expression("#status = :held"),
         };
         applied(STORE, request.send().await).map(|_| ())
+    }
+}
+
+impl DynamoInbox {
+    /// Up to `limit` (at least 1) records of partition `pending-{bucket}`
+    /// pending since before `before`, oldest first, from `start`; and where
+    /// the next page starts, when this one may not be the last.
+    async fn pending_page(
+        &self,
+        bucket: u64,
+        before: Timestamp,
+        start: Option<Item>,
+        limit: usize,
+    ) -> Result<(Vec<(InboxPk, Origin)>, Option<Item>), StoreError> {
+        let out = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(PENDING_INDEX)
+            .key_condition_expression("pending_bucket = :bucket AND pending_since < :before")
+            .expression_attribute_values(":bucket", s(format!("pending-{bucket}")))
+            .expression_attribute_values(":before", n(before.as_millis()))
+            .set_exclusive_start_key(start)
+            .limit(i32::try_from(limit).unwrap_or(i32::MAX))
+            .send()
+            .await
+            .map_err(unavailable(STORE))?;
+        let page = out
+            .items()
+            .iter()
+            .map(|item| {
+                let pk = InboxPk::parse(get_s(item, "pk").map_err(StoreError::corrupt(STORE))?)
+                    .map_err(|e| StoreError::corrupt(STORE)(e.to_string()))?;
+                let origin = get_s(item, "origin")
+                    .map_err(StoreError::corrupt(STORE))?
+                    .parse()
+                    .map_err(StoreError::corrupt(STORE))?;
+                Ok((pk, origin))
+            })
+            .collect::<Result<_, StoreError>>()?;
+        Ok((page, out.last_evaluated_key().cloned()))
+    }
+}
+
+impl SweepMarks for DynamoInbox {
+    async fn mark_requeued(
+        &self,
+        pk: &InboxPk,
+        before: Timestamp,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(pk.to_string()))
+            // Still RECEIVED and still stranded as the run saw it: a settle,
+            // a re-open or another run's mark since then wins. An SDK retry
+            // of a mark whose answer was lost reads `false`; only a log line
+            // depends on it.
+            .condition_expression("#status = :received AND pending_since < :before")
+            .update_expression("SET pending_since = :now")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":received", s(InboxStatus::Received.as_str()))
+            .expression_attribute_values(":before", n(before.as_millis()))
+            .expression_attribute_values(":now", n(now.as_millis()))
+            .send()
+            .await;
+        applied(STORE, result)
     }
 }
 

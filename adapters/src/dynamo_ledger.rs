@@ -4,7 +4,9 @@
 //! status while the action is not COMPLETED, sharded (`IN_PROGRESS#3`, see
 //! `hookgate_core::shard`) and removed on completion — which keys the sparse
 //! `open` index (with `created_at`) that operators query for pending, failed
-//! and uncertain work. Lease expiry is epoch ms.
+//! and uncertain work. Lease expiry is epoch ms; the item's TTL (`expires_at`,
+//! epoch seconds) is a retention past the last reservation of its action,
+//! whatever that reservation found.
 
 use std::time::Duration;
 
@@ -24,7 +26,7 @@ use hookgate_core::{
 
 use crate::{
     attrs::{Item, get_n, get_s, n, opt_n, opt_s, s},
-    ddb::{own_write, query_shards, stamped, unavailable, write_token},
+    ddb::{applied, own_write, query_shards, stamped, unavailable, write_token},
 };
 
 const STORE: Store = Store::Ledger;
@@ -130,11 +132,14 @@ impl DynamoLedger {
         own_write(STORE, result, |item| stamped(item, &token))
     }
 
+    /// Takes the record over under `lease`, living until `expires_at`
+    /// (seconds) from now on.
     async fn take_over(
         &self,
         request: &ActionRequest,
         inbox_pk: &InboxPk,
         lease: Lease<'_>,
+        expires_at: AttributeValue,
     ) -> Result<bool, StoreError> {
         let (owner, now) = (lease.owner, lease.from);
         let result = self
@@ -144,7 +149,7 @@ impl DynamoLedger {
             .key("pk", s(request.key.as_str()))
             .update_expression(
                 "SET #status = :ip, open_bucket = :open, lease_owner = :owner, lease_expires_at = :until, \
-                 updated_at = :now, attempts = attempts + :one ADD inbox_pks :pks",
+                 updated_at = :now, attempts = attempts + :one, expires_at = :expires ADD inbox_pks :pks",
             )
             .condition_expression(
                 "request_sha256 = :sha AND (#status = :pending OR (#status = :ip AND lease_expires_at <= :now))",
@@ -159,6 +164,7 @@ impl DynamoLedger {
             .expression_attribute_values(":one", n(1))
             .expression_attribute_values(":pks", AttributeValue::Ss(vec![inbox_pk.to_string()]))
             .expression_attribute_values(":sha", s(&request.request_sha256))
+            .expression_attribute_values(":expires", expires_at)
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;
@@ -167,6 +173,26 @@ impl DynamoLedger {
             opt_s(item, "lease_owner") == Some(owner)
                 && opt_s(item, "status") == Some(ActionStatus::InProgress.as_str())
         })
+    }
+
+    /// Moves the record's `expires_at` (seconds) to `expires_at` if that is
+    /// later; a record that lives longer already is left as it is.
+    async fn keep_until(
+        &self,
+        key: &ActionKey,
+        expires_at: AttributeValue,
+    ) -> Result<(), StoreError> {
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(key.as_str()))
+            .condition_expression("attribute_exists(pk) AND expires_at < :expires")
+            .update_expression("SET expires_at = :expires")
+            .expression_attribute_values(":expires", expires_at)
+            .send()
+            .await;
+        applied(STORE, result).map(|_| ())
     }
 }
 
@@ -179,6 +205,7 @@ impl Ledger for DynamoLedger {
         retention: Duration,
     ) -> Result<Reserve, StoreError> {
         let (owner, now) = (lease.owner, lease.from);
+        let expires_at = now.plus(retention).as_secs();
         let item = Item::from([
             ("pk".to_owned(), s(request.key.as_str())),
             ("status".to_owned(), s(ActionStatus::InProgress.as_str())),
@@ -197,7 +224,7 @@ impl Ledger for DynamoLedger {
             ("destination".to_owned(), s(&request.destination)),
             ("created_at".to_owned(), n(now.as_millis())),
             ("updated_at".to_owned(), n(now.as_millis())),
-            ("expires_at".to_owned(), n(now.plus(retention).as_secs())),
+            ("expires_at".to_owned(), n(expires_at)),
         ]);
         let result = self
             .client
@@ -236,14 +263,27 @@ impl Ledger for DynamoLedger {
             )));
         }
         match claim(&stored, &request.request_sha256, now) {
-            Claim::TakeOver if self.take_over(request, inbox_pk, lease).await? => {
+            Claim::TakeOver
+                if self
+                    .take_over(request, inbox_pk, lease, n(expires_at))
+                    .await? =>
+            {
                 Ok(Reserve::Acquired(Attempt::Again {
                     since: stored.created_at,
                 }))
             }
-            // Another attempt took it between our read and our write.
+            // Another attempt took it between our read and our write (and
+            // kept it as long).
             Claim::TakeOver => Ok(Reserve::Existing(Claim::Busy, Box::new(stored))),
-            other => Ok(Reserve::Existing(other, Box::new(stored))),
+            other => {
+                // Found done, held, busy or colliding: it still lives a
+                // retention past this reservation (docs/design.md, "Actions
+                // table").
+                if stored.expires_at.as_secs() < expires_at {
+                    self.keep_until(&request.key, n(expires_at)).await?;
+                }
+                Ok(Reserve::Existing(other, Box::new(stored)))
+            }
         }
     }
 

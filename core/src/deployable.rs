@@ -12,7 +12,9 @@
 //! - an EventBridge source on AWS's documentation account `123456789012`;
 //! - an EventBridge rule and the config's sources that disagree: a rule
 //!   forwarding what no source maps (every such event fails three times and
-//!   is held as poison), or a mapped source the rule cannot deliver.
+//!   is held as poison), or a mapped source the rule cannot deliver;
+//! - a store timeout below what the functions' AWS clients allow one store
+//!   call: every action's worst case, and so its lease, would undercount it.
 
 use std::collections::BTreeSet;
 
@@ -67,6 +69,15 @@ pub fn problems(config: &Config, stack: &Stack) -> Vec<String> {
                 source.source, source.workspace
             ));
         }
+    }
+    if config.store_timeout < Config::DEFAULT_STORE_TIMEOUT {
+        found.push(format!(
+            "actions.store_timeout_ms {} is below the {} ms the functions' AWS clients let one \
+             store call take (their retries included): an action's worst case, and its lease, \
+             would count less than it may take; leave it unset",
+            config.store_timeout.as_millis(),
+            Config::DEFAULT_STORE_TIMEOUT.as_millis()
+        ));
     }
     found.extend(rule_disagreements(config, stack.rule.as_ref()));
     found
@@ -314,6 +325,15 @@ mod tests {
             out_of_reach(&arn("444455556666", "us-east-1"), &stack()),
             None
         );
+    }
+
+    #[test]
+    fn a_store_timeout_below_the_clients_is_refused() {
+        let mut config = load("config/deploy.example.toml");
+        config.store_timeout = std::time::Duration::from_millis(100);
+        let found = problems(&config, &stack());
+        assert_eq!(found.len(), 1, "{found:#?}");
+        assert!(found[0].starts_with("actions.store_timeout_ms 100 is below the 5000 ms"));
     }
 
     #[test]

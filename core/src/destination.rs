@@ -26,6 +26,20 @@ pub enum Strategy {
     Lookup,
 }
 
+impl Strategy {
+    /// The most destination calls one attempt makes ([`perform`]): a
+    /// look-first lookup (an attempt after another at a lookup destination,
+    /// or one past the key's retention at a key destination), the create,
+    /// and after a lost answer the same create again (a key) or a lookup.
+    /// An upsert never looks first: the create and the same create again.
+    pub const fn max_calls(self) -> u32 {
+        match self {
+            Strategy::Upsert => 2,
+            Strategy::IdempotencyKey | Strategy::Lookup => 3,
+        }
+    }
+}
+
 /// A destination call that did not produce a confirmed result.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DestinationError {
@@ -165,14 +179,15 @@ mod tests {
     use super::*;
     use crate::WorkspaceId;
 
-    /// Answers from a script; counts creates. A unit-test double for the
-    /// strategy logic only — the HTTP adapters are tested against the
-    /// simulated CRM.
+    /// Answers from a script; counts creates and lookups. A unit-test
+    /// double for the strategy logic only — the HTTP adapters are tested
+    /// against the simulated CRM.
     struct Scripted {
         strategy: Strategy,
         creates: Mutex<Vec<Result<String, DestinationError>>>,
         lookup: Result<Option<String>, DestinationError>,
         calls: Mutex<u32>,
+        lookups: Mutex<u32>,
     }
 
     impl Destination for Scripted {
@@ -186,6 +201,7 @@ mod tests {
         }
 
         async fn lookup(&self, _: &ActionKey) -> Result<Option<String>, DestinationError> {
+            *self.lookups.lock().unwrap() += 1;
             self.lookup.clone()
         }
     }
@@ -205,6 +221,7 @@ mod tests {
             creates: Mutex::new(creates),
             lookup,
             calls: Mutex::new(0),
+            lookups: Mutex::new(0),
         }
     }
 
@@ -330,6 +347,48 @@ mod tests {
             Performed::Uncertain(_)
         ));
         assert_eq!(*blind.calls.lock().unwrap(), 0);
+    }
+
+    #[tokio::test]
+    async fn an_attempt_makes_at_most_the_calls_its_strategy_counts() {
+        // What an action's budget counts (R9 of the red team: it counted
+        // two, and a look-first attempt makes three): every attempt, every
+        // answer to each create and to the lookup.
+        let answers = || {
+            vec![
+                Ok("task-1".to_owned()),
+                lost(),
+                Err(DestinationError::Retryable("503".into())),
+                Err(DestinationError::Permanent("422".into())),
+            ]
+        };
+        let lookups = [
+            Ok(Some("task-1".to_owned())),
+            Ok(None),
+            Err(DestinationError::Retryable("503".into())),
+            Err(DestinationError::Permanent("403".into())),
+            Err(DestinationError::OutcomeUnknown("timeout".into())),
+        ];
+        for strategy in [Strategy::IdempotencyKey, Strategy::Upsert, Strategy::Lookup] {
+            let mut most = 0;
+            for attempt in [Attempt::First, AGAIN, Attempt::KeyExpired] {
+                for first in answers() {
+                    for second in answers() {
+                        for lookup in lookups.clone() {
+                            let d = scripted(strategy, vec![first.clone(), second.clone()], lookup);
+                            perform(&d, &request(), attempt).await;
+                            let calls = *d.calls.lock().unwrap() + *d.lookups.lock().unwrap();
+                            assert!(
+                                calls <= strategy.max_calls(),
+                                "{strategy:?} {attempt:?}: {calls} calls"
+                            );
+                            most = most.max(calls);
+                        }
+                    }
+                }
+            }
+            assert_eq!(most, strategy.max_calls(), "{strategy:?}");
+        }
     }
 
     #[tokio::test]

@@ -134,6 +134,8 @@ pub struct Collision {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pending {
     pub bucket: String,
+    /// When it became pending (received, or re-opened), or the time of the
+    /// sweep run that re-queued it last (`ports::SweepMarks`).
     pub since: Timestamp,
 }
 

@@ -7,6 +7,10 @@
 //! releases the lease (back to PENDING) so the next attempt takes it. Every
 //! transition is a conditional write on the owner's lease, so a late finisher
 //! whose lease was taken over cannot overwrite the new owner's outcome.
+//!
+//! A record lives the ledger retention past the last reservation of its
+//! action; one created for an event older than that is not trusted as the
+//! action's first attempt ([`first_attempt`]).
 
 use crate::InboxPk;
 use crate::names::names;
@@ -127,10 +131,25 @@ pub fn own_attempt(stored: &ActionRecord) -> Attempt {
     }
 }
 
-/// How long ledger records live: at least the inbox TTL, so an action is
-/// recognised for as long as anything can re-deliver the event behind it.
-pub fn retention(configured: Duration, inbox_ttl: Duration) -> Duration {
-    configured.max(inbox_ttl)
+/// What a reservation that created the record is for an event received at
+/// `received_at`: the action's first attempt while the event is younger than
+/// the ledger's `retention`, else one past the key's retention.
+///
+/// Every reservation leaves the record living `retention` past it, and every
+/// reservation for this event came after its receipt, so a record any run of
+/// it reserved lives until `received_at + retention` at least. Past that, no
+/// record may mean one that expired after the action was performed: an event
+/// re-opened by decisions, each giving it another inbox TTL, can outlive the
+/// records of the actions it ran (R6 of the red team). Such an action is
+/// looked up before it is created, or held UNCERTAIN where it cannot be.
+pub fn first_attempt(received_at: Timestamp, now: Timestamp, retention: Duration) -> Attempt {
+    // `expires_at` is whole seconds: a record may go up to a second early.
+    let kept = retention.saturating_sub(Duration::from_secs(1));
+    if now.since(received_at) >= kept {
+        Attempt::KeyExpired
+    } else {
+        Attempt::First
+    }
 }
 
 #[cfg(test)]
@@ -228,10 +247,28 @@ mod tests {
     }
 
     #[test]
-    fn retention_never_undercuts_the_inbox_ttl() {
+    fn a_new_record_for_an_event_older_than_the_retention_is_not_trusted_as_a_first() {
         let day = Duration::from_secs(86_400);
-        assert_eq!(retention(90 * day, 8 * day), 90 * day);
-        assert_eq!(retention(day, 8 * day), 8 * day);
+        let received = Timestamp::from_secs(1_000);
+        let at = |d: Duration| received.plus(d);
+        assert_eq!(
+            first_attempt(received, at(15 * day), 16 * day),
+            Attempt::First
+        );
+        // A record stamped at the event's receipt may be gone a second early.
+        let edge = 16 * day - Duration::from_secs(1);
+        assert_eq!(
+            first_attempt(received, at(edge - Duration::from_millis(1)), 16 * day),
+            Attempt::First
+        );
+        assert_eq!(
+            first_attempt(received, at(edge), 16 * day),
+            Attempt::KeyExpired
+        );
+        assert_eq!(
+            first_attempt(received, at(40 * day), 16 * day),
+            Attempt::KeyExpired
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@
 
 pub mod action;
 pub mod approval;
+pub mod batch;
 pub mod canonical;
 pub mod config;
 pub mod crypto;

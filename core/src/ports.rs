@@ -1,12 +1,14 @@
 //! Every port: the small traits the core needs from the outside world. The
 //! adapters crate implements them over DynamoDB, SQS, EventBridge, SSM and
 //! HTTP; the integration tests run the services on those adapters against
-//! the emulator. `hookgate-testkit` keeps memory implementations of the
-//! inbox, ledger, queue and holder, held to the same contract suites as the
-//! DynamoDB adapters, for tests that run the services in milliseconds.
+//! the emulator. `hookgate-memory` keeps memory implementations of the
+//! inbox, ledger, queue, triage table and holder, held to the same contract
+//! suites as the DynamoDB and SQS adapters, for tests that run the services
+//! in milliseconds.
 //!
 //! Defined here:
 //! - [`InboxStore`]: the inbox table (conditional put, repeats, settling);
+//! - [`SweepMarks`]: the sweep's mark on a record it re-queued;
 //! - [`ActionQueue`]: the action queue;
 //! - [`Ledger`]: the business-action ledger (reserve, settle, reconcile);
 //! - [`TriageStore`]: held failures and alert claims;
@@ -118,8 +120,13 @@ pub trait InboxStore: Send + Sync {
         pk: &InboxPk,
     ) -> impl Future<Output = Result<Option<InboxRecord>, StoreError>> + Send;
 
-    /// Records still pending (RECEIVED, never settled) that arrived before
-    /// `before`, oldest first per index partition, at most `limit`.
+    /// Records still pending (RECEIVED, never settled) since before `before`
+    /// (received, re-opened, or last re-queued by the sweep then), at most
+    /// `limit`, read by the plan [`crate::sweep::shares`] draws from
+    /// `before`: each index partition's share, oldest first, then, in the
+    /// same order, what the limit leaves from the partitions with more. So
+    /// every partition is read while the limit allows, and the limit is used
+    /// whole while anything stranded is left.
     fn stranded(
         &self,
         before: Timestamp,
@@ -167,6 +174,24 @@ pub trait InboxStore: Send + Sync {
         reason: &str,
         reopened_by: Option<&str>,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
+}
+
+/// The sweep's one write to the inbox: the mark that it re-queued a record,
+/// so the runs after leave that copy to be received (docs/design.md, "Inbox
+/// table"). A port of its own because only the sweep writes it: the other
+/// services' inbox stores never need it.
+pub trait SweepMarks: Send + Sync {
+    /// Moves the record's `pending_since` to `now` if it is still RECEIVED
+    /// and pending since before `before` (stranded, as the run that re-sent
+    /// it saw it): a later run finds it again only once its own cut passes
+    /// `now`. `false` when it was not (settled, re-opened or marked since,
+    /// or absent); nothing else of the record changes.
+    fn mark_requeued(
+        &self,
+        pk: &InboxPk,
+        before: Timestamp,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 }
 
 /// The action queue refused or did not answer.
@@ -221,8 +246,11 @@ impl Lease<'_> {
 
 pub trait Ledger: Send + Sync {
     /// Creates the record IN_PROGRESS under `lease`, or takes over a pending
-    /// or expired one; otherwise reports what stands in the way. A record
-    /// created here lives `retention` past its last change.
+    /// or expired one; otherwise reports what stands in the way. Whatever it
+    /// finds, the record then lives `retention` past `lease.from`: created
+    /// or taken over, its `expires_at` is set to that; found in any other
+    /// state, moved to that if it is later. A record outlives the last
+    /// reservation of its action by the retention.
     fn reserve(
         &self,
         request: &ActionRequest,

@@ -7,7 +7,12 @@
 //! confirmed result. Receipt (inbox), requested action (ledger) and confirmed
 //! result (`destination_ref`) stay three separate records. Only a retryable
 //! problem returns the message to the queue; everything else is settled and
-//! the message deleted.
+//! the message deleted. What needs a human is filed once every action ran.
+//!
+//! Each action starts only if its worst case ends before the invocation's
+//! deadline, and its lease holds that worst case from when it starts at the
+//! latest (`Config::action_budget`, `Config::action_span`: every store call
+//! at the store timeout, every destination call at its timeout).
 
 use std::{collections::HashMap, sync::Arc};
 
@@ -17,7 +22,7 @@ use crate::{
     config::{Config, DestinationConfig},
     destination::{Destination, Performed, perform},
     inbox::InboxStatus,
-    ledger::{ActionStatus, Claim, ErrorKind},
+    ledger::{self, ActionStatus, Claim, ErrorKind},
     message::QueueMessage,
     ports::{Attempt, Hold, InboxStore, Lease, Ledger, Reserve, Settle, StoreError},
     rules::Decision,
@@ -51,6 +56,16 @@ pub enum MessageOutcome {
 enum ActionOutcome {
     Settled,
     Retry(String),
+}
+
+/// An action settled for a human, to be filed once the message's actions
+/// have run: `case` names the item (`failed`, `uncertain`, `collision`).
+#[derive(Debug)]
+struct ToHold<'a> {
+    case: &'static str,
+    request: &'a ActionRequest,
+    kind: ErrorKind,
+    detail: String,
 }
 
 #[derive(Debug)]
@@ -88,19 +103,22 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
     /// no DLQ will ever show it).
     async fn hold(
         &self,
-        case: &str,
-        request: &ActionRequest,
+        hold: &ToHold<'_>,
         inbox_pk: &InboxPk,
-        kind: ErrorKind,
-        detail: &str,
         now: Timestamp,
     ) -> Result<(), StoreError> {
+        let ToHold {
+            case,
+            request,
+            kind,
+            detail,
+        } = hold;
         let evidence = Evidence {
             destination: Some(request.destination.clone()),
             details: vec![format!("{}: {detail}", request.key)],
             ..Evidence::default()
         }
-        .with_kind(kind);
+        .with_kind(*kind);
         let workspace = request.key.workspace();
         let original = worker_original(case, &request.key, &request.request_sha256);
         let item = TriageItem::direct(
@@ -123,10 +141,12 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
     }
 
     /// [`Worker::process`] within an invocation that ends at `deadline` (the
-    /// Lambda context's): an action is started only if its worst case
-    /// ([`Config::action_budget`]), after the worst case of the actions before
-    /// it, ends before the deadline. The rest return to the queue unstarted,
-    /// holding no lease, instead of being cut off mid-call by the timeout.
+    /// Lambda context's): an action is started only if its worst case until
+    /// its last destination call ([`Config::action_budget`]), after the
+    /// inbox read and the worst case of the actions before it
+    /// ([`Config::action_span`]), ends before the deadline. The rest return
+    /// to the queue unstarted, holding no lease, instead of being cut off
+    /// mid-call by the timeout.
     pub async fn process_until(
         &self,
         body: &str,
@@ -184,7 +204,9 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
             Decision::Actions(requests) => requests,
         };
         let mut retries = Vec::new();
-        let mut worst_end = now;
+        let mut holds = Vec::new();
+        // Every step at its worst: the inbox read was one store call.
+        let mut worst_end = now.plus(self.config.store_timeout);
         for request in &requests {
             let budget = self.config.action_budget(&request.destination);
             if deadline.is_some_and(|d| worst_end.plus(budget) > d) {
@@ -208,18 +230,37 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
             } else {
                 std::time::Duration::ZERO
             };
-            // This action starts at the latest when the ones before it end at
-            // their worst: its lease runs from then, not from the message's start.
+            // This action starts at the latest when the inbox read and the
+            // actions before it end at their worst: its lease runs from then,
+            // not from the message's start.
             let lease = Lease {
                 owner,
                 from: now,
                 length: self.config.lease + worst_end.since(now) + max_wait,
             };
-            let (outcome, waited) = self.run_action(request, &pk, lease, max_wait).await?;
-            worst_end = worst_end.plus(waited).plus(budget);
+            let (outcome, waited) = self
+                .run_action(
+                    request,
+                    &pk,
+                    record.received_at,
+                    lease,
+                    max_wait,
+                    &mut holds,
+                )
+                .await?;
+            worst_end = worst_end
+                .plus(waited)
+                .plus(self.config.action_span(&request.destination));
             if let ActionOutcome::Retry(reason) = outcome {
                 retries.push(format!("{}: {reason}", request.key));
             }
+        }
+        // Filed once every action ran: filing takes store calls that no
+        // action's span counts, so it must not delay (and shorten the
+        // leases of) the actions after it. Filing that fails returns the
+        // message, whose next run files again what it finds settled.
+        for hold in &holds {
+            self.hold(hold, &pk, now).await?;
         }
         if !retries.is_empty() {
             return Ok(MessageOutcome::Retry(retries.join("; ")));
@@ -235,14 +276,17 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
         )))
     }
 
-    /// Runs one action: its outcome, and how long it waited for its
-    /// destination's turn (at most `max_wait`).
-    async fn run_action(
+    /// Runs one action of the event received at `received_at`: its outcome,
+    /// and how long it waited for its destination's turn (at most
+    /// `max_wait`); what needs a human goes to `holds`.
+    async fn run_action<'r>(
         &self,
-        request: &ActionRequest,
+        request: &'r ActionRequest,
         inbox_pk: &InboxPk,
+        received_at: Timestamp,
         lease: Lease<'_>,
         max_wait: std::time::Duration,
+        holds: &mut Vec<ToHold<'r>>,
     ) -> Result<(ActionOutcome, std::time::Duration), StoreError> {
         let no_wait = std::time::Duration::ZERO;
         let settled = |outcome| Ok((outcome, no_wait));
@@ -252,6 +296,11 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
             .reserve(request, inbox_pk, lease, self.config.ledger_retention)
             .await?;
         let attempt = match reserved {
+            // No record stood there: the first attempt, unless the event is
+            // so old that one may have expired after it was performed.
+            Reserve::Acquired(Attempt::First) => {
+                ledger::first_attempt(received_at, now, self.config.ledger_retention)
+            }
             Reserve::Acquired(attempt) => attempt,
             Reserve::Existing(Claim::Completed, _) => return settled(ActionOutcome::Settled),
             // Settled FAILED or UNCERTAIN by an earlier attempt, whose filing
@@ -263,8 +312,12 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
                     _ => ("failed", ErrorKind::Permanent),
                 };
                 let detail = stored.last_error.as_deref().unwrap_or("settled earlier");
-                self.hold(case, request, inbox_pk, kind, detail, now)
-                    .await?;
+                holds.push(ToHold {
+                    case,
+                    request,
+                    kind,
+                    detail: detail.to_owned(),
+                });
                 return settled(ActionOutcome::Settled);
             }
             Reserve::Existing(Claim::Busy | Claim::TakeOver, _) => {
@@ -284,19 +337,15 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
                 self.ledger
                     .record_collision(key, &request.request_sha256, inbox_pk, now)
                     .await?;
-                let detail = format!(
-                    "stored request {}, requested {}",
-                    stored.request_sha256, request.request_sha256
-                );
-                self.hold(
-                    "collision",
+                holds.push(ToHold {
+                    case: "collision",
                     request,
-                    inbox_pk,
-                    ErrorKind::Collision,
-                    &detail,
-                    now,
-                )
-                .await?;
+                    kind: ErrorKind::Collision,
+                    detail: format!(
+                        "stored request {}, requested {}",
+                        stored.request_sha256, request.request_sha256
+                    ),
+                });
                 return settled(ActionOutcome::Settled);
             }
         };
@@ -380,15 +429,12 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
                     .settle(key, owner, Settle::Failed(&message), now)
                     .await?
                 {
-                    self.hold(
-                        "failed",
+                    holds.push(ToHold {
+                        case: "failed",
                         request,
-                        inbox_pk,
-                        ErrorKind::Permanent,
-                        &message,
-                        now,
-                    )
-                    .await?;
+                        kind: ErrorKind::Permanent,
+                        detail: message,
+                    });
                 }
                 ActionOutcome::Settled
             }
@@ -399,15 +445,12 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
                     .settle(key, owner, Settle::Uncertain(&message), now)
                     .await?
                 {
-                    self.hold(
-                        "uncertain",
+                    holds.push(ToHold {
+                        case: "uncertain",
                         request,
-                        inbox_pk,
-                        ErrorKind::OutcomeUnknown,
-                        &message,
-                        now,
-                    )
-                    .await?;
+                        kind: ErrorKind::OutcomeUnknown,
+                        detail: message,
+                    });
                 }
                 ActionOutcome::Settled
             }

@@ -49,6 +49,8 @@ fn op() -> impl Strategy<Value = Op> {
                 pauses,
             }
         ),
+        1 => (2..=4u8, pauses_any(), 0..26u8)
+            .prop_map(|(size, pauses, lag)| Op::Batch { size, pauses, lag }),
         2 => any::<u8>().prop_map(Op::Resume),
         // Within a paused call's timeout, or well past it.
         2 => (1..6u16).prop_map(Op::Advance),
@@ -68,6 +70,11 @@ fn op() -> impl Strategy<Value = Op> {
         ),
         1 => (any::<u8>(), 0..=4u8).prop_map(|(event, failed)| Op::Publish { event, failed }),
     ]
+}
+
+/// A bit per port call to pause before, often none.
+fn pauses_any() -> impl Strategy<Value = u8> {
+    proptest::option::weighted(0.5, 1..=u8::MAX).prop_map(Option::unwrap_or_default)
 }
 
 fn decision_fault() -> impl Strategy<Value = DecisionFault> {
@@ -204,6 +211,8 @@ fn every_simulated_scenario_keeps_the_invariants() {
         t.faulty_decisions > cases / 100 && t.failures > cases / 100,
         "{t:?}"
     );
+    // Batches ran their messages one after another.
+    assert!(t.batches > cases / 10, "{t:?}");
 }
 
 /// The generation of `scenario()` and `World::draw`: a seed names the same
@@ -533,6 +542,43 @@ fn a_stale_failure_whose_event_was_rejected_can_still_be_rejected() {
             r#"Ok("rejected")"#,
             r#"Ok("rejected")"#,
         ],
+        "{trace:#?}"
+    );
+}
+
+#[test]
+fn a_message_that_starts_late_in_its_batch_leases_from_when_it_starts() {
+    // Red team N5: a batch run one message at a time gave every message the
+    // batch's start. The second message here starts 21 s in (the first took
+    // that long): it passed the deadline check on that stale time, took a
+    // lease that had already run out (20 s from the batch's start), and
+    // paused before its create; the other event of the call took the
+    // "expired" lease over and created the task, and the late one created
+    // it again. From when it starts, its worst case would outlast the
+    // function: it is not started, and the call has one task.
+    let mut world = World::classic(CrmStrategy::Lookup);
+    world.lease_secs = 20;
+    let trace = sim::run(&Scenario {
+        world,
+        max_receives: 5,
+        ops: vec![
+            Op::Deliver(2),
+            Op::Deliver(0),
+            Op::Deliver(1),
+            Op::Batch {
+                size: 2,
+                pauses: 1 << 2,
+                lag: 21,
+            },
+            work(0, 0),
+            Op::Resume(0),
+        ],
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        trace
+            .iter()
+            .any(|l| l.contains("not started, its worst case would outlast the function timeout")),
         "{trace:#?}"
     );
 }

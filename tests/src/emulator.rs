@@ -4,7 +4,10 @@
 //! The static keeps the emulator's stdin open until the test process exits;
 //! then the server stops by itself.
 
-use std::sync::{Mutex, OnceLock};
+use std::{
+    sync::{Mutex, OnceLock},
+    time::Duration,
+};
 
 use aws_config::SdkConfig;
 
@@ -42,6 +45,18 @@ impl Emulator {
     pub async fn lose_answers(&self, operation: &str, table: &str, count: u32) {
         self.fault(serde_json::json!({"operation": operation, "table": table, "count": count}))
             .await;
+    }
+
+    /// As [`Emulator::lose_answers`] for the next one, whose 500 comes
+    /// `hold` after its write: other requests are served in between, as
+    /// when another delivery of the same event comes before the SDK's retry.
+    pub async fn lose_answer_later(&self, operation: &str, table: &str, hold: Duration) {
+        let hold_ms = u64::try_from(hold.as_millis()).unwrap_or(u64::MAX);
+        self.fault(
+            serde_json::json!({"operation": operation, "table": table, "count": 1,
+            "hold_ms": hold_ms}),
+        )
+        .await;
     }
 
     /// Makes the next `count` DynamoDB `operation`s on `table` fail with 500

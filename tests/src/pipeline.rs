@@ -56,6 +56,8 @@ pub const MAX_RECEIVES: u32 = 4;
 const WORKER_CONFIG: &str = r#"
 [actions]
 lease_secs = 30
+# The emulator on loopback: store calls counted at 100 ms, not 5 s.
+store_timeout_ms = 100
 
 [destinations.crm]
 kind = "http"

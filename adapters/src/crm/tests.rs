@@ -15,6 +15,8 @@ struct Tokens {
     cached: Mutex<Option<Secret>>,
     store: Mutex<Option<Secret>>,
     refreshes: AtomicU32,
+    /// How long a read of the store takes (the cache answers at once).
+    slow: Mutex<Duration>,
 }
 
 impl Tokens {
@@ -23,10 +25,13 @@ impl Tokens {
             cached: Mutex::new(cached.map(Secret::new)),
             store: Mutex::new(store.map(Secret::new)),
             refreshes: AtomicU32::new(0),
+            slow: Mutex::new(Duration::ZERO),
         })
     }
 
-    fn read_store(&self, reference: &SecretRef) -> Result<Secret, SecretError> {
+    async fn read_store(&self, reference: &SecretRef) -> Result<Secret, SecretError> {
+        let slow = *self.slow.lock().unwrap();
+        tokio::time::sleep(slow).await;
         let value = self.store.lock().unwrap().clone();
         *self.cached.lock().unwrap() = value.clone();
         value.ok_or_else(|| SecretError::Missing(reference.clone()))
@@ -38,13 +43,13 @@ impl SecretSource for Tokens {
         let cached = self.cached.lock().unwrap().clone();
         match cached {
             Some(secret) => Ok(secret),
-            None => self.read_store(reference),
+            None => self.read_store(reference).await,
         }
     }
 
     async fn refresh(&self, reference: &SecretRef, _: &Secret) -> Result<Secret, SecretError> {
         self.refreshes.fetch_add(1, Ordering::SeqCst);
-        self.read_store(reference)
+        self.read_store(reference).await
     }
 }
 
@@ -335,6 +340,40 @@ async fn a_refusal_the_token_read_again_cannot_change_is_the_permanent_refusal_i
         Err(DestinationError::Retryable(e)) => assert!(e.contains(TOKEN_REF), "{e}"),
         other => panic!("{other:?}"),
     }
+}
+
+#[tokio::test]
+async fn a_call_ends_within_the_destinations_timeout_its_token_reads_included() {
+    // R9 of the red team: an action's budget counts each call at the
+    // destination's timeout; a store slow to give the token added to it.
+    let crm = scripted(vec![(401, r#"{"error":"expired"}"#.to_owned())]).await;
+    let slow = |cached: Option<&str>| {
+        let tokens = Tokens::new(cached, Some("tok-new"));
+        *tokens.slow.lock().unwrap() = Duration::from_millis(400);
+        let mut config = config_at(&crm.base_url);
+        config.auth = Some(SecretRef::parse(TOKEN_REF).unwrap());
+        config.timeout_ms = 200;
+        CrmDestination::new(&config, tokens).expect("destination")
+    };
+    let within = async |d: CrmDestination<Tokens>| {
+        let started = std::time::Instant::now();
+        let answer = d.create(&request()).await;
+        assert!(
+            started.elapsed() < Duration::from_millis(400),
+            "{:?}",
+            started.elapsed()
+        );
+        match answer {
+            Err(DestinationError::Retryable(e)) => assert!(e.contains(TOKEN_REF), "{e}"),
+            other => panic!("not a retryable delay: {other:?}"),
+        }
+    };
+    // Not cached: nothing sent.
+    within(slow(None)).await;
+    assert!(bearers(&crm).is_empty(), "nothing sent");
+    // Cached, refused, and read again too slowly: one request, then a delay.
+    within(slow(Some("tok-old"))).await;
+    assert_eq!(bearers(&crm), [said("tok-old")]);
 }
 
 #[test]

@@ -57,6 +57,7 @@ pub(super) struct RawActions {
     pub retention_secs: Option<u64>,
     pub sweep_age_secs: Option<u64>,
     pub function_timeout_secs: Option<u64>,
+    pub store_timeout_ms: Option<u64>,
     pub batch_concurrency: Option<u64>,
 }
 

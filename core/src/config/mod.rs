@@ -3,8 +3,10 @@
 //! validated once at cold start into one typed struct.
 //!
 //! Validation refuses a configuration that could let a provider re-deliver an
-//! event after its inbox record expired: the inbox TTL must be at least twice
-//! the longest re-delivery window among the configured sources.
+//! event after its inbox record expired (the inbox TTL must be at least twice
+//! the longest re-delivery window among the configured sources), a re-opened
+//! event outlive the ledger records of its actions (the ledger retention at
+//! least twice the inbox TTL), or an action outlive its lease or its function.
 //!
 //! - `file`: the TOML as written;
 //! - `env`: the `HOOKGATE_*` overrides, one line each;
@@ -27,8 +29,7 @@ use std::{
 use serde::Deserialize;
 
 use crate::{
-    Provider, WorkspaceId, destination::Strategy, ledger, provider::Scheme, rules::Rule,
-    secret::SecretRef,
+    Provider, WorkspaceId, destination::Strategy, provider::Scheme, rules::Rule, secret::SecretRef,
 };
 use env::Env;
 use file::File;
@@ -67,25 +68,29 @@ pub enum ConfigError {
     },
     #[error(
         "the action function's timeout of {timeout_ms} ms cannot fit the {needed_ms} ms that the \
-         actions of {event} may take (each action: twice its destination's timeout, plus \
-         {margin_ms} ms for the ledger; and 500 ms for the invocation): raise \
-         HOOKGATE_ACTION_TIMEOUT_SECS (ActionTimeoutSeconds) or lower the destinations' timeout_ms"
+         actions of {event} may take (each action: its destination calls at the destination's \
+         timeout_ms, and three store calls at the store timeout of {store_ms} ms; and 500 ms \
+         for the invocation): raise HOOKGATE_ACTION_TIMEOUT_SECS (ActionTimeoutSeconds) or \
+         lower the destinations' timeout_ms"
     )]
     ActionTimeoutTooShort {
         timeout_ms: u128,
         needed_ms: u128,
-        margin_ms: u128,
+        store_ms: u128,
         event: String,
     },
     #[error(
         "lease of {lease_ms} ms is shorter than the {budget_ms} ms an action at destination \
-         {destination:?} may take (twice its timeout_ms, plus the ledger's margin): another \
-         attempt could take it over mid-call; raise HOOKGATE_LEASE_SECS"
+         {destination:?} may take until its last call ends ({calls} calls at its timeout_ms, and \
+         the reservation's two writes at the store timeout of {store_ms} ms): another attempt \
+         could take it over mid-call; raise HOOKGATE_LEASE_SECS"
     )]
     LeaseTooShort {
         lease_ms: u128,
         budget_ms: u128,
         destination: String,
+        calls: u32,
+        store_ms: u128,
     },
     #[error(
         "the action queue's visibility timeout of {visibility_secs} s is shorter than the action \
@@ -95,6 +100,17 @@ pub enum ConfigError {
     VisibilityTooShort {
         visibility_secs: u64,
         timeout_secs: u64,
+    },
+    #[error(
+        "ledger retention of {retention_secs} s is shorter than twice the inbox TTL of \
+         {ttl_secs} s: an event re-opened just before its record expires lives another TTL, \
+         and the records of the actions it ran must outlive it; set actions.retention_secs to \
+         at least {needed_secs} or leave it unset"
+    )]
+    RetentionTooShort {
+        retention_secs: u64,
+        ttl_secs: u64,
+        needed_secs: u64,
     },
     #[error(
         "sweep age of {sweep_secs} s is inside the action queue's retry window of {window_secs} s \
@@ -136,13 +152,18 @@ pub struct Config {
     pub sweep_age: Duration,
     /// The action function's timeout (the queue's visibility must be ≥ 6×).
     pub action_timeout: Duration,
+    /// The longest one store call of the worker takes, the SDK's retries
+    /// included, as an action's worst case counts it
+    /// ([`Config::DEFAULT_STORE_TIMEOUT`], the functions' clients' own).
+    pub store_timeout: Duration,
     /// The action queue's visibility timeout and maxReceiveCount, as the
     /// template sets them (`None` where the host does not say).
     pub action_queue: Option<QueueRetry>,
     /// How many messages of one SQS batch the action function processes at
     /// once (each with its own destination calls).
     pub batch_concurrency: usize,
-    /// How long ledger records live (never shorter than the inbox TTL).
+    /// How long a ledger record lives past the last reservation of its
+    /// action: at least twice the inbox TTL.
     pub ledger_retention: Duration,
     pub destinations: BTreeMap<String, DestinationConfig>,
     pub rules: Vec<Rule>,
@@ -337,6 +358,10 @@ impl Config {
     pub const DEFAULT_BATCH_CONCURRENCY: usize = 10;
     /// The action function's timeout when the template does not say.
     pub const DEFAULT_ACTION_TIMEOUT: Duration = Duration::from_secs(30);
+    /// How long the functions' AWS clients let one call take, their retries
+    /// included (the adapters' `OPERATION_TIMEOUT` is this): the store
+    /// timeout unless a stack whose store answers at once declares less.
+    pub const DEFAULT_STORE_TIMEOUT: Duration = Duration::from_secs(5);
 
     /// Loads the file named by `HOOKGATE_CONFIG` with the process
     /// environment's overrides.
@@ -475,6 +500,11 @@ impl Config {
                 actions.function_timeout_secs,
                 Self::DEFAULT_ACTION_TIMEOUT,
             )?,
+            store_timeout: Duration::from_millis(env.number(
+                "HOOKGATE_STORE_TIMEOUT_MS",
+                actions.store_timeout_ms,
+                u64::try_from(Self::DEFAULT_STORE_TIMEOUT.as_millis()).unwrap_or(u64::MAX),
+            )?),
             batch_concurrency: env
                 .count(
                     "HOOKGATE_BATCH_CONCURRENCY",
@@ -507,42 +537,57 @@ impl Config {
             rules: file.rules,
             deciders: file.ops.deciders,
         };
-        config.ledger_retention = ledger::retention(
-            Duration::from_secs(
-                actions
-                    .retention_secs
-                    .unwrap_or(Self::DEFAULT_RETENTION.as_secs()),
-            ),
-            config.inbox_ttl,
-        );
         let explicit_sweep = match env.get("HOOKGATE_SWEEP_AGE_SECS") {
             Some(_) => Some(env.secs("HOOKGATE_SWEEP_AGE_SECS", None, Duration::ZERO)?),
             None => actions.sweep_age_secs.map(Duration::from_secs),
         };
-        config.sweep_age = config.resolve_sweep_age(explicit_sweep)?;
-        config.check_ttl()?;
-        config.check_actions()?;
-        config.check_action_timeout()?;
+        let explicit_retention = actions.retention_secs.map(Duration::from_secs);
+        config.validate(explicit_sweep, explicit_retention)?;
         Ok(config)
     }
 
-    /// Room for an action's ledger writes beside its destination calls.
-    pub const LEDGER_MARGIN: Duration = Duration::from_millis(500);
-
-    /// Room an invocation needs beyond its actions' worst case: the runtime's
-    /// start, the receive, the inbox read and settle. Without it an action
-    /// whose worst case equals the timeout could never start.
+    /// Room an invocation needs beyond its actions' worst case: the
+    /// runtime's start and the receive. Without it an action whose worst
+    /// case equals the timeout could never start.
     pub const INVOCATION_SLACK: Duration = Duration::from_millis(500);
 
-    /// The worst case of one action on `destination`: a create whose answer
-    /// is lost, one more call (the same key again, or a lookup), and the
-    /// ledger writes around them.
+    /// The store calls an action makes before its destination calls: the
+    /// reservation's conditional put, and the update that takes the record
+    /// over when it stands there (or keeps a found record longer).
+    pub const RESERVATION_WRITES: u32 = 2;
+
+    /// The most calls one attempt makes at `destination`
+    /// ([`Strategy::max_calls`]).
+    pub fn destination_calls(&self, destination: &str) -> u32 {
+        self.destinations
+            .get(destination)
+            .map_or(Strategy::IdempotencyKey, |d| d.strategy)
+            .max_calls()
+    }
+
+    /// The worst case of one action on `destination` from its start until
+    /// its last destination call ends, which its lease must hold: the
+    /// reservation's writes at the store timeout, then every call an attempt
+    /// can make (a look-first lookup, the create, and after a lost answer
+    /// the same create again or a lookup) at the destination's timeout,
+    /// each bounded whole (its token's reads and a 401's second request
+    /// included).
     pub fn action_budget(&self, destination: &str) -> Duration {
         let timeout_ms = self
             .destinations
             .get(destination)
             .map_or(DestinationConfig::DEFAULT_TIMEOUT_MS, |d| d.timeout_ms);
-        Duration::from_millis(timeout_ms) * 2 + Self::LEDGER_MARGIN
+        Duration::from_millis(timeout_ms)
+            .saturating_mul(self.destination_calls(destination))
+            .saturating_add(self.store_timeout.saturating_mul(Self::RESERVATION_WRITES))
+    }
+
+    /// [`Config::action_budget`] and the one store call after the
+    /// destination calls (the settle; a colliding action's record): when
+    /// the message's next action may start, at the latest.
+    pub fn action_span(&self, destination: &str) -> Duration {
+        self.action_budget(destination)
+            .saturating_add(self.store_timeout)
     }
 
     /// The triage table, required by triage and approvals.

@@ -172,12 +172,15 @@ fn a_lease_shorter_than_an_action_at_its_worst_is_refused() {
         "HOOKGATE_ACTION_TIMEOUT_SECS" => Some("40".to_owned()),
         _ => None,
     };
+    // Until its last call: 3 calls × 8 s, and 2 store calls × 5 s.
     assert_eq!(
         Config::from_toml(&text, env).unwrap_err(),
         ConfigError::LeaseTooShort {
             lease_ms: 10_000,
-            budget_ms: 16_500,
-            destination: "crm".into()
+            budget_ms: 34_000,
+            destination: "crm".into(),
+            calls: 3,
+            store_ms: 5_000,
         }
     );
 }
@@ -185,26 +188,58 @@ fn a_lease_shorter_than_an_action_at_its_worst_is_refused() {
 #[test]
 fn actions_that_cannot_fit_the_function_timeout_are_refused() {
     let text = format!("{BASE}\n{TWO_ACTIONS}");
-    // Two actions × (2 × 8 s + 0.5 s) + 0.5 s = 33.5 s > the 30 s default.
-    let err = Config::from_toml(&text, no_env).unwrap_err();
+    let lease = |name: &str| (name == "HOOKGATE_LEASE_SECS").then(|| "34".to_owned());
+    // Two actions × (3 calls × 8 s + 3 store calls × 5 s) + 0.5 s = 78.5 s
+    // > the 30 s default.
+    let err = Config::from_toml(&text, lease).unwrap_err();
     assert_eq!(
         err,
         ConfigError::ActionTimeoutTooShort {
             timeout_ms: 30_000,
-            needed_ms: 33_500,
-            margin_ms: 500,
+            needed_ms: 78_500,
+            store_ms: 5_000,
             event: "ws-1/retell call_ended".into()
         }
     );
-    // Exactly the worst case: refused too (nothing could start in time).
-    let exact = |name: &str| (name == "HOOKGATE_ACTION_TIMEOUT_SECS").then(|| "33".to_owned());
-    assert!(Config::from_toml(&text, exact).is_err());
+    // Short of the worst case by half a second: refused too.
+    let short = |name: &str| match name {
+        "HOOKGATE_ACTION_TIMEOUT_SECS" => Some("78".to_owned()),
+        other => lease(other),
+    };
+    assert!(Config::from_toml(&text, short).is_err());
     let roomy = |name: &str| match name {
-        "HOOKGATE_ACTION_TIMEOUT_SECS" => Some("34".to_owned()),
-        _ => None,
+        "HOOKGATE_ACTION_TIMEOUT_SECS" => Some("79".to_owned()),
+        other => lease(other),
     };
     let c = Config::from_toml(&text, roomy).unwrap();
-    assert_eq!(c.action_budget("crm"), Duration::from_millis(16_500));
+    assert_eq!(c.action_budget("crm"), Duration::from_secs(34));
+    assert_eq!(c.action_span("crm"), Duration::from_secs(39));
+}
+
+#[test]
+fn a_store_that_answers_at_once_may_declare_a_shorter_store_timeout() {
+    // The loopback emulator's stacks: 3 calls × 8 s and 2 store calls × 0.1 s.
+    let text = format!("{BASE}\n{TWO_ACTIONS}\n[actions]\nstore_timeout_ms = 100\n");
+    let lease = |name: &str| (name == "HOOKGATE_LEASE_SECS").then(|| "25".to_owned());
+    let c = Config::from_toml(&text, lease).unwrap_err();
+    assert!(
+        matches!(
+            c,
+            ConfigError::ActionTimeoutTooShort {
+                needed_ms: 49_100,
+                store_ms: 100,
+                ..
+            }
+        ),
+        "{c:?}"
+    );
+    let env = |name: &str| match name {
+        "HOOKGATE_STORE_TIMEOUT_MS" => Some("100".to_owned()),
+        "HOOKGATE_ACTION_TIMEOUT_SECS" => Some("50".to_owned()),
+        other => lease(other),
+    };
+    let c = Config::from_toml(&format!("{BASE}\n{TWO_ACTIONS}"), env).unwrap();
+    assert_eq!(c.action_budget("crm"), Duration::from_millis(24_200));
 }
 
 #[test]
@@ -479,4 +514,86 @@ fn a_destinations_rate_limit_is_bounded_and_its_burst_defaults_to_a_seconds_wort
         let e = with(limit).unwrap_err().to_string();
         assert!(e.contains(error), "{limit}: {e}");
     }
+}
+
+#[test]
+fn a_ledger_retention_shorter_than_twice_the_inbox_ttl_is_refused_naming_both() {
+    // R6 of the red team: a decision may re-open an event just before its
+    // record expires, for another inbox TTL; its completed actions' records
+    // must live that long after its run.
+    let text = format!("{BASE}\n[actions]\nretention_secs = 1382399");
+    let err = Config::from_toml(&text, no_env)
+        .err()
+        .map(|e| e.to_string());
+    assert_eq!(
+        err.as_deref(),
+        Some(
+            "ledger retention of 1382399 s is shorter than twice the inbox TTL of 691200 s: \
+             an event re-opened just before its record expires lives another TTL, and the \
+             records of the actions it ran must outlive it; set actions.retention_secs to at \
+             least 1382400 or leave it unset"
+        )
+    );
+    let exact = format!("{BASE}\n[actions]\nretention_secs = 1382400");
+    let c = Config::from_toml(&exact, no_env).unwrap();
+    assert_eq!(c.ledger_retention, Duration::from_secs(1_382_400));
+}
+
+#[test]
+fn the_default_ledger_retention_is_at_least_twice_the_inbox_ttl() {
+    assert_eq!(
+        Config::from_toml(BASE, no_env).unwrap().ledger_retention,
+        Config::DEFAULT_RETENTION
+    );
+    let day = 86_400;
+    let long_ttl = |name: &str| (name == "HOOKGATE_INBOX_TTL_SECS").then(|| (60 * day).to_string());
+    assert_eq!(
+        Config::from_toml(BASE, long_ttl).unwrap().ledger_retention,
+        Duration::from_secs(120 * day)
+    );
+}
+
+#[test]
+fn the_budget_covers_a_look_first_attempts_worst_case() {
+    // R9 of the red team: an attempt after another at a lookup destination
+    // looks up, creates and, its answer lost, looks up again: three calls
+    // at the destination's timeout. Before them the reservation's put and
+    // the take-over's update each take up to the store's timeout, the SDK's
+    // retries included (5 s by default, the adapters' operation timeout).
+    let text = format!(
+        "{BASE}\n[destinations.crm]\nkind = \"http\"\nstrategy = \"lookup\"\n\
+         base_url = \"http://crm\"\ntimeout_ms = 3000\n"
+    );
+    let c = Config::from_toml(&text, no_env).unwrap();
+    let worst = Duration::from_millis(3 * 3000) + 2 * Duration::from_secs(5);
+    assert!(
+        c.action_budget("crm") >= worst,
+        "{:?} < {worst:?}",
+        c.action_budget("crm")
+    );
+    // A lease that cannot hold it is refused.
+    let short = |name: &str| (name == "HOOKGATE_LEASE_SECS").then(|| "18".to_owned());
+    assert!(
+        matches!(
+            Config::from_toml(&text, short),
+            Err(ConfigError::LeaseTooShort { .. })
+        ),
+        "a lease of 18 s accepted"
+    );
+}
+
+#[test]
+fn the_largest_durations_are_refused_or_computed_never_a_panic() {
+    // The fuzz target's promise, at the new arithmetic: twice the TTL, and
+    // an action's calls and store calls, saturate instead of overflowing.
+    let text = format!(
+        "{BASE}\n{TWO_ACTIONS}\n[actions]\nstore_timeout_ms = {max}\n",
+        max = u64::MAX
+    )
+    .replace("timeout_ms = 8000", &format!("timeout_ms = {}", u64::MAX))
+    .replace(
+        "table = \"inbox\"",
+        &format!("table = \"inbox\"\nttl_secs = {}", u64::MAX),
+    );
+    assert!(Config::from_toml(&text, no_env).is_err());
 }

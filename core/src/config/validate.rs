@@ -1,6 +1,8 @@
 //! Validation: the file's tables become typed values, and a configuration
 //! that could let a provider re-deliver an event after its inbox record
-//! expired, or an action outlive its lease or its function, is refused.
+//! expired, an event outlive the ledger records of its actions, or an action
+//! outlive its lease or its function, is refused. [`Config::validate`] is the
+//! one path every check takes.
 
 use std::{
     collections::{BTreeMap, HashMap},
@@ -20,13 +22,43 @@ use crate::{
 };
 
 impl Config {
+    /// Every refusal, in one place: the windows derived from what was
+    /// configured (the sweep age, the ledger retention), then each check.
+    pub(super) fn validate(
+        &mut self,
+        sweep_age: Option<Duration>,
+        retention: Option<Duration>,
+    ) -> Result<(), ConfigError> {
+        self.sweep_age = self.resolve_sweep_age(sweep_age)?;
+        self.check_ttl()?;
+        self.ledger_retention = self.resolve_retention(retention)?;
+        self.check_actions()?;
+        self.check_action_timeout()
+    }
+
+    /// The ledger retention: the configured one, refused below twice the
+    /// inbox TTL; by default the larger of [`Self::DEFAULT_RETENTION`] and
+    /// that floor. A decision may re-open an event just before its record
+    /// expires, for another TTL, so its next run may come up to two TTLs
+    /// after the last one that kept the records of its actions
+    /// (docs/design.md, "The ledger retention").
+    fn resolve_retention(&self, explicit: Option<Duration>) -> Result<Duration, ConfigError> {
+        let floor = self.inbox_ttl.saturating_mul(2);
+        match explicit {
+            Some(retention) if retention < floor => Err(ConfigError::RetentionTooShort {
+                retention_secs: retention.as_secs(),
+                ttl_secs: self.inbox_ttl.as_secs(),
+                needed_secs: floor.as_secs(),
+            }),
+            Some(retention) => Ok(retention),
+            None => Ok(Self::DEFAULT_RETENTION.max(floor)),
+        }
+    }
+
     /// The sweep age: the configured one, refused inside the queue's retry
     /// window; by default the larger of [`Self::DEFAULT_SWEEP_AGE`] and that
     /// window plus a minute.
-    pub(super) fn resolve_sweep_age(
-        &self,
-        explicit: Option<Duration>,
-    ) -> Result<Duration, ConfigError> {
+    fn resolve_sweep_age(&self, explicit: Option<Duration>) -> Result<Duration, ConfigError> {
         let Some(queue) = self.action_queue else {
             return Ok(explicit.unwrap_or(Self::DEFAULT_SWEEP_AGE));
         };
@@ -43,10 +75,11 @@ impl Config {
         }
     }
 
-    /// The function timeout holds the worst case of every event's actions
-    /// (they run one after another), and the queue does not return a message
+    /// The lease holds an action until its last destination call ends, the
+    /// function timeout holds the worst case of every event's actions (they
+    /// run one after another), and the queue does not return a message
     /// before the function's timeout.
-    pub(super) fn check_action_timeout(&self) -> Result<(), ConfigError> {
+    fn check_action_timeout(&self) -> Result<(), ConfigError> {
         if let Some((destination, budget)) = self
             .destinations
             .keys()
@@ -58,6 +91,8 @@ impl Config {
                 lease_ms: self.lease.as_millis(),
                 budget_ms: budget.as_millis(),
                 destination: destination.clone(),
+                calls: self.destination_calls(destination),
+                store_ms: self.store_timeout.as_millis(),
             });
         }
         if let Some(q) = self.action_queue
@@ -68,12 +103,17 @@ impl Config {
                 timeout_secs: self.action_timeout.as_secs(),
             });
         }
+        // As the worker counts it: the inbox read, then each action's span
+        // (its budget and the store call after its calls), but the last one
+        // need only end its calls (its settle, cut off by the timeout, is
+        // recovered as a crash before it). The inbox read and that settle
+        // are one store call each: the invocation's slack and the spans.
         let mut per_event: BTreeMap<String, Duration> = BTreeMap::new();
         for rule in &self.rules {
             for event_type in &rule.event_types {
                 let event = format!("{}/{} {event_type}", rule.workspace, rule.provider);
-                *per_event.entry(event).or_insert(Self::INVOCATION_SLACK) +=
-                    self.action_budget(&rule.destination);
+                let needed = per_event.entry(event).or_insert(Self::INVOCATION_SLACK);
+                *needed = needed.saturating_add(self.action_span(&rule.destination));
             }
         }
         let worst = per_event.into_iter().max_by_key(|(_, needed)| *needed);
@@ -82,7 +122,7 @@ impl Config {
                 Err(ConfigError::ActionTimeoutTooShort {
                     timeout_ms: self.action_timeout.as_millis(),
                     needed_ms: needed.as_millis(),
-                    margin_ms: Self::LEDGER_MARGIN.as_millis(),
+                    store_ms: self.store_timeout.as_millis(),
                     event,
                 })
             }
@@ -91,7 +131,7 @@ impl Config {
     }
 
     /// Every rule is well-formed and names a configured destination.
-    pub(super) fn check_actions(&self) -> Result<(), ConfigError> {
+    fn check_actions(&self) -> Result<(), ConfigError> {
         for (i, rule) in self.rules.iter().enumerate() {
             let bad = |msg: String| ConfigError::Rule(i + 1, rule.action.clone(), msg);
             rule.validate().map_err(bad)?;
@@ -105,7 +145,7 @@ impl Config {
         Ok(())
     }
 
-    pub(super) fn check_ttl(&self) -> Result<(), ConfigError> {
+    fn check_ttl(&self) -> Result<(), ConfigError> {
         let Some((source_name, window)) = self.longest_redelivery() else {
             return Ok(());
         };

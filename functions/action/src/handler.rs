@@ -7,9 +7,9 @@
 //! lease. The Lambda runtime (`main.rs`) and the local poller call [`handle`].
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
-use futures_util::StreamExt;
 use hookgate_core::{
     Timestamp,
+    batch::run_batch,
     destination::Destination,
     ports::{Hold, InboxStore, Ledger},
     worker::{MessageOutcome, Worker},
@@ -27,7 +27,7 @@ use tracing::Instrument;
 /// runs from the time it starts (a message that waits for a slot starts
 /// late): the worker starts an action only if its worst case from then ends
 /// before `deadline`, and its lease runs from then; the others return to the
-/// queue unstarted.
+/// queue unstarted (`hookgate_core::batch`).
 pub async fn handle<S, L, D, H>(
     worker: &Worker<S, L, D, H>,
     event: SqsEvent,
@@ -47,28 +47,6 @@ where
     )
     .await;
     hookgate_adapters::batch::failures(failed.into_iter().flatten())
-}
-
-/// Runs `messages` through `process`, up to `concurrency` at once, each given
-/// `clock()` as it starts: its own `now`, not the batch's.
-async fn run_batch<M, F, Fut>(
-    messages: Vec<M>,
-    concurrency: usize,
-    clock: impl Fn() -> Timestamp,
-    process: F,
-) -> Vec<Option<String>>
-where
-    F: Fn(M, Timestamp) -> Fut,
-    Fut: std::future::Future<Output = Option<String>>,
-{
-    let (clock, process) = (&clock, &process);
-    futures_util::stream::iter(messages.into_iter().map(|message| async move {
-        let now = clock();
-        process(message, now).await
-    }))
-    .buffer_unordered(concurrency.max(1))
-    .collect()
-    .await
 }
 
 /// One message: `Some(its id)` when it must come back.
@@ -107,43 +85,5 @@ where
             tracing::warn!(reason, "message returns to the queue");
             Some(id)
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::sync::{
-        Arc, Mutex,
-        atomic::{AtomicI64, Ordering},
-    };
-
-    use super::*;
-
-    #[tokio::test]
-    async fn a_message_that_waits_for_a_slot_runs_from_when_it_starts() {
-        // One at a time, each taking 25 s of a fake clock: the second starts
-        // 25 s after the batch (red team N5: it was given the batch's start,
-        // so its deadline check and its lease ran from a time long past).
-        let clock = Arc::new(AtomicI64::new(1_000_000));
-        let started = Arc::new(Mutex::new(Vec::new()));
-        let failed = run_batch(
-            vec!["m1", "m2", "m3"],
-            1,
-            || Timestamp::from_millis(clock.load(Ordering::SeqCst)),
-            |message, now| {
-                let (clock, started) = (clock.clone(), started.clone());
-                async move {
-                    started.lock().unwrap().push((message, now.as_millis()));
-                    clock.fetch_add(25_000, Ordering::SeqCst);
-                    (message == "m2").then(|| message.to_owned())
-                }
-            },
-        )
-        .await;
-        assert_eq!(
-            *started.lock().unwrap(),
-            [("m1", 1_000_000), ("m2", 1_025_000), ("m3", 1_050_000)]
-        );
-        assert_eq!(failed, [None, Some("m2".to_owned()), None]);
     }
 }

@@ -1,14 +1,18 @@
-//! What every `InboxStore` must do, as one suite: run on `MemoryInbox` by
-//! the fast tests and on `DynamoInbox` against the emulator by the
-//! integration tests, so the two cannot drift apart.
+//! What every `InboxStore` must do, with the sweep's `SweepMarks`, as one
+//! suite: run on `MemoryInbox` by the fast tests and on `DynamoInbox`
+//! against the emulator by the integration tests, so the two cannot drift
+//! apart.
 
-use std::{sync::Arc, time::Duration};
+use std::{collections::HashSet, sync::Arc, time::Duration};
 
 use hookgate_core::{
     EventKey, InboxPk, Provider, Timestamp, WorkspaceId,
-    inbox::{Collision, InboxRecord, InboxStatus, Origin},
-    ports::{InboxStore, Upserted},
+    inbox::{
+        Collision, InboxRecord, InboxStatus, Origin, PENDING_BUCKETS, Pending, pending_bucket,
+    },
+    ports::{InboxStore, SweepMarks, Upserted},
     provider::Identity,
+    sweep::shares,
 };
 
 const T0: Timestamp = Timestamp::from_millis(1_800_000_000_000);
@@ -43,13 +47,15 @@ pub fn first(ns: &str, key: &str, body: &str, handled: bool, at: Timestamp) -> I
 
 /// Runs every check on `store`, which must be empty of `ns`'s keys and of
 /// any pending record (a fresh table, or a fresh memory inbox).
-pub async fn inbox_store_contract<S: InboxStore + 'static>(store: Arc<S>, ns: &str) {
+pub async fn inbox_store_contract<S: InboxStore + SweepMarks + 'static>(store: Arc<S>, ns: &str) {
     first_delivery_then_repeats(&*store, ns).await;
     collisions_keep_the_first_payload(&*store, ns).await;
     an_expired_record_is_replaced(&*store, ns).await;
     an_unhandled_type_is_stored_ignored_and_never_pending(&*store, ns).await;
     settling_parks_once_and_reopening_puts_it_back(&*store, ns).await;
     stranded_lists_pending_records_older_than_the_cut(&*store, ns).await;
+    stranded_shares_the_limit_among_the_partitions(&*store, ns).await;
+    a_requeued_record_is_out_of_reach_until_a_cut_passes_its_mark(&*store, ns).await;
     discard_and_dispatch_marks(&*store, ns).await;
     concurrent_first_deliveries_make_one_new(store, ns).await;
 }
@@ -274,6 +280,156 @@ async fn stranded_lists_pending_records_older_than_the_cut(store: &impl InboxSto
         .collect();
     assert_eq!(ours, vec![&(older.pk.clone(), Origin::Http)]);
     assert_eq!(store.stranded(cut, 0).await.unwrap(), vec![]);
+}
+
+/// `per_partition` keys of `ns` (`{tag}-{i}`) in each pending partition, the
+/// first partition's `extra` more, in partition order.
+fn spread(ns: &str, tag: &str, per_partition: usize, extra: usize) -> Vec<Vec<String>> {
+    let mut keys = vec![Vec::new(); PENDING_BUCKETS as usize];
+    let want = |p: usize| per_partition + if p == 0 { extra } else { 0 };
+    for i in 0.. {
+        if keys.iter().enumerate().all(|(p, k)| k.len() == want(p)) {
+            break;
+        }
+        let key = format!("{tag}-{i}");
+        let partition = pending_bucket(&pk(ns, &key));
+        let p: usize = partition["pending-".len()..].parse().expect("pending-N");
+        if keys[p].len() < want(p) {
+            keys[p].push(key);
+        }
+    }
+    keys
+}
+
+async fn stranded_shares_the_limit_among_the_partitions(store: &impl InboxStore, ns: &str) {
+    // Before every other check's records, so the cut below sees only these.
+    let base = Timestamp::from_millis(T0.as_millis() - 86_400_000);
+    let keys = spread(ns, "share", 2, 4);
+    let mut records = Vec::new();
+    for (p, in_partition) in keys.iter().enumerate() {
+        for (n, key) in in_partition.iter().enumerate() {
+            // Oldest first within a partition: the n-th is n seconds younger.
+            let at = base.plus(Duration::from_secs(n as u64));
+            let record = first(ns, key, "{}", true, at);
+            store.upsert(&record, at).await.unwrap();
+            records.push((p, n, record.pk));
+        }
+    }
+    let cut = base.plus(Duration::from_secs(30));
+    let partition_of = |found: &[(InboxPk, Origin)]| -> Vec<usize> {
+        let mut ps: Vec<usize> = found
+            .iter()
+            .map(|(k, _)| records.iter().find(|(_, _, r)| r == k).expect("ours").0)
+            .collect();
+        ps.sort_unstable();
+        ps
+    };
+    // A limit of one per partition: each partition's oldest, every partition.
+    let found = store.stranded(cut, PENDING_BUCKETS as usize).await.unwrap();
+    let oldest: Vec<_> = records
+        .iter()
+        .filter(|(_, n, _)| *n == 0)
+        .map(|(_, _, k)| (k.clone(), Origin::Http))
+        .collect();
+    assert_eq!(
+        partition_of(&found),
+        (0..PENDING_BUCKETS as usize).collect::<Vec<_>>()
+    );
+    assert!(found.iter().all(|f| oldest.contains(f)), "{found:?}");
+    // What the shares leave goes to the partitions that have more: the limit
+    // is used whole while anything stranded is left.
+    let all = records.len();
+    for limit in [2 * PENDING_BUCKETS as usize, all - 1, all, all + 10] {
+        let found = store.stranded(cut, limit).await.unwrap();
+        assert_eq!(found.len(), limit.min(all), "limit {limit}");
+        let distinct: HashSet<_> = found.iter().map(|(k, _)| k).collect();
+        assert_eq!(distinct.len(), found.len(), "limit {limit}: listed once");
+    }
+    // With a limit of one, the partition the plan puts first: the runs of
+    // 32 minutes in a row read every partition.
+    let mut read = HashSet::new();
+    for minute in 0..32 {
+        let cut = cut.plus(Duration::from_secs(60 * minute));
+        let first = shares(1, cut)[0].0;
+        let found = store.stranded(cut, 1).await.unwrap();
+        let p = partition_of(&found);
+        assert_eq!(p, vec![usize::try_from(first).unwrap()], "minute {minute}");
+        read.insert(p[0]);
+    }
+    assert_eq!(read.len(), PENDING_BUCKETS as usize);
+    // Out of the way of the checks after this one.
+    for (_, _, key) in &records {
+        store
+            .settle(key, InboxStatus::Processed, None, None)
+            .await
+            .unwrap();
+    }
+}
+
+async fn a_requeued_record_is_out_of_reach_until_a_cut_passes_its_mark(
+    store: &(impl InboxStore + SweepMarks),
+    ns: &str,
+) {
+    // Its own hour, before every other check's pending records.
+    let base = Timestamp::from_millis(T0.as_millis() - 3_600_000);
+    let record = first(ns, "mark", "{}", true, base);
+    store.upsert(&record, base).await.unwrap();
+    let listed = async |cut: Timestamp| {
+        let found = store.stranded(cut, 1_000).await.unwrap();
+        found.iter().any(|(k, _)| *k == record.pk)
+    };
+    // A run at `run` with cut `cut` read it, re-sent it and marks it.
+    let cut = base.plus(Duration::from_secs(1));
+    let run = base.plus(Duration::from_secs(961));
+    assert!(listed(cut).await);
+    assert!(store.mark_requeued(&record.pk, cut, run).await.unwrap());
+    let marked = store.get(&record.pk).await.unwrap().unwrap();
+    let moved = Pending {
+        bucket: pending_bucket(&record.pk),
+        since: run,
+    };
+    assert_eq!(
+        marked,
+        InboxRecord {
+            pending: Some(moved),
+            ..record.clone()
+        },
+        "only pending_since moves"
+    );
+    // Out of reach until a cut passes the mark; a mark by a run whose cut
+    // does not (another run that read it too) changes nothing.
+    assert!(!listed(cut).await);
+    assert!(!listed(run).await);
+    let late = run.plus(Duration::from_secs(5));
+    assert!(!store.mark_requeued(&record.pk, run, late).await.unwrap());
+    assert_eq!(store.get(&record.pk).await.unwrap().unwrap(), marked);
+    let next = run.plus(Duration::from_millis(1));
+    assert!(listed(next).await);
+    // Re-opened after the run read it: the re-open's `pending_since` stays.
+    let reopened_at = next.plus(Duration::from_secs(1));
+    store
+        .reopen(&record.pk, reopened_at, reopened_at.plus(TTL), "item-m")
+        .await
+        .unwrap();
+    assert!(!store.mark_requeued(&record.pk, next, late).await.unwrap());
+    let stored = store.get(&record.pk).await.unwrap().unwrap();
+    assert_eq!(stored.pending.map(|p| p.since), Some(reopened_at));
+    // Settled: not marked, still parked.
+    store
+        .settle(&record.pk, InboxStatus::Processed, None, None)
+        .await
+        .unwrap();
+    let far = reopened_at.plus(Duration::from_secs(3_600));
+    assert!(!store.mark_requeued(&record.pk, far, far).await.unwrap());
+    let settled = store.get(&record.pk).await.unwrap().unwrap();
+    assert_eq!(
+        (settled.status, settled.pending),
+        (InboxStatus::Processed, None)
+    );
+    // Absent: not marked, not created.
+    let absent = pk(ns, "mark-absent");
+    assert!(!store.mark_requeued(&absent, far, far).await.unwrap());
+    assert_eq!(store.get(&absent).await.unwrap(), None);
 }
 
 async fn discard_and_dispatch_marks(store: &impl InboxStore, ns: &str) {

@@ -40,6 +40,7 @@ pub async fn ledger_contract(ledger: &impl Ledger, ns: &str) {
     a_live_lease_is_busy_and_an_expired_one_is_taken_over(ledger, ns).await;
     release_failure_and_human_decisions(ledger, ns).await;
     another_request_under_the_key_is_a_collision(ledger, ns).await;
+    every_reservation_keeps_the_record_a_retention_past_it(ledger, ns).await;
 }
 
 async fn reserve_complete_and_repeat(ledger: &impl Ledger, ns: &str) {
@@ -137,10 +138,10 @@ async fn a_live_lease_is_busy_and_an_expired_one_is_taken_over(ledger: &impl Led
     );
 }
 
-async fn release_failure_and_human_decisions(ledger: &impl Ledger, ns: &str) {
-    let r = request(ns, "decide", 3);
+/// `r` reserved by `a:1` at `T0`, then released on a 503: PENDING.
+async fn reserved_then_released(ledger: &impl Ledger, r: &ActionRequest, pk: &InboxPk) {
     ledger
-        .reserve(&r, &inbox(ns, 1), lease("a:1", T0), RETENTION)
+        .reserve(r, pk, lease("a:1", T0), RETENTION)
         .await
         .unwrap();
     let release = Settle::Release {
@@ -148,6 +149,11 @@ async fn release_failure_and_human_decisions(ledger: &impl Ledger, ns: &str) {
         message: "503",
     };
     assert!(ledger.settle(&r.key, "a:1", release, T0).await.unwrap());
+}
+
+async fn release_failure_and_human_decisions(ledger: &impl Ledger, ns: &str) {
+    let r = request(ns, "decide", 3);
+    reserved_then_released(ledger, &r, &inbox(ns, 1)).await;
     let stored = ledger.get(&r.key).await.unwrap().unwrap();
     assert_eq!(
         (
@@ -253,4 +259,52 @@ async fn another_request_under_the_key_is_a_collision(ledger: &impl Ledger, ns: 
     assert_eq!(stored.last_error_kind, Some(ErrorKind::Collision));
     assert_eq!(stored.request_sha256, r.request_sha256);
     assert_eq!(stored.lease_owner.as_deref(), Some("a:1"));
+}
+
+/// A record lives the retention past the last reservation of its action,
+/// whatever that reservation found (R6 of the red team): an event re-opened
+/// long after it ran must still find the actions it completed.
+async fn every_reservation_keeps_the_record_a_retention_past_it(ledger: &impl Ledger, ns: &str) {
+    let expiry = |at: Timestamp| Timestamp::from_secs(at.plus(RETENTION).as_secs());
+    let stored = async |r: &ActionRequest| ledger.get(&r.key).await.unwrap().unwrap().expires_at;
+    let r = request(ns, "refresh", 6);
+    reserved_then_released(ledger, &r, &inbox(ns, 1)).await;
+    // Taken over half a retention later: it lives a retention past that.
+    let t1 = T0.plus(RETENTION / 2);
+    let taken = ledger
+        .reserve(&r, &inbox(ns, 2), lease("b:1", t1), RETENTION)
+        .await
+        .unwrap();
+    assert_eq!(taken, Reserve::Acquired(Attempt::Again { since: T0 }));
+    assert_eq!(stored(&r).await, expiry(t1));
+    let done = Settle::Completed {
+        destination_ref: "task-6",
+    };
+    assert!(ledger.settle(&r.key, "b:1", done, t1).await.unwrap());
+    // Found COMPLETED later still: nothing else changes, but it lives on.
+    let t2 = t1.plus(RETENTION / 2);
+    let found = ledger
+        .reserve(&r, &inbox(ns, 3), lease("c:1", t2), RETENTION)
+        .await
+        .unwrap();
+    assert!(
+        matches!(found, Reserve::Existing(Claim::Completed, _)),
+        "{found:?}"
+    );
+    assert_eq!(stored(&r).await, expiry(t2));
+    // A reservation that would shorten it leaves it as it is.
+    ledger
+        .reserve(&r, &inbox(ns, 3), lease("d:1", t1), RETENTION)
+        .await
+        .unwrap();
+    assert_eq!(stored(&r).await, expiry(t2));
+    let record = ledger.get(&r.key).await.unwrap().unwrap();
+    assert_eq!(
+        (
+            record.status,
+            record.destination_ref.as_deref(),
+            record.attempts
+        ),
+        (ActionStatus::Completed, Some("task-6"), 2)
+    );
 }

@@ -1,6 +1,7 @@
-//! The inbox in memory: one map behind a lock, each method one atomic step,
-//! as each DynamoDB request is (`adapters/src/dynamo_inbox.rs`). Its
-//! honesty is checked by `contract::inbox`, run on both.
+//! The inbox in memory, with the sweep's mark: one map behind a lock, each
+//! method one atomic step, as each DynamoDB request is
+//! (`adapters/src/dynamo_inbox.rs`). Its honesty is checked by
+//! `contract::inbox`, run on both.
 
 use std::{
     collections::HashMap,
@@ -9,10 +10,9 @@ use std::{
 
 use hookgate_core::{
     InboxPk, Timestamp,
-    inbox::{
-        Collision, InboxRecord, InboxStatus, Origin, PENDING_BUCKETS, Pending, pending_bucket,
-    },
-    ports::{InboxStore, Store, StoreError, Upserted},
+    inbox::{Collision, InboxRecord, InboxStatus, Origin, Pending, pending_bucket},
+    ports::{InboxStore, Store, StoreError, SweepMarks, Upserted},
+    sweep::shares,
 };
 
 /// A handle: clones share the same store. `set_failing_writes` makes the
@@ -54,6 +54,30 @@ impl MemoryInbox {
             });
         }
         Ok(())
+    }
+}
+
+impl SweepMarks for MemoryInbox {
+    async fn mark_requeued(
+        &self,
+        pk: &InboxPk,
+        before: Timestamp,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        Ok(self.with(|records| {
+            let stranded = records
+                .get_mut(pk)
+                .filter(|r| r.status == InboxStatus::Received)
+                .and_then(|r| r.pending.as_mut())
+                .filter(|p| p.since < before);
+            match stranded {
+                Some(p) => {
+                    p.since = now;
+                    true
+                }
+                None => false,
+            }
+        }))
     }
 }
 
@@ -122,23 +146,34 @@ impl InboxStore for MemoryInbox {
         limit: usize,
     ) -> Result<Vec<(InboxPk, Origin)>, StoreError> {
         Ok(self.with(|records| {
-            // As the index is read: bucket by bucket, oldest first in each.
+            // As the index is read (`sweep::shares`): each partition's share,
+            // oldest first, then what the limit leaves from those with more.
+            let plan = shares(limit, before);
+            let mut partitions: Vec<Vec<(InboxPk, Origin)>> = plan
+                .iter()
+                .map(|(bucket, _)| {
+                    let name = format!("pending-{bucket}");
+                    let mut in_bucket: Vec<_> = records
+                        .values()
+                        .filter_map(|r| {
+                            let p = r.pending.as_ref()?;
+                            (p.bucket == name && p.since < before).then_some((p.since, r))
+                        })
+                        .collect();
+                    in_bucket.sort_by_key(|(since, r)| (*since, r.pk.to_string()));
+                    in_bucket
+                        .into_iter()
+                        .map(|(_, r)| (r.pk.clone(), r.origin))
+                        .collect()
+                })
+                .collect();
             let mut found = Vec::new();
-            for bucket in 0..PENDING_BUCKETS {
-                let name = format!("pending-{bucket}");
-                let mut in_bucket: Vec<_> = records
-                    .values()
-                    .filter_map(|r| {
-                        let p = r.pending.as_ref()?;
-                        (p.bucket == name && p.since < before).then_some((p.since, r))
-                    })
-                    .collect();
-                in_bucket.sort_by_key(|(since, r)| (*since, r.pk.to_string()));
-                found.extend(in_bucket.into_iter().map(|(_, r)| (r.pk.clone(), r.origin)));
-                if found.len() >= limit {
-                    found.truncate(limit);
-                    break;
-                }
+            for (partition, (_, share)) in partitions.iter_mut().zip(&plan) {
+                found.extend(partition.drain(..partition.len().min(*share)));
+            }
+            for partition in &mut partitions {
+                let room = limit - found.len();
+                found.extend(partition.drain(..partition.len().min(room)));
             }
             found
         }))

@@ -1,8 +1,9 @@
 //! The action ledger in memory, with the DynamoDB ledger's conditions
 //! (`adapters/src/dynamo_ledger.rs`): the same pure `ledger::claim` decides,
-//! and a repeated write by the same owner is recognised as its own, as the
-//! DynamoDB ledger recognises an SDK retry whose first answer was lost.
-//! `contract::ledger` runs on both.
+//! a repeated write by the same owner is recognised as its own, as the
+//! DynamoDB ledger recognises an SDK retry whose first answer was lost, and
+//! every reservation keeps the record a retention past it. `expire` deletes
+//! what DynamoDB's TTL would. `contract::ledger` runs on both.
 
 use std::{
     collections::HashMap,
@@ -50,6 +51,13 @@ impl MemoryLedger {
     pub fn records(&self) -> Vec<ActionRecord> {
         self.with(|r| r.values().map(|s| s.record.clone()).collect())
     }
+
+    /// Deletes the records whose `expires_at` has passed at `now`, as
+    /// DynamoDB's TTL does (in AWS, up to days later).
+    pub fn expire(&self, now: Timestamp) {
+        let now = Timestamp::from_secs(now.as_secs());
+        self.with(|r| r.retain(|_, s| s.record.expires_at >= now));
+    }
 }
 
 fn add_pk(record: &mut ActionRecord, pk: &InboxPk) {
@@ -68,6 +76,7 @@ impl Ledger for MemoryLedger {
         retention: Duration,
     ) -> Result<Reserve, StoreError> {
         let (owner, now) = (lease.owner, lease.from);
+        let expires_at = Timestamp::from_secs(now.plus(retention).as_secs());
         Ok(self.with(|records| {
             let Some(stored) = records.get_mut(&request.key) else {
                 let record = ActionRecord {
@@ -84,7 +93,7 @@ impl Ledger for MemoryLedger {
                     last_error: None,
                     created_at: now,
                     updated_at: now,
-                    expires_at: Timestamp::from_secs(now.plus(retention).as_secs()),
+                    expires_at,
                 };
                 records.insert(
                     request.key.clone(),
@@ -113,10 +122,17 @@ impl Ledger for MemoryLedger {
                     r.lease_expires_at = Some(lease.until());
                     r.updated_at = now;
                     r.attempts += 1;
+                    r.expires_at = expires_at;
                     add_pk(r, inbox_pk);
                     Reserve::Acquired(Attempt::Again { since })
                 }
-                other => Reserve::Existing(other, Box::new(r.clone())),
+                // Found in another state: it lives a retention past this
+                // reservation too.
+                other => {
+                    let found = Box::new(r.clone());
+                    r.expires_at = r.expires_at.max(expires_at);
+                    Reserve::Existing(other, found)
+                }
             }
         }))
     }

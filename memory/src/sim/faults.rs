@@ -178,13 +178,16 @@ struct Paused<'a> {
 impl Future for Paused<'_> {
     type Output = ();
 
-    fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         if self.stopped {
             self.plan.lock().paused = None;
             return Poll::Ready(());
         }
         self.stopped = true;
         self.plan.lock().paused = Some(self.call);
+        // Ready to go on at the next poll: a batch's stream (the core's
+        // `run_batch`) polls again only what was woken.
+        cx.waker().wake_by_ref();
         Poll::Pending
     }
 }

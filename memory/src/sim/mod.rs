@@ -35,6 +35,7 @@ use std::{
 use hookgate_core::{
     InboxPk, Timestamp,
     approval::{ApprovalError, Approvals},
+    batch::run_batch,
     config::{Config, DestinationConfig},
     dlq::{DeadLetter, Triager},
     inbox::InboxStatus,
@@ -88,6 +89,13 @@ pub enum Op {
         lose_answer_at: Option<u8>,
         pauses: u8,
     },
+    /// One invocation receives a batch of `size` (2 to 4) visible messages
+    /// and runs them one at a time (`batch_concurrency` 1), each from when
+    /// it starts and each taking `lag` seconds (its slow calls), the last
+    /// pausing before the port calls whose bit is set in `pauses`: a
+    /// message that waits for the ones before it starts late. Lambda ends
+    /// the invocation at its timeout, wherever it is.
+    Batch { size: u8, pauses: u8, lag: u8 },
     /// The `pick`-th paused invocation goes on, unless its call or the
     /// function has timed out by now: then it is cut off where it stopped.
     Resume(u8),
@@ -179,24 +187,49 @@ fn now_or_never<F: Future>(future: F) -> F::Output {
 type SimWorker =
     Worker<Faulty<MemoryInbox>, Faulty<MemoryLedger>, Faulty<SimCrm>, Faulty<MemoryHolder>>;
 
-/// A worker invocation paused before a port call.
-struct Running {
+/// One message of a worker invocation.
+struct Slot {
     message: u32,
     receives: u32,
     plan: Arc<Plan>,
     /// The event its message names.
     event: Option<usize>,
-    /// Why the model forbade it a CRM task when it read its event, if it
-    /// did.
+    /// Whether it has read its event, and why the model forbade it a CRM
+    /// task when it did, if it did: a decision binds the invocations that
+    /// read the event after it.
+    read: bool,
     forbidden: Option<String>,
+}
+
+/// A worker invocation: one message, or a batch run one message at a time
+/// (`batch_concurrency` 1), each from when it starts.
+struct Running {
+    slots: Vec<Slot>,
     /// When Lambda cuts it off.
     deadline: Timestamp,
     paused_at: Timestamp,
-    future: Pin<Box<dyn Future<Output = MessageOutcome>>>,
+    /// Set when the batch reached the function's timeout (Lambda ended it).
+    killed: Arc<Mutex<bool>>,
+    future: Pin<Box<dyn Future<Output = Outcomes>>>,
+}
+
+/// Each message's outcome, by its place in the batch.
+type Outcomes = Vec<(usize, MessageOutcome)>;
+
+impl Running {
+    /// The message paused before a call, and the kind of call.
+    fn paused(&self) -> Option<(usize, Call)> {
+        self.slots
+            .iter()
+            .enumerate()
+            .find_map(|(i, slot)| slot.plan.paused().map(|call| (i, call)))
+    }
 }
 
 struct Sim {
     now: Timestamp,
+    /// `now`, shared with the invocations (a batch's next message reads it).
+    clock: Arc<Mutex<Timestamp>>,
     world: World,
     config: Arc<Config>,
     ingress: Arc<SimIngress>,
@@ -280,6 +313,7 @@ impl Sim {
         );
         let mut sim = Sim {
             now: T0,
+            clock: Arc::new(Mutex::new(T0)),
             world,
             config,
             ingress,
@@ -369,41 +403,97 @@ impl Sim {
 
     /// One receive; `false` when nothing was visible.
     fn work(&mut self, pick: u8, faults: Faults) -> bool {
+        self.invoke(&[pick], faults, Duration::ZERO)
+    }
+
+    /// One invocation of the messages the `picks` receive (a batch when
+    /// more than one), run one at a time through the core's batch loop,
+    /// each message's ports behind its own plan with `faults`, each taking
+    /// `lag` of the clock; `false` when nothing was visible.
+    fn invoke(&mut self, picks: &[u8], faults: Faults, lag: Duration) -> bool {
         let now = self.now;
-        let picked = match self.queue.receive(pick, now, VISIBILITY) {
-            Received::Nothing => return false,
-            Received::DeadLettered(message) => {
-                self.dead_letter(&message);
-                return true;
+        let mut received = Vec::new();
+        let mut any = false;
+        for pick in picks {
+            match self.queue.receive(*pick, now, VISIBILITY) {
+                Received::Nothing => {}
+                Received::DeadLettered(message) => {
+                    any = true;
+                    self.dead_letter(&message);
+                }
+                Received::Message(message) => received.push(message),
             }
-            Received::Message(message) => message,
-        };
-        let plan = Arc::new(Plan::new(faults, self.fired.clone()));
-        let worker = self.worker(&plan);
-        let owner = format!("m{}:{}", picked.id, picked.receives);
+        }
+        if received.is_empty() {
+            return any;
+        }
         let deadline = now.plus(FUNCTION_TIMEOUT);
-        let body = picked.body.clone();
+        let mut slots = Vec::new();
+        let mut runs = Vec::new();
+        let last = received.len() - 1;
+        for (i, picked) in received.iter().enumerate() {
+            // A batch's pauses are its last message's: the one that starts
+            // latest.
+            let faults = match (i == last, faults) {
+                (false, f) if picks.len() > 1 => Faults { pauses: 0, ..f },
+                (_, f) => f,
+            };
+            let plan = Arc::new(Plan::new(faults, self.fired.clone()));
+            let owner = format!("m{}:{}", picked.id, picked.receives);
+            runs.push((i, picked.body.clone(), owner, self.worker(&plan)));
+            slots.push(Slot {
+                message: picked.id,
+                receives: picked.receives,
+                plan,
+                event: self.event_in(&picked.body),
+                read: false,
+                forbidden: None,
+            });
+        }
+        let (clock, killed) = (self.clock.clone(), Arc::new(Mutex::new(false)));
+        let (read, took, dead) = (clock.clone(), clock.clone(), killed.clone());
+        // The CRMs keep the invocation's time too (they forget keys by it).
+        let crms: Vec<SimCrm> = self.crms.values().cloned().collect();
+        let time = move |c: &Mutex<Timestamp>| *c.lock().unwrap_or_else(|e| e.into_inner());
         let future = Box::pin(async move {
-            worker
-                .process_until(&body, &owner, now, Some(deadline))
-                .await
+            run_batch(
+                runs,
+                1,
+                move || time(&read),
+                |(i, body, owner, worker), now| {
+                    let (took, dead, crms) = (took.clone(), dead.clone(), crms.clone());
+                    async move {
+                        // Past the function's timeout Lambda has ended
+                        // the invocation: nothing more of it runs.
+                        let started = time(&took);
+                        if started >= deadline {
+                            *dead.lock().unwrap_or_else(|e| e.into_inner()) = true;
+                            std::future::pending::<()>().await;
+                        }
+                        for crm in &crms {
+                            crm.set_now(started);
+                        }
+                        let outcome = worker
+                            .process_until(&body, &owner, now, Some(deadline))
+                            .await;
+                        let mut clock = took.lock().unwrap_or_else(|e| e.into_inner());
+                        *clock = clock.plus(lag);
+                        (i, outcome)
+                    }
+                },
+            )
+            .await
         });
-        // What the model allows this invocation, decided as it reads its
-        // event (its first port call, so again if it pauses before that): a
-        // decision binds the invocations that read the event after it.
-        let event = self.event_in(&picked.body);
-        let forbidden = event.and_then(|e| self.forbidden(e));
-        let running = Running {
-            message: picked.id,
-            receives: picked.receives,
-            plan,
-            event,
-            forbidden,
+        if slots.len() > 1 {
+            self.counts.batches += 1;
+        }
+        self.poll(Running {
+            slots,
             deadline,
             paused_at: now,
+            killed,
             future,
-        };
-        self.poll(running);
+        });
         true
     }
 
@@ -413,47 +503,81 @@ impl Sim {
             .future
             .as_mut()
             .poll(&mut Context::from_waker(Waker::noop()));
-        let line = match outcome {
-            Poll::Pending if running.plan.paused().is_some() => {
+        // The messages' own time (a batch's slow calls) passed for all.
+        let clock = *self.clock.lock().unwrap_or_else(|e| e.into_inner());
+        if clock > self.now {
+            self.advance(clock.since(self.now));
+        }
+        // A message reads its event at its first port call: what the model
+        // allows it is decided then (nothing else ran during the poll).
+        for i in 0..running.slots.len() {
+            let slot = &running.slots[i];
+            let stopped_before_read = slot.plan.calls() == 1 && slot.plan.paused().is_some();
+            if !slot.read && slot.plan.calls() > 0 && !stopped_before_read {
+                let forbidden = slot.event.and_then(|e| self.forbidden(e));
+                let slot = &mut running.slots[i];
+                slot.read = true;
+                slot.forbidden = forbidden;
+            }
+        }
+        match outcome {
+            Poll::Pending if running.paused().is_some() => {
+                let (i, _) = running.paused().expect("paused");
                 self.log(format!(
                     "work m{} (receive {}): paused",
-                    running.message, running.receives
+                    running.slots[i].message, running.slots[i].receives
                 ));
                 running.paused_at = self.now;
                 self.running.push(running);
-                return;
             }
             Poll::Pending => {
-                let at = running.plan.crashed().expect(
-                    "the worker awaited without a crash or a pause: every simulated port must \
-                     answer at once",
-                );
-                format!("crashed at port call {at}")
+                let killed = *running.killed.lock().unwrap_or_else(|e| e.into_inner());
+                let line = match running.slots.iter().find_map(|s| s.plan.crashed()) {
+                    Some(at) => format!("crashed at port call {at}"),
+                    None if killed => "ended by the function timeout".to_owned(),
+                    None => panic!(
+                        "the worker awaited without a crash or a pause: every simulated port \
+                         must answer at once"
+                    ),
+                };
+                self.ended(&running, &[], &line);
             }
-            Poll::Ready(MessageOutcome::Done(why)) => {
-                if why.ends_with("action(s) settled") {
-                    self.counts.completed_messages += 1;
+            Poll::Ready(outcomes) => {
+                for (i, outcome) in &outcomes {
+                    let slot = &running.slots[*i];
+                    if let MessageOutcome::Done(why) = outcome {
+                        if why.ends_with("action(s) settled") {
+                            self.counts.completed_messages += 1;
+                        }
+                        self.queue.delete(slot.message, slot.receives);
+                    }
                 }
-                self.queue.delete(running.message, running.receives);
-                format!("done: {why}")
+                self.ended(&running, &outcomes, "");
             }
-            Poll::Ready(MessageOutcome::Retry(why)) => format!("returns: {why}"),
-        };
-        self.ended(&running, &line);
+        }
     }
 
-    /// Records an invocation's end, and any task the model forbade it.
-    fn ended(&mut self, running: &Running, line: &str) {
-        if let Some(why) = &running.forbidden
-            && running.plan.made() > 0
-        {
-            self.violations
-                .push(format!("m{} made a CRM task {why}", running.message));
+    /// Records an invocation's end (each message's outcome, or `line` for
+    /// those without one), and any task the model forbade it.
+    fn ended(&mut self, running: &Running, outcomes: &[(usize, MessageOutcome)], line: &str) {
+        for (i, slot) in running.slots.iter().enumerate() {
+            if let Some(why) = &slot.forbidden
+                && slot.plan.made() > 0
+            {
+                self.violations
+                    .push(format!("m{} made a CRM task {why}", slot.message));
+            }
+            let said = match outcomes.iter().find(|(o, _)| *o == i) {
+                Some((_, MessageOutcome::Done(why))) => format!("done: {why}"),
+                Some((_, MessageOutcome::Retry(why))) => format!("returns: {why}"),
+                None if slot.plan.calls() == 0 => "not started".to_owned(),
+                None => line.to_owned(),
+            };
+            self.log(format!(
+                "work m{} (receive {}): {said}",
+                slot.message, slot.receives
+            ));
         }
-        self.log(format!(
-            "work m{} (receive {}): {line}",
-            running.message, running.receives
-        ));
     }
 
     /// Resumes the `pick`-th paused invocation, or cuts it off where it
@@ -463,13 +587,9 @@ impl Sim {
             self.log("resume: nothing paused".into());
             return;
         }
-        let mut running = self.running.remove(usize::from(pick) % self.running.len());
-        if running.plan.calls() == 1 {
-            // Paused before its first call, the read of its event.
-            running.forbidden = running.event.and_then(|e| self.forbidden(e));
-        }
-        let call_timeout = match running.plan.paused() {
-            Some(Call::Crm) => Duration::from_millis(
+        let running = self.running.remove(usize::from(pick) % self.running.len());
+        let call_timeout = match running.paused() {
+            Some((_, Call::Crm)) => Duration::from_millis(
                 self.config
                     .destinations
                     .values()
@@ -482,9 +602,9 @@ impl Sim {
         // Lambda ends the invocation at its deadline, and a call at its
         // timeout has failed.
         if self.now >= running.deadline {
-            self.ended(&running, "cut off by the function timeout");
+            self.ended(&running, &[], "cut off by the function timeout");
         } else if self.now >= running.paused_at.plus(call_timeout) {
-            self.ended(&running, "cut off: its call timed out");
+            self.ended(&running, &[], "cut off: its call timed out");
         } else {
             self.counts.resumed += 1;
             self.poll(running);
@@ -814,9 +934,11 @@ impl Sim {
         }
     }
 
-    /// Time passes, for the CRM too (it forgets keys).
+    /// Time passes, for the CRM too (it forgets keys), and for the clock a
+    /// batch reads as each message starts.
     fn advance(&mut self, by: Duration) {
         self.now = self.now.plus(by);
+        *self.clock.lock().unwrap_or_else(|e| e.into_inner()) = self.now;
         for crm in self.crms.values() {
             crm.set_now(self.now);
         }
@@ -839,6 +961,17 @@ impl Sim {
                 };
                 if !self.work(pick, faults) {
                     self.log("work: nothing visible".into());
+                }
+            }
+            Op::Batch { size, pauses, lag } => {
+                let picks: Vec<u8> = (0..size.clamp(2, 4)).map(|_| 0).collect();
+                let faults = Faults {
+                    pauses,
+                    ..Faults::default()
+                };
+                let lag = Duration::from_secs(u64::from(lag));
+                if !self.invoke(&picks, faults, lag) {
+                    self.log("batch: nothing visible".into());
                 }
             }
             Op::Resume(pick) => self.resume(pick),
@@ -924,10 +1057,18 @@ impl Sim {
     /// operator approves (or reconciles) every held item and the queue is
     /// drained again.
     fn settle(&mut self) {
-        // The paused invocations go on, or are cut off, before the drain.
-        while !self.running.is_empty() {
+        // The paused invocations go on, or are cut off, before the drain
+        // (each resume ends one, or moves it to its next call).
+        for _ in 0..10_000 {
+            if self.running.is_empty() {
+                break;
+            }
             self.resume(0);
         }
+        assert!(
+            self.running.is_empty(),
+            "paused invocations never ended: a simulated port awaited without waking"
+        );
         for crm in self.crms.values() {
             crm.set_mode(Mode::Healthy);
         }
@@ -985,6 +1126,8 @@ pub struct Counts {
     /// Decisions a fault cut short, and store calls that failed.
     pub faulty_decisions: u32,
     pub failures: u32,
+    /// Invocations that received more than one message.
+    pub batches: u32,
 }
 
 impl std::ops::Add for Counts {
@@ -1005,6 +1148,7 @@ impl std::ops::Add for Counts {
             failed_events: self.failed_events + o.failed_events,
             faulty_decisions: self.faulty_decisions + o.faulty_decisions,
             failures: self.failures + o.failures,
+            batches: self.batches + o.batches,
         }
     }
 }

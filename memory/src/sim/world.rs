@@ -86,6 +86,9 @@ pub struct World {
     /// looks them up at every receive, dead letter and decision.
     pks: Vec<InboxPk>,
     keys: Vec<String>,
+    /// The ledger lease (`[actions] lease_secs`): shorter than the action
+    /// function's timeout in some worlds, as a deployment may choose.
+    pub lease_secs: u64,
 }
 
 /// SplitMix64: small, seedable, enough to draw a world.
@@ -223,7 +226,9 @@ impl World {
                 }
             }
         }
-        World::keyed(format!("drawn from {seed}"), destinations, rules, events)
+        let mut world = World::keyed(format!("drawn from {seed}"), destinations, rules, events);
+        world.lease_secs = [20, 30][rng.range(0, 1)];
+        world
     }
 
     /// A world with its events' keys made.
@@ -245,15 +250,15 @@ impl World {
             events,
             pks,
             keys,
+            lease_secs: 30,
         }
     }
 
     /// The configuration the functions would load for this world.
     pub fn config(&self) -> String {
-        let mut out = String::from(
-            "[inbox]\ntable = \"inbox\"\n[queue]\naction_queue_url = \"http://q\"\n\
-             [actions]\nlease_secs = 30\n",
-        );
+        let mut out =
+            String::from("[inbox]\ntable = \"inbox\"\n[queue]\naction_queue_url = \"http://q\"\n");
+        let _ = writeln!(out, "[actions]\nlease_secs = {}", self.lease_secs);
         let mut bindings: Vec<(&str, Provider)> = self
             .rules
             .iter()
@@ -334,13 +339,14 @@ impl World {
             .collect();
         bindings.dedup();
         format!(
-            "world {}: bindings {}; destinations {}; {} rules; {} events, {} actions",
+            "world {}: bindings {}; destinations {}; {} rules; {} events, {} actions; lease {} s",
             self.origin,
             bindings.join(", "),
             destinations.join(", "),
             self.rules.len(),
             self.events.len(),
-            self.action_keys().len()
+            self.action_keys().len(),
+            self.lease_secs
         )
     }
 

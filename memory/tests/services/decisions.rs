@@ -18,7 +18,7 @@ use hookgate_core::{
 use serde_json::json;
 
 use crate::support::{
-    Memory, NOW, SECRET, SERVICE, analyzed, contact_event, event_pk, message, pk, post,
+    Memory, NOW, SECRET, SERVICE, analyzed, config_with, contact_event, event_pk, message, pk, post,
 };
 
 fn at(secs: u64) -> hookgate_core::Timestamp {
@@ -996,4 +996,64 @@ async fn an_item_left_approved_after_its_action_was_re_opened_cannot_be_rejected
     let run = m.worker().process(&message("d24"), "m2:1", at(51)).await;
     assert_eq!(run, MessageOutcome::Done("1 action(s) settled".into()));
     assert_eq!(m.ledger.records()[0].status, ActionStatus::Completed);
+}
+
+#[tokio::test]
+async fn an_event_re_opened_past_the_ledger_retention_looks_its_done_action_up_first() {
+    // R6 of the red team: every re-open gives the event a fresh inbox TTL,
+    // but its actions' records expire on their own. Re-opened twice without
+    // a run between (its re-runs lost), the event outlived its completed
+    // action's record, and its next run created the task again as a first
+    // attempt. An event older than the ledger retention now looks its
+    // actions up before creating them.
+    let day = 86_400;
+    let config = config_with(|text| {
+        text.replace(
+            "table = \"inbox\"",
+            &format!("table = \"inbox\"\nttl_secs = {}", 8 * day),
+        ) + &format!("\n[actions]\nretention_secs = {}\n", 16 * day)
+    });
+    let m = Memory {
+        crm: crate::support::ScriptedCrm {
+            searchable: true,
+            ..Default::default()
+        },
+        ..Memory::new()
+    };
+    post(&m.ingress(), &analyzed("d30"), SECRET).await;
+    let done = m
+        .worker_with(config.clone())
+        .process(&message("d30"), "m1:1", NOW)
+        .await;
+    assert_eq!(done, MessageOutcome::Done("1 action(s) settled".into()));
+    for reopened in [7, 14] {
+        m.inbox
+            .reopen(
+                &pk("d30"),
+                at(reopened * day),
+                at((reopened + 8) * day),
+                "a-decision",
+            )
+            .await
+            .unwrap();
+    }
+    // The action's record expired (16 days) and DynamoDB deleted it; the
+    // event lives until day 22.
+    m.ledger.expire(at(17 * day));
+    assert!(m.ledger.records().is_empty());
+    let again = m
+        .worker_with(config)
+        .process(&message("d30"), "m2:1", at(20 * day))
+        .await;
+    assert_eq!(again, MessageOutcome::Done("1 action(s) settled".into()));
+    assert_eq!(
+        (m.crm.creates(), *m.crm.lookups.lock().unwrap()),
+        (1, 1),
+        "looked up and found, not created again"
+    );
+    let action = m.ledger.records().remove(0);
+    assert_eq!(
+        (action.status, action.destination_ref.as_deref()),
+        (ActionStatus::Completed, Some("task-1"))
+    );
 }

@@ -6,3 +6,4 @@
 mod decisions;
 mod pipeline;
 mod support;
+mod sweep;

@@ -66,7 +66,12 @@ business_id = ["/detail/contactId"]
 "#;
 
 pub fn config() -> Arc<Config> {
-    Arc::new(Config::from_toml(CONFIG, |_| None).expect("config"))
+    config_with(|text| text.to_owned())
+}
+
+/// The tests' configuration as `edit` changes its text.
+pub fn config_with(edit: impl FnOnce(&str) -> String) -> Arc<Config> {
+    Arc::new(Config::from_toml(&edit(CONFIG), |_| None).expect("config"))
 }
 
 /// Every reference resolves to the test secret.
@@ -117,9 +122,17 @@ impl Memory {
     }
 
     pub fn worker(&self) -> Worker<MemoryInbox, MemoryLedger, ScriptedCrm, MemoryHolder> {
+        self.worker_with(config())
+    }
+
+    /// The worker with another configuration.
+    pub fn worker_with(
+        &self,
+        config: Arc<Config>,
+    ) -> Worker<MemoryInbox, MemoryLedger, ScriptedCrm, MemoryHolder> {
         let destinations = HashMap::from([("crm".to_owned(), self.crm.clone())]);
         Worker::new(
-            config(),
+            config,
             self.inbox.clone(),
             self.ledger.clone(),
             destinations,
@@ -138,9 +151,11 @@ pub struct ScriptedCrm {
     pub turns: Arc<Mutex<VecDeque<Option<std::time::Duration>>>>,
     pub admits: Arc<Mutex<u32>>,
     pub lookups: Arc<Mutex<u32>>,
-    /// Plain creates, found again by lookup (which finds nothing here),
-    /// instead of creates under an idempotency key.
+    /// Plain creates, found again by lookup (which finds nothing unless
+    /// `searchable`), instead of creates under an idempotency key.
     pub lookup_strategy: bool,
+    /// A lookup finds the first task created for the key (else nothing).
+    pub searchable: bool,
 }
 
 impl ScriptedCrm {
@@ -177,9 +192,13 @@ impl Destination for ScriptedCrm {
             .unwrap_or_else(|| Ok(format!("task-{n}")))
     }
 
-    async fn lookup(&self, _key: &ActionKey) -> Result<Option<String>, DestinationError> {
+    async fn lookup(&self, key: &ActionKey) -> Result<Option<String>, DestinationError> {
         *self.lookups.lock().unwrap() += 1;
-        Ok(None)
+        let creates = self.creates.lock().unwrap();
+        let first = creates.iter().position(|k| k == key);
+        Ok(first
+            .filter(|_| self.searchable)
+            .map(|i| format!("task-{}", i + 1)))
     }
 
     fn paced(&self) -> bool {

@@ -23,7 +23,8 @@ const IDLE: Duration = Duration::from_secs(20);
 const KEY_PREFIX: &str = "ws-1#create_followup_task#";
 
 /// Two lease seconds (the shortest the pipeline's destinations allow: an
-/// action at its worst takes 1.7 s), so a crashed attempt's claim expires
+/// action at its worst takes 2 s until its last call, three calls of 600 ms
+/// and two store calls of 100 ms), so a crashed attempt's claim expires
 /// quickly.
 async fn pipeline(name: &str) -> Pipeline {
     Pipeline::with_env(name, vec![("HOOKGATE_LEASE_SECS", "2".to_owned())]).await

@@ -14,8 +14,9 @@ use crate::{analyzed, payment};
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_full_batch_against_a_slow_crm_finishes_within_the_function_timeout() {
     // The template's timeout, lowered to 4 s (the pipeline's rules need at
-    // least 3.5 s: 1.3 s + 1.7 s for a Stripe payment's two actions, and
-    // 0.5 s for the invocation); each CRM
+    // least 3.7 s: 1.1 s + 2.1 s for a Stripe payment's two actions, each
+    // its calls and three store calls of 100 ms, and 0.5 s for the
+    // invocation); each CRM
     // answer takes 550 ms, so ten messages one after another (5.5 s) would
     // be cut off.
     let p = Pipeline::with_template("limits", Vec::new(), &["ActionTimeoutSeconds=4"]).await;
@@ -48,8 +49,9 @@ async fn a_full_batch_against_a_slow_crm_finishes_within_the_function_timeout() 
 #[tokio::test]
 async fn an_action_that_cannot_finish_before_the_deadline_is_not_started() {
     let p = Pipeline::new("deadline").await;
-    // Two actions: the Salesforce order budgeted 2 × 400 ms + 0.5 s = 1.3 s,
-    // the CRM note 2 × 600 ms + 0.5 s = 1.7 s: with 2.5 s left only the
+    // Two actions after the inbox read (100 ms): the Salesforce order
+    // budgeted 2 × 400 ms + 2 × 100 ms = 1 s and its settle (100 ms), the
+    // CRM note 3 × 600 ms + 2 × 100 ms = 2 s: with 2.5 s left only the
     // first may start.
     p.stack
         .post(payment("pi_dl", "evt_dl", 700).request())

@@ -107,10 +107,12 @@ async fn the_local_stack_provisioned_from_the_template_turns_a_signed_webhook_in
         r#"
         [workspaces.ws-1.retell]
         secrets = ["ssm:{secret_name}"]
+        [actions]
+        store_timeout_ms = 100
         [destinations.crm]
         kind = "http"
         base_url = "{sim}"
-        timeout_ms = 500
+        timeout_ms = 400
         [[rules]]
         workspace = "ws-1"
         provider = "retell"

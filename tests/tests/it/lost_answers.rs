@@ -58,6 +58,46 @@ async fn a_repeat_whose_upsert_answer_was_lost_is_counted_once() {
 }
 
 #[tokio::test]
+async fn a_first_delivery_retried_after_another_delivery_is_still_new_and_dispatched() {
+    // R8 of the red team: the first delivery's upsert committed and its
+    // answer was lost; before the SDK's retry the provider delivered again,
+    // a repeat of a record younger than the grace (not dispatched again).
+    // The retry, no longer the last write, was counted once more and
+    // answered `duplicate`: nothing queued the event until the sweep, and
+    // two deliveries read three.
+    let p = Pipeline::new("la-interleave").await;
+    Emulator::shared()
+        .lose_answer_later(
+            "UpdateItem",
+            &p.stack.inbox_table,
+            Duration::from_millis(1500),
+        )
+        .await;
+    let delivery = analyzed("call_la6", "cb-la6");
+    let pk = "ws-1#retell#call_analyzed:call_la6";
+    let again = async {
+        // The first try's write is stored, its answer not yet sent.
+        while p.stack.record(pk).await.is_none() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        p.stack.post(delivery.request()).await
+    };
+    let (first, second) = tokio::join!(p.stack.post(delivery.request()), again);
+    assert_eq!(
+        (first.1["verdict"].as_str(), second.1["verdict"].as_str()),
+        (Some("new"), Some("duplicate"))
+    );
+    let record = p.stack.record(pk).await.unwrap();
+    assert_eq!(
+        record.delivery_count, 2,
+        "two deliveries, each counted once"
+    );
+    assert_eq!(p.queue_depth(&p.stack.queue_url).await, 1, "queued once");
+    p.run_until_idle(IDLE).await;
+    assert_eq!(p.sim.tasks().total, 1, "performed once");
+}
+
+#[tokio::test]
 async fn a_reservation_whose_answer_was_lost_is_still_this_attempts() {
     let p = Pipeline::new("la-reserve").await;
     p.stack.post(analyzed("call_la2", "cb-la2").request()).await;
