@@ -120,7 +120,7 @@ pub(crate) fn stamped(item: &Item, token: &str) -> bool {
     crate::attrs::opt_s(item, TOKEN) == Some(token)
 }
 
-/// A fresh token naming one write (128 random bits, hex): stored with the
+/// A fresh token naming one write (two draws of a 64-bit generator, hex): stored with the
 /// item, it lets the SDK's retry of a committed conditional write recognise
 /// the item as its own (the condition then fails against it).
 pub(crate) fn write_token() -> String {

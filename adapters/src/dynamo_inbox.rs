@@ -318,7 +318,7 @@ impl InboxStore for DynamoInbox {
         now: Timestamp,
         expires_at: Timestamp,
         by: &str,
-    ) -> Result<(), StoreError> {
+    ) -> Result<bool, StoreError> {
         let result = self
             .client
             .update_item()
@@ -341,7 +341,7 @@ impl InboxStore for DynamoInbox {
             .expression_attribute_values(":now", n(now.as_millis()))
             .send()
             .await;
-        applied(STORE, result).map(|_| ())
+        applied(STORE, result)
     }
 
     async fn stranded(

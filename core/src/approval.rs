@@ -332,11 +332,10 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
             });
         }
         // Re-queued before the item is closed: a failure after the ledger
-        // write leaves the item HELD and the record RECEIVED, which the
-        // sweep re-queues.
+        // write leaves the item HELD and the action PENDING (the record may
+        // stay settled), and approving that item re-queues the event.
         if let Some(pk) = &requeue {
-            self.inbox
-                .reopen(pk, now, now.plus(self.config.inbox_ttl), &item)
+            self.reopen_or_refuse(pk, now, now.plus(self.config.inbox_ttl), &item)
                 .await?;
             self.queue
                 .send(
@@ -432,6 +431,23 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         Ok(false)
     }
 
+    /// Re-opens `pk` for the decision of item `by`, or refuses as [`live`]
+    /// does when the record was discarded (a reject came in since it was
+    /// read) or is gone: nothing after it runs for a rejected event.
+    async fn reopen_or_refuse(
+        &self,
+        pk: &InboxPk,
+        now: Timestamp,
+        expires_at: Timestamp,
+        by: &str,
+    ) -> Result<(), ApprovalError> {
+        if self.inbox.reopen(pk, now, expires_at, by).await? {
+            return Ok(());
+        }
+        live(pk, self.inbox.get(pk).await?.as_ref(), now)?;
+        Err(ApprovalError::Expired(pk.to_string()))
+    }
+
     /// The inbox record an item decides, and the record as read: the one
     /// it names, or for an EventBridge event that names none, the event's
     /// own if an invocation has stored it since (the key the ingress gives
@@ -485,7 +501,8 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         // action re-opened for an event settled for good (found by the
         // simulator).
         let expires_at = now.plus(self.config.inbox_ttl);
-        self.inbox.reopen(&pk, now, expires_at, &item.id).await?;
+        self.reopen_or_refuse(&pk, now, expires_at, &item.id)
+            .await?;
         let mut reopened = Vec::new();
         if let Some(record) = record
             && let Decision::Actions(requests) = record.decide(&self.config.rules)
@@ -521,7 +538,8 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         // event before (the action still FAILED) must not settle it on that
         // read, or the re-run would find it settled and the action PENDING.
         if !reopened.is_empty() {
-            self.inbox.reopen(&pk, now, expires_at, &item.id).await?;
+            self.reopen_or_refuse(&pk, now, expires_at, &item.id)
+                .await?;
         }
         let origin = match item.source {
             TriageSource::IngressAsyncFailure | TriageSource::EventbridgeDlq => Origin::Eventbridge,

@@ -140,14 +140,15 @@ pub trait InboxStore: Send + Sync {
     /// too: a worker that read it before must not settle it on that read,
     /// and records `by`, the triage item of the decision, as the last to
     /// re-open it. A DISCARDED record is left as it is (a reject is final,
-    /// even against an approval already running).
+    /// even against an approval already running), and so is an absent one:
+    /// `false` then, nothing written.
     fn reopen(
         &self,
         pk: &InboxPk,
         now: Timestamp,
         expires_at: Timestamp,
         by: &str,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
     /// Moves a RECEIVED record to `status` (with `reason`) and parks it, out
     /// of the sweep's reach; a record already settled is left as it is. With

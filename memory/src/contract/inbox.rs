@@ -182,7 +182,9 @@ async fn settling_parks_once_and_reopening_puts_it_back(store: &impl InboxStore,
     store
         .reopen(&record.pk, at, expires, "item-b")
         .await
-        .unwrap();
+        .unwrap()
+        .then_some(())
+        .expect("a RECEIVED or settled record is re-opened");
     let reopened = store.get(&record.pk).await.unwrap().unwrap();
     assert_eq!(reopened.reopened_by.as_deref(), Some("item-b"));
     assert_eq!(reopened.status, InboxStatus::Received);
@@ -503,11 +505,14 @@ async fn discard_and_dispatch_marks(store: &impl InboxStore, ns: &str) {
         store.get(&done.pk).await.unwrap().unwrap().status,
         InboxStatus::Processed
     );
-    // Discarded is final: a re-open (an approval racing the reject) leaves it.
-    store
-        .reopen(&record.pk, T0, T0.plus(Duration::from_secs(3600)), "item-c")
-        .await
-        .unwrap();
+    // Discarded is final: a re-open (an approval racing the reject) leaves
+    // it, and says so.
+    assert!(
+        !store
+            .reopen(&record.pk, T0, T0.plus(Duration::from_secs(3600)), "item-c")
+            .await
+            .unwrap()
+    );
     assert_eq!(
         store.get(&record.pk).await.unwrap().unwrap().status,
         InboxStatus::Discarded

@@ -185,11 +185,15 @@ impl InboxStore for MemoryInbox {
         now: Timestamp,
         expires_at: Timestamp,
         by: &str,
-    ) -> Result<(), StoreError> {
+    ) -> Result<bool, StoreError> {
         self.write_refused()?;
-        self.with(|records| {
-            if let Some(r) = records.get_mut(pk)
-                && r.status != InboxStatus::Discarded
+        Ok(self.with(|records| {
+            let Some(r) = records
+                .get_mut(pk)
+                .filter(|r| r.status != InboxStatus::Discarded)
+            else {
+                return false;
+            };
             {
                 r.status = InboxStatus::Received;
                 r.status_reason = None;
@@ -201,8 +205,8 @@ impl InboxStore for MemoryInbox {
                 r.reopens += 1;
                 r.reopened_by = Some(by.to_owned());
             }
-        });
-        Ok(())
+            true
+        }))
     }
 
     async fn settle(

@@ -279,7 +279,7 @@ impl<T: InboxStore> InboxStore for Faulty<T> {
         now: Timestamp,
         expires_at: Timestamp,
         by: &str,
-    ) -> Result<(), StoreError> {
+    ) -> Result<bool, StoreError> {
         faulted!(self, self.inner.reopen(pk, now, expires_at, by).await)
     }
 
