@@ -16,7 +16,6 @@ use crate::{
     action::ActionKey,
     config::Config,
     inbox::{InboxRecord, InboxStatus, Origin, Verdict},
-    ingress::event_record,
     ledger::ActionStatus,
     message::{MessageKind, QueueMessage},
     ports::{ActionQueue, EventIngress, InboxStore, Ledger, StoreError, TriageStore},
@@ -461,18 +460,11 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         if let Some(pk) = &item.inbox_pk {
             return Ok((Some(pk.clone()), self.inbox.get(pk).await?));
         }
-        if !matches!(
-            item.source,
-            TriageSource::EventbridgeDlq | TriageSource::IngressAsyncFailure
-        ) || item.evidence.unparseable
-        {
-            return Ok((None, None));
-        }
-        let Ok((_, event)) = event_record(&self.config, item.original_body.as_bytes(), now) else {
+        let Some(pk) = item.event_inbox_pk(&self.config, now) else {
             return Ok((None, None));
         };
-        match self.inbox.get(&event.pk).await? {
-            Some(stored) => Ok((Some(event.pk), Some(stored))),
+        match self.inbox.get(&pk).await? {
+            Some(stored) => Ok((Some(pk), Some(stored))),
             None => Ok((None, None)),
         }
     }

@@ -175,13 +175,10 @@ impl<S: InboxStore, L: Ledger, H: Hold> Triager<S, L, H> {
         item: &mut TriageItem,
         now: Timestamp,
     ) -> Result<Option<InboxPk>, StoreError> {
-        if item.evidence.unparseable || item.evidence.unknown_workspace {
-            return Ok(None);
-        }
-        let Ok((_, record)) = event_record(&self.config, item.original_body.as_bytes(), now) else {
+        let Some(pk) = item.event_inbox_pk(&self.config, now) else {
             return Ok(None);
         };
-        let Some(stored) = self.inbox.get(&record.pk).await? else {
+        let Some(stored) = self.inbox.get(&pk).await? else {
             return Ok(None);
         };
         item.inbox_pk = Some(stored.pk.clone());
@@ -246,6 +243,24 @@ impl<S: InboxStore, L: Ledger, H: Hold> Triager<S, L, H> {
             Some(ws) => item.workspace = Some(ws.to_string()),
             None => item.evidence.unknown_workspace = true,
         }
+    }
+}
+
+impl TriageItem {
+    /// The inbox key the ingress gives the EventBridge event this item
+    /// carries (from the rule's DLQ or the ingress's on-failure record);
+    /// `None` for any other item, or an event the ingress would refuse.
+    pub fn event_inbox_pk(&self, config: &Config, now: Timestamp) -> Option<InboxPk> {
+        let eventbridge = matches!(
+            self.source,
+            TriageSource::EventbridgeDlq | TriageSource::IngressAsyncFailure
+        );
+        if !eventbridge || self.evidence.unparseable {
+            return None;
+        }
+        event_record(config, self.original_body.as_bytes(), now)
+            .ok()
+            .map(|(_, record)| record.pk)
     }
 }
 

@@ -38,9 +38,9 @@ use hookgate_core::{
     batch::run_batch,
     config::{Config, DestinationConfig},
     dlq::{DeadLetter, Triager},
-    inbox::InboxStatus,
+    inbox::{InboxRecord, InboxStatus},
     ingress::{Ingress, WebhookRequest},
-    ledger::ActionStatus,
+    ledger::{ActionRecord, ActionStatus},
     message::QueueMessage,
     ports::{EventIngress, InboxStore, TriageStore},
     provider::Provider,
@@ -273,6 +273,21 @@ impl Sim {
     /// The event an inbox key names.
     fn event_of(&self, pk: &InboxPk) -> Option<usize> {
         self.world.event_of(pk)
+    }
+
+    /// Event `e`'s inbox record, if stored.
+    fn record(&self, e: usize) -> Option<InboxRecord> {
+        now_or_never(self.inbox.get(self.world.inbox_pk(e)))
+            .ok()
+            .flatten()
+    }
+
+    /// The ledger's record of the action `key`, if any.
+    fn action(&self, key: &str) -> Option<ActionRecord> {
+        self.ledger
+            .records()
+            .into_iter()
+            .find(|r| r.key.as_str() == key)
     }
 
     /// Every CRM's tasks, by action key (an action has one destination).
@@ -626,9 +641,7 @@ impl Sim {
         // A dead letter of an event not yet processed holds the event until
         // the operator decides its item.
         let pending = self.event_in(&message.body).filter(|e| {
-            now_or_never(self.inbox.get(self.world.inbox_pk(*e)))
-                .ok()
-                .flatten()
+            self.record(*e)
                 .is_some_and(|r| r.status == InboxStatus::Received)
         });
         let triaged = now_or_never(self.triager.triage(&letter, self.now));
@@ -699,22 +712,11 @@ impl Sim {
 
     /// What the model reads before a decision, to tell what it recorded.
     fn before(&self, item: &TriageItem, event: Option<usize>) -> Recorded {
-        let record = event.and_then(|e| {
-            now_or_never(self.inbox.get(self.world.inbox_pk(e)))
-                .ok()
-                .flatten()
-        });
+        let record = event.and_then(|e| self.record(e));
         let (inbox, reopens, reopened_by) = record.map_or((None, 0, None), |r| {
             (Some(r.status), r.reopens, r.reopened_by)
         });
-        let action = event.and_then(|e| {
-            let key = self.world.action_key(e);
-            self.ledger
-                .records()
-                .into_iter()
-                .find(|r| r.key.as_str() == key)
-                .map(|r| r.status)
-        });
+        let action = event.and_then(|e| self.action(self.world.action_key(e)).map(|r| r.status));
         let item = now_or_never(self.triage.get(&item.id))
             .ok()
             .flatten()
@@ -834,12 +836,7 @@ impl Sim {
             .map(|e| self.world.action_key(e).to_owned())
             .unwrap_or_default();
         let found = self.tasks().get(&key).and_then(|t| t.first()).cloned();
-        let Some(record) = self
-            .ledger
-            .records()
-            .into_iter()
-            .find(|r| r.key.as_str() == key)
-        else {
+        let Some(record) = self.action(&key) else {
             return Some(Ok(format!("no action {key} to reconcile")));
         };
         poll_once(approvals.reconcile(&record.key, found.as_deref(), "sim-operator", self.now))
@@ -901,9 +898,8 @@ impl Sim {
     fn triage_letter(&mut self, source: TriageSource, body: &str, event: usize) {
         self.letters += 1;
         self.counts.failed_events += 1;
-        let pending = now_or_never(self.inbox.get(self.world.inbox_pk(event)))
-            .ok()
-            .flatten()
+        let pending = self
+            .record(event)
             .is_some_and(|r| r.status == InboxStatus::Received);
         let letter = DeadLetter {
             source,
@@ -924,10 +920,7 @@ impl Sim {
         for e in 0..self.world.events.len() {
             if self.world.events[e].provider == Provider::Eventbridge
                 && !self.accepted.contains(&e)
-                && now_or_never(self.inbox.get(self.world.inbox_pk(e)))
-                    .ok()
-                    .flatten()
-                    .is_some()
+                && self.record(e).is_some()
             {
                 self.accepted.insert(e);
             }

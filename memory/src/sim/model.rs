@@ -191,11 +191,7 @@ impl Sim {
             .chain(tasks.keys().cloned())
             .collect();
         for key in keys {
-            let record = self
-                .ledger
-                .records()
-                .into_iter()
-                .find(|r| r.key.as_str() == key);
+            let record = self.action(&key);
             let task = tasks.get(&key).and_then(|t| t.first());
             let state = record.map(|r| (r.status, r.destination_ref));
             if let Some((ActionStatus::Completed, reference)) = &state
