@@ -139,9 +139,10 @@ pub(super) async fn detail<E: EventIngress + 'static>(
     // Only what the record shows: a link elsewhere cannot fake the notice.
     let note = match first(&pairs(q), "note").as_str() {
         "rejected" if evidence.item["status"] == "DISCARDED" => Some(
-            "Rejected: recorded as DISCARDED, and it cannot be approved. Its event will not run \
-             again, and a rejected failure is not retried; an action that another event also \
-             asks for may still be performed for that event.",
+            "Rejected: recorded as DISCARDED, and it cannot be approved. What it held does not \
+             run: its event is discarded if it held it, and a rejected failure is never \
+             retried. An action that another event also asks for may still be performed for \
+             that event.",
         ),
         _ => None,
     };
