@@ -129,23 +129,33 @@ pub(crate) fn write_token() -> String {
 
 /// Every item of a sharded sparse index whose partition (`{attribute}`) is
 /// one of `value`'s buckets (`hookgate_core::shard`): each shard queried,
-/// each page followed by the SDK's paginator.
+/// each page followed by the SDK's paginator. With `projection`, only
+/// those attributes of each item.
 pub(crate) async fn query_shards(
     store: Store,
     client: &Client,
     table: &str,
     index: &str,
-    attribute: &str,
-    value: &str,
+    (attribute, value): (&str, &str),
+    projection: &[&str],
 ) -> Result<Vec<Item>, StoreError> {
     let mut items = Vec::new();
     for bucket in shard::buckets(value) {
-        let page: Vec<Item> = client
+        let mut query = client
             .query()
             .table_name(table)
             .index_name(index)
             .key_condition_expression(format!("{attribute} = :bucket"))
-            .expression_attribute_values(":bucket", s(bucket))
+            .expression_attribute_values(":bucket", s(bucket));
+        if !projection.is_empty() {
+            // Every name through a placeholder: some are reserved words.
+            let names: Vec<String> = (0..projection.len()).map(|i| format!("#p{i}")).collect();
+            query = query.projection_expression(names.join(", "));
+            for (name, attribute) in names.into_iter().zip(projection) {
+                query = query.expression_attribute_names(name, *attribute);
+            }
+        }
+        let page: Vec<Item> = query
             .into_paginator()
             .items()
             .send()

@@ -20,7 +20,9 @@ use aws_sdk_dynamodb::{
 };
 use hookgate_core::{
     InboxPk, Timestamp,
-    inbox::{Collision, InboxRecord, InboxStatus, Origin, Pending, REASON_UNHANDLED_TYPE},
+    inbox::{
+        Collision, InboxRecord, InboxStatus, Origin, Pending, REASON_UNHANDLED_TYPE, Reopener,
+    },
     ports::{InboxStore, Store, StoreError, SweepMarks, Upserted},
     sweep::shares,
 };
@@ -317,31 +319,38 @@ impl InboxStore for DynamoInbox {
         pk: &InboxPk,
         now: Timestamp,
         expires_at: Timestamp,
-        by: &str,
+        by: Reopener<'_>,
     ) -> Result<bool, StoreError> {
-        let result = self
+        // A DISCARDED record stays discarded: a reject is final, even
+        // against an approval that was already running. A HELD one waits
+        // for the decision on the item that holds it.
+        let condition = if by.reopens_held() {
+            "attribute_exists(pk) AND #status <> :discarded"
+        } else {
+            "attribute_exists(pk) AND #status <> :discarded AND #status <> :held"
+        };
+        let mut request = self
             .client
             .update_item()
             .table_name(&self.table)
             .key("pk", s(pk.to_string()))
-            // A DISCARDED record stays discarded: a reject is final, even
-            // against an approval that was already running.
-            .condition_expression("attribute_exists(pk) AND #status <> :discarded")
+            .condition_expression(condition)
             .update_expression(
                 "SET #status = :received, pending_bucket = :bucket, pending_since = :now, \
                  expires_at = :expires, reopened_by = :by REMOVE status_reason ADD reopens :one",
             )
             .expression_attribute_values(":one", n(1))
-            .expression_attribute_values(":by", s(by))
+            .expression_attribute_values(":by", s(by.item()))
             .expression_attribute_values(":expires", n(expires_at.as_secs()))
             .expression_attribute_names("#status", "status")
             .expression_attribute_values(":received", s(InboxStatus::Received.as_str()))
             .expression_attribute_values(":discarded", s(InboxStatus::Discarded.as_str()))
             .expression_attribute_values(":bucket", s(hookgate_core::inbox::pending_bucket(pk)))
-            .expression_attribute_values(":now", n(now.as_millis()))
-            .send()
-            .await;
-        applied(STORE, result)
+            .expression_attribute_values(":now", n(now.as_millis()));
+        if !by.reopens_held() {
+            request = request.expression_attribute_values(":held", s(InboxStatus::Held.as_str()));
+        }
+        applied(STORE, request.send().await)
     }
 
     async fn stranded(
@@ -422,17 +431,13 @@ impl InboxStore for DynamoInbox {
         applied(STORE, request.update_expression(update).send().await).map(|_| ())
     }
 
-    async fn discard(
-        &self,
-        pk: &InboxPk,
-        reason: &str,
-        reopened_by: Option<&str>,
-    ) -> Result<(), StoreError> {
-        let mut request = self
+    async fn discard(&self, pk: &InboxPk, reason: &str) -> Result<(), StoreError> {
+        let result = self
             .client
             .update_item()
             .table_name(&self.table)
             .key("pk", s(pk.to_string()))
+            .condition_expression("#status = :held")
             .update_expression(
                 "SET #status = :discarded, status_reason = :reason, pending_bucket = :parked",
             )
@@ -440,17 +445,10 @@ impl InboxStore for DynamoInbox {
             .expression_attribute_values(":held", s(InboxStatus::Held.as_str()))
             .expression_attribute_values(":discarded", s(InboxStatus::Discarded.as_str()))
             .expression_attribute_values(":reason", s(reason))
-            .expression_attribute_values(":parked", s(pk.to_string()));
-        request = match reopened_by {
-            Some(by) => request
-                .condition_expression(
-                    "#status = :held OR (#status = :received AND reopened_by = :by)",
-                )
-                .expression_attribute_values(":received", s(InboxStatus::Received.as_str()))
-                .expression_attribute_values(":by", s(by)),
-            None => request.condition_expression("#status = :held"),
-        };
-        applied(STORE, request.send().await).map(|_| ())
+            .expression_attribute_values(":parked", s(pk.to_string()))
+            .send()
+            .await;
+        applied(STORE, result).map(|_| ())
     }
 }
 

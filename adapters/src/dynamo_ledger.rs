@@ -58,8 +58,8 @@ impl DynamoLedger {
             &self.client,
             &self.table,
             crate::schema::OPEN_INDEX,
-            "open_bucket",
-            status.as_str(),
+            ("open_bucket", status.as_str()),
+            &[],
         )
         .await?;
         let mut keys = Vec::with_capacity(items.len());

@@ -130,8 +130,8 @@ impl TriageStore for DynamoTriage {
             &self.client,
             &self.table,
             STATUS_INDEX,
-            "status_bucket",
-            status.as_str(),
+            ("status_bucket", status.as_str()),
+            LISTED,
         )
         .await?
         .iter()
@@ -241,6 +241,23 @@ fn to_item(t: &TriageItem) -> Item {
     item
 }
 
+/// What a list reads of each item: all but the original message.
+const LISTED: &[&str] = &[
+    "pk",
+    "class",
+    "status",
+    "source",
+    "workspace",
+    "destination",
+    "inbox_pk",
+    "evidence",
+    "first_seen",
+    "last_seen",
+    "decided_by",
+    "decided_at",
+    "reason",
+];
+
 pub fn from_item(item: &Item) -> Result<TriageItem, StoreError> {
     read(item).map_err(StoreError::corrupt(STORE))
 }
@@ -259,8 +276,9 @@ fn read(item: &Item) -> Result<TriageItem, String> {
             .transpose()
             .map_err(|e| format!("inbox_pk: {e}"))?,
         evidence: serde_json::from_str(get_s(item, "evidence")?).map_err(|e| e.to_string())?,
-        original_body: get_s(item, "original_body")?.to_owned(),
-        original_attributes: get_s(item, "original_attributes")?.to_owned(),
+        // A listed item is read without them (`LISTED`).
+        original_body: owned("original_body").unwrap_or_default(),
+        original_attributes: owned("original_attributes").unwrap_or_default(),
         first_seen: Timestamp::from_millis(get_n(item, "first_seen")?),
         last_seen: Timestamp::from_millis(get_n(item, "last_seen")?),
         decided_by: owned("decided_by"),

@@ -15,8 +15,8 @@ use crate::{
     InboxPk, Timestamp,
     action::ActionKey,
     config::Config,
-    inbox::{InboxRecord, InboxStatus, Origin, Verdict},
-    ledger::ActionStatus,
+    inbox::{InboxRecord, InboxStatus, Origin, Reopener, Verdict},
+    ledger::{ActionRecord, ActionStatus},
     message::{MessageKind, QueueMessage},
     ports::{ActionQueue, EventIngress, InboxStore, Ledger, StoreError, TriageStore},
     rules::Decision,
@@ -62,6 +62,18 @@ pub enum ApprovalError {
          again, it is held again"
     )]
     NotStanding { key: String, status: ActionStatus },
+    #[error(
+        "the event {pk} is held for another decision ({reason}): decide that item first. \
+         Its approval re-runs the event's failed actions too (recorded on each one's item) \
+         and a reject ends the event; an uncertain action is reconciled after it"
+    )]
+    EventHeld { pk: String, reason: String },
+    #[error(
+        "triage item {id} was approved and its approval re-opened the event {pk}, which is \
+         being run or has run (the sweep re-sends it if the re-injection's message was not \
+         sent): a reject would stop nothing. Approve the item again to finish its decision"
+    )]
+    UnderWay { id: String, pk: String },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -73,6 +85,10 @@ pub enum Reconciled {
     Completed(String),
     /// Not found: PENDING again, and the event re-queued once.
     Requeued(String),
+    /// Not found, and the event is held for another item's decision
+    /// (`reason` names it): PENDING again, run by that item's approval;
+    /// a reject of it ends the event, and the action is not run.
+    Waiting { inbox_pk: String, reason: String },
 }
 
 /// What an approval did.
@@ -153,9 +169,10 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
             return Err(ApprovalError::ReconcileOnly(id.to_owned()));
         }
         // Refused before anything is recorded: the item stays for a decision
-        // (reject) instead of reading REINJECTED over nothing.
+        // (reject) instead of reading REINJECTED over nothing, or, for an
+        // event held for another item, for that item's decision first.
         if let Some(pk) = &pk {
-            live(pk, record.as_ref(), now)?;
+            reopenable(pk, record.as_ref(), now, reopener(&item))?;
         }
         match item.status {
             TriageStatus::Held => {
@@ -256,18 +273,33 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
                 });
             }
         };
+        let (pk, record) = self.event_record(&item, now).await?;
+        // Its own approval re-opened the event and stopped after: the
+        // record is RECEIVED (the sweep runs it) or already settled by its
+        // re-run, so a reject would stop nothing (its actions may be
+        // re-opened already). Once another decision re-opened it since, or
+        // a dead letter holds it again, it is no longer this approval's.
+        if from == TriageStatus::Approved
+            && let (Some(pk), Some(record)) = (&pk, &record)
+            && record.reopened_by.as_deref() == Some(id)
+            && !matches!(record.status, InboxStatus::Held | InboxStatus::Discarded)
+        {
+            return Err(ApprovalError::UnderWay {
+                id: id.to_owned(),
+                pk: pk.to_string(),
+            });
+        }
         // The event's held work is discarded first: no sweep, repeat or
         // recovery runs it again. A reject that dies half way then leaves
         // its event discarded and its item still open (reject it again),
         // never the item DISCARDED over an event that an approval of
-        // another of its items could still run (found by the simulator). A
-        // RECEIVED record is discarded only when this item's own approval
-        // was the last to re-open it; otherwise another decision re-opened
-        // it (an approval, a reconcile) and its re-run is queued, or the
-        // item never held it.
-        if let (Some(pk), _) = self.event_record(&item, now).await? {
-            let reopened_by = (from == TriageStatus::Approved).then_some(id);
-            self.inbox.discard(&pk, why, reopened_by).await?;
+        // another of its items could still run (found by the simulator).
+        // Only an item that holds its event discards it: a failure's item
+        // decides its action, and a HELD record waits for the decision on
+        // the item that holds it (a rejected failure stays FAILED whatever
+        // that decision is).
+        if let (Some(pk), Reopener::Event(_)) = (&pk, reopener(&item)) {
+            self.inbox.discard(pk, why).await?;
         }
         if !self
             .triage
@@ -285,10 +317,11 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
 
     /// Resolves an UNCERTAIN action with the operator's finding: `found` →
     /// COMPLETED with that destination id; not found → PENDING and its event
-    /// re-queued once (the UNCERTAIN → PENDING write happens once). The
-    /// worker's `uncertain` triage item records the finding: DISCARDED when
-    /// found, REINJECTED when re-run. A rejected action or event is never
-    /// re-queued.
+    /// re-queued once (the UNCERTAIN → PENDING write happens once), or, if
+    /// the event is held for another item's decision, left to that decision
+    /// ([`Reconciled::Waiting`]). The worker's `uncertain` triage item
+    /// records the finding: DISCARDED when found, REINJECTED when re-run. A
+    /// rejected action or event is never re-queued.
     pub async fn reconcile(
         &self,
         key: &ActionKey,
@@ -302,66 +335,111 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
             .await?
             .ok_or_else(|| ApprovalError::NoAction(key.to_string()))?;
         let item = worker_item_id("uncertain", key, &record.request_sha256);
-        let requeue = match found {
-            Some(_) => None,
-            None => {
-                // A reject is final: a rejected uncertain action is not run
-                // again (what the destination shows can still be recorded).
-                // An item closed by a finding left the action decided.
-                if record.status == ActionStatus::Uncertain
-                    && let Some(held) = self.triage.get(&item).await?
-                    && held.status == TriageStatus::Discarded
-                {
-                    return Err(ApprovalError::Rejected(key.to_string()));
-                }
-                let Some(pk) = record.inbox_pks.first().cloned() else {
-                    return Err(ApprovalError::Reinjection(format!(
-                        "{key} names no inbox record"
-                    )));
-                };
-                // Re-queueing needs the event: refused, still UNCERTAIN.
-                live(&pk, self.inbox.get(&pk).await?.as_ref(), now)?;
-                Some(pk)
-            }
-        };
-        if !self.ledger.reconcile(key, found, who, now).await? {
+        if record.status != ActionStatus::Uncertain {
             return Err(ApprovalError::NotUncertain {
                 key: key.to_string(),
                 status: record.status,
             });
         }
-        // Re-queued before the item is closed: a failure after the ledger
-        // write leaves the item HELD and the action PENDING (the record may
-        // stay settled), and approving that item re-queues the event.
-        if let Some(pk) = &requeue {
-            self.reopen_or_refuse(pk, now, now.plus(self.config.inbox_ttl), &item)
-                .await?;
-            self.queue
-                .send(
-                    &QueueMessage::for_event(pk, Origin::Http),
-                    MessageKind::Reinjected,
-                )
-                .await
-                .map_err(|e| ApprovalError::Reinjection(e.to_string()))?;
-        }
-        // Found: the item is closed. Not found: the work is re-run, as an
-        // approval re-runs it (REINJECTED), so an outcome uncertain again
-        // holds the same item again instead of filing a repeat of a closed one.
-        let (closed, why) = match found {
-            Some(id) => (TriageStatus::Discarded, format!("reconciled: found {id}")),
-            None => (
-                TriageStatus::Reinjected,
-                "reconciled: not found, re-queued".to_owned(),
-            ),
+        let Some(found) = found else {
+            return self.not_found(key, &record, &item, who, now).await;
         };
+        if !self.ledger.reconcile(key, Some(found), who, now).await? {
+            return Err(ApprovalError::NotUncertain {
+                key: key.to_string(),
+                status: record.status,
+            });
+        }
+        // Found: the item is closed (a reject of it made meanwhile stands:
+        // nothing is re-run either way).
         self.triage
-            .transition(&item, TriageStatus::Held, closed, who, &why, now)
+            .transition(
+                &item,
+                TriageStatus::Held,
+                TriageStatus::Discarded,
+                who,
+                &format!("reconciled: found {found}"),
+                now,
+            )
             .await?;
-        Ok(match (found, requeue) {
-            (Some(id), _) => Reconciled::Completed(id.to_owned()),
-            (None, Some(pk)) => Reconciled::Requeued(pk.to_string()),
-            (None, None) => unreachable!("not found always names the record to re-queue"),
-        })
+        Ok(Reconciled::Completed(found.to_owned()))
+    }
+
+    /// A reconcile's "not found": the action PENDING again, and its event
+    /// re-run, or left to the decision of the item that holds it.
+    async fn not_found(
+        &self,
+        key: &ActionKey,
+        record: &ActionRecord,
+        item: &str,
+        who: &str,
+        now: Timestamp,
+    ) -> Result<Reconciled, ApprovalError> {
+        // A reject is final: a rejected uncertain action is not run again
+        // (what the destination shows can still be recorded).
+        if let Some(held) = self.triage.get(item).await?
+            && held.status == TriageStatus::Discarded
+        {
+            return Err(ApprovalError::Rejected(key.to_string()));
+        }
+        let Some(pk) = record.inbox_pks.first().cloned() else {
+            return Err(ApprovalError::Reinjection(format!(
+                "{key} names no inbox record"
+            )));
+        };
+        // Only this action is decided here: an event held for another
+        // item's decision is not re-opened (its re-run would run the
+        // event's other actions too, with no decision on that item), and
+        // the action waits, PENDING, for that decision. Any other is
+        // re-opened before anything is decided, so that a reconcile that
+        // stops half way leaves the event to run: its run files the item
+        // again while the action is still UNCERTAIN.
+        let (expires_at, by) = (now.plus(self.config.inbox_ttl), Reopener::Action(item));
+        let held = self.reopen_unless_held(&pk, now, expires_at, by).await?;
+        // The item is decided (REINJECTED: the work is re-run, as an
+        // approval re-runs it, so an outcome uncertain again holds the same
+        // item again) before the ledger moves: a reject of it made at the
+        // same time either came first, and nothing is re-run, or comes
+        // after and is refused.
+        let why = match &held {
+            Some(held) => {
+                format!("reconciled: not found, runs when its event is approved ({held})")
+            }
+            None => "reconciled: not found, re-queued".to_owned(),
+        };
+        if self
+            .claim(item, TriageStatus::Reinjected, who, &why, now)
+            .await?
+            == Claim::Rejected
+        {
+            return Err(ApprovalError::Rejected(key.to_string()));
+        }
+        if !self.ledger.reconcile(key, None, who, now).await? {
+            return Err(ApprovalError::NotUncertain {
+                key: key.to_string(),
+                status: record.status,
+            });
+        }
+        // Re-opened again once the action is PENDING: a worker that read
+        // the event while it was UNCERTAIN must not settle it on that read.
+        let held = match held {
+            Some(reason) => Some(reason),
+            None => self.reopen_unless_held(&pk, now, expires_at, by).await?,
+        };
+        if let Some(reason) = held {
+            return Ok(Reconciled::Waiting {
+                inbox_pk: pk.to_string(),
+                reason,
+            });
+        }
+        self.queue
+            .send(
+                &QueueMessage::for_event(&pk, Origin::Http),
+                MessageKind::Reinjected,
+            )
+            .await
+            .map_err(|e| ApprovalError::Reinjection(e.to_string()))?;
+        Ok(Reconciled::Requeued(pk.to_string()))
     }
 
     /// A worker's item of a failed or uncertain action may be rejected only
@@ -438,13 +516,63 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         pk: &InboxPk,
         now: Timestamp,
         expires_at: Timestamp,
-        by: &str,
+        by: Reopener<'_>,
     ) -> Result<(), ApprovalError> {
         if self.inbox.reopen(pk, now, expires_at, by).await? {
             return Ok(());
         }
-        live(pk, self.inbox.get(pk).await?.as_ref(), now)?;
+        reopenable(pk, self.inbox.get(pk).await?.as_ref(), now, by)?;
         Err(ApprovalError::Expired(pk.to_string()))
+    }
+
+    /// As [`Self::reopen_or_refuse`], but a record held for another item's
+    /// decision is an answer, not a refusal: why it is held.
+    async fn reopen_unless_held(
+        &self,
+        pk: &InboxPk,
+        now: Timestamp,
+        expires_at: Timestamp,
+        by: Reopener<'_>,
+    ) -> Result<Option<String>, ApprovalError> {
+        match self.reopen_or_refuse(pk, now, expires_at, by).await {
+            Ok(()) => Ok(None),
+            Err(ApprovalError::EventHeld { reason, .. }) => Ok(Some(reason)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Decides the worker's item `id` as part of the decision under way
+    /// (HELD → `to`, with `who` and `why`) before anything it decides is
+    /// written: of a reject of the item and this decision, made at once,
+    /// one wins, and the other changes nothing. Straight to `to`, never
+    /// APPROVED, which a reject may still end.
+    async fn claim(
+        &self,
+        id: &str,
+        to: TriageStatus,
+        who: &str,
+        why: &str,
+        now: Timestamp,
+    ) -> Result<Claim, StoreError> {
+        for _ in 0..2 {
+            let Some(item) = self.triage.get(id).await? else {
+                return Ok(Claim::None);
+            };
+            match item.status {
+                TriageStatus::Discarded => return Ok(Claim::Rejected),
+                TriageStatus::Held => {
+                    if self
+                        .triage
+                        .transition(id, TriageStatus::Held, to, who, why, now)
+                        .await?
+                    {
+                        return Ok(Claim::Taken);
+                    }
+                }
+                _ => return Ok(Claim::None),
+            }
+        }
+        Ok(Claim::None)
     }
 
     /// The inbox record an item decides, and the record as read: the one
@@ -478,13 +606,27 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         why: &str,
         now: Timestamp,
     ) -> Result<Reinjected, ApprovalError> {
+        let expires_at = now.plus(self.config.inbox_ttl);
         let Some(pk) = pk else {
-            let verdict = self
+            return match self
                 .ingress
                 .ingest_event(item.original_body.as_bytes(), now)
                 .await
-                .map_err(|e| ApprovalError::Reinjection(e.to_string()))?;
-            return Ok(Reinjected::Ingested(verdict));
+            {
+                Ok(verdict) => Ok(Reinjected::Ingested(verdict)),
+                Err(e) => {
+                    // The ingress may have stored the event before its send
+                    // failed: marked as this decision's, so a reject of the
+                    // item, left APPROVED, is refused while the sweep runs it
+                    // (never a DISCARDED item over an event that runs).
+                    if let (Some(stored), _) = self.event_record(item, now).await? {
+                        self.inbox
+                            .reopen(&stored, now, expires_at, reopener(item))
+                            .await?;
+                    }
+                    Err(ApprovalError::Reinjection(e.to_string()))
+                }
+            };
         };
         // The event first: re-opened (it may have been settled: FAILED and
         // UNCERTAIN actions settle it) and marked as this decision's, so
@@ -492,8 +634,7 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         // or a RECEIVED record a reject of this item discards, never an
         // action re-opened for an event settled for good (found by the
         // simulator).
-        let expires_at = now.plus(self.config.inbox_ttl);
-        self.reopen_or_refuse(&pk, now, expires_at, &item.id)
+        self.reopen_or_refuse(&pk, now, expires_at, reopener(item))
             .await?;
         let mut reopened = Vec::new();
         if let Some(record) = record
@@ -501,27 +642,27 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         {
             for request in requests {
                 // A failure the operator rejected stays FAILED: a reject is
-                // final, whatever item of the event is approved later.
+                // final, whatever item of the event is approved later, and
+                // even one made while this approval runs: the failure's own
+                // item is decided by this approval first (a later reject of
+                // it is refused, the re-run is queued; a new failure of the
+                // re-run holds it again), then the action re-opened.
+                let Some(action) = self.ledger.get(&request.key).await? else {
+                    continue;
+                };
+                if action.status != ActionStatus::Failed {
+                    continue;
+                }
                 let failed = worker_item_id("failed", &request.key, &request.request_sha256);
-                if let Some(held) = self.triage.get(&failed).await?
-                    && held.status == TriageStatus::Discarded
+                if failed != item.id
+                    && self
+                        .claim(&failed, TriageStatus::Reinjected, who, why, now)
+                        .await?
+                        == Claim::Rejected
                 {
                     continue;
                 }
                 if self.ledger.reopen(&request.key, now).await? {
-                    // This approval decides the failure's own item too: a
-                    // later reject of it is refused (the re-run is queued),
-                    // and a new failure of the re-run holds it again.
-                    self.triage
-                        .transition(
-                            &failed,
-                            TriageStatus::Held,
-                            TriageStatus::Reinjected,
-                            who,
-                            why,
-                            now,
-                        )
-                        .await?;
                     reopened.push(request.key.to_string());
                 }
             }
@@ -530,7 +671,7 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         // event before (the action still FAILED) must not settle it on that
         // read, or the re-run would find it settled and the action PENDING.
         if !reopened.is_empty() {
-            self.reopen_or_refuse(&pk, now, expires_at, &item.id)
+            self.reopen_or_refuse(&pk, now, expires_at, reopener(item))
                 .await?;
         }
         let origin = match item.source {
@@ -548,6 +689,54 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
             inbox_pk: pk.to_string(),
             reopened,
         })
+    }
+}
+
+/// What [`Approvals::claim`] found of a worker's item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Claim {
+    /// Decided by the decision under way.
+    Taken,
+    /// A reject decided it: final.
+    Rejected,
+    /// No item, or one decided otherwise (approved, re-injected): nothing
+    /// to take.
+    None,
+}
+
+/// How much of its event a decision on `item` decides: an item that holds
+/// the event (a dead letter, a failed EventBridge delivery) decides the
+/// whole event; a worker's item (a failure, an uncertain outcome, a
+/// collision) decides one action.
+fn reopener(item: &TriageItem) -> Reopener<'_> {
+    match item.source {
+        TriageSource::Worker => Reopener::Action(&item.id),
+        _ => Reopener::Event(&item.id),
+    }
+}
+
+/// Whether a decision `by` may re-open the record of `pk`: as [`live`],
+/// and a decision on one action never re-opens an event held for another
+/// item's decision (its re-run would run the event's other actions with no
+/// decision on that item).
+fn reopenable(
+    pk: &InboxPk,
+    record: Option<&InboxRecord>,
+    now: Timestamp,
+    by: Reopener<'_>,
+) -> Result<(), ApprovalError> {
+    live(pk, record, now)?;
+    match record {
+        Some(record) if record.status == InboxStatus::Held && !by.reopens_held() => {
+            Err(ApprovalError::EventHeld {
+                pk: pk.to_string(),
+                reason: record
+                    .status_reason
+                    .clone()
+                    .unwrap_or_else(|| "held".to_owned()),
+            })
+        }
+        _ => Ok(()),
     }
 }
 

@@ -162,9 +162,38 @@ pub struct InboxRecord {
     /// before a re-open cannot undo it.
     pub reopens: u32,
     /// The triage item whose decision re-opened it last: a reject of that
-    /// item, left APPROVED by a failed re-injection, discards the RECEIVED
-    /// record its own approval re-opened, and only that one.
+    /// item, left APPROVED by a re-injection that failed after this
+    /// re-open, is refused (the sweep runs the record: the approval is
+    /// under way).
     pub reopened_by: Option<String>,
+}
+
+/// The decision that re-opens a record ([`crate::ports::InboxStore::reopen`]):
+/// its triage item, and how much of the event it decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reopener<'a> {
+    /// The decision on an item that holds the whole event (a dead letter,
+    /// a failed EventBridge delivery): it re-opens a HELD record too.
+    Event(&'a str),
+    /// A decision on one action of the event (the approval of its failure,
+    /// a reconcile): it never re-opens a record HELD for another item's
+    /// decision, whose re-run would run the event's other actions with no
+    /// decision on that item.
+    Action(&'a str),
+}
+
+impl Reopener<'_> {
+    /// The triage item, recorded as `reopened_by`.
+    pub fn item(&self) -> &str {
+        match self {
+            Self::Event(item) | Self::Action(item) => item,
+        }
+    }
+
+    /// Whether it may re-open a HELD record.
+    pub fn reopens_held(&self) -> bool {
+        matches!(self, Self::Event(_))
+    }
 }
 
 impl InboxRecord {

@@ -26,7 +26,7 @@ use std::{sync::Arc, time::Duration};
 use crate::{
     InboxPk, Timestamp,
     action::{ActionKey, ActionRequest},
-    inbox::{InboxRecord, InboxStatus, Origin, Verdict},
+    inbox::{InboxRecord, InboxStatus, Origin, Reopener, Verdict},
     ledger::{ActionRecord, Claim, ErrorKind},
     message::{MessageKind, QueueMessage},
     names::names,
@@ -138,16 +138,17 @@ pub trait InboxStore: Send + Sync {
     /// until `expires_at` (the re-run must be recognised for a whole retry
     /// window again), and counts the re-open in `reopens`, a RECEIVED record
     /// too: a worker that read it before must not settle it on that read,
-    /// and records `by`, the triage item of the decision, as the last to
-    /// re-open it. A DISCARDED record is left as it is (a reject is final,
-    /// even against an approval already running), and so is an absent one:
+    /// and records `by`'s triage item as the last to re-open it. A
+    /// DISCARDED record is left as it is (a reject is final, even against an
+    /// approval already running), and so is an absent one, and a HELD one
+    /// unless `by` decides the whole event ([`Reopener::reopens_held`]):
     /// `false` then, nothing written.
     fn reopen(
         &self,
         pk: &InboxPk,
         now: Timestamp,
         expires_at: Timestamp,
-        by: &str,
+        by: Reopener<'_>,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
     /// Moves a RECEIVED record to `status` (with `reason`) and parks it, out
@@ -164,16 +165,13 @@ pub trait InboxStore: Send + Sync {
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// HELD → DISCARDED with the operator's `reason`, parked: a rejected
-    /// decision. With `reopened_by`, a RECEIVED record too, if that item's
-    /// decision was the last to re-open it: the rejected item's own approval
-    /// re-opened it and its re-injection failed. A record in any other
-    /// status is left as it is; so is a RECEIVED one another decision
-    /// re-opened since (its re-run is queued).
+    /// decision. A record in any other status is left as it is: a RECEIVED
+    /// one is being run by a decision (or was never held), a settled one is
+    /// done.
     fn discard(
         &self,
         pk: &InboxPk,
         reason: &str,
-        reopened_by: Option<&str>,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 }
 
@@ -323,7 +321,10 @@ pub trait TriageStore: Send + Sync {
 
     fn get(&self, id: &str) -> impl Future<Output = Result<Option<TriageItem>, StoreError>> + Send;
 
-    /// Items with `status`, oldest first.
+    /// Items with `status`, oldest first, each without its original
+    /// message (`original_body` and `original_attributes` empty): a list of
+    /// many held payloads would be large. [`TriageStore::get`] reads one
+    /// whole.
     fn list(
         &self,
         status: TriageStatus,

@@ -138,6 +138,13 @@ impl<E: EventIngress> Ops<E> {
                 format!("{key} PENDING; {pk} re-queued\n"),
                 json!({"key": key.as_str(), "status": "PENDING", "requeued": pk}),
             )),
+            Ok(Reconciled::Waiting { inbox_pk, reason }) => Ok(Output::ok(
+                format!(
+                    "{key} PENDING; {inbox_pk} is {reason}: approving that item runs it, \
+                     a reject of it ends the event\n"
+                ),
+                json!({"key": key.as_str(), "status": "PENDING", "waiting": inbox_pk, "held": reason}),
+            )),
             Err(hookgate_core::approval::ApprovalError::NoAction(_)) => {
                 Ok(Output::not_found(format!("no action {key}")))
             }

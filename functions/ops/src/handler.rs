@@ -150,7 +150,9 @@ fn refused(e: &ApprovalError) -> Response {
         | ApprovalError::NotReinjectable(_)
         | ApprovalError::Expired(_)
         | ApprovalError::Rejected(_)
-        | ApprovalError::ReconcileOnly(_) => StatusCode::CONFLICT,
+        | ApprovalError::ReconcileOnly(_)
+        | ApprovalError::EventHeld { .. }
+        | ApprovalError::UnderWay { .. } => StatusCode::CONFLICT,
         ApprovalError::Reinjection(_) | ApprovalError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
     };
     answer(status, json!({"error": e.to_string()}))
@@ -337,6 +339,10 @@ async fn reconcile<E: EventIngress>(
         Ok(Reconciled::Requeued(pk)) => {
             answer(StatusCode::OK, json!({"status": "PENDING", "requeued": pk}))
         }
+        Ok(Reconciled::Waiting { inbox_pk, reason }) => answer(
+            StatusCode::OK,
+            json!({"status": "PENDING", "waiting": inbox_pk, "held": reason}),
+        ),
         Err(e) => refused(&e),
     }
 }

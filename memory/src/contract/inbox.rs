@@ -8,7 +8,8 @@ use std::{collections::HashSet, sync::Arc, time::Duration};
 use hookgate_core::{
     EventKey, InboxPk, Provider, Timestamp, WorkspaceId,
     inbox::{
-        Collision, InboxRecord, InboxStatus, Origin, PENDING_BUCKETS, Pending, pending_bucket,
+        Collision, InboxRecord, InboxStatus, Origin, PENDING_BUCKETS, Pending, Reopener,
+        pending_bucket,
     },
     ports::{InboxStore, SweepMarks, Upserted},
     provider::Identity,
@@ -180,7 +181,7 @@ async fn settling_parks_once_and_reopening_puts_it_back(store: &impl InboxStore,
     let at = T0.plus(Duration::from_secs(30));
     let expires = at.plus(TTL);
     store
-        .reopen(&record.pk, at, expires, "item-b")
+        .reopen(&record.pk, at, expires, Reopener::Event("item-b"))
         .await
         .unwrap()
         .then_some(())
@@ -198,7 +199,12 @@ async fn settling_parks_once_and_reopening_puts_it_back(store: &impl InboxStore,
     // is read now settles.
     let later = at.plus(Duration::from_secs(5));
     store
-        .reopen(&record.pk, later, later.plus(TTL), "item-a")
+        .reopen(
+            &record.pk,
+            later,
+            later.plus(TTL),
+            Reopener::Event("item-a"),
+        )
         .await
         .unwrap();
     let again = store.get(&record.pk).await.unwrap().unwrap();
@@ -410,7 +416,12 @@ async fn a_requeued_record_is_out_of_reach_until_a_cut_passes_its_mark(
     // Re-opened after the run read it: the re-open's `pending_since` stays.
     let reopened_at = next.plus(Duration::from_secs(1));
     store
-        .reopen(&record.pk, reopened_at, reopened_at.plus(TTL), "item-m")
+        .reopen(
+            &record.pk,
+            reopened_at,
+            reopened_at.plus(TTL),
+            Reopener::Event("item-m"),
+        )
         .await
         .unwrap();
     assert!(!store.mark_requeued(&record.pk, next, late).await.unwrap());
@@ -456,31 +467,47 @@ async fn discard_and_dispatch_marks(store: &impl InboxStore, ns: &str) {
             .dispatch_failed
     );
 
-    // A RECEIVED record is discarded only by a reject of the item whose
-    // approval was the last to re-open it: not by another item's.
+    // A RECEIVED record is never discarded (a decision re-opened it, or it
+    // was never held), nor a processed one.
     store
-        .reopen(&record.pk, T0, T0.plus(TTL), "item-b")
+        .reopen(&record.pk, T0, T0.plus(TTL), Reopener::Event("item-a"))
         .await
         .unwrap();
+    store.discard(&record.pk, "rejected by ana").await.unwrap();
+    assert_eq!(
+        store.get(&record.pk).await.unwrap().unwrap().status,
+        InboxStatus::Received
+    );
+    let done = first(ns, "discard-done", "{}", true, T0);
+    store.upsert(&done, T0).await.unwrap();
     store
-        .reopen(&record.pk, T0, T0.plus(TTL), "item-a")
+        .settle(&done.pk, InboxStatus::Processed, None, None)
         .await
         .unwrap();
-    for other in [None, Some("item-b")] {
-        store
-            .discard(&record.pk, "rejected by ana", other)
+    store.discard(&done.pk, "too late").await.unwrap();
+    assert_eq!(
+        store.get(&done.pk).await.unwrap().unwrap().status,
+        InboxStatus::Processed
+    );
+    // A HELD record (held for a decision by triage): a decision on one of
+    // its actions does not re-open it; it is left for the decision on the
+    // item that holds it. That item's reject discards it, parked.
+    store
+        .settle(&record.pk, InboxStatus::Held, Some("dead-lettered"), None)
+        .await
+        .unwrap();
+    assert!(
+        !store
+            .reopen(&record.pk, T0, T0.plus(TTL), Reopener::Action("item-f"))
             .await
-            .unwrap();
-        assert_eq!(
-            store.get(&record.pk).await.unwrap().unwrap().status,
-            InboxStatus::Received,
-            "{other:?}"
-        );
-    }
-    store
-        .discard(&record.pk, "rejected by ana", Some("item-a"))
-        .await
-        .unwrap();
+            .unwrap()
+    );
+    let stored = store.get(&record.pk).await.unwrap().unwrap();
+    assert_eq!(
+        (stored.status, stored.reopened_by.as_deref()),
+        (InboxStatus::Held, Some("item-a"))
+    );
+    store.discard(&record.pk, "rejected by ana").await.unwrap();
     let stored = store.get(&record.pk).await.unwrap().unwrap();
     assert_eq!(
         (
@@ -490,26 +517,16 @@ async fn discard_and_dispatch_marks(store: &impl InboxStore, ns: &str) {
         ),
         (InboxStatus::Discarded, Some("rejected by ana"), None)
     );
-    // A processed record is not discarded.
-    let done = first(ns, "discard-done", "{}", true, T0);
-    store.upsert(&done, T0).await.unwrap();
-    store
-        .settle(&done.pk, InboxStatus::Processed, None, None)
-        .await
-        .unwrap();
-    store
-        .discard(&done.pk, "too late", Some("item-a"))
-        .await
-        .unwrap();
-    assert_eq!(
-        store.get(&done.pk).await.unwrap().unwrap().status,
-        InboxStatus::Processed
-    );
     // Discarded is final: a re-open (an approval racing the reject) leaves
     // it, and says so.
     assert!(
         !store
-            .reopen(&record.pk, T0, T0.plus(Duration::from_secs(3600)), "item-c")
+            .reopen(
+                &record.pk,
+                T0,
+                T0.plus(Duration::from_secs(3600)),
+                Reopener::Event("item-c")
+            )
             .await
             .unwrap()
     );
@@ -517,18 +534,22 @@ async fn discard_and_dispatch_marks(store: &impl InboxStore, ns: &str) {
         store.get(&record.pk).await.unwrap().unwrap().status,
         InboxStatus::Discarded
     );
-    // A HELD record (held for a decision by triage) is discarded by any reject.
-    let held = first(ns, "discard-held", "{}", true, T0);
+    // A HELD record is re-opened by the decision on the item that holds it.
+    let held = first(ns, "reopen-held", "{}", true, T0);
     store.upsert(&held, T0).await.unwrap();
     store
         .settle(&held.pk, InboxStatus::Held, Some("dead-lettered"), None)
         .await
         .unwrap();
-    store.discard(&held.pk, "not ours", None).await.unwrap();
-    let stored = store.get(&held.pk).await.unwrap().unwrap();
+    assert!(
+        store
+            .reopen(&held.pk, T0, T0.plus(TTL), Reopener::Event("item-d"))
+            .await
+            .unwrap()
+    );
     assert_eq!(
-        (stored.status, stored.status_reason.as_deref()),
-        (InboxStatus::Discarded, Some("not ours"))
+        store.get(&held.pk).await.unwrap().unwrap().status,
+        InboxStatus::Received
     );
 }
 

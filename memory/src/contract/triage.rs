@@ -68,6 +68,24 @@ async fn a_filing_is_kept_once_and_a_repeat_moves_only_last_seen(
         listed(store, ns, TriageStatus::Held).await,
         vec![b.id.clone(), a.id.clone()]
     );
+    // Listed without the original message, which `get` reads: all else as
+    // filed.
+    let in_list = store
+        .list(TriageStatus::Held)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|i| i.id == a.id)
+        .unwrap();
+    assert!(!a.original_body.is_empty());
+    assert_eq!(
+        in_list,
+        TriageItem {
+            original_body: String::new(),
+            original_attributes: String::new(),
+            ..a.clone()
+        }
+    );
 
     // A redelivered dead letter: the stored evidence and class stay.
     let mut repeat = a.clone();

@@ -10,7 +10,7 @@ use std::{
 
 use hookgate_core::{
     InboxPk, Timestamp,
-    inbox::{Collision, InboxRecord, InboxStatus, Origin, Pending, pending_bucket},
+    inbox::{Collision, InboxRecord, InboxStatus, Origin, Pending, Reopener, pending_bucket},
     ports::{InboxStore, Store, StoreError, SweepMarks, Upserted},
     sweep::shares,
 };
@@ -184,14 +184,14 @@ impl InboxStore for MemoryInbox {
         pk: &InboxPk,
         now: Timestamp,
         expires_at: Timestamp,
-        by: &str,
+        by: Reopener<'_>,
     ) -> Result<bool, StoreError> {
         self.write_refused()?;
         Ok(self.with(|records| {
-            let Some(r) = records
-                .get_mut(pk)
-                .filter(|r| r.status != InboxStatus::Discarded)
-            else {
+            let Some(r) = records.get_mut(pk).filter(|r| {
+                r.status != InboxStatus::Discarded
+                    && (r.status != InboxStatus::Held || by.reopens_held())
+            }) else {
                 return false;
             };
             {
@@ -203,7 +203,7 @@ impl InboxStore for MemoryInbox {
                 });
                 r.expires_at = Timestamp::from_secs(expires_at.as_secs());
                 r.reopens += 1;
-                r.reopened_by = Some(by.to_owned());
+                r.reopened_by = Some(by.item().to_owned());
             }
             true
         }))
@@ -230,19 +230,11 @@ impl InboxStore for MemoryInbox {
         Ok(())
     }
 
-    async fn discard(
-        &self,
-        pk: &InboxPk,
-        reason: &str,
-        reopened_by: Option<&str>,
-    ) -> Result<(), StoreError> {
+    async fn discard(&self, pk: &InboxPk, reason: &str) -> Result<(), StoreError> {
         self.write_refused()?;
         self.with(|records| {
             if let Some(r) = records.get_mut(pk)
-                && (r.status == InboxStatus::Held
-                    || r.status == InboxStatus::Received
-                        && reopened_by.is_some()
-                        && r.reopened_by.as_deref() == reopened_by)
+                && r.status == InboxStatus::Held
             {
                 r.status = InboxStatus::Discarded;
                 r.status_reason = Some(reason.to_owned());

@@ -117,7 +117,11 @@ impl TriageStore for MemoryTriage {
             s.items
                 .values()
                 .filter(|i| i.status == status)
-                .cloned()
+                .map(|i| TriageItem {
+                    original_body: String::new(),
+                    original_attributes: String::new(),
+                    ..i.clone()
+                })
                 .collect()
         });
         items.sort_by_key(|i| i.first_seen);

@@ -28,7 +28,7 @@ use hookgate_core::{
     InboxPk, Timestamp,
     action::{ActionKey, ActionRequest},
     destination::{Destination, DestinationError, Strategy},
-    inbox::{InboxRecord, InboxStatus, Origin},
+    inbox::{InboxRecord, InboxStatus, Origin, Reopener},
     ledger::ActionRecord,
     message::{MessageKind, QueueMessage},
     ports::{
@@ -278,7 +278,7 @@ impl<T: InboxStore> InboxStore for Faulty<T> {
         pk: &InboxPk,
         now: Timestamp,
         expires_at: Timestamp,
-        by: &str,
+        by: Reopener<'_>,
     ) -> Result<bool, StoreError> {
         faulted!(self, self.inner.reopen(pk, now, expires_at, by).await)
     }
@@ -293,13 +293,8 @@ impl<T: InboxStore> InboxStore for Faulty<T> {
         faulted!(self, self.inner.settle(pk, status, reason, read).await)
     }
 
-    async fn discard(
-        &self,
-        pk: &InboxPk,
-        reason: &str,
-        reopened_by: Option<&str>,
-    ) -> Result<(), StoreError> {
-        faulted!(self, self.inner.discard(pk, reason, reopened_by).await)
+    async fn discard(&self, pk: &InboxPk, reason: &str) -> Result<(), StoreError> {
+        faulted!(self, self.inner.discard(pk, reason).await)
     }
 }
 

@@ -672,7 +672,14 @@ impl Sim {
                 .expect("the memory triage answers"),
         );
         items.sort_by(|a, b| (a.first_seen, &a.id).cmp(&(b.first_seen, &b.id)));
+        // Each read whole, as an operator's `show` does: a list leaves out
+        // the original message, which names an event not stored yet.
         items
+            .into_iter()
+            .filter_map(|i| {
+                now_or_never(self.triage.get(&i.id)).expect("the memory triage answers")
+            })
+            .collect()
     }
 
     /// The operator's tools for one decision, on ports behind `plan`.
@@ -799,14 +806,12 @@ impl Sim {
         if approved {
             self.model.approved(event);
         }
-        // A reject ends an event held for a decision, or one its own
-        // approval was the last to re-open; discarding any other (a re-run
-        // another decision queued) is a decision lost.
+        // A reject ends an event held for a decision; discarding any other
+        // (a re-run a decision queued, its own approval's included) is a
+        // decision lost.
         if let Some(e) = event
             && now.inbox == Some(InboxStatus::Discarded)
-            && (was.inbox == Some(InboxStatus::Held)
-                || was.inbox == Some(InboxStatus::Received)
-                    && was.reopened_by.as_deref() == Some(item.id.as_str()))
+            && was.inbox == Some(InboxStatus::Held)
         {
             self.model.ended(e);
         }
@@ -1039,11 +1044,22 @@ impl Sim {
         for _ in 0..MAX_RECEIVES * 4 {
             self.advance(VISIBILITY + Duration::from_secs(1));
             self.sweep();
-            if self.queue.is_empty() {
+            // A record left RECEIVED with no message (a decision that
+            // re-opened it and stopped) is the sweep's, once it is older
+            // than the sweep age.
+            if self.queue.is_empty() && !self.stranded() {
                 return;
             }
             while self.work(0, Faults::default()) {}
         }
+    }
+
+    /// Whether an accepted event's record is still RECEIVED.
+    fn stranded(&self) -> bool {
+        self.accepted.iter().any(|e| {
+            self.record(*e)
+                .is_some_and(|r| r.status == InboxStatus::Received)
+        })
     }
 
     /// Every fault off; the queue drained; then, until nothing is held, an

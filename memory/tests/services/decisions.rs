@@ -8,7 +8,7 @@ use hookgate_core::{
     approval::{ApprovalError, Reconciled, Reinjected},
     destination::DestinationError,
     dlq::DeadLetter,
-    inbox::InboxStatus,
+    inbox::{InboxStatus, Reopener},
     ledger::ActionStatus,
     message::{MessageKind, QueueMessage},
     ports::{Filed, InboxStore, StoreError, TriageStore},
@@ -651,7 +651,13 @@ async fn an_item_left_approved_by_a_failed_re_injection_keeps_its_first_approver
 }
 
 #[tokio::test]
-async fn an_item_left_approved_is_rejected_with_the_record_its_approval_re_opened() {
+async fn an_item_left_approved_after_its_event_re_opened_is_finished_not_rejected() {
+    // Found by review: an approval that re-opened the event (and its
+    // failed actions) and then failed to send was rejected, which
+    // discarded the event and left the re-opened actions PENDING, their
+    // items closed as re-injected, with nothing to run them. Once its
+    // approval re-opened the event, the sweep runs it: the reject is
+    // refused, and approving again finishes the decision.
     let m = Memory::new();
     let item = held(&m, "d18").await;
     m.queue.set_failing(true);
@@ -661,17 +667,40 @@ async fn an_item_left_approved_is_rejected_with_the_record_its_approval_re_opene
         "{failed:?}"
     );
     assert_eq!(status(&m, "d18").await, InboxStatus::Received);
-    m.approvals()
+    m.queue.set_failing(false);
+    let refused = m
+        .approvals()
         .reject(&item.id, "bob", "not after all", at(40))
-        .await
-        .unwrap();
-    assert_eq!(status(&m, "d18").await, InboxStatus::Discarded);
+        .await;
+    assert_eq!(
+        refused,
+        Err(ApprovalError::UnderWay {
+            id: item.id.clone(),
+            pk: pk("d18").to_string()
+        })
+    );
+    assert_eq!(status(&m, "d18").await, InboxStatus::Received);
+    // The sweep re-sends it; the re-run completes the action.
     let swept = m
         .sweeper()
-        .run_older_than(Duration::ZERO, at(4000))
+        .run_older_than(Duration::from_secs(60), at(4000))
         .await
         .unwrap();
-    assert_eq!(swept.found, 0);
+    assert_eq!(swept.found, 1);
+    let run = m.worker().process(&message("d18"), "m2:1", at(4001)).await;
+    assert_eq!(run, MessageOutcome::Done("1 action(s) settled".into()));
+    assert_eq!(
+        (m.ledger.records()[0].status, m.crm.creates()),
+        (ActionStatus::Completed, 2)
+    );
+    m.approvals()
+        .approve(&item.id, "bob", "finish", at(4010))
+        .await
+        .unwrap();
+    assert_eq!(
+        m.triage.get(&item.id).await.unwrap().unwrap().status,
+        TriageStatus::Reinjected
+    );
 }
 
 #[tokio::test]
@@ -795,7 +824,7 @@ async fn an_approval_that_re_runs_a_failure_decides_its_held_item_too() {
     first_attempt(&m, "d19", DestinationError::Permanent("HTTP 422".into()), 1).await;
     let failed = m.triage.items().remove(0);
     m.inbox
-        .reopen(&pk("d19"), NOW, at(86_400), "a-decision")
+        .reopen(&pk("d19"), NOW, at(86_400), Reopener::Event("a-decision"))
         .await
         .unwrap();
     dead_letter(&m, "d19", "dlq-d19", 10).await.unwrap();
@@ -1032,7 +1061,7 @@ async fn an_event_re_opened_past_the_ledger_retention_looks_its_done_action_up_f
                 &pk("d30"),
                 at(reopened * day),
                 at((reopened + 8) * day),
-                "a-decision",
+                Reopener::Event("a-decision"),
             )
             .await
             .unwrap();

@@ -4,6 +4,7 @@
 //! same services on DynamoDB and SQS.
 
 mod decisions;
+mod held;
 mod pipeline;
 mod support;
 mod sweep;

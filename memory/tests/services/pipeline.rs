@@ -3,7 +3,7 @@
 
 use hookgate_core::{
     destination::DestinationError,
-    inbox::InboxStatus,
+    inbox::{InboxStatus, Reopener},
     ledger::ActionStatus,
     message::{MessageKind, QueueMessage},
     ports::InboxStore,
@@ -118,7 +118,7 @@ async fn a_held_or_discarded_event_is_never_performed() {
                 .settle(&pk("c5"), InboxStatus::Held, None, None)
                 .await
                 .unwrap();
-            m.inbox.discard(&pk("c5"), "rejected", None).await.unwrap();
+            m.inbox.discard(&pk("c5"), "rejected").await.unwrap();
         }
         assert_eq!(
             m.inbox.get(&pk("c5")).await.unwrap().unwrap().status,
@@ -216,7 +216,7 @@ async fn a_paced_action_waits_its_turn_or_gives_its_lease_back_and_a_done_one_ta
             &pk("c8"),
             NOW,
             NOW.plus(std::time::Duration::from_secs(3600)),
-            "a-decision",
+            Reopener::Event("a-decision"),
         )
         .await
         .unwrap();

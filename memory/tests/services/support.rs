@@ -91,6 +91,8 @@ pub struct Memory {
     pub triage: MemoryTriage,
     pub alerts: MemoryAlerts,
     pub crm: ScriptedCrm,
+    /// The configuration every service of it runs with.
+    pub config: Arc<Config>,
 }
 
 /// The stack these tests run as: the `service` every metric and alert names.
@@ -98,6 +100,11 @@ pub const SERVICE: &str = "svc-under-test";
 
 impl Memory {
     pub fn new() -> Self {
+        Self::with_config(config())
+    }
+
+    /// The services running with `config`.
+    pub fn with_config(config: Arc<Config>) -> Self {
         hookgate_core::metrics::set_service(SERVICE);
         let (holder, triage, alerts) = memory::holder();
         Memory {
@@ -108,12 +115,13 @@ impl Memory {
             triage,
             alerts,
             crm: ScriptedCrm::default(),
+            config,
         }
     }
 
     pub fn ingress(&self) -> MemoryIngress {
         Ingress::new(
-            config(),
+            self.config.clone(),
             self.inbox.clone(),
             self.queue.clone(),
             TestSecrets,
@@ -122,7 +130,7 @@ impl Memory {
     }
 
     pub fn worker(&self) -> Worker<MemoryInbox, MemoryLedger, ScriptedCrm, MemoryHolder> {
-        self.worker_with(config())
+        self.worker_with(self.config.clone())
     }
 
     /// The worker with another configuration.
@@ -265,7 +273,7 @@ pub fn message(call: &str) -> String {
 impl Memory {
     pub fn triager(&self) -> Triager<MemoryInbox, MemoryLedger, MemoryHolder> {
         Triager::new(
-            config(),
+            self.config.clone(),
             self.inbox.clone(),
             self.ledger.clone(),
             self.holder.clone(),
@@ -274,7 +282,7 @@ impl Memory {
 
     pub fn approvals(&self) -> MemoryApprovals {
         Approvals::new(
-            config(),
+            self.config.clone(),
             self.triage.clone(),
             self.inbox.clone(),
             self.ledger.clone(),
@@ -284,6 +292,10 @@ impl Memory {
     }
 
     pub fn sweeper(&self) -> Sweeper<MemoryInbox, MemoryQueue> {
-        Sweeper::new(self.inbox.clone(), self.queue.clone(), config().sweep_age)
+        Sweeper::new(
+            self.inbox.clone(),
+            self.queue.clone(),
+            self.config.sweep_age,
+        )
     }
 }

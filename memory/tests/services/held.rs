@@ -1,0 +1,365 @@
+//! One decision per hold: a decision on one action (the approval of its
+//! failure, a reconcile) never runs an event held for another item's
+//! decision; two decisions on one item made at once never both take
+//! effect; and an approval that stopped half way is finished, not undone
+//! by a reject that would stop nothing.
+
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
+
+use hookgate_core::{
+    Timestamp,
+    approval::{ApprovalError, Approvals, Reconciled, Reinjected},
+    config::Config,
+    destination::DestinationError,
+    dlq::DeadLetter,
+    inbox::InboxStatus,
+    ledger::ActionStatus,
+    ports::{InboxStore, StoreError, TriageStore},
+    triage::{TriageItem, TriageSource, TriageStatus},
+    worker::MessageOutcome,
+};
+use hookgate_memory::MemoryTriage;
+use serde_json::json;
+
+use crate::support::{
+    Memory, MemoryApprovals, NOW, SECRET, analyzed, config_with, contact_event, event_pk, message,
+    pk, post,
+};
+
+fn at(secs: u64) -> Timestamp {
+    NOW.plus(Duration::from_secs(secs))
+}
+
+/// The tests' configuration with a second action for a call: every
+/// analyzed call creates a task, then sends a notice (the store calls at
+/// 100 ms, so both fit the function's timeout).
+fn two_actions() -> Arc<Config> {
+    config_with(|text| {
+        format!(
+            r#"{text}
+[actions]
+store_timeout_ms = 100
+[[rules]]
+workspace = "ws-1"
+provider = "retell"
+event_types = ["call_analyzed"]
+action = "notify"
+destination = "crm"
+business_id = ["/call/call_id"]
+"#
+        )
+    })
+}
+
+/// `call` delivered; its task answered `first` (the CRM's answers are
+/// found by lookup, and never found), its notice an outage; the message
+/// dead-lettered and triaged. The worker's item of the task, and the dead
+/// letter's item, which holds the event.
+async fn task_decided_and_event_held(
+    m: &Memory,
+    call: &str,
+    first: DestinationError,
+) -> (TriageItem, TriageItem) {
+    post(&m.ingress(), &analyzed(call), SECRET).await;
+    m.crm.then(Err(first));
+    m.crm
+        .then(Err(DestinationError::Retryable("HTTP 503".into())));
+    let run = m.worker().process(&message(call), "m1:1", NOW).await;
+    assert!(matches!(run, MessageOutcome::Retry(_)), "{run:?}");
+    let letter = DeadLetter {
+        source: TriageSource::ActionDlq,
+        message_id: &format!("dlq-{call}"),
+        body: &message(call),
+        attributes: json!({"ApproximateReceiveCount": "5"}),
+    };
+    m.triager().triage(&letter, at(10)).await.unwrap();
+    let items = m.triage.items();
+    let task = items
+        .iter()
+        .find(|i| i.source == TriageSource::Worker)
+        .expect("the task's item")
+        .clone();
+    let letter = items
+        .into_iter()
+        .find(|i| i.source == TriageSource::ActionDlq)
+        .expect("the dead letter's item");
+    assert_eq!(
+        m.inbox.get(&pk(call)).await.unwrap().unwrap().status,
+        InboxStatus::Held
+    );
+    (task, letter)
+}
+
+fn statuses(m: &Memory) -> Vec<(String, ActionStatus)> {
+    let mut records: Vec<_> = m
+        .ledger
+        .records()
+        .into_iter()
+        .map(|r| (r.key.to_string(), r.status))
+        .collect();
+    records.sort_by(|a, b| a.0.cmp(&b.0));
+    records
+}
+
+async fn item_status(m: &Memory, id: &str) -> TriageStatus {
+    m.triage.get(id).await.unwrap().unwrap().status
+}
+
+#[tokio::test]
+async fn a_not_found_reconcile_leaves_an_event_held_by_a_dead_letter_to_its_decision() {
+    // R7 of the red team: the reconcile re-opened the HELD event, whose
+    // re-run performed its other dead-lettered action (the notice) with
+    // no decision on the dead letter's item.
+    let mut m = Memory::with_config(two_actions());
+    m.crm.lookup_strategy = true;
+    let (task, letter) =
+        task_decided_and_event_held(&m, "h1", DestinationError::OutcomeUnknown("timeout".into()))
+            .await;
+    let key = m
+        .ledger
+        .records()
+        .into_iter()
+        .find(|r| r.status == ActionStatus::Uncertain)
+        .unwrap()
+        .key;
+    let reconciled = m.approvals().reconcile(&key, None, "ana", at(20)).await;
+    assert!(
+        matches!(reconciled, Ok(Reconciled::Waiting { ref inbox_pk, ref reason })
+            if *inbox_pk == pk("h1").to_string() && reason.contains(&letter.id)),
+        "{reconciled:?}"
+    );
+    // Nothing runs: the event is still held, nothing was queued, and a copy
+    // of the message still in the queue stops at the hold.
+    assert_eq!(
+        m.inbox.get(&pk("h1")).await.unwrap().unwrap().status,
+        InboxStatus::Held
+    );
+    assert_eq!(m.queue.sent().len(), 1, "the delivery's message only");
+    let late = m.worker().process(&message("h1"), "m1:2", at(21)).await;
+    assert_eq!(late, MessageOutcome::Done("already HELD".into()));
+    assert_eq!(m.crm.creates(), 2);
+    assert_eq!(
+        (
+            item_status(&m, &task.id).await,
+            item_status(&m, &letter.id).await
+        ),
+        (TriageStatus::Reinjected, TriageStatus::Held)
+    );
+    // The dead letter's approval runs both.
+    m.approvals()
+        .approve(&letter.id, "bob", "CRM is back", at(30))
+        .await
+        .unwrap();
+    let run = m.worker().process(&message("h1"), "m2:1", at(31)).await;
+    assert_eq!(run, MessageOutcome::Done("2 action(s) settled".into()));
+    assert!(
+        statuses(&m)
+            .iter()
+            .all(|(_, s)| *s == ActionStatus::Completed),
+        "{:?}",
+        statuses(&m)
+    );
+}
+
+#[tokio::test]
+async fn a_failures_approval_does_not_run_an_event_held_by_a_dead_letter() {
+    // R7's twin: approving the failure of one action re-opened the event a
+    // dead letter held, and its re-run performed the other action.
+    let m = Memory::with_config(two_actions());
+    let (failed, letter) =
+        task_decided_and_event_held(&m, "h2", DestinationError::Permanent("HTTP 422".into())).await;
+    let refused = m
+        .approvals()
+        .approve(&failed.id, "ana", "fixed", at(20))
+        .await;
+    assert!(
+        matches!(refused, Err(ApprovalError::EventHeld { ref pk, ref reason })
+            if *pk == self::pk("h2").to_string() && reason.contains(&letter.id)),
+        "{refused:?}"
+    );
+    assert_eq!(
+        (
+            m.inbox.get(&pk("h2")).await.unwrap().unwrap().status,
+            item_status(&m, &failed.id).await,
+            m.queue.sent().len(),
+            m.crm.creates(),
+        ),
+        (InboxStatus::Held, TriageStatus::Held, 1, 2)
+    );
+    // The dead letter's approval runs both, and decides the failure's item.
+    let done = m
+        .approvals()
+        .approve(&letter.id, "bob", "all of it", at(30))
+        .await
+        .unwrap();
+    assert!(
+        matches!(&done, Reinjected::Queued { reopened, .. } if reopened.len() == 1),
+        "{done:?}"
+    );
+    let decided = m.triage.get(&failed.id).await.unwrap().unwrap();
+    assert_eq!(
+        (decided.status, decided.decided_by.as_deref()),
+        (TriageStatus::Reinjected, Some("bob"))
+    );
+    let run = m.worker().process(&message("h2"), "m2:1", at(31)).await;
+    assert_eq!(run, MessageOutcome::Done("2 action(s) settled".into()));
+    assert_eq!(m.crm.creates(), 4);
+}
+
+/// The triage table as one decision reads it, with another decision
+/// (`meanwhile`) made just after its first read of item `at`.
+struct Interleaved {
+    inner: MemoryTriage,
+    at: String,
+    meanwhile: Arc<MemoryApprovals>,
+    fired: AtomicBool,
+}
+
+impl TriageStore for Interleaved {
+    async fn file(&self, item: &TriageItem) -> Result<hookgate_core::ports::Filed, StoreError> {
+        self.inner.file(item).await
+    }
+
+    async fn get(&self, id: &str) -> Result<Option<TriageItem>, StoreError> {
+        let read = self.inner.get(id).await?;
+        if id == self.at && !self.fired.swap(true, Ordering::SeqCst) {
+            self.meanwhile
+                .reject(id, "carol", "not this one", at(25))
+                .await
+                .expect("the reject made meanwhile");
+        }
+        Ok(read)
+    }
+
+    async fn list(&self, status: TriageStatus) -> Result<Vec<TriageItem>, StoreError> {
+        self.inner.list(status).await
+    }
+
+    async fn transition(
+        &self,
+        id: &str,
+        from: TriageStatus,
+        to: TriageStatus,
+        who: &str,
+        why: &str,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        self.inner.transition(id, from, to, who, why, now).await
+    }
+
+    async fn claim_alert(&self, marker: &str, now: Timestamp) -> Result<bool, StoreError> {
+        self.inner.claim_alert(marker, now).await
+    }
+
+    async fn release_alert(&self, marker: &str) -> Result<(), StoreError> {
+        self.inner.release_alert(marker).await
+    }
+}
+
+#[tokio::test]
+async fn a_failure_rejected_while_another_item_of_its_event_is_approved_stays_failed() {
+    // R11 of the red team (suspected, shown here): the approval of the
+    // dead letter read the failure's item HELD, the failure was rejected
+    // at that moment, and the approval then re-opened the action.
+    let m = Memory::with_config(two_actions());
+    let (failed, letter) =
+        task_decided_and_event_held(&m, "h3", DestinationError::Permanent("HTTP 422".into())).await;
+    let triage = Interleaved {
+        inner: m.triage.clone(),
+        at: failed.id.clone(),
+        meanwhile: Arc::new(m.approvals()),
+        fired: AtomicBool::new(false),
+    };
+    let approvals = Approvals::new(
+        m.config.clone(),
+        triage,
+        m.inbox.clone(),
+        m.ledger.clone(),
+        m.queue.clone(),
+        Arc::new(m.ingress()),
+    );
+    let done = approvals
+        .approve(&letter.id, "bob", "all of it", at(30))
+        .await
+        .unwrap();
+    assert!(
+        matches!(&done, Reinjected::Queued { reopened, .. } if reopened.is_empty()),
+        "{done:?}"
+    );
+    let rejected = m.triage.get(&failed.id).await.unwrap().unwrap();
+    assert_eq!(
+        (rejected.status, rejected.decided_by.as_deref()),
+        (TriageStatus::Discarded, Some("carol"))
+    );
+    let run = m.worker().process(&message("h3"), "m2:1", at(31)).await;
+    assert_eq!(run, MessageOutcome::Done("2 action(s) settled".into()));
+    let failed_key = statuses(&m)
+        .into_iter()
+        .find(|(k, _)| k.contains("create_task"))
+        .unwrap();
+    assert_eq!(failed_key.1, ActionStatus::Failed, "a reject is final");
+    assert_eq!(m.crm.creates(), 3, "the notice only");
+}
+
+#[tokio::test]
+async fn an_eventbridge_event_stored_by_a_failed_re_ingestion_is_not_rejected_under_its_run() {
+    // Found by review: an approval ran an EventBridge event that was never
+    // stored through the ingress, which stored it and then failed to send;
+    // a reject of the item (left APPROVED) then read DISCARDED while the
+    // sweep ran the stored event.
+    let m = Memory::new();
+    let event = contact_event("ev-h4");
+    let letter = DeadLetter {
+        source: TriageSource::EventbridgeDlq,
+        message_id: "rule-dlq-h4",
+        body: &event,
+        attributes: json!({}),
+    };
+    m.triager().triage(&letter, at(5)).await.unwrap();
+    let item = m.triage.items().remove(0);
+    m.queue.set_failing(true);
+    let failed = m
+        .approvals()
+        .approve(&item.id, "ana", "run it", at(10))
+        .await;
+    assert!(
+        matches!(failed, Err(ApprovalError::Reinjection(_))),
+        "{failed:?}"
+    );
+    m.queue.set_failing(false);
+    let stored = m.inbox.get(&event_pk("ev-h4")).await.unwrap().unwrap();
+    assert_eq!(
+        (stored.status, stored.reopened_by.as_deref()),
+        (InboxStatus::Received, Some(item.id.as_str()))
+    );
+    let refused = m.approvals().reject(&item.id, "bob", "no", at(20)).await;
+    assert!(
+        matches!(refused, Err(ApprovalError::UnderWay { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(item_status(&m, &item.id).await, TriageStatus::Approved);
+    // The sweep runs it; approving again finishes the decision.
+    let swept = m
+        .sweeper()
+        .run_older_than(Duration::from_secs(60), at(4000))
+        .await
+        .unwrap();
+    assert_eq!(swept.found, 1);
+    let (sent, _) = m.queue.sent().pop().unwrap();
+    let run = m.worker().process(&sent.to_json(), "m1:1", at(4001)).await;
+    assert_eq!(run, MessageOutcome::Done("1 action(s) settled".into()));
+    m.approvals()
+        .approve(&item.id, "bob", "finish", at(4002))
+        .await
+        .unwrap();
+    assert_eq!(
+        (item_status(&m, &item.id).await, m.crm.creates()),
+        (TriageStatus::Reinjected, 1)
+    );
+}
