@@ -69,9 +69,10 @@ pub enum ApprovalError {
     )]
     EventHeld { pk: String, reason: String },
     #[error(
-        "triage item {id} was approved and its approval re-opened the event {pk}, which is \
-         being run or has run (the sweep re-sends it if the re-injection's message was not \
-         sent): a reject would stop nothing. Approve the item again to finish its decision"
+        "triage item {id} is APPROVED and its approval can still be carried out (its event \
+         {pk} is live; the approval may have re-opened it and its actions before it stopped, \
+         and the sweep then runs it): approve the item again to finish its decision. An \
+         approved item is rejected only once its approval would be refused"
     )]
     UnderWay { id: String, pk: String },
     #[error(transparent)]
@@ -274,19 +275,21 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
             }
         };
         let (pk, record) = self.event_record(&item, now).await?;
-        // Its own approval re-opened the event and stopped after: the
-        // record is RECEIVED (the sweep runs it) or already settled by its
-        // re-run, so a reject would stop nothing (its actions may be
-        // re-opened already). Once another decision re-opened it since, or
-        // a dead letter holds it again, it is no longer this approval's.
+        // Left APPROVED: the approval is finished, not undone, while it can
+        // still be carried out. It may have re-opened the event and its
+        // actions before it stopped, and its re-run runs them (its message,
+        // or the sweep); and an approval of the same item made again while
+        // this reject runs would run them under a DISCARDED item. A reject
+        // is taken once the approval would be refused: the event rejected,
+        // expired, or held for another item; an action still uncertain.
         if from == TriageStatus::Approved
-            && let (Some(pk), Some(record)) = (&pk, &record)
-            && record.reopened_by.as_deref() == Some(id)
-            && !matches!(record.status, InboxStatus::Held | InboxStatus::Discarded)
+            && self
+                .would_approve(&item, pk.as_ref(), record.as_ref(), now)
+                .await?
         {
             return Err(ApprovalError::UnderWay {
                 id: id.to_owned(),
-                pk: pk.to_string(),
+                pk: pk.map(|pk| pk.to_string()).unwrap_or_default(),
             });
         }
         // The event's held work is discarded first: no sweep, repeat or
@@ -321,7 +324,8 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
     /// the event is held for another item's decision, left to that decision
     /// ([`Reconciled::Waiting`]). The worker's `uncertain` triage item
     /// records the finding: DISCARDED when found, REINJECTED when re-run. A
-    /// rejected action or event is never re-queued.
+    /// rejected action or event is never re-queued. A "not found" that
+    /// stopped half way is finished by reconciling again.
     pub async fn reconcile(
         &self,
         key: &ActionKey,
@@ -335,7 +339,16 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
             .await?
             .ok_or_else(|| ApprovalError::NoAction(key.to_string()))?;
         let item = worker_item_id("uncertain", key, &record.request_sha256);
-        if record.status != ActionStatus::Uncertain {
+        // A "not found" that stopped after its ledger write is run again to
+        // its end: the action PENDING, its item decided.
+        let resume = found.is_none()
+            && record.status == ActionStatus::Pending
+            && self
+                .triage
+                .get(&item)
+                .await?
+                .is_some_and(|u| u.status == TriageStatus::Reinjected);
+        if record.status != ActionStatus::Uncertain && !resume {
             return Err(ApprovalError::NotUncertain {
                 key: key.to_string(),
                 status: record.status,
@@ -407,26 +420,26 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
             }
             None => "reconciled: not found, re-queued".to_owned(),
         };
-        if self
-            .claim(item, TriageStatus::Reinjected, who, &why, now)
-            .await?
-            == Claim::Rejected
-        {
-            return Err(ApprovalError::Rejected(key.to_string()));
-        }
-        if !self.ledger.reconcile(key, None, who, now).await? {
-            return Err(ApprovalError::NotUncertain {
-                key: key.to_string(),
-                status: record.status,
-            });
+        if record.status == ActionStatus::Uncertain {
+            if self
+                .claim(item, TriageStatus::Reinjected, who, &why, now)
+                .await?
+                == Claim::Rejected
+            {
+                return Err(ApprovalError::Rejected(key.to_string()));
+            }
+            if !self.ledger.reconcile(key, None, who, now).await? {
+                return Err(ApprovalError::NotUncertain {
+                    key: key.to_string(),
+                    status: record.status,
+                });
+            }
         }
         // Re-opened again once the action is PENDING: a worker that read
-        // the event while it was UNCERTAIN must not settle it on that read.
-        let held = match held {
-            Some(reason) => Some(reason),
-            None => self.reopen_unless_held(&pk, now, expires_at, by).await?,
-        };
-        if let Some(reason) = held {
+        // the event while it was UNCERTAIN must not settle it on that read;
+        // and an event held when this began may have been approved since,
+        // its re-run already past this action.
+        if let Some(reason) = self.reopen_unless_held(&pk, now, expires_at, by).await? {
             return Ok(Reconciled::Waiting {
                 inbox_pk: pk.to_string(),
                 reason,
@@ -440,6 +453,26 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
             .await
             .map_err(|e| ApprovalError::Reinjection(e.to_string()))?;
         Ok(Reconciled::Requeued(pk.to_string()))
+    }
+
+    /// Whether an approval of `item` would now be carried out (re-run its
+    /// stored event): the checks [`Self::approve`] makes before it writes.
+    /// An event not stored yet is not: its approval would run it through
+    /// the ingress, and a reject may close it.
+    async fn would_approve(
+        &self,
+        item: &TriageItem,
+        pk: Option<&InboxPk>,
+        record: Option<&InboxRecord>,
+        now: Timestamp,
+    ) -> Result<bool, ApprovalError> {
+        let Some(pk) = pk else {
+            return Ok(false);
+        };
+        if item.class == TriageClass::Uncertain && self.awaits_reconcile(record).await? {
+            return Ok(false);
+        }
+        Ok(reopenable(pk, record, now, reopener(item)).is_ok())
     }
 
     /// A worker's item of a failed or uncertain action may be rejected only
@@ -542,10 +575,10 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
     }
 
     /// Decides the worker's item `id` as part of the decision under way
-    /// (HELD → `to`, with `who` and `why`) before anything it decides is
-    /// written: of a reject of the item and this decision, made at once,
-    /// one wins, and the other changes nothing. Straight to `to`, never
-    /// APPROVED, which a reject may still end.
+    /// (HELD or APPROVED → `to`, with `who` and `why`) before anything it
+    /// decides is written: of a reject of the item and this decision, made
+    /// at once, one wins, and the other changes nothing. Straight to `to`,
+    /// never APPROVED, which a reject may still end.
     async fn claim(
         &self,
         id: &str,
@@ -560,16 +593,14 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
             };
             match item.status {
                 TriageStatus::Discarded => return Ok(Claim::Rejected),
-                TriageStatus::Held => {
-                    if self
-                        .triage
-                        .transition(id, TriageStatus::Held, to, who, why, now)
-                        .await?
-                    {
+                // Left APPROVED by its own approval, which stopped: a reject
+                // of it may still come, so it is taken the same way.
+                from @ (TriageStatus::Held | TriageStatus::Approved) => {
+                    if self.triage.transition(id, from, to, who, why, now).await? {
                         return Ok(Claim::Taken);
                     }
                 }
-                _ => return Ok(Claim::None),
+                TriageStatus::Reinjected => return Ok(Claim::None),
             }
         }
         Ok(Claim::None)
@@ -608,25 +639,12 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
     ) -> Result<Reinjected, ApprovalError> {
         let expires_at = now.plus(self.config.inbox_ttl);
         let Some(pk) = pk else {
-            return match self
+            let verdict = self
                 .ingress
                 .ingest_event(item.original_body.as_bytes(), now)
                 .await
-            {
-                Ok(verdict) => Ok(Reinjected::Ingested(verdict)),
-                Err(e) => {
-                    // The ingress may have stored the event before its send
-                    // failed: marked as this decision's, so a reject of the
-                    // item, left APPROVED, is refused while the sweep runs it
-                    // (never a DISCARDED item over an event that runs).
-                    if let (Some(stored), _) = self.event_record(item, now).await? {
-                        self.inbox
-                            .reopen(&stored, now, expires_at, reopener(item))
-                            .await?;
-                    }
-                    Err(ApprovalError::Reinjection(e.to_string()))
-                }
-            };
+                .map_err(|e| ApprovalError::Reinjection(e.to_string()))?;
+            return Ok(Reinjected::Ingested(verdict));
         };
         // The event first: re-opened (it may have been settled: FAILED and
         // UNCERTAIN actions settle it) and marked as this decision's, so
@@ -654,6 +672,11 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
                     continue;
                 }
                 let failed = worker_item_id("failed", &request.key, &request.request_sha256);
+                // A worker's item decides its own action only: the event's
+                // other failures (poison, a collision) wait for their own.
+                if failed != item.id && item.source == TriageSource::Worker {
+                    continue;
+                }
                 if failed != item.id
                     && self
                         .claim(&failed, TriageStatus::Reinjected, who, why, now)

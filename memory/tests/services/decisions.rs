@@ -323,15 +323,22 @@ async fn an_uncertain_action_is_decided_by_reconcile_only() {
         .await
         .unwrap();
     assert_eq!(requeued, Reconciled::Requeued(pk("d7").to_string()));
+    // Reconciled again: the first is finished again (a reconcile that
+    // stopped after its ledger write is completed so), a second message
+    // that the ledger makes harmless; the PENDING write happened once.
     let again = approvals.reconcile(&key("d7"), None, "ana", at(62)).await;
+    assert_eq!(again, Ok(Reconciled::Requeued(pk("d7").to_string())));
+    let found_now = approvals
+        .reconcile(&key("d7"), Some("T-1"), "ana", at(62))
+        .await;
     assert_eq!(
-        again,
+        found_now,
         Err(ApprovalError::NotUncertain {
             key: key("d7").to_string(),
             status: ActionStatus::Pending
         })
     );
-    assert_eq!(m.queue.sent().len(), 3, "two deliveries and one re-queue");
+    assert_eq!(m.queue.sent().len(), 4, "two deliveries and two re-queues");
     assert!(m.triage.list(TriageStatus::Held).await.unwrap().is_empty());
 
     m.worker().process(&message("d7"), "m2:1", at(63)).await;
@@ -726,10 +733,16 @@ async fn rejecting_an_item_left_approved_leaves_another_approvals_re_run_alone()
         m.triage.get(&x.id).await.unwrap().unwrap().status,
         TriageStatus::Approved
     );
-    m.approvals()
+    // Its approval can still be carried out: the reject is refused, and
+    // touches nothing.
+    let refused = m
+        .approvals()
         .reject(&x.id, "bob", "a stale copy", at(40))
-        .await
-        .unwrap();
+        .await;
+    assert!(
+        matches!(refused, Err(ApprovalError::UnderWay { .. })),
+        "{refused:?}"
+    );
     assert_eq!(status(&m, "d21").await, InboxStatus::Received);
     let run = m.worker().process(&message("d21"), "m2:1", at(41)).await;
     assert_eq!(run, MessageOutcome::Done("1 action(s) settled".into()));
@@ -980,10 +993,6 @@ async fn an_approval_that_fails_before_its_event_re_opens_no_action() {
     let failed = m.approvals().approve(&x.id, "bob", "run", at(30)).await;
     assert!(matches!(failed, Err(ApprovalError::Store(_))), "{failed:?}");
     m.inbox.set_failing_writes(false);
-    m.approvals()
-        .reject(&x.id, "bob", "not after all", at(40))
-        .await
-        .unwrap();
     assert_eq!(
         (
             m.ledger.records()[0].status,
@@ -992,6 +1001,20 @@ async fn an_approval_that_fails_before_its_event_re_opens_no_action() {
         (ActionStatus::Failed, TriageStatus::Held),
         "the failure still stands, held for its own decision"
     );
+    // The approval can still be carried out: it is finished, not rejected.
+    let refused = m
+        .approvals()
+        .reject(&x.id, "bob", "not after all", at(40))
+        .await;
+    assert!(
+        matches!(refused, Err(ApprovalError::UnderWay { .. })),
+        "{refused:?}"
+    );
+    m.approvals()
+        .approve(&x.id, "bob", "run", at(41))
+        .await
+        .unwrap();
+    assert_eq!(m.ledger.records()[0].status, ActionStatus::Pending);
 }
 
 #[tokio::test]

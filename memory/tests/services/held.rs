@@ -5,9 +5,11 @@
 //! by a reject that would stop nothing.
 
 use std::{
+    future::Future,
+    pin::Pin,
     sync::{
         Arc,
-        atomic::{AtomicBool, Ordering},
+        atomic::{AtomicUsize, Ordering},
     },
     time::Duration,
 };
@@ -18,17 +20,17 @@ use hookgate_core::{
     config::Config,
     destination::DestinationError,
     dlq::DeadLetter,
-    inbox::InboxStatus,
+    inbox::{InboxStatus, Reopener},
     ledger::ActionStatus,
     ports::{InboxStore, StoreError, TriageStore},
     triage::{TriageItem, TriageSource, TriageStatus},
     worker::MessageOutcome,
 };
-use hookgate_memory::MemoryTriage;
+use hookgate_memory::{MemoryInbox, MemoryLedger, MemoryQueue, MemoryTriage};
 use serde_json::json;
 
 use crate::support::{
-    Memory, MemoryApprovals, NOW, SECRET, analyzed, config_with, contact_event, event_pk, message,
+    Memory, MemoryIngress, NOW, SECRET, analyzed, config_with, contact_event, event_pk, message,
     pk, post,
 };
 
@@ -212,13 +214,17 @@ async fn a_failures_approval_does_not_run_an_event_held_by_a_dead_letter() {
     assert_eq!(m.crm.creates(), 4);
 }
 
-/// The triage table as one decision reads it, with another decision
-/// (`meanwhile`) made just after its first read of item `at`.
+/// What another operator does meanwhile.
+type Meanwhile = Box<dyn Fn() -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
+
+/// The triage table as one decision reads it, with another operator's
+/// work (`meanwhile`) done just after its `nth` read of item `at`.
 struct Interleaved {
     inner: MemoryTriage,
     at: String,
-    meanwhile: Arc<MemoryApprovals>,
-    fired: AtomicBool,
+    nth: usize,
+    reads: AtomicUsize,
+    meanwhile: Meanwhile,
 }
 
 impl TriageStore for Interleaved {
@@ -228,11 +234,8 @@ impl TriageStore for Interleaved {
 
     async fn get(&self, id: &str) -> Result<Option<TriageItem>, StoreError> {
         let read = self.inner.get(id).await?;
-        if id == self.at && !self.fired.swap(true, Ordering::SeqCst) {
-            self.meanwhile
-                .reject(id, "carol", "not this one", at(25))
-                .await
-                .expect("the reject made meanwhile");
+        if id == self.at && self.reads.fetch_add(1, Ordering::SeqCst) + 1 == self.nth {
+            (self.meanwhile)().await;
         }
         Ok(read)
     }
@@ -262,6 +265,35 @@ impl TriageStore for Interleaved {
     }
 }
 
+/// `m`'s decisions, with `meanwhile` done on `m` after the decision's
+/// `nth` read of item `at`.
+fn interleaved<F>(
+    m: &Memory,
+    at: &str,
+    nth: usize,
+    meanwhile: impl Fn(Memory) -> F + Send + Sync + 'static,
+) -> Approvals<Interleaved, MemoryInbox, MemoryLedger, MemoryQueue, Arc<MemoryIngress>>
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    let other = m.clone();
+    let triage = Interleaved {
+        inner: m.triage.clone(),
+        at: at.to_owned(),
+        nth,
+        reads: AtomicUsize::new(0),
+        meanwhile: Box::new(move || Box::pin(meanwhile(other.clone()))),
+    };
+    Approvals::new(
+        m.config.clone(),
+        triage,
+        m.inbox.clone(),
+        m.ledger.clone(),
+        m.queue.clone(),
+        Arc::new(m.ingress()),
+    )
+}
+
 #[tokio::test]
 async fn a_failure_rejected_while_another_item_of_its_event_is_approved_stays_failed() {
     // R11 of the red team (suspected, shown here): the approval of the
@@ -270,20 +302,19 @@ async fn a_failure_rejected_while_another_item_of_its_event_is_approved_stays_fa
     let m = Memory::with_config(two_actions());
     let (failed, letter) =
         task_decided_and_event_held(&m, "h3", DestinationError::Permanent("HTTP 422".into())).await;
-    let triage = Interleaved {
-        inner: m.triage.clone(),
-        at: failed.id.clone(),
-        meanwhile: Arc::new(m.approvals()),
-        fired: AtomicBool::new(false),
-    };
-    let approvals = Approvals::new(
-        m.config.clone(),
-        triage,
-        m.inbox.clone(),
-        m.ledger.clone(),
-        m.queue.clone(),
-        Arc::new(m.ingress()),
-    );
+    let approvals = interleaved(&m, &failed.id, 1, |m| async move {
+        let id = m
+            .triage
+            .items()
+            .into_iter()
+            .find(|i| i.source == TriageSource::Worker)
+            .unwrap()
+            .id;
+        m.approvals()
+            .reject(&id, "carol", "not this one", at(25))
+            .await
+            .expect("the reject made meanwhile");
+    });
     let done = approvals
         .approve(&letter.id, "bob", "all of it", at(30))
         .await
@@ -334,10 +365,7 @@ async fn an_eventbridge_event_stored_by_a_failed_re_ingestion_is_not_rejected_un
     );
     m.queue.set_failing(false);
     let stored = m.inbox.get(&event_pk("ev-h4")).await.unwrap().unwrap();
-    assert_eq!(
-        (stored.status, stored.reopened_by.as_deref()),
-        (InboxStatus::Received, Some(item.id.as_str()))
-    );
+    assert_eq!(stored.status, InboxStatus::Received);
     let refused = m.approvals().reject(&item.id, "bob", "no", at(20)).await;
     assert!(
         matches!(refused, Err(ApprovalError::UnderWay { .. })),
@@ -361,5 +389,231 @@ async fn an_eventbridge_event_stored_by_a_failed_re_ingestion_is_not_rejected_un
     assert_eq!(
         (item_status(&m, &item.id).await, m.crm.creates()),
         (TriageStatus::Reinjected, 1)
+    );
+}
+
+/// The key of `m`'s action `name` (`create_task` or `notify`).
+fn key_of(m: &Memory, name: &str) -> hookgate_core::action::ActionKey {
+    m.ledger
+        .records()
+        .into_iter()
+        .find(|r| r.key.as_str().contains(name))
+        .unwrap()
+        .key
+}
+
+fn status_of(m: &Memory, name: &str) -> ActionStatus {
+    m.ledger
+        .records()
+        .into_iter()
+        .find(|r| r.key.as_str().contains(name))
+        .unwrap()
+        .status
+}
+
+#[tokio::test]
+async fn a_reconcile_that_found_its_event_held_runs_it_once_the_hold_was_approved_meanwhile() {
+    // Found by review: the reconcile found the event held, the dead
+    // letter's approval ran the event meanwhile (its run passed the action,
+    // still UNCERTAIN, and settled the event), and the reconcile then left
+    // the action PENDING, "waiting" for an approval already made: run by
+    // nothing, held by nobody.
+    let mut m = Memory::with_config(two_actions());
+    m.crm.lookup_strategy = true;
+    let (_, letter) =
+        task_decided_and_event_held(&m, "h5", DestinationError::OutcomeUnknown("timeout".into()))
+            .await;
+    let key = key_of(&m, "create_task");
+    let uncertain = m
+        .triage
+        .items()
+        .into_iter()
+        .find(|i| i.source == TriageSource::Worker)
+        .unwrap();
+    let letter_id = letter.id.clone();
+    // The reconcile's second read of its item comes after it found the
+    // event held: the dead letter's approval re-opens the event then (its
+    // own checks refuse it while the action is UNCERTAIN; an action shared
+    // with another event can become UNCERTAIN after the dead letter was
+    // classed an outage, so its store write stands for it), and the run
+    // goes by.
+    let approvals = interleaved(&m, &uncertain.id, 2, move |m| {
+        let letter_id = letter_id.clone();
+        async move {
+            let reopened = m
+                .inbox
+                .reopen(&pk("h5"), at(21), at(86_400), Reopener::Event(&letter_id))
+                .await
+                .unwrap();
+            assert!(reopened);
+            let run = m.worker().process(&message("h5"), "m2:1", at(22)).await;
+            assert_eq!(run, MessageOutcome::Done("2 action(s) settled".into()));
+        }
+    });
+    let reconciled = approvals.reconcile(&key, None, "ana", at(20)).await;
+    assert_eq!(reconciled, Ok(Reconciled::Requeued(pk("h5").to_string())));
+    let (sent, _) = m.queue.sent().pop().unwrap();
+    let run = m.worker().process(&sent.to_json(), "m3:1", at(30)).await;
+    assert_eq!(run, MessageOutcome::Done("2 action(s) settled".into()));
+    assert_eq!(
+        (status_of(&m, "create_task"), status_of(&m, "notify")),
+        (ActionStatus::Completed, ActionStatus::Completed)
+    );
+}
+
+#[tokio::test]
+async fn a_not_found_reconcile_that_stopped_after_its_ledger_write_is_finished_by_reconciling_again()
+ {
+    // Found by review: the reconcile re-opened the event, decided its item
+    // and the action, then failed to re-open the event again; a run that
+    // had read the event meanwhile settled it. The action was PENDING with
+    // nothing to run it, its item closed, and reconciling again was refused
+    // as "not UNCERTAIN".
+    let mut m = Memory::new();
+    m.crm.lookup_strategy = true;
+    post(&m.ingress(), &analyzed("h6"), SECRET).await;
+    m.crm
+        .then(Err(DestinationError::OutcomeUnknown("timeout".into())));
+    m.worker().process(&message("h6"), "m1:1", NOW).await;
+    let key = key_of(&m, "create_task");
+    let uncertain = m.triage.items().remove(0);
+    let approvals = interleaved(&m, &uncertain.id, 2, |m| async move {
+        // A copy of the message runs now (the action still UNCERTAIN) and
+        // settles the event; then the inbox refuses writes.
+        let run = m.worker().process(&message("h6"), "m1:2", at(21)).await;
+        assert_eq!(run, MessageOutcome::Done("1 action(s) settled".into()));
+        m.inbox.set_failing_writes(true);
+    });
+    let stopped = approvals.reconcile(&key, None, "ana", at(20)).await;
+    assert!(
+        matches!(stopped, Err(ApprovalError::Store(_))),
+        "{stopped:?}"
+    );
+    m.inbox.set_failing_writes(false);
+    assert_eq!(
+        (
+            status_of(&m, "create_task"),
+            m.inbox.get(&pk("h6")).await.unwrap().unwrap().status
+        ),
+        (ActionStatus::Pending, InboxStatus::Processed)
+    );
+    let again = m.approvals().reconcile(&key, None, "ana", at(30)).await;
+    assert_eq!(again, Ok(Reconciled::Requeued(pk("h6").to_string())));
+    let (sent, _) = m.queue.sent().pop().unwrap();
+    m.worker().process(&sent.to_json(), "m2:1", at(31)).await;
+    assert_eq!(status_of(&m, "create_task"), ActionStatus::Completed);
+}
+
+#[tokio::test]
+async fn a_failure_left_approved_and_rejected_while_the_events_hold_is_approved_stays_failed() {
+    // Found by review: the failure's own approval stopped after recording
+    // it APPROVED; the dead letter's approval read it APPROVED and went on,
+    // while a reject of it (taken: its approval was refused, the event
+    // being held) closed it; the dead letter's approval then re-opened the
+    // rejected action.
+    let m = Memory::with_config(two_actions());
+    post(&m.ingress(), &analyzed("h7"), SECRET).await;
+    m.crm
+        .then(Err(DestinationError::Permanent("HTTP 422".into())));
+    m.crm
+        .then(Err(DestinationError::Retryable("HTTP 503".into())));
+    m.worker().process(&message("h7"), "m1:1", NOW).await;
+    let failed = m.triage.items().remove(0);
+    m.inbox.set_failing_writes(true);
+    let stopped = m
+        .approvals()
+        .approve(&failed.id, "ana", "fixed", at(5))
+        .await;
+    assert!(
+        matches!(stopped, Err(ApprovalError::Store(_))),
+        "{stopped:?}"
+    );
+    m.inbox.set_failing_writes(false);
+    assert_eq!(item_status(&m, &failed.id).await, TriageStatus::Approved);
+    let letter = DeadLetter {
+        source: TriageSource::ActionDlq,
+        message_id: "dlq-h7",
+        body: &message("h7"),
+        attributes: json!({}),
+    };
+    m.triager().triage(&letter, at(10)).await.unwrap();
+    let held = m
+        .triage
+        .items()
+        .into_iter()
+        .find(|i| i.source == TriageSource::ActionDlq)
+        .unwrap();
+    // A reject of the failure made while the event was still held passed
+    // its checks then (its approval would be refused); its last write, the
+    // item's APPROVED -> DISCARDED, lands as the dead letter's approval
+    // reads the item.
+    let failed_id = failed.id.clone();
+    let approvals = interleaved(&m, &failed.id, 1, move |m| {
+        let failed_id = failed_id.clone();
+        async move {
+            let taken = m
+                .triage
+                .transition(
+                    &failed_id,
+                    TriageStatus::Approved,
+                    TriageStatus::Discarded,
+                    "carol",
+                    "not this one",
+                    at(25),
+                )
+                .await
+                .unwrap();
+            assert!(taken, "the reject's write");
+        }
+    });
+    approvals
+        .approve(&held.id, "bob", "all of it", at(30))
+        .await
+        .unwrap();
+    assert_eq!(item_status(&m, &failed.id).await, TriageStatus::Discarded);
+    let run = m.worker().process(&message("h7"), "m2:1", at(31)).await;
+    assert_eq!(run, MessageOutcome::Done("2 action(s) settled".into()));
+    assert_eq!(
+        (status_of(&m, "create_task"), m.crm.creates()),
+        (ActionStatus::Failed, 3),
+        "a reject is final"
+    );
+}
+
+#[tokio::test]
+async fn a_failures_approval_re_opens_its_own_action_only() {
+    // Found by review: approving one action's failure re-opened every
+    // FAILED action of the event, deciding the others' items (a poison
+    // or a collision, approved one by one) in passing.
+    let m = Memory::with_config(two_actions());
+    post(&m.ingress(), &analyzed("h8"), SECRET).await;
+    m.crm
+        .then(Err(DestinationError::Permanent("HTTP 422".into())));
+    m.crm
+        .then(Err(DestinationError::Permanent("HTTP 400".into())));
+    let run = m.worker().process(&message("h8"), "m1:1", NOW).await;
+    assert_eq!(run, MessageOutcome::Done("2 action(s) settled".into()));
+    let items = m.triage.items();
+    assert_eq!(items.len(), 2);
+    let task = items
+        .iter()
+        .find(|i| i.evidence.details[0].contains("create_task"))
+        .unwrap();
+    let notice = items.iter().find(|i| i.id != task.id).unwrap();
+    let done = m
+        .approvals()
+        .approve(&task.id, "ana", "fixed", at(10))
+        .await
+        .unwrap();
+    assert_eq!(
+        done,
+        Reinjected::Queued {
+            inbox_pk: pk("h8").to_string(),
+            reopened: vec![key_of(&m, "create_task").to_string()],
+        }
+    );
+    assert_eq!(
+        (status_of(&m, "notify"), item_status(&m, &notice.id).await),
+        (ActionStatus::Failed, TriageStatus::Held)
     );
 }

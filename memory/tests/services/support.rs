@@ -83,6 +83,7 @@ impl SecretSource for TestSecrets {
     }
 }
 
+#[derive(Clone)]
 pub struct Memory {
     pub inbox: MemoryInbox,
     pub queue: MemoryQueue,
