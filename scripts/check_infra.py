@@ -538,6 +538,24 @@ class Checker:
                 if re.fullmatch(pattern, value):
                     self.fail(f"parameter {name}: its AllowedPattern takes {value!r}")
 
+    def logging(self, functions):
+        # Lambda's JSON log format with its levels: the application level
+        # never above INFO, since the metric lines (EMF) carry no level and
+        # Lambda counts such a line as INFO: WARN would drop every metric.
+        for fn, f in functions.items():
+            config = f["Properties"].get("LoggingConfig", {})
+            want = {"LogFormat": "JSON", "ApplicationLogLevel": {"Ref": "ApplicationLogLevel"},
+                    "SystemLogLevel": {"Ref": "SystemLogLevel"}}
+            for key, value in want.items():
+                if config.get(key) != value:
+                    self.fail(f"function {fn}: LoggingConfig.{key} is {config.get(key)}, expected {value}")
+        level = self.t.get("Parameters", {}).get("ApplicationLogLevel", {})
+        allowed = level.get("AllowedValues") or []
+        if not allowed or not set(allowed) <= {"TRACE", "DEBUG", "INFO"} or level.get("Default") not in allowed:
+            self.fail(f"parameter ApplicationLogLevel: AllowedValues {allowed} (default "
+                      f"{level.get('Default')}) must stay within TRACE, DEBUG, INFO: a higher level "
+                      "drops the metric lines, which carry no level")
+
     def released_tables(self):
         if self.released is None:
             return
@@ -579,6 +597,7 @@ class Checker:
             self.event_rule(rule_name[0]["Ref"])
         self.partition()
         self.parameters()
+        self.logging(functions)
         self.released_tables()
         return self.problems
 

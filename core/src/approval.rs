@@ -226,17 +226,18 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
                 now,
             )
             .await?;
+        let correlation_id = self.correlation(&item, now);
         if !recorded {
-            // The re-run was quick to fail again (the item is HELD again) or
-            // a reject came in between (the record is DISCARDED, so the
-            // message re-queued is not run): the item says which.
+            // The re-run was quick to fail again: the item is HELD again.
             tracing::warn!(
                 triage_id = id,
+                correlation_id,
                 "re-injected, but the item was no longer APPROVED: read it again"
             );
         }
         tracing::info!(
             triage_id = id,
+            correlation_id,
             decided_by = who,
             reason = why,
             ?done,
@@ -315,7 +316,22 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
                 status,
             });
         }
+        tracing::info!(
+            triage_id = id,
+            correlation_id = self.correlation(&item, now),
+            decided_by = who,
+            reason = why,
+            "triage item rejected"
+        );
         Ok(())
+    }
+
+    /// The correlation id of the event an item decides, if it names one.
+    fn correlation(&self, item: &TriageItem, now: Timestamp) -> Option<String> {
+        item.inbox_pk
+            .clone()
+            .or_else(|| item.event_inbox_pk(&self.config, now))
+            .map(|pk| crate::message::correlation_id(&pk).to_owned())
     }
 
     /// Resolves an UNCERTAIN action with the operator's finding: `found` →
@@ -327,6 +343,30 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
     /// rejected action or event is never re-queued. A "not found" that
     /// stopped half way is finished by reconciling again.
     pub async fn reconcile(
+        &self,
+        key: &ActionKey,
+        found: Option<&str>,
+        who: &str,
+        now: Timestamp,
+    ) -> Result<Reconciled, ApprovalError> {
+        let done = self.reconciled(key, found, who, now).await?;
+        let event = match &done {
+            Reconciled::Requeued(pk) | Reconciled::Waiting { inbox_pk: pk, .. } => {
+                InboxPk::parse(pk).ok()
+            }
+            Reconciled::Completed(_) => None,
+        };
+        tracing::info!(
+            action_key = %key,
+            correlation_id = event.as_ref().map(crate::message::correlation_id),
+            decided_by = who,
+            outcome = ?done,
+            "action reconciled"
+        );
+        Ok(done)
+    }
+
+    async fn reconciled(
         &self,
         key: &ActionKey,
         found: Option<&str>,

@@ -17,7 +17,7 @@ use crate::{
     inbox::InboxStatus,
     ingress::event_record,
     ledger::{ActionStatus, ErrorKind},
-    message::QueueMessage,
+    message::{QueueMessage, correlate},
     ports::{EventErrorCode, Filed, Hold, InboxStore, Ledger, StoreError},
     rules::Decision,
     triage::{Evidence, TriageClass, TriageItem, TriageSource, TriageStatus, classify, item_id},
@@ -90,6 +90,13 @@ impl<S: InboxStore, L: Ledger, H: Hold> Triager<S, L, H> {
             }
             TriageSource::Worker | TriageSource::Ingress => {}
         }
+        if let Some(pk) = item
+            .inbox_pk
+            .clone()
+            .or_else(|| item.event_inbox_pk(&self.config, now))
+        {
+            correlate(&pk);
+        }
         item.class = classify(&item.evidence);
         item.destination = item.evidence.destination.clone();
         // The event is held for a decision first: out of the sweep's index,
@@ -121,10 +128,7 @@ impl<S: InboxStore, L: Ledger, H: Hold> Triager<S, L, H> {
         item: &mut TriageItem,
     ) -> Result<Option<InboxPk>, StoreError> {
         let e = &mut item.evidence;
-        let Some(pk) = serde_json::from_str::<QueueMessage>(body)
-            .ok()
-            .and_then(|m| InboxPk::parse(&m.inbox_pk).ok())
-        else {
+        let Some((_, pk)) = QueueMessage::parse(body) else {
             e.unparseable = true;
             return Ok(None);
         };

@@ -10,6 +10,8 @@ use serde_json::json;
 
 use crate::{
     Timestamp,
+    inbox::Origin,
+    message::QueueMessage,
     ports::{Alerts, Filed, Hold, StoreError, TriageStore},
     triage::{Evidence, TriageClass, TriageItem, TriageSource, TriageStatus, classify, item_id},
 };
@@ -105,7 +107,7 @@ impl TriageItem {
             workspace: Some(workspace.to_owned()),
             destination: evidence.destination.clone(),
             inbox_pk: Some(inbox_pk.clone()),
-            original_body: json!({"v": 1, "inbox_pk": inbox_pk.to_string()}).to_string(),
+            original_body: QueueMessage::for_event(inbox_pk, Origin::Http).to_json(),
             original_attributes: "{}".to_owned(),
             evidence,
             first_seen: now,

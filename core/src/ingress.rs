@@ -9,12 +9,13 @@ use std::{sync::Arc, time::Instant};
 
 use http::HeaderMap;
 use serde_json::json;
+use tracing::Instrument;
 
 use crate::{
     EventKey, InboxPk, Provider, Timestamp, WorkspaceId,
     config::{Config, ProviderBinding},
     inbox::{InboxRecord, Origin, Verdict, on_repeat},
-    message::{MessageKind, QueueMessage},
+    message::{MessageKind, QueueMessage, correlate},
     metrics,
     ports::{ActionQueue, EventError, Hold, InboxStore, Upserted},
     provider::{Delivery, Identity},
@@ -159,8 +160,10 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold> Ingress<S, Q, K, H
     /// Handles one delivery received at `now` and logs one line about it.
     pub async fn handle(&self, req: WebhookRequest<'_>, now: Timestamp) -> Reply {
         let started = Instant::now();
-        let outcome = self.process(&req, now).await;
+        let span = delivery_span();
+        let outcome = self.process(&req, now).instrument(span.clone()).await;
         let known = self.known(&req);
+        let _in = span.enter();
         log_delivery(req.provider, req.workspace, known, now, &outcome, started);
         outcome.reply()
     }
@@ -181,7 +184,13 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold> Ingress<S, Q, K, H
     /// triage with nothing written.
     pub async fn handle_event(&self, event: &[u8], now: Timestamp) -> Result<Verdict, EventError> {
         let started = Instant::now();
-        let (workspace, outcome) = match self.process_event(event, now).await {
+        let span = delivery_span();
+        let processed = self
+            .process_event(event, now)
+            .instrument(span.clone())
+            .await;
+        let _in = span.enter();
+        let (workspace, outcome) = match processed {
             Ok((workspace, outcome)) => (workspace, outcome),
             Err(e) => {
                 let outcome = Outcome::refused(400, "", e.to_string());
@@ -216,6 +225,7 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold> Ingress<S, Q, K, H
         now: Timestamp,
     ) -> Result<(WorkspaceId, Outcome), EventError> {
         let (workspace, record) = event_record(&self.config, event, now)?;
+        correlate(&record.pk);
         Ok((workspace, self.persist(record, now).await))
     }
 
@@ -259,6 +269,7 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold> Ingress<S, Q, K, H
             Err(e) => return Outcome::refused(400, e.to_string(), e.to_string()),
         };
         let pk = InboxPk::new(workspace, provider, identity.event_key.clone());
+        correlate(&pk);
         let handled = binding.handles(&identity.event_type);
         let record = InboxRecord::first_delivery(
             pk,
@@ -493,6 +504,12 @@ pub fn event_record(
 /// and its metrics: under the provider and workspace when `known` (a
 /// configured binding), else under [`metrics::UNKNOWN`], so a probe of made-up
 /// URLs cannot mint metric series.
+/// The span a delivery's lines are written in: its `correlation_id` is
+/// recorded once the event is identified ([`correlate`]).
+fn delivery_span() -> tracing::Span {
+    tracing::info_span!("delivery", correlation_id = tracing::field::Empty)
+}
+
 fn log_delivery(
     provider: &str,
     workspace: &str,

@@ -67,11 +67,31 @@ impl Timestamp {
             rem % 60
         )
     }
+
+    /// UTC text to the millisecond, as log lines carry it:
+    /// `2026-11-29T12:00:00.250Z`.
+    pub fn utc_millis(self) -> String {
+        let whole = self.utc();
+        let millis = self.as_millis().rem_euclid(1000);
+        format!("{}.{millis:03}Z", &whole[..whole.len() - 1])
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn utc_millis_keeps_the_milliseconds() {
+        assert_eq!(
+            Timestamp::from_millis(1_764_417_600_250).utc_millis(),
+            "2025-11-29T12:00:00.250Z"
+        );
+        assert_eq!(
+            Timestamp::from_millis(1_764_417_600_000).utc_millis(),
+            "2025-11-29T12:00:00.000Z"
+        );
+    }
 
     #[test]
     fn secs_round_down_and_plus_adds() {

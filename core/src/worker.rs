@@ -167,10 +167,7 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
         now: Timestamp,
         deadline: Option<Timestamp>,
     ) -> Result<MessageOutcome, StoreError> {
-        let Some(pk) = serde_json::from_str::<QueueMessage>(body)
-            .ok()
-            .and_then(|m| InboxPk::parse(&m.inbox_pk).ok())
-        else {
+        let Some((_, pk)) = QueueMessage::parse(body) else {
             // Not ours to fix: it returns until it reaches the DLQ, where
             // triage classifies it as poison.
             tracing::error!(alarm = alarm::POISON, "unreadable queue message");

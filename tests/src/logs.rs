@@ -1,5 +1,6 @@
-//! Captures the JSON log lines a piece of code emits, as the Lambda's
-//! subscriber would format them, so tests can assert on what operators see.
+//! Captures the JSON log lines a piece of code emits, written by the
+//! functions' own layer (`hookgate_adapters::telemetry::Lines`), so tests
+//! assert on the lines Lambda writes and operators read.
 
 use std::{
     cell::RefCell,
@@ -7,7 +8,12 @@ use std::{
     sync::{Arc, Mutex, Once},
 };
 
-use tracing_subscriber::fmt::MakeWriter;
+use hookgate_adapters::telemetry::{Lines, level_filter};
+use tracing_subscriber::{fmt::MakeWriter, prelude::*};
+
+/// The `service` and `function_name` the captured lines carry.
+pub const SERVICE: &str = "hookgate-test";
+pub const FUNCTION_NAME: &str = "hookgate-test-function";
 
 /// Collected lines of one test; install with [`Captured::install`] on a
 /// current-thread runtime.
@@ -69,11 +75,10 @@ impl Captured {
     pub fn install(&self) -> CaptureGuard {
         static GLOBAL: Once = Once::new();
         GLOBAL.call_once(|| {
-            let subscriber = tracing_subscriber::fmt()
-                .json()
-                .flatten_event(true)
-                .with_writer(ThreadWriter)
-                .finish();
+            // At `info`, the functions' default level, filtered as theirs.
+            let subscriber = tracing_subscriber::registry().with(
+                Lines::new(ThreadWriter, SERVICE, FUNCTION_NAME).with_filter(level_filter("info")),
+            );
             tracing::subscriber::set_global_default(subscriber).expect("one global subscriber");
         });
         CURRENT.with(|c| *c.borrow_mut() = Some(self.clone()));

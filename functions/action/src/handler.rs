@@ -11,6 +11,7 @@ use hookgate_core::{
     Timestamp,
     batch::run_batch,
     destination::Destination,
+    message::QueueMessage,
     ports::{Hold, InboxStore, Ledger},
     worker::{MessageOutcome, Worker},
 };
@@ -70,7 +71,14 @@ where
         .unwrap_or_else(|| "1".to_owned());
     let owner = format!("{id}:{receives}");
     let body = message.body.as_deref().unwrap_or_default();
-    let span = tracing::info_span!("message", message_id = %id, receives = %receives);
+    // Every line of the message carries its event's correlation id.
+    let correlation = QueueMessage::correlation(body);
+    let span = tracing::info_span!(
+        "message",
+        message_id = %id,
+        receives = %receives,
+        correlation_id = correlation.as_deref()
+    );
     let outcome = worker
         .process_until(body, &owner, now, deadline)
         .instrument(span.clone())

@@ -11,6 +11,7 @@ use hookgate_core::{
     triage::TriageSource,
 };
 use serde_json::json;
+use tracing::Instrument;
 
 /// Handles one batch of dead letters.
 pub async fn handle<S, L, H>(triager: &Triager<S, L, H>, event: SqsEvent) -> SqsBatchResponse
@@ -37,8 +38,20 @@ where
             body: &body,
             attributes,
         };
-        if let Err(e) = triager.triage(&letter, Timestamp::now()).await {
-            tracing::error!(alarm = "TRIAGE_STORE_FAILED", message_id = id, error = %e, "dead letter not filed");
+        // The triager records the letter's correlation id once it knows
+        // the event: every line about the letter carries it.
+        let span = tracing::info_span!(
+            "letter",
+            message_id = %id,
+            correlation_id = tracing::field::Empty
+        );
+        let triaged = triager
+            .triage(&letter, Timestamp::now())
+            .instrument(span.clone())
+            .await;
+        if let Err(e) = triaged {
+            let _in = span.enter();
+            tracing::error!(alarm = "TRIAGE_STORE_FAILED", error = %e, "dead letter not filed");
             failures.push(id);
         }
     }

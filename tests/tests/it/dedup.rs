@@ -43,7 +43,8 @@ async fn the_same_event_delivered_twice_is_one_record_with_two_deliveries_and_on
     assert_eq!(
         messages,
         vec![(
-            json!({"v": 1, "inbox_pk": "ws-1#retell#call_ended:call_twice", "origin": "http"}),
+            json!({"v": 2, "inbox_pk": "ws-1#retell#call_ended:call_twice", "origin": "http",
+                   "correlation_id": "call_ended:call_twice"}),
             "event".to_owned()
         )]
     );

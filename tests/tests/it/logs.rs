@@ -1,12 +1,32 @@
 //! One JSON line per delivery with what an operator needs, and nothing
-//! secret.
+//! secret; every line in the shape Lambda writes (the functions' own
+//! formatter), with one correlation id from the webhook to the decision.
 
+use std::time::Duration;
+
+use hookgate_core::{Timestamp, ports::TriageStore, triage::TriageStatus};
+use hookgate_testkit::sim_crm::{Fault, FaultKind};
 use hookgate_tests::{
-    logs::Captured,
+    logs::{Captured, FUNCTION_NAME, SERVICE},
+    pipeline::Pipeline,
     stack::{Stack, TEST_SECRETS},
 };
 
-use crate::retell;
+use crate::{analyzed, retell};
+
+/// The keys every line starts with, in this order (docs/operations.md,
+/// "Logs"); `xray_trace_id` and `correlation_id` only where there is one.
+const COMMON: [&str; 9] = [
+    "timestamp",
+    "level",
+    "message",
+    "service",
+    "function_name",
+    "function_request_id",
+    "xray_trace_id",
+    "cold_start",
+    "correlation_id",
+];
 
 #[tokio::test]
 async fn three_deliveries_log_three_lines_new_duplicate_duplicate() {
@@ -74,4 +94,148 @@ async fn a_rejected_delivery_logs_its_reason_for_the_operator_only() {
             .starts_with("timestamp outside the 300 s tolerance")
     );
     assert!(lines[0].get("verdict").is_none());
+}
+
+/// The keys of a line in the order written (a line is one flat JSON
+/// object; `serde_json`'s map would sort them).
+fn keys_in_order(line: &str) -> Vec<String> {
+    let mut keys = Vec::new();
+    let object: serde_json::Map<String, serde_json::Value> = serde_json::from_str(line).unwrap();
+    // Find each top-level key's position in the raw text.
+    let mut positions: Vec<(usize, String)> = object
+        .keys()
+        .map(|k| {
+            let quoted = serde_json::to_string(k).unwrap();
+            (line.find(&format!("{quoted}:")).unwrap(), k.clone())
+        })
+        .collect();
+    positions.sort();
+    keys.extend(positions.into_iter().map(|(_, k)| k));
+    keys
+}
+
+#[tokio::test]
+async fn one_events_lines_carry_its_correlation_id_from_the_webhook_to_the_decision() {
+    let captured = Captured::default();
+    let _guard = captured.install();
+    let p = Pipeline::new("logcorr").await;
+    p.sim
+        .add_fault(Fault::new("/", FaultKind::Status).status(503));
+    p.stack
+        .post(analyzed("call_corr", "cb-corr").request())
+        .await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while p.queue_depth(&p.dlq_url).await < 1 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never dead-lettered"
+        );
+        if p.poll_once().await == 0 {
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+    assert_eq!(p.triage_dlq().await, 1);
+    p.sim.clear_faults();
+    let held = p.triage.list(TriageStatus::Held).await.unwrap();
+    p.approvals
+        .approve(
+            &held[0].id,
+            "ana@example.com",
+            "CRM is back",
+            Timestamp::now(),
+        )
+        .await
+        .unwrap();
+    p.run_until_idle(Duration::from_secs(30)).await;
+    assert_eq!(p.sim.tasks().total, 1);
+
+    let id = "call_analyzed:call_corr";
+    let lines: Vec<serde_json::Value> = captured
+        .lines()
+        .into_iter()
+        .filter(|l| l["correlation_id"] == id)
+        .collect();
+    let messages: Vec<&str> = lines
+        .iter()
+        .map(|l| l["message"].as_str().unwrap())
+        .collect();
+    for expected in [
+        // ingress
+        "delivery",
+        // the action worker, failing then completing
+        "message returns to the queue",
+        "message settled",
+        // dlq-triage
+        "held for a human decision",
+        // the operator's decision
+        "triage item re-injected",
+    ] {
+        assert!(messages.contains(&expected), "{expected}: {messages:#?}");
+    }
+    // Each line is flat, its common keys first and in order.
+    for (line, raw) in captured
+        .text()
+        .lines()
+        .filter(|raw| raw.contains(&format!("\"correlation_id\":\"{id}\"")))
+        .map(|raw| (serde_json::from_str::<serde_json::Value>(raw).unwrap(), raw))
+    {
+        let keys = keys_in_order(raw);
+        let common: Vec<&str> = COMMON
+            .into_iter()
+            .filter(|k| *k != "xray_trace_id")
+            .collect();
+        assert_eq!(&keys[..common.len()], common.as_slice(), "{raw}");
+        assert_eq!(
+            (line["service"].as_str(), line["function_name"].as_str()),
+            (Some(SERVICE), Some(FUNCTION_NAME))
+        );
+        assert!(line["timestamp"].as_str().unwrap().ends_with('Z'), "{raw}");
+        assert!(line["cold_start"].is_boolean(), "{raw}");
+        assert!(line.get("fields").is_none() && line.get("spans").is_none());
+    }
+}
+
+#[tokio::test]
+async fn an_invocations_lines_carry_its_request_and_trace_ids_as_lambda_writes_them() {
+    let captured = Captured::default();
+    let _guard = captured.install();
+    let stack = Stack::new("logshape").await;
+    let mut context = lambda_http::lambda_runtime::Context::default();
+    context.request_id = "4f1c1e4e-0000-4000-8000-000000000001".into();
+    context.xray_trace_id = Some("Root=1-5759e988-bd862e3fe1be46a994272793".into());
+    let span = lambda_http::lambda_runtime::layers::trace::request_span(&context);
+    let delivery = retell("call_ended", "call_shaped", "");
+    {
+        use tracing::Instrument;
+        stack.post(delivery.request()).instrument(span).await;
+    }
+    let raw = captured.text();
+    let line = raw
+        .lines()
+        .find(|l| l.contains("\"target\":\"hookgate::delivery\""))
+        .expect("the delivery line");
+    assert_eq!(
+        &keys_in_order(line)[..COMMON.len() + 1],
+        [COMMON.as_slice(), &["target"]].concat().as_slice(),
+        "{line}"
+    );
+    let line: serde_json::Value = serde_json::from_str(line).unwrap();
+    assert_eq!(
+        (
+            line["level"].as_str(),
+            line["function_request_id"].as_str(),
+            line["xray_trace_id"].as_str(),
+            line["correlation_id"].as_str(),
+            line["event_key"].as_str(),
+        ),
+        (
+            Some("INFO"),
+            Some("4f1c1e4e-0000-4000-8000-000000000001"),
+            Some("Root=1-5759e988-bd862e3fe1be46a994272793"),
+            Some("call_ended:call_shaped"),
+            Some("call_ended:call_shaped"),
+        )
+    );
+    // The runtime's span names are not fields of the line.
+    assert!(line.get("requestId").is_none() && line.get("xrayTraceId").is_none());
 }

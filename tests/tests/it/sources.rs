@@ -184,7 +184,8 @@ async fn an_eventbridge_event_delivered_twice_is_one_record_two_deliveries_one_m
     assert_eq!(
         messages,
         vec![(
-            json!({"v": 1, "inbox_pk": pk, "origin": "eventbridge"}),
+            json!({"v": 2, "inbox_pk": pk, "origin": "eventbridge",
+                   "correlation_id": "5b3a2f1e-8c4d-4e6f-9a0b-1c2d3e4f5a6b"}),
             "event".to_owned()
         )]
     );

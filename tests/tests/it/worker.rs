@@ -663,3 +663,51 @@ async fn an_action_over_its_destinations_rate_limit_is_not_performed_and_returns
     // Its message is back in the queue (or in flight), not deleted.
     assert_eq!(p.queue_depth(&p.stack.queue_url).await, 1);
 }
+
+#[tokio::test]
+async fn a_version_1_message_sent_before_a_deploy_is_still_processed() {
+    // The queue message is version 2 now (it carries the correlation id); a
+    // message the previous version sent can still be in the queue after a
+    // deploy, and is processed as before.
+    let p = Pipeline::new("w-v1").await;
+    p.stack.post(analyzed("call_v1", "cb-v1").request()).await;
+    // The version 2 message the ingress sent is taken off the queue.
+    let received = p
+        .stack
+        .sqs
+        .receive_message()
+        .queue_url(&p.stack.queue_url)
+        .wait_time_seconds(1)
+        .send()
+        .await
+        .unwrap();
+    let sent = &received.messages()[0];
+    let body: serde_json::Value = serde_json::from_str(sent.body().unwrap()).unwrap();
+    assert_eq!(body["v"], 2);
+    p.stack
+        .sqs
+        .delete_message()
+        .queue_url(&p.stack.queue_url)
+        .receipt_handle(sent.receipt_handle().unwrap())
+        .send()
+        .await
+        .unwrap();
+    let v1 = serde_json::json!({"v": 1, "inbox_pk": "ws-1#retell#call_analyzed:call_v1", "origin": "http"});
+    p.stack
+        .sqs
+        .send_message()
+        .queue_url(&p.stack.queue_url)
+        .message_body(v1.to_string())
+        .send()
+        .await
+        .unwrap();
+    p.run_until_idle(IDLE).await;
+    assert_eq!(
+        p.action("ws-1#create_followup_task#cb-v1")
+            .await
+            .unwrap()
+            .status,
+        ActionStatus::Completed
+    );
+    assert_eq!(p.sim.tasks().total, 1);
+}
