@@ -354,6 +354,63 @@ mod tests {
         );
     }
 
+    /// The keys docs/operations.md ("Logs") says every line starts with,
+    /// in its table's order.
+    fn documented_keys() -> Vec<String> {
+        let doc = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../docs/operations.md"
+        ))
+        .expect("docs/operations.md");
+        let logs = &doc[doc.find("\n## Logs\n").expect("a Logs section")..];
+        let table = &logs[logs.find("| key | value |").expect("the keys' table")..];
+        table
+            .lines()
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .map(|l| l.split('`').nth(1).expect("a `key` cell").to_owned())
+            .collect()
+    }
+
+    #[test]
+    fn a_line_starts_with_the_documented_keys_in_their_order() {
+        let buffer = Buffer::default();
+        let subscriber = tracing_subscriber::registry()
+            .with(Lines::new(buffer.clone(), "svc", "fn-1").with_filter(level_filter("info")));
+        tracing::subscriber::with_default(subscriber, || {
+            // As the Lambda runtime opens it around each invocation.
+            let invoke = tracing::info_span!(
+                "Lambda runtime invoke",
+                requestId = "req-1",
+                xrayTraceId = "Root=1-0-1"
+            );
+            let _invoke = invoke.enter();
+            let message =
+                tracing::info_span!("message", message_id = "m-1", correlation_id = "evt_1");
+            let _message = message.enter();
+            tracing::info!(step = 1, "a line");
+        });
+        let text = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
+        let line: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&text).unwrap();
+        let mut keys: Vec<(usize, &String)> = line
+            .keys()
+            .map(|k| (text.find(&format!("\"{k}\":")).unwrap(), k))
+            .collect();
+        keys.sort();
+        let keys: Vec<&str> = keys.iter().map(|(_, k)| k.as_str()).collect();
+        let mut expected = documented_keys();
+        assert_eq!(expected.len(), 9, "{expected:?}");
+        expected.extend(["target", "message_id", "step"].map(String::from));
+        assert_eq!(keys, expected);
+        assert_eq!(
+            (
+                line["function_request_id"].as_str(),
+                line["xray_trace_id"].as_str()
+            ),
+            (Some("req-1"), Some("Root=1-0-1"))
+        );
+    }
+
     #[test]
     fn lambdas_level_wins_then_rust_log_then_info() {
         assert_eq!(level_directive(Some("WARN"), Some("debug")), "warn");
