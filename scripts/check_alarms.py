@@ -27,10 +27,16 @@ named by HOOKGATE_EMF_LOG).
   an EMF series in namespace `hookgate` without the `service` dimension (two
   stacks in one account would share it).
 
+* Each dashboard (AWS::CloudWatch::Dashboard) is read the same way: every
+  metric a widget shows (CloudWatch's `"."` and `"..."` shorthand expanded)
+  must be emitted (custom namespaces) or published by AWS with that
+  dimension set and naming a resource of the template.
+
 `--self-test` removes the Dimensions of one custom-namespace alarm in a copy
 of the template (written to target/checks/alarm-self-test-template.json) and
-exits 0 only if the check then fails on that alarm, and if an empty schema
-then fails on an emitted series.
+exits 0 only if the check then fails on that alarm, if an empty schema
+then fails on an emitted series, and if a dashboard showing a metric nothing
+emits fails.
 
 Exit: 0 passed, 1 a finding, 2 bad input.
 """
@@ -398,6 +404,50 @@ def watched(template, logical):
     return out
 
 
+def expand_metrics(rows):
+    """A dashboard widget's `metrics` rows as CloudWatch reads them: `"."`
+    repeats the previous row's item at that position; a leading `"..."`
+    repeats the previous row's items up to where this row's own items take
+    over, aligned from the end. A trailing dict (options) is dropped, and a
+    row of only an expression (a dict) is no metric: None."""
+    out, previous = [], []
+    for row in rows:
+        items = [x for x in row if not isinstance(x, dict)]
+        if not items:
+            out.append(None)
+            continue
+        if items[0] == "...":
+            own = items[1:]
+            items = previous[:len(previous) - len(own)] + own
+        items = [previous[i] if x == "." and i < len(previous) else x for i, x in enumerate(items)]
+        previous = items
+        out.append(items)
+    return out
+
+
+def dashboard_metrics(template):
+    """[(label, namespace, metric, [(dim name, raw value, resolved value)])]
+    the dashboards show."""
+    out = []
+    for logical in template.of_type("AWS::CloudWatch::Dashboard"):
+        body = template.resolve(template.resources[logical].get("Properties", {}).get("DashboardBody"))
+        try:
+            widgets = json.loads(body)["widgets"]
+        except (TypeError, ValueError, KeyError) as e:
+            raise Invalid(f"{logical}: DashboardBody is not a dashboard's JSON: {e}")
+        for w, widget in enumerate(widgets):
+            title = widget.get("properties", {}).get("title", f"widget {w}")
+            for items in expand_metrics(widget.get("properties", {}).get("metrics", [])):
+                if items is None:
+                    continue
+                if len(items) < 2 or len(items) % 2:
+                    raise Invalid(f"{logical} {title!r}: metric row {items} is not namespace, name "
+                                  "and name/value pairs")
+                dims = [(items[i], items[i + 1], items[i + 1]) for i in range(2, len(items), 2)]
+                out.append((f"{logical} {title!r}", items[0], items[1], dims))
+    return out
+
+
 def resource_names(template, type_, attribute):
     names = {}
     for logical in template.of_type(type_):
@@ -432,6 +482,15 @@ def check(template, series):
                 near = sorted(show(k) for k in series if k[0] == namespace and k[1] == metric)
                 hint = f"; emitted as: {', '.join(near)}" if near else "; no line emits this metric at all"
                 failures.append(f"{label}: watches {show(key)}, which nothing emits{hint}")
+    # A dashboard's custom series are emitted, and its AWS ones exist, as
+    # for an alarm: a graph of a series nothing writes stays empty.
+    for label, namespace, metric, dims in dashboard_metrics(template):
+        key = series_key(namespace, metric, [d[0] for d in dims])
+        rows.append((label, key))
+        if namespace.startswith("AWS/"):
+            failures.extend(check_aws(template, label, namespace, metric, dims))
+        elif key not in series:
+            failures.append(f"{label}: shows {show(key)}, which nothing emits")
     unwatched = sorted((k for k in series if k not in watched_keys), key=show)
     return failures, unwatched, rows, notes
 
@@ -545,9 +604,27 @@ def main():
         if not any("is not in the metric schema" in f for f in unlisted):
             print("check_alarms self-test: FAILED: an empty metric schema was not caught")
             sys.exit(1)
+        # A dashboard graph of a metric nothing emits is caught too.
+        dashboards = [k for k, r in doc["Resources"].items() if r["Type"] == "AWS::CloudWatch::Dashboard"]
+        for logical in dashboards:
+            unseen = copy.deepcopy(doc)
+            body = unseen["Resources"][logical]["Properties"]["DashboardBody"]
+            text = body["Fn::Sub"] if isinstance(body, dict) else body
+            if '"ActionsUncertain"' not in text:
+                print(f"check_alarms self-test: FAILED: {logical} shows no ActionsUncertain to break")
+                sys.exit(1)
+            text = text.replace('"ActionsUncertain"', '"ActionsUncertainNeverEmitted"', 1)
+            unseen["Resources"][logical]["Properties"]["DashboardBody"] = (
+                {"Fn::Sub": text} if isinstance(body, dict) else text)
+            shown, _ = run(unseen, emf, schema, out=lambda _: None)
+            if not any(f.startswith(logical) and "ActionsUncertainNeverEmitted" in f for f in shown):
+                print(f"check_alarms self-test: FAILED: {logical} showing a metric nothing emits "
+                      "was not caught")
+                sys.exit(1)
         if caught:
             print(f"check_alarms self-test: ok: with {target}'s Dimensions removed "
-                  f"({args.self_test_out}) the check fails: {caught[0]}")
+                  f"({args.self_test_out}) the check fails: {caught[0]}; a dashboard graph of "
+                  "a metric nothing emits fails it too")
             sys.exit(0)
         print("\n".join(lines))
         print(f"check_alarms self-test: FAILED: removing {target}'s Dimensions was not caught")
