@@ -97,6 +97,7 @@ GSI_CONTRACT = {
 }
 SERVICE_PRINCIPAL_CONDITIONS = {"aws:sourcearn", "aws:sourceaccount"}
 SID = re.compile(r"^[A-Za-z0-9]+$")
+XRAY_WRITE = {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
 
 
 def max_stack_name(template):
@@ -368,7 +369,11 @@ class Checker:
                     self.fail(f"role {k}: a statement without an alphanumeric Sid: {json.dumps(s)[:120]}")
                 sids.append(sid)
                 resources = s.get("Resource", [])
-                if "*" in (resources if isinstance(resources, list) else [resources]):
+                actions = s.get("Action", [])
+                actions = actions if isinstance(actions, list) else [actions]
+                # X-Ray's write actions take no resource: "*" is their only form.
+                xray = bool(actions) and set(actions) <= XRAY_WRITE
+                if "*" in (resources if isinstance(resources, list) else [resources]) and not xray:
                     self.fail(f"role {k} statement {sid}: Resource '*'")
             reasons = r.get("Metadata", {}).get("UnexercisedReasons", {})
             for sid in set(reasons) - set(sids):
@@ -538,6 +543,19 @@ class Checker:
                 if re.fullmatch(pattern, value):
                     self.fail(f"parameter {name}: its AllowedPattern takes {value!r}")
 
+    def tracing(self, functions):
+        # Active tracing only when the stack asks for it, and then each
+        # role may write its segments (a role without the grant loses them).
+        for fn, f in functions.items():
+            mode = f["Properties"].get("TracingConfig", {}).get("Mode")
+            if mode != {"Fn::If": ["TracingEnabled", "Active", "PassThrough"]}:
+                self.fail(f"function {fn}: TracingConfig.Mode is {mode}, expected Active only under "
+                          "TracingEnabled")
+            role = f["Properties"].get("Role", {}).get("Fn::GetAtt", [None])[0]
+            grants = [s for s in self.statements(role) if s.get("Sid") == "XRayWrite"]
+            if not grants:
+                self.fail(f"function {fn}: its role {role} cannot write X-Ray segments when tracing is on")
+
     def logging(self, functions):
         # Lambda's JSON log format with its levels: the application level
         # never above INFO, since the metric lines (EMF) carry no level and
@@ -598,6 +616,7 @@ class Checker:
         self.partition()
         self.parameters()
         self.logging(functions)
+        self.tracing(functions)
         self.released_tables()
         return self.problems
 
