@@ -490,6 +490,30 @@ impl Pipeline {
             .to_owned()
     }
 
+    /// Takes the next action-queue message off the queue (received and
+    /// deleted): its body.
+    pub async fn take_one(&self) -> String {
+        let out = self
+            .stack
+            .sqs
+            .receive_message()
+            .queue_url(&self.stack.queue_url)
+            .wait_time_seconds(1)
+            .send()
+            .await
+            .expect("receive");
+        let message = out.messages().first().expect("a message");
+        self.stack
+            .sqs
+            .delete_message()
+            .queue_url(&self.stack.queue_url)
+            .receipt_handle(message.receipt_handle().expect("a receipt handle"))
+            .send()
+            .await
+            .expect("delete");
+        message.body().expect("a body").to_owned()
+    }
+
     /// Visible + in-flight messages of a queue.
     pub async fn queue_depth(&self, url: &str) -> u64 {
         let attrs = self

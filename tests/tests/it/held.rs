@@ -14,7 +14,7 @@ const IDLE: Duration = Duration::from_secs(30);
 
 /// An outage long enough to dead-letter `call`'s follow-up, filed by triage;
 /// the CRM then recovers. Returns the held item's id.
-async fn dead_lettered(p: &Pipeline, call: &str, request: &str) -> String {
+pub(crate) async fn dead_lettered(p: &Pipeline, call: &str, request: &str) -> String {
     p.sim
         .add_fault(Fault::new("/", FaultKind::Status).status(503));
     assert_eq!(p.stack.post(analyzed(call, request).request()).await.0, 202);

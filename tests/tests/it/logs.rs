@@ -4,15 +4,14 @@
 
 use std::time::Duration;
 
-use hookgate_core::{Timestamp, ports::TriageStore, triage::TriageStatus};
-use hookgate_testkit::sim_crm::{Fault, FaultKind};
+use hookgate_core::Timestamp;
 use hookgate_tests::{
     logs::{Captured, FUNCTION_NAME, SERVICE},
     pipeline::Pipeline,
     stack::{Stack, TEST_SECRETS},
 };
 
-use crate::{analyzed, retell};
+use crate::{held::dead_lettered, retell};
 
 /// The keys every line starts with, in this order (docs/operations.md,
 /// "Logs"); `xray_trace_id` and `correlation_id` only where there is one.
@@ -119,31 +118,9 @@ async fn one_events_lines_carry_its_correlation_id_from_the_webhook_to_the_decis
     let captured = Captured::default();
     let _guard = captured.install();
     let p = Pipeline::new("logcorr").await;
-    p.sim
-        .add_fault(Fault::new("/", FaultKind::Status).status(503));
-    p.stack
-        .post(analyzed("call_corr", "cb-corr").request())
-        .await;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while p.queue_depth(&p.dlq_url).await < 1 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "never dead-lettered"
-        );
-        if p.poll_once().await == 0 {
-            tokio::time::sleep(Duration::from_millis(250)).await;
-        }
-    }
-    assert_eq!(p.triage_dlq().await, 1);
-    p.sim.clear_faults();
-    let held = p.triage.list(TriageStatus::Held).await.unwrap();
+    let held = dead_lettered(&p, "call_corr", "cb-corr").await;
     p.approvals
-        .approve(
-            &held[0].id,
-            "ana@example.com",
-            "CRM is back",
-            Timestamp::now(),
-        )
+        .approve(&held, "ana@example.com", "CRM is back", Timestamp::now())
         .await
         .unwrap();
     p.run_until_idle(Duration::from_secs(30)).await;
