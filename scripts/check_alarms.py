@@ -418,6 +418,8 @@ def expand_metrics(rows):
             continue
         if items[0] == "...":
             own = items[1:]
+            if len(own) > len(previous):
+                raise Invalid(f"a \"...\" row {row} is longer than the row before it {previous}")
             items = previous[:len(previous) - len(own)] + own
         items = [previous[i] if x == "." and i < len(previous) else x for i, x in enumerate(items)]
         previous = items
@@ -484,13 +486,16 @@ def check(template, series):
                 failures.append(f"{label}: watches {show(key)}, which nothing emits{hint}")
     # A dashboard's custom series are emitted, and its AWS ones exist, as
     # for an alarm: a graph of a series nothing writes stays empty.
+    graphs = 0
     for label, namespace, metric, dims in dashboard_metrics(template):
         key = series_key(namespace, metric, [d[0] for d in dims])
-        rows.append((label, key))
+        graphs += 1
         if namespace.startswith("AWS/"):
             failures.extend(check_aws(template, label, namespace, metric, dims))
         elif key not in series:
             failures.append(f"{label}: shows {show(key)}, which nothing emits")
+    if graphs:
+        notes.append(f"{graphs} dashboard series checked as the alarms' are")
     unwatched = sorted((k for k in series if k not in watched_keys), key=show)
     return failures, unwatched, rows, notes
 

@@ -194,6 +194,11 @@ where
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
         let mut fields = Fields::default();
         attrs.record(&mut fields);
+        // The first invocation is known from its span, whether or not any
+        // of its lines are written (at a level that drops them all).
+        if let Some((_, Value::String(request))) = fields.0.iter().find(|(k, _)| k == "requestId") {
+            let _ = self.first_request.set(request.clone());
+        }
         if let Some(span) = ctx.span(id) {
             span.extensions_mut().insert(fields);
         }
@@ -259,8 +264,22 @@ where
             line.push(("correlation_id", id));
         }
         line.push(("target", Value::from(meta.target())));
+        // A field named like a common key is written under `field.{name}`,
+        // never as a second copy of the key; the `log` crate's bridge
+        // fields (`log.target`, `log.file`, …) are left out.
+        let renamed: Vec<(String, Value)> = own
+            .0
+            .into_iter()
+            .filter(|(k, _)| !k.starts_with("log."))
+            .map(
+                |(k, v)| match line.iter().any(|(common, _)| *common == k) || k == "message" {
+                    true => (format!("field.{k}"), v),
+                    false => (k, v),
+                },
+            )
+            .collect();
         let mut text = String::from("{");
-        let rest = own.0.iter().map(|(k, v)| (k.as_str(), v));
+        let rest = renamed.iter().map(|(k, v)| (k.as_str(), v));
         for (n, (key, value)) in line.iter().map(|(k, v)| (*k, v)).chain(rest).enumerate() {
             if n > 0 {
                 text.push(',');
@@ -408,6 +427,71 @@ mod tests {
                 line["xray_trace_id"].as_str()
             ),
             (Some("req-1"), Some("Root=1-0-1"))
+        );
+    }
+
+    #[test]
+    fn a_second_invocation_is_warm_even_when_the_first_wrote_nothing() {
+        let buffer = Buffer::default();
+        let subscriber = tracing_subscriber::registry()
+            .with(Lines::new(buffer.clone(), "svc", "fn-1").with_filter(level_filter("warn")));
+        tracing::subscriber::with_default(subscriber, || {
+            for request in ["req-1", "req-2"] {
+                let invoke = tracing::info_span!("Lambda runtime invoke", requestId = request);
+                let _invoke = invoke.enter();
+                tracing::info!("dropped at warn");
+                if request == "req-2" {
+                    tracing::warn!("written");
+                }
+            }
+        });
+        let text = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
+        let line: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+        assert_eq!(
+            (
+                line["function_request_id"].as_str(),
+                line["cold_start"].as_bool()
+            ),
+            (Some("req-2"), Some(false))
+        );
+    }
+
+    #[test]
+    fn a_field_named_like_a_common_key_never_repeats_it() {
+        let buffer = Buffer::default();
+        let subscriber = tracing_subscriber::registry()
+            .with(Lines::new(buffer.clone(), "svc", "fn-1").with_filter(level_filter("info")));
+        tracing::subscriber::with_default(subscriber, || {
+            let span = tracing::info_span!("outer", service = "other", message = "span's");
+            let _in = span.enter();
+            tracing::info!(level = "custom", target = "mine", "the message");
+        });
+        let text = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
+        for key in ["service", "level", "target", "message"] {
+            assert_eq!(
+                text.matches(&format!("\"{key}\":")).count(),
+                1,
+                "{key}: {text}"
+            );
+        }
+        let line: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+        assert_eq!(
+            (
+                line["service"].as_str(),
+                line["field.service"].as_str(),
+                line["level"].as_str(),
+                line["field.level"].as_str(),
+                line["message"].as_str(),
+                line["field.message"].as_str(),
+            ),
+            (
+                Some("svc"),
+                Some("other"),
+                Some("INFO"),
+                Some("custom"),
+                Some("the message"),
+                Some("span's")
+            )
         );
     }
 

@@ -354,7 +354,14 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
             Reconciled::Requeued(pk) | Reconciled::Waiting { inbox_pk: pk, .. } => {
                 InboxPk::parse(pk).ok()
             }
-            Reconciled::Completed(_) => None,
+            // The line names the event the action was asked for by.
+            Reconciled::Completed(_) => self
+                .ledger
+                .get(key)
+                .await
+                .ok()
+                .flatten()
+                .and_then(|r| r.inbox_pks.first().cloned()),
         };
         tracing::info!(
             action_key = %key,

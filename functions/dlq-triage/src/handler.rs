@@ -7,6 +7,7 @@ use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use hookgate_core::{
     Timestamp,
     dlq::{DeadLetter, Triager},
+    message::QueueMessage,
     ports::{Hold, InboxStore, Ledger},
     triage::TriageSource,
 };
@@ -38,12 +39,13 @@ where
             body: &body,
             attributes,
         };
-        // The triager records the letter's correlation id once it knows
-        // the event: every line about the letter carries it.
+        // Every line about the letter carries its event's correlation id:
+        // an action message's at once (a store failure while its evidence
+        // is read keeps it), any other's once the triager finds the event.
         let span = tracing::info_span!(
             "letter",
             message_id = %id,
-            correlation_id = tracing::field::Empty
+            correlation_id = QueueMessage::correlation(&body)
         );
         let triaged = triager
             .triage(&letter, Timestamp::now())
