@@ -543,6 +543,23 @@ class Checker:
                 if re.fullmatch(pattern, value):
                     self.fail(f"parameter {name}: its AllowedPattern takes {value!r}")
 
+    def outputs(self, functions):
+        # The operator tools find the stack from its outputs: every queue,
+        # function and log group, and the rest they need, has one.
+        outputs = self.t.get("Outputs", {})
+        refs = {json.dumps(o.get("Value"), sort_keys=True) for o in outputs.values()}
+        kinds = [("queue", self.of_type("AWS::SQS::Queue")), ("function", functions),
+                 ("log group", self.of_type("AWS::Logs::LogGroup"))]
+        for kind, resources in kinds:
+            for logical in resources:
+                if json.dumps({"Ref": logical}) not in refs:
+                    self.fail(f"{kind} {logical} has no output (the operator tools find it there)")
+        for name in ("WebhookBaseUrl", "OpsApiUrl", "EventBusName", "Service", "AlarmNamePrefix",
+                     "ConfigLayerVersionArn", "InboxTableName", "ActionsTableName", "TriageTableName",
+                     "AlertTopicArn", "DashboardUrl"):
+            if name not in outputs:
+                self.fail(f"output {name} is missing (the operator tools read it)")
+
     def tracing(self, functions):
         # Active tracing only when the stack asks for it, and then each
         # role may write its segments (a role without the grant loses them).
@@ -617,6 +634,7 @@ class Checker:
         self.parameters()
         self.logging(functions)
         self.tracing(functions)
+        self.outputs(functions)
         self.released_tables()
         return self.problems
 
