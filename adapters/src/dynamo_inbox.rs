@@ -324,10 +324,13 @@ impl InboxStore for DynamoInbox {
         // A DISCARDED record stays discarded: a reject is final, even
         // against an approval that was already running. A HELD one waits
         // for the decision on the item that holds it.
+        // An expired one is gone for every decision (DynamoDB deletes it
+        // late): a reject taken on it must not be outrun by a re-open.
         let condition = if by.reopens_held() {
-            "attribute_exists(pk) AND #status <> :discarded"
+            "attribute_exists(pk) AND #status <> :discarded AND expires_at > :now_secs"
         } else {
-            "attribute_exists(pk) AND #status <> :discarded AND #status <> :held"
+            "attribute_exists(pk) AND #status <> :discarded AND expires_at > :now_secs \
+             AND #status <> :held"
         };
         let mut request = self
             .client
@@ -346,7 +349,8 @@ impl InboxStore for DynamoInbox {
             .expression_attribute_values(":received", s(InboxStatus::Received.as_str()))
             .expression_attribute_values(":discarded", s(InboxStatus::Discarded.as_str()))
             .expression_attribute_values(":bucket", s(hookgate_core::inbox::pending_bucket(pk)))
-            .expression_attribute_values(":now", n(now.as_millis()));
+            .expression_attribute_values(":now", n(now.as_millis()))
+            .expression_attribute_values(":now_secs", n(now.as_secs()));
         if !by.reopens_held() {
             request = request.expression_attribute_values(":held", s(InboxStatus::Held.as_str()));
         }

@@ -69,10 +69,10 @@ pub enum ApprovalError {
     )]
     EventHeld { pk: String, reason: String },
     #[error(
-        "triage item {id} is APPROVED and its approval can still be carried out (its event \
-         {pk} is live; the approval may have re-opened it and its actions before it stopped, \
-         and the sweep then runs it): approve the item again to finish its decision. An \
-         approved item is rejected only once its approval would be refused"
+        "triage item {id} is APPROVED and its approval can still run (its event {pk} is \
+         live: the approval may have re-opened it and its actions before it stopped, and the \
+         sweep then runs them): approve the item again to finish its decision. An approved \
+         item is rejected only once nothing of it can run (its event rejected or expired)"
     )]
     UnderWay { id: String, pk: String },
     #[error(transparent)]
@@ -276,17 +276,16 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
             }
         };
         let (pk, record) = self.event_record(&item, now).await?;
-        // Left APPROVED: the approval is finished, not undone, while it can
-        // still be carried out. It may have re-opened the event and its
-        // actions before it stopped, and its re-run runs them (its message,
-        // or the sweep); and an approval of the same item made again while
-        // this reject runs would run them under a DISCARDED item. A reject
-        // is taken once the approval would be refused: the event rejected,
-        // expired, or held for another item; an action still uncertain.
+        // Left APPROVED: the approval is finished, not undone, while
+        // anything of it can still run. It may have re-opened the event and
+        // its actions before it stopped, and its re-run runs them (its
+        // message, or the sweep); and an approval of the same item still
+        // running, or made again, would run them under a DISCARDED item (no
+        // write of it is conditional on this reject). A reject is taken
+        // only once nothing of the approval can run: its event rejected,
+        // expired or gone, or not one the ingress can store.
         if from == TriageStatus::Approved
-            && self
-                .would_approve(&item, pk.as_ref(), record.as_ref(), now)
-                .await?
+            && self.may_still_run(&item, pk.as_ref(), record.as_ref(), now)
         {
             return Err(ApprovalError::UnderWay {
                 id: id.to_owned(),
@@ -502,24 +501,22 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         Ok(Reconciled::Requeued(pk.to_string()))
     }
 
-    /// Whether an approval of `item` would now be carried out (re-run its
-    /// stored event): the checks [`Self::approve`] makes before it writes.
-    /// An event not stored yet is not: its approval would run it through
-    /// the ingress, and a reject may close it.
-    async fn would_approve(
+    /// Whether anything an approval of `item` does can still run: its
+    /// event's record is live (a re-open takes only a live, not DISCARDED
+    /// record), or, not stored yet, the ingress would store it. `false`
+    /// once nothing can: the record rejected, expired or gone, an event the
+    /// configuration does not map, an unreadable message.
+    fn may_still_run(
         &self,
         item: &TriageItem,
         pk: Option<&InboxPk>,
         record: Option<&InboxRecord>,
         now: Timestamp,
-    ) -> Result<bool, ApprovalError> {
-        let Some(pk) = pk else {
-            return Ok(false);
-        };
-        if item.class == TriageClass::Uncertain && self.awaits_reconcile(record).await? {
-            return Ok(false);
+    ) -> bool {
+        match pk {
+            Some(pk) => live(pk, record, now).is_ok(),
+            None => !item.evidence.unparseable && item.event_inbox_pk(&self.config, now).is_some(),
         }
-        Ok(reopenable(pk, record, now, reopener(item)).is_ok())
     }
 
     /// A worker's item of a failed or uncertain action may be rejected only

@@ -161,10 +161,8 @@ pub struct InboxRecord {
     /// a worker settles the record only as it read it, so a settle decided
     /// before a re-open cannot undo it.
     pub reopens: u32,
-    /// The triage item whose decision re-opened it last: a reject of that
-    /// item, left APPROVED by a re-injection that failed after this
-    /// re-open, is refused (the sweep runs the record: the approval is
-    /// under way).
+    /// The triage item whose decision re-opened it last (for the
+    /// operator's reading: what re-ran the event).
     pub reopened_by: Option<String>,
 }
 

@@ -140,9 +140,10 @@ pub trait InboxStore: Send + Sync {
     /// too: a worker that read it before must not settle it on that read,
     /// and records `by`'s triage item as the last to re-open it. A
     /// DISCARDED record is left as it is (a reject is final, even against an
-    /// approval already running), and so is an absent one, and a HELD one
-    /// unless `by` decides the whole event ([`Reopener::reopens_held`]):
-    /// `false` then, nothing written.
+    /// approval already running), and so is an absent or expired one
+    /// (`expires_at` not after `now`: a reject may have been taken on it),
+    /// and a HELD one unless `by` decides the whole event
+    /// ([`Reopener::reopens_held`]): `false` then, nothing written.
     fn reopen(
         &self,
         pk: &InboxPk,

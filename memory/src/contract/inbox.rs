@@ -534,6 +534,23 @@ async fn discard_and_dispatch_marks(store: &impl InboxStore, ns: &str) {
         store.get(&record.pk).await.unwrap().unwrap().status,
         InboxStatus::Discarded
     );
+    // An expired record (DynamoDB deletes it late) is re-opened by no
+    // decision: a reject may have been taken on it.
+    let expired = first(ns, "reopen-expired", "{}", true, T0);
+    store.upsert(&expired, T0).await.unwrap();
+    let at_expiry = Timestamp::from_secs(expired.expires_at.as_secs());
+    assert!(
+        !store
+            .reopen(
+                &expired.pk,
+                at_expiry,
+                at_expiry.plus(TTL),
+                Reopener::Event("item-e")
+            )
+            .await
+            .unwrap()
+    );
+    assert_eq!(store.get(&expired.pk).await.unwrap().unwrap().reopens, 0);
     // A HELD record is re-opened by the decision on the item that holds it.
     let held = first(ns, "reopen-held", "{}", true, T0);
     store.upsert(&held, T0).await.unwrap();

@@ -190,6 +190,7 @@ impl InboxStore for MemoryInbox {
         Ok(self.with(|records| {
             let Some(r) = records.get_mut(pk).filter(|r| {
                 r.status != InboxStatus::Discarded
+                    && r.expires_at.as_secs() > now.as_secs()
                     && (r.status != InboxStatus::Held || by.reopens_held())
             }) else {
                 return false;

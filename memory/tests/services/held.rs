@@ -617,3 +617,90 @@ async fn a_failures_approval_re_opens_its_own_action_only() {
         (ActionStatus::Failed, TriageStatus::Held)
     );
 }
+
+#[tokio::test]
+async fn an_approved_eventbridge_event_not_stored_yet_is_finished_not_rejected() {
+    // Found by review: an approval that runs an event never stored through
+    // the ingress, left APPROVED (its process died after recording it), could be rejected
+    // while an approval of it still ran: the reject was taken, the ingress
+    // then stored and queued the event, and it ran under a DISCARDED item.
+    let m = Memory::new();
+    let letter = DeadLetter {
+        source: TriageSource::EventbridgeDlq,
+        message_id: "rule-dlq-h9",
+        body: &contact_event("ev-h9"),
+        attributes: json!({}),
+    };
+    m.triager().triage(&letter, at(5)).await.unwrap();
+    let item = m.triage.items().remove(0);
+    // The approval's first write, and nothing after it (its process died).
+    assert!(
+        m.triage
+            .transition(
+                &item.id,
+                TriageStatus::Held,
+                TriageStatus::Approved,
+                "ana",
+                "run it",
+                at(10)
+            )
+            .await
+            .unwrap()
+    );
+    assert_eq!(m.inbox.get(&event_pk("ev-h9")).await.unwrap(), None);
+    let refused = m.approvals().reject(&item.id, "bob", "no", at(20)).await;
+    assert!(
+        matches!(refused, Err(ApprovalError::UnderWay { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(item_status(&m, &item.id).await, TriageStatus::Approved);
+    let done = m
+        .approvals()
+        .approve(&item.id, "bob", "finish", at(30))
+        .await;
+    assert!(matches!(done, Ok(Reinjected::Ingested(_))), "{done:?}");
+}
+
+#[tokio::test]
+async fn a_failure_left_approved_is_not_rejected_while_a_dead_letter_holds_its_event() {
+    // Found by review: the failure's approval stopped (APPROVED), a dead
+    // letter then held the event, and a reject of the failure was taken
+    // (its approval would be refused: the event held); the approval, still
+    // running or made again, had re-opened the action, and the dead
+    // letter's approval then ran it under the DISCARDED item.
+    let m = Memory::with_config(two_actions());
+    post(&m.ingress(), &analyzed("h10"), SECRET).await;
+    m.crm
+        .then(Err(DestinationError::Permanent("HTTP 422".into())));
+    m.crm
+        .then(Err(DestinationError::Retryable("HTTP 503".into())));
+    m.worker().process(&message("h10"), "m1:1", NOW).await;
+    let failed = m.triage.items().remove(0);
+    m.inbox.set_failing_writes(true);
+    let stopped = m
+        .approvals()
+        .approve(&failed.id, "ana", "fixed", at(5))
+        .await;
+    assert!(
+        matches!(stopped, Err(ApprovalError::Store(_))),
+        "{stopped:?}"
+    );
+    m.inbox.set_failing_writes(false);
+    let letter = DeadLetter {
+        source: TriageSource::ActionDlq,
+        message_id: "dlq-h10",
+        body: &message("h10"),
+        attributes: json!({}),
+    };
+    m.triager().triage(&letter, at(10)).await.unwrap();
+    assert_eq!(
+        m.inbox.get(&pk("h10")).await.unwrap().unwrap().status,
+        InboxStatus::Held
+    );
+    let refused = m.approvals().reject(&failed.id, "bob", "no", at(20)).await;
+    assert!(
+        matches!(refused, Err(ApprovalError::UnderWay { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(item_status(&m, &failed.id).await, TriageStatus::Approved);
+}
