@@ -348,23 +348,18 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         who: &str,
         now: Timestamp,
     ) -> Result<Reconciled, ApprovalError> {
-        let done = self.reconciled(key, found, who, now).await?;
-        let event = match &done {
-            Reconciled::Requeued(pk) | Reconciled::Waiting { inbox_pk: pk, .. } => {
-                InboxPk::parse(pk).ok()
-            }
-            // The line names the event the action was asked for by.
-            Reconciled::Completed(_) => self
-                .ledger
-                .get(key)
-                .await
-                .ok()
-                .flatten()
-                .and_then(|r| r.inbox_pks.first().cloned()),
-        };
+        let record = self
+            .ledger
+            .get(key)
+            .await?
+            .ok_or_else(|| ApprovalError::NoAction(key.to_string()))?;
+        let done = self.reconciled(key, &record, found, who, now).await?;
+        // The line names the event the action was asked for by (the one a
+        // "not found" re-queues).
+        let event = record.inbox_pks.first();
         tracing::info!(
             action_key = %key,
-            correlation_id = event.as_ref().map(crate::message::correlation_id),
+            correlation_id = event.map(crate::message::correlation_id),
             decided_by = who,
             outcome = ?done,
             "action reconciled"
@@ -375,15 +370,11 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
     async fn reconciled(
         &self,
         key: &ActionKey,
+        record: &ActionRecord,
         found: Option<&str>,
         who: &str,
         now: Timestamp,
     ) -> Result<Reconciled, ApprovalError> {
-        let record = self
-            .ledger
-            .get(key)
-            .await?
-            .ok_or_else(|| ApprovalError::NoAction(key.to_string()))?;
         let item = worker_item_id("uncertain", key, &record.request_sha256);
         // A "not found" that stopped after its ledger write is run again to
         // its end: the action PENDING, its item decided.
@@ -401,7 +392,7 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
             });
         }
         let Some(found) = found else {
-            return self.not_found(key, &record, &item, who, now).await;
+            return self.not_found(key, record, &item, who, now).await;
         };
         if !self.ledger.reconcile(key, Some(found), who, now).await? {
             return Err(ApprovalError::NotUncertain {

@@ -17,7 +17,7 @@ use crate::{
     inbox::InboxStatus,
     ingress::event_record,
     ledger::{ActionStatus, ErrorKind},
-    message::{QueueMessage, correlate},
+    message::{QueueMessage, correlate, correlation_id},
     ports::{EventErrorCode, Filed, Hold, InboxStore, Ledger, StoreError},
     rules::Decision,
     triage::{Evidence, TriageClass, TriageItem, TriageSource, TriageStatus, classify, item_id},
@@ -95,7 +95,7 @@ impl<S: InboxStore, L: Ledger, H: Hold> Triager<S, L, H> {
             .clone()
             .or_else(|| item.event_inbox_pk(&self.config, now))
         {
-            correlate(&pk);
+            correlate(correlation_id(&pk));
         }
         item.class = classify(&item.evidence);
         item.destination = item.evidence.destination.clone();
@@ -128,10 +128,13 @@ impl<S: InboxStore, L: Ledger, H: Hold> Triager<S, L, H> {
         item: &mut TriageItem,
     ) -> Result<Option<InboxPk>, StoreError> {
         let e = &mut item.evidence;
-        let Some((_, pk)) = QueueMessage::parse(body) else {
+        let Some((message, pk)) = QueueMessage::parse(body) else {
             e.unparseable = true;
             return Ok(None);
         };
+        // Known before any store call: a failure while the evidence is read
+        // is logged with it.
+        correlate(message.correlation(&pk));
         item.inbox_pk = Some(pk.clone());
         item.workspace = Some(pk.workspace().to_string());
         let Some(record) = self.inbox.get(&pk).await? else {

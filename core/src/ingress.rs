@@ -15,7 +15,7 @@ use crate::{
     EventKey, InboxPk, Provider, Timestamp, WorkspaceId,
     config::{Config, ProviderBinding},
     inbox::{InboxRecord, Origin, Verdict, on_repeat},
-    message::{MessageKind, QueueMessage, correlate},
+    message::{MessageKind, QueueMessage, correlate, correlation_id},
     metrics,
     ports::{ActionQueue, EventError, Hold, InboxStore, Upserted},
     provider::{Delivery, Identity},
@@ -225,7 +225,7 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold> Ingress<S, Q, K, H
         now: Timestamp,
     ) -> Result<(WorkspaceId, Outcome), EventError> {
         let (workspace, record) = event_record(&self.config, event, now)?;
-        correlate(&record.pk);
+        correlate(correlation_id(&record.pk));
         Ok((workspace, self.persist(record, now).await))
     }
 
@@ -269,7 +269,7 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold> Ingress<S, Q, K, H
             Err(e) => return Outcome::refused(400, e.to_string(), e.to_string()),
         };
         let pk = InboxPk::new(workspace, provider, identity.event_key.clone());
-        correlate(&pk);
+        correlate(correlation_id(&pk));
         let handled = binding.handles(&identity.event_type);
         let record = InboxRecord::first_delivery(
             pk,

@@ -51,11 +51,11 @@ pub fn correlation_id(pk: &InboxPk) -> &str {
     pk.event_key().as_str()
 }
 
-/// Records `pk`'s correlation id on the current span (a delivery's, a
+/// Records `id` as the correlation id of the current span (a delivery's, a
 /// message's, a dead letter's, declared with an empty `correlation_id`), so
 /// every line written in it carries the id.
-pub fn correlate(pk: &InboxPk) {
-    tracing::Span::current().record("correlation_id", correlation_id(pk));
+pub fn correlate(id: &str) {
+    tracing::Span::current().record("correlation_id", id);
 }
 
 impl QueueMessage {
@@ -82,15 +82,12 @@ impl QueueMessage {
         Some((message, pk))
     }
 
-    /// The correlation id a body's lines carry: the message's own, or for a
-    /// message without one (v1) its event's; `None` for a poison message.
-    pub fn correlation(body: &str) -> Option<String> {
-        let (message, pk) = Self::parse(body)?;
-        Some(
-            message
-                .correlation_id
-                .unwrap_or_else(|| correlation_id(&pk).to_owned()),
-        )
+    /// The correlation id its lines carry: its own, or for a message
+    /// without one (v1) that of its event, `pk` (as [`Self::parse`] read it).
+    pub fn correlation<'a>(&'a self, pk: &'a InboxPk) -> &'a str {
+        self.correlation_id
+            .as_deref()
+            .unwrap_or_else(|| correlation_id(pk))
     }
 
     pub fn to_json(&self) -> String {
@@ -119,13 +116,14 @@ mod tests {
         let body = r#"{"v":1,"inbox_pk":"ws-1#stripe#evt_1","origin":"http"}"#;
         let (message, pk) = QueueMessage::parse(body).expect("a v1 message");
         assert_eq!((message.v, pk.to_string()), (1, "ws-1#stripe#evt_1".into()));
-        assert_eq!(QueueMessage::correlation(body).as_deref(), Some("evt_1"));
+        assert_eq!(message.correlation(&pk), "evt_1");
     }
 
     #[test]
     fn unknown_fields_are_ignored_and_unknown_versions_refused() {
         let later = r#"{"v":2,"inbox_pk":"ws-1#stripe#evt_2","origin":"http","correlation_id":"c","allow":["a"]}"#;
-        assert_eq!(QueueMessage::correlation(later).as_deref(), Some("c"));
+        let (message, pk) = QueueMessage::parse(later).expect("a v2 message");
+        assert_eq!(message.correlation(&pk), "c");
         for poison in [
             r#"{"v":3,"inbox_pk":"ws-1#stripe#evt_2","origin":"http"}"#,
             r#"{"v":0,"inbox_pk":"ws-1#stripe#evt_2","origin":"http"}"#,

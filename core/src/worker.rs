@@ -167,12 +167,14 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
         now: Timestamp,
         deadline: Option<Timestamp>,
     ) -> Result<MessageOutcome, StoreError> {
-        let Some((_, pk)) = QueueMessage::parse(body) else {
+        let Some((message, pk)) = QueueMessage::parse(body) else {
             // Not ours to fix: it returns until it reaches the DLQ, where
             // triage classifies it as poison.
             tracing::error!(alarm = alarm::POISON, "unreadable queue message");
             return Ok(MessageOutcome::Retry("unreadable queue message".into()));
         };
+        // On the handler's message span: every line of the run carries it.
+        crate::message::correlate(message.correlation(&pk));
         let Some(record) = self.inbox.get(&pk).await? else {
             tracing::warn!(inbox_pk = %pk, "inbox record not found (expired?): nothing to do");
             return Ok(MessageOutcome::Done("inbox record not found".into()));

@@ -11,7 +11,6 @@ use hookgate_core::{
     Timestamp,
     batch::run_batch,
     destination::Destination,
-    message::QueueMessage,
     ports::{Hold, InboxStore, Ledger},
     worker::{MessageOutcome, Worker},
 };
@@ -71,13 +70,13 @@ where
         .unwrap_or_else(|| "1".to_owned());
     let owner = format!("{id}:{receives}");
     let body = message.body.as_deref().unwrap_or_default();
-    // Every line of the message carries its event's correlation id.
-    let correlation = QueueMessage::correlation(body);
+    // Every line of the message carries its event's correlation id, which
+    // the worker records once it has read the message.
     let span = tracing::info_span!(
         "message",
         message_id = %id,
         receives = %receives,
-        correlation_id = correlation.as_deref()
+        correlation_id = tracing::field::Empty
     );
     let outcome = worker
         .process_until(body, &owner, now, deadline)

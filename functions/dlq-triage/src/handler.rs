@@ -7,7 +7,6 @@ use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use hookgate_core::{
     Timestamp,
     dlq::{DeadLetter, Triager},
-    message::QueueMessage,
     ports::{Hold, InboxStore, Ledger},
     triage::TriageSource,
 };
@@ -39,13 +38,12 @@ where
             body: &body,
             attributes,
         };
-        // Every line about the letter carries its event's correlation id:
-        // an action message's at once (a store failure while its evidence
-        // is read keeps it), any other's once the triager finds the event.
+        // Every line about the letter carries its event's correlation id,
+        // which the triager records once it has read the event's key.
         let span = tracing::info_span!(
             "letter",
             message_id = %id,
-            correlation_id = QueueMessage::correlation(&body)
+            correlation_id = tracing::field::Empty
         );
         let triaged = triager
             .triage(&letter, Timestamp::now())

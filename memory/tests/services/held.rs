@@ -504,20 +504,17 @@ async fn a_not_found_reconcile_that_stopped_after_its_ledger_write_is_finished_b
     assert_eq!(status_of(&m, "create_task"), ActionStatus::Completed);
 }
 
-#[tokio::test]
-async fn a_failure_left_approved_and_rejected_while_the_events_hold_is_approved_stays_failed() {
-    // Found by review: the failure's own approval stopped after recording
-    // it APPROVED; the dead letter's approval read it APPROVED and went on,
-    // while a reject of it (taken: its approval was refused, the event
-    // being held) closed it; the dead letter's approval then re-opened the
-    // rejected action.
-    let m = Memory::with_config(two_actions());
-    post(&m.ingress(), &analyzed("h7"), SECRET).await;
+/// `call` delivered; its task refused (FAILED, its item filed), its
+/// notice an outage; the failure's approval stopped after recording it
+/// APPROVED (the inbox refused its re-open); then the message dead-lettered
+/// and the event HELD. The failure's item, and the dead letter's.
+async fn failure_left_approved_then_held(m: &Memory, call: &str) -> (TriageItem, TriageItem) {
+    post(&m.ingress(), &analyzed(call), SECRET).await;
     m.crm
         .then(Err(DestinationError::Permanent("HTTP 422".into())));
     m.crm
         .then(Err(DestinationError::Retryable("HTTP 503".into())));
-    m.worker().process(&message("h7"), "m1:1", NOW).await;
+    m.worker().process(&message(call), "m1:1", NOW).await;
     let failed = m.triage.items().remove(0);
     m.inbox.set_failing_writes(true);
     let stopped = m
@@ -529,20 +526,36 @@ async fn a_failure_left_approved_and_rejected_while_the_events_hold_is_approved_
         "{stopped:?}"
     );
     m.inbox.set_failing_writes(false);
-    assert_eq!(item_status(&m, &failed.id).await, TriageStatus::Approved);
+    assert_eq!(item_status(m, &failed.id).await, TriageStatus::Approved);
     let letter = DeadLetter {
         source: TriageSource::ActionDlq,
-        message_id: "dlq-h7",
-        body: &message("h7"),
+        message_id: &format!("dlq-{call}"),
+        body: &message(call),
         attributes: json!({}),
     };
     m.triager().triage(&letter, at(10)).await.unwrap();
+    assert_eq!(
+        m.inbox.get(&pk(call)).await.unwrap().unwrap().status,
+        InboxStatus::Held
+    );
     let held = m
         .triage
         .items()
         .into_iter()
         .find(|i| i.source == TriageSource::ActionDlq)
         .unwrap();
+    (failed, held)
+}
+
+#[tokio::test]
+async fn a_failure_left_approved_and_rejected_while_the_events_hold_is_approved_stays_failed() {
+    // Found by review: the failure's own approval stopped after recording
+    // it APPROVED; the dead letter's approval read it APPROVED and went on,
+    // while a reject of it (taken: its approval was refused, the event
+    // being held) closed it; the dead letter's approval then re-opened the
+    // rejected action.
+    let m = Memory::with_config(two_actions());
+    let (failed, held) = failure_left_approved_then_held(&m, "h7").await;
     // A reject of the failure made while the event was still held passed
     // its checks then (its approval would be refused); its last write, the
     // item's APPROVED -> DISCARDED, lands as the dead letter's approval
@@ -669,34 +682,7 @@ async fn a_failure_left_approved_is_not_rejected_while_a_dead_letter_holds_its_e
     // running or made again, had re-opened the action, and the dead
     // letter's approval then ran it under the DISCARDED item.
     let m = Memory::with_config(two_actions());
-    post(&m.ingress(), &analyzed("h10"), SECRET).await;
-    m.crm
-        .then(Err(DestinationError::Permanent("HTTP 422".into())));
-    m.crm
-        .then(Err(DestinationError::Retryable("HTTP 503".into())));
-    m.worker().process(&message("h10"), "m1:1", NOW).await;
-    let failed = m.triage.items().remove(0);
-    m.inbox.set_failing_writes(true);
-    let stopped = m
-        .approvals()
-        .approve(&failed.id, "ana", "fixed", at(5))
-        .await;
-    assert!(
-        matches!(stopped, Err(ApprovalError::Store(_))),
-        "{stopped:?}"
-    );
-    m.inbox.set_failing_writes(false);
-    let letter = DeadLetter {
-        source: TriageSource::ActionDlq,
-        message_id: "dlq-h10",
-        body: &message("h10"),
-        attributes: json!({}),
-    };
-    m.triager().triage(&letter, at(10)).await.unwrap();
-    assert_eq!(
-        m.inbox.get(&pk("h10")).await.unwrap().unwrap().status,
-        InboxStatus::Held
-    );
+    let (failed, _) = failure_left_approved_then_held(&m, "h10").await;
     let refused = m.approvals().reject(&failed.id, "bob", "no", at(20)).await;
     assert!(
         matches!(refused, Err(ApprovalError::UnderWay { .. })),
