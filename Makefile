@@ -154,8 +154,11 @@ infra-check: venv tools scan-venv infra-transform
 
 ## infra-selftest: each broken copy of the template (infra/fixtures/) is
 ## refused by the transform or by check_infra; an accepted one fails the build.
+## And the local stack's outputs (scripts/test_provision.py): a copy of the
+## template with an Output that has no local value is refused by provision.py.
 infra-selftest: tools scan-venv
 	$(TOOLS)/bin/python scripts/infra_selftest.py
+	$(TOOLS)/bin/python scripts/test_provision.py
 
 ## invoke-fixtures: every events/ fixture through cargo lambda watch + invoke.
 invoke-fixtures: venv tools

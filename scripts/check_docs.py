@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """`make docs-check` (part of `make test`): the README stays a front door
 (at most 200 lines), every relative link in the Markdown resolves, every
-document a source file names (`docs/…`, `*.md`) exists in the repository, and
+document a source file names (`docs/…`, `*.md`) exists in the repository,
 every repository path the Markdown or a source comment quotes in backticks
 (`memory/tests/sim.rs`, `scripts/`) exists, unless git ignores it (a file
-the tools write, such as `config/deploy/hookgate.toml`)."""
+the tools write, such as `config/deploy/hookgate.toml`), and docs/local.md's
+table of the local stack's outputs lists what `LOCAL_OUTPUTS` in
+scripts/provision.py holds, no more and no less."""
 
+import ast
 import pathlib
 import re
 import subprocess
@@ -36,6 +39,41 @@ def missing_paths(text, tops):
     return out
 
 
+LOCAL_OUTPUTS_DOC = "docs/local.md"
+LOCAL_OUTPUTS_HEADING = "## The local stack's outputs"
+# A row of that table: | `Output` | `local value` | why |
+LOCAL_OUTPUT_ROW = re.compile(r"^\| `([^`]+)` \| `([^`]+)` \|", re.M)
+
+
+def local_outputs_problems():
+    """Where docs/local.md's table and scripts/provision.py's LOCAL_OUTPUTS differ."""
+    tree = ast.parse((ROOT / "scripts/provision.py").read_text(encoding="utf-8"))
+    code = next((ast.literal_eval(node.value) for node in tree.body if isinstance(node, ast.Assign)
+                 and any(getattr(t, "id", None) == "LOCAL_OUTPUTS" for t in node.targets)), None)
+    if code is None:
+        return ["scripts/provision.py: no LOCAL_OUTPUTS = {…} literal"]
+    text = (ROOT / LOCAL_OUTPUTS_DOC).read_text(encoding="utf-8")
+    if LOCAL_OUTPUTS_HEADING not in text:
+        return [f"{LOCAL_OUTPUTS_DOC}: no section {LOCAL_OUTPUTS_HEADING!r} (the local stack's outputs)"]
+    section = text.split(LOCAL_OUTPUTS_HEADING, 1)[1].split("\n## ", 1)[0]
+    documented = {}
+    for name, value in LOCAL_OUTPUT_ROW.findall(section):
+        if name in documented:
+            return [f"{LOCAL_OUTPUTS_DOC}: the local stack's outputs list {name} twice"]
+        documented[name] = value
+    problems = []
+    for name in sorted(set(code) | set(documented)):
+        where = f"{LOCAL_OUTPUTS_DOC}, {LOCAL_OUTPUTS_HEADING[3:]!r}"
+        if name not in documented:
+            problems.append(f"{where}: no row for {name} (LOCAL_OUTPUTS: {code[name]!r})")
+        elif name not in code:
+            problems.append(f"{where}: {name} is not in scripts/provision.py's LOCAL_OUTPUTS")
+        elif code[name] != documented[name]:
+            problems.append(f"{where}: {name} is {documented[name]!r}, "
+                            f"scripts/provision.py's LOCAL_OUTPUTS says {code[name]!r}")
+    return problems
+
+
 def tracked():
     out = subprocess.run(
         ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
@@ -49,6 +87,7 @@ def main():
     readme_lines = len((ROOT / "README.md").read_text().splitlines())
     if readme_lines > README_MAX_LINES:
         problems.append(f"README.md has {readme_lines} lines (at most {README_MAX_LINES})")
+    problems += local_outputs_problems()
     files = tracked()
     tops = {p.relative_to(ROOT).parts[0] for p in files if len(p.relative_to(ROOT).parts) > 1}
     for path in files:
@@ -75,7 +114,7 @@ def main():
     if problems:
         sys.exit(1)
     print(f"docs-check ok: README {readme_lines} lines; links and named documents resolve "
-          f"across {len(files)} files")
+          f"across {len(files)} files; {LOCAL_OUTPUTS_DOC} lists the local stack's outputs")
 
 
 

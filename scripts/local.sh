@@ -27,7 +27,10 @@ export AWS_ENDPOINT_URL="http://127.0.0.1:$EMULATOR_PORT" AWS_REGION=us-east-1
 export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test
 # Seconds, not minutes: an outage reaches the DLQ quickly.
 # config/local.toml maps Amazon Connect's contact events: the stack has the rule.
+# Registered in the emulator's CloudFormation as hookgate-local, its
+# WebhookBaseUrl output this run's local runner (docs/local.md).
 "$PY" scripts/provision.py --endpoint "$AWS_ENDPOINT_URL" \
+  --stack-name hookgate-local --webhook-url "http://127.0.0.1:$PORT" \
   --param MaxReceiveCount=3 --param ActionQueueVisibilitySeconds=3 \
   --param ActionTimeoutSeconds=3 --param EventSource=aws.connect > .local/stack.env
 # KEY=value lines, taken verbatim: `source` would strip the quotes out of
@@ -41,6 +44,6 @@ HOOKGATE_SECRET_WS42_STRIPE=whsec_local_ws42_stripe
 HOOKGATE_SECRET_WS42_SVIX=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
 set +a
 
-echo "emulator: $AWS_ENDPOINT_URL   simulated CRM: http://127.0.0.1:$CRM_PORT/_sim/tasks"
+echo "emulator: $AWS_ENDPOINT_URL   stack: hookgate-local   simulated CRM: http://127.0.0.1:$CRM_PORT/_sim/tasks"
 echo "operator console: run make console in another terminal, then open the login link it prints"
 target/debug/hookgate-dev local --port "$PORT"

@@ -12,14 +12,32 @@ infra/template.yaml and creates, from the CloudFormation it produces:
 - the SNS topics, the log groups and their metric filters;
 - the EventBridge rules whose Condition holds (the ingress's rule only with
   `--param EventSource=…`, as on AWS). The emulator cannot invoke a Lambda target, so the
-  rule that targets the ingress gets an SQS target instead (`{prefix}-IngressEvents`,
+  rule that targets the ingress gets an SQS target instead (`{stack}-IngressEvents`,
   polled by `hookgate-dev local`), carrying the template target's RetryPolicy and
   DeadLetterConfig (the RuleDlq ARN), so the local rule has AWS's settings;
 - the CloudWatch alarms (`hookgate doctor` reads them).
 
-Resources are named `{prefix}-{LogicalId}`, except where the template sets a
-physical name (it always includes the stack's name; the prefix stands for
-it). Parameters take the template's defaults unless overridden
+Then it registers the stack in the emulator's CloudFormation (CreateStack,
+`--stack-name`, default `hookgate-local`), so `hookgate --stack NAME` finds it
+as it finds a deployed one: a template of one
+`AWS::CloudFormation::WaitConditionHandle` whose literal Outputs are every
+Output of the template, resolved against what was created here, and whose
+Parameters are the template's, with the values used. An Output whose resource
+is not created locally (the HTTP API, the functions, the config layer, the
+dashboard) takes its value from `LOCAL_OUTPUTS` instead (docs/local.md, "The
+local stack's outputs", lists the same; `make docs-check` compares them).
+An Output with neither is refused before anything is created (exit 1, naming
+it), and so is a `LOCAL_OUTPUTS` entry for an Output that resolves or that
+the template lacks (`scripts/test_provision.py` proves it).
+
+The stack's name stands for `${AWS::StackName}` and prefixes every resource:
+resources are named `{stack}-{LogicalId}`, except where the template sets a
+physical name (it always includes the stack's name). `--prefix` is the same
+flag's older spelling. Running it again with the same name keeps what exists
+(tables and their items, log groups, queues, whose attributes are set again)
+and registers the stack anew (DeleteStack, then CreateStack).
+
+Parameters take the template's defaults unless overridden
 (`--param MaxReceiveCount=3`): the local stack uses seconds so an outage
 reaches the DLQ quickly. The six-times visibility rule is NOT enforced here
 (`make infra-check` proves the defaults keep it; the functions refuse a bad
@@ -47,7 +65,27 @@ TEMPLATE = ROOT / "infra/template.yaml"
 CACHE = ROOT / "target/infra/cache"
 REGION = "us-east-1"
 ACCOUNT = "123456789012"  # moto's account
+STACK_NAME = "hookgate-local"
+WEBHOOK_URL = "http://127.0.0.1:8787"  # make local's runner (scripts/local.sh passes its own)
 NO_VALUE = object()
+
+# The Outputs of the template whose resource is not created locally, and the
+# value the local stack gives each instead (`{stack}`: the stack's name;
+# `{webhook_url}`: --webhook-url). docs/local.md, "The local stack's
+# outputs", has the same table: `make docs-check` fails when they differ.
+# Only these: an Output that resolves against what was created takes that
+# value, and an entry here for one is refused, as is an Output with neither.
+LOCAL_OUTPUTS = {
+    "WebhookBaseUrl": "{webhook_url}",
+    "OpsApiUrl": "https://ops-api.not-served-locally.invalid/ops",
+    "ConfigLayerVersionArn": "arn:aws:lambda:us-east-1:123456789012:layer:{stack}-config:0",
+    "IngressFunctionName": "{stack}-IngressFunction",
+    "ActionFunctionName": "{stack}-ActionFunction",
+    "DlqTriageFunctionName": "{stack}-DlqTriageFunction",
+    "SweepFunctionName": "{stack}-SweepFunction",
+    "OpsFunctionName": "{stack}-OpsFunction",
+    "DashboardUrl": "https://dashboard.not-served-locally.invalid/{stack}-overview",
+}
 
 
 # -------------------------------------------------------------- the transform
@@ -93,6 +131,22 @@ class Resolver:
         self.params = params
         self.refs = {}   # logical id -> Ref value (name, URL, ARN)
         self.atts = {}   # (logical id, attribute) -> value
+        # Named but not created locally (the functions: the alarms'
+        # dimensions name them); `created` refuses a reference to one.
+        self.named_only = set()
+        self.strict = False
+
+    def created(self, v):
+        """`value(v)`, refusing (KeyError) a reference to a resource only named locally."""
+        self.strict = True
+        try:
+            return self.value(v)
+        finally:
+            self.strict = False
+
+    def _named_only(self, logical):
+        if self.strict and logical in self.named_only:
+            raise KeyError(f"{logical}: not created locally")
 
     def condition(self, name):
         return bool(self.value(self.t.get("Conditions", {})[name]))
@@ -109,11 +163,13 @@ class Resolver:
                     return NO_VALUE
                 if arg in self.params:
                     return self.params[arg]
+                self._named_only(arg)
                 if arg in self.refs:
                     return self.refs[arg]
                 raise KeyError(f"Ref {arg}: not provisioned locally")
             if fn == "Fn::GetAtt":
                 logical, attr = arg if isinstance(arg, list) else arg.split(".", 1)
+                self._named_only(logical)
                 if (logical, attr) in self.atts:
                     return self.atts[(logical, attr)]
                 raise KeyError(f"GetAtt {logical}.{attr}: not provisioned locally")
@@ -143,6 +199,11 @@ class Resolver:
                 return any(self.value(arg))
             if fn == "Condition":
                 return self.condition(arg)
+            if fn == "Fn::FindInMap":
+                name, key, attr = (str(self.value(x)) for x in arg)
+                return self.t["Mappings"][name][key][attr]
+            if fn.startswith("Fn::"):
+                raise KeyError(f"{fn}: not resolved locally")
         out = {}
         for k, x in v.items():
             x = self.value(x)
@@ -202,36 +263,71 @@ def local_functions(template, resolver, urls):
 
 
 # -------------------------------------------------------------- provisioning
-def provision(template, resolver, prefix, endpoint):
+def emulator_clients(endpoint):
+    """service -> a boto3 client of the emulator at `endpoint`."""
     import boto3
 
-    resources = template["Resources"]
     aws = dict(endpoint_url=endpoint, region_name=REGION,
                aws_access_key_id="test", aws_secret_access_key="test")
-    ddb, sqs, sns, events, logs, cw = (boto3.client(s, **aws) for s in
+    return lambda service: boto3.client(service, **aws)
+
+
+class DryRun:
+    """Stands in for a boto3 client: creates nothing, and answers a create
+    with what the emulator at `endpoint` would (a queue's URL, a topic's ARN),
+    so what the stack's outputs resolve to is known before anything exists."""
+
+    def __init__(self, endpoint):
+        self.endpoint = (endpoint or "http://127.0.0.1").rstrip("/")
+
+    def __getattr__(self, operation):
+        def call(**kwargs):
+            if operation == "create_queue":
+                return {"QueueUrl": f"{self.endpoint}/{ACCOUNT}/{kwargs['QueueName']}"}
+            if operation == "create_topic":
+                return {"TopicArn": f"arn:aws:sns:{REGION}:{ACCOUNT}:{kwargs['Name']}"}
+            return {}
+        return call
+
+
+def error_code(error):
+    """The AWS error code of a botocore ClientError (None for anything else)."""
+    return getattr(error, "response", {}).get("Error", {}).get("Code")
+
+
+def provision(template, resolver, stack, client):
+    """Creates the resources; `client(service)` gives a boto3 client (or a DryRun)."""
+    resources = template["Resources"]
+    ddb, sqs, sns, events, logs, cw = (client(s) for s in
                                        ("dynamodb", "sqs", "sns", "events", "logs", "cloudwatch"))
     arn = lambda service, rest: f"arn:aws:{service}:{REGION}:{ACCOUNT}:{rest}"  # noqa: E731
 
     # Functions are not created (the local runner hosts them); their names
     # are what the alarms' FunctionName dimensions resolve to.
     for logical in of_type(resources, "AWS::Lambda::Function"):
-        resolver.refs[logical] = f"{prefix}-{logical}"
-        resolver.atts[(logical, "Arn")] = arn("lambda", f"function:{prefix}-{logical}")
+        resolver.refs[logical] = f"{stack}-{logical}"
+        resolver.atts[(logical, "Arn")] = arn("lambda", f"function:{stack}-{logical}")
+        resolver.named_only.add(logical)
 
     names = {}
     for logical, resource in of_type(resources, "AWS::DynamoDB::Table").items():
         props = resolver.value(resource["Properties"])
-        name = props.get("TableName", f"{prefix}-{logical}")
-        ddb.create_table(
-            TableName=name,
-            BillingMode=props.get("BillingMode", "PROVISIONED"),
-            AttributeDefinitions=props["AttributeDefinitions"],
-            KeySchema=props["KeySchema"],
-            DeletionProtectionEnabled=bool(props.get("DeletionProtectionEnabled", False)),
-            **({"GlobalSecondaryIndexes": props["GlobalSecondaryIndexes"]}
-               if props.get("GlobalSecondaryIndexes") else {}),
-        )
-        ttl = props.get("TimeToLiveSpecification")
+        name = props.get("TableName", f"{stack}-{logical}")
+        try:
+            ddb.create_table(
+                TableName=name,
+                BillingMode=props.get("BillingMode", "PROVISIONED"),
+                AttributeDefinitions=props["AttributeDefinitions"],
+                KeySchema=props["KeySchema"],
+                DeletionProtectionEnabled=bool(props.get("DeletionProtectionEnabled", False)),
+                **({"GlobalSecondaryIndexes": props["GlobalSecondaryIndexes"]}
+                   if props.get("GlobalSecondaryIndexes") else {}),
+            )
+            ttl = props.get("TimeToLiveSpecification")
+        except Exception as error:
+            if error_code(error) != "ResourceInUseException":
+                raise
+            ttl = None  # a run before created it, and set its TTL: kept as it is
         if ttl:
             ddb.update_time_to_live(TableName=name, TimeToLiveSpecification=ttl)
         names[logical] = name
@@ -249,27 +345,38 @@ def provision(template, resolver, prefix, endpoint):
             sys.exit(f"provision: queues {sorted(pending)} redrive to each other")
         for logical in sorted(ready):
             props = resolver.value(pending.pop(logical)["Properties"])
-            name = props.pop("QueueName", f"{prefix}-{logical}")
+            name = props.pop("QueueName", f"{stack}-{logical}")
             props.pop("Tags", None)
             attributes = {k: (json.dumps(v) if isinstance(v, dict)
                               else str(v).lower() if isinstance(v, bool) else str(v))
                           for k, v in props.items()}
-            url = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+            try:
+                url = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+            except Exception as error:
+                if error_code(error) not in ("QueueAlreadyExists", "QueueNameExists"):
+                    raise
+                # A run before created it with other parameters: set them again.
+                url = sqs.get_queue_url(QueueName=name)["QueueUrl"]
+                sqs.set_queue_attributes(QueueUrl=url, Attributes=attributes)
             urls[logical] = url
             resolver.refs[logical] = url
             resolver.atts[(logical, "Arn")] = arn("sqs", name)
             resolver.atts[(logical, "QueueName")] = name
 
     for logical, resource in of_type(resources, "AWS::SNS::Topic").items():
-        name = resolver.value(resource["Properties"].get("TopicName", f"{prefix}-{logical}"))
+        name = resolver.value(resource["Properties"].get("TopicName", f"{stack}-{logical}"))
         topic = sns.create_topic(Name=name)["TopicArn"]
         resolver.refs[logical] = topic
         resolver.atts[(logical, "TopicName")] = name
 
     for logical, resource in of_type(resources, "AWS::Logs::LogGroup").items():
         props = resolver.value(resource["Properties"])
-        name = props.get("LogGroupName", f"{prefix}-{logical}")
-        logs.create_log_group(logGroupName=name)
+        name = props.get("LogGroupName", f"{stack}-{logical}")
+        try:
+            logs.create_log_group(logGroupName=name)
+        except Exception as error:
+            if error_code(error) != "ResourceAlreadyExistsException":
+                raise
         if "RetentionInDays" in props:
             logs.put_retention_policy(logGroupName=name, retentionInDays=int(props["RetentionInDays"]))
         resolver.refs[logical] = name
@@ -277,7 +384,7 @@ def provision(template, resolver, prefix, endpoint):
     for logical, resource in of_type(resources, "AWS::Logs::MetricFilter").items():
         props = resolver.value(resource["Properties"])
         logs.put_metric_filter(
-            logGroupName=props["LogGroupName"], filterName=f"{prefix}-{logical}",
+            logGroupName=props["LogGroupName"], filterName=f"{stack}-{logical}",
             filterPattern=props["FilterPattern"],
             metricTransformations=[{"metricName": t["MetricName"], "metricNamespace": t["MetricNamespace"],
                                     "metricValue": str(t["MetricValue"])}
@@ -285,12 +392,12 @@ def provision(template, resolver, prefix, endpoint):
 
     # Rules. The ingress's: an SQS target the local runner polls, with the
     # template target's retry policy and dead-letter queue.
-    events_url = sqs.create_queue(QueueName=f"{prefix}-IngressEvents")["QueueUrl"]
-    events_arn = arn("sqs", f"{prefix}-IngressEvents")
+    events_url = sqs.create_queue(QueueName=f"{stack}-IngressEvents")["QueueUrl"]
+    events_arn = arn("sqs", f"{stack}-IngressEvents")
     lambda_arns = {resolver.atts[(k, "Arn")]: k for k in of_type(resources, "AWS::Lambda::Function")}
     rules = {k: r for k, r in of_type(resources, "AWS::Events::Rule").items() if included(resolver, r)}
     for logical, resource in rules.items():
-        name = resolver.value(resource["Properties"].get("Name", f"{prefix}-{logical}"))
+        name = resolver.value(resource["Properties"].get("Name", f"{stack}-{logical}"))
         resolver.refs[logical] = name
         resolver.atts[(logical, "Arn")] = arn("events", f"rule/{name}")
     for logical, resource in rules.items():
@@ -331,7 +438,7 @@ def provision(template, resolver, prefix, endpoint):
         if not included(resolver, resource):
             continue
         p = resolver.value(resource["Properties"])
-        alarm = {"AlarmName": p.get("AlarmName", f"{prefix}-{logical}")}
+        alarm = {"AlarmName": p.get("AlarmName", f"{stack}-{logical}")}
         for key in ("AlarmDescription", "Namespace", "MetricName", "Statistic", "Period",
                     "EvaluationPeriods", "Threshold", "ComparisonOperator", "TreatMissingData",
                     "AlarmActions", "OKActions", "InsufficientDataActions", "DatapointsToAlarm", "Unit"):
@@ -358,10 +465,85 @@ def _getatt_targets(value):
     return []
 
 
+# -------------------------------------------------------------- the stack
+class UnresolvedOutputs(Exception):
+    """The template's Outputs disagree with LOCAL_OUTPUTS; the message names each."""
+
+
+def stack_outputs(template, resolver, stack, webhook_url, local=None):
+    """{Output: (value, description)}: each Output of the template resolved
+    against what was created locally, or its local value (`local`, default
+    LOCAL_OUTPUTS). Raises UnresolvedOutputs naming every Output that has
+    neither, and every local value for an Output that resolves or that the
+    template lacks."""
+    local = LOCAL_OUTPUTS if local is None else local
+    outputs, problems = {}, []
+    for name, output in template.get("Outputs", {}).items():
+        if "Condition" in output and not resolver.condition(output["Condition"]):
+            continue
+        try:
+            value = resolver.created(output["Value"])
+            why = None
+        except KeyError as error:
+            value, why = None, error.args[0]
+        if why is None and name in local:
+            problems.append(f"{name}: resolves locally (to {value!r}), yet LOCAL_OUTPUTS lists it: "
+                            f"remove it there and from docs/local.md")
+            continue
+        if why is not None:
+            if name not in local:
+                problems.append(f"{name}: no local value ({why}): add it to LOCAL_OUTPUTS in "
+                                f"scripts/provision.py and to docs/local.md, \"The local stack's outputs\"")
+                continue
+            value = local[name].format(stack=stack, webhook_url=webhook_url)
+        description = output.get("Description")
+        outputs[name] = (str(value), description if isinstance(description, str) else None)
+    for name in sorted(set(local) - set(template.get("Outputs", {}))):
+        problems.append(f"{name}: LOCAL_OUTPUTS lists it, but the template has no such Output")
+    if problems:
+        raise UnresolvedOutputs("; ".join(problems))
+    return outputs
+
+
+def registration(template, params, outputs):
+    """The template CreateStack is given, and its Parameters: one wait
+    condition handle (no resource of its own), literal Outputs, and the
+    template's Parameters (as strings) with the values used."""
+    names = list(template.get("Parameters", {}))
+    body = {
+        "AWSTemplateFormatVersion": "2010-09-09",
+        "Description": "hookgate's local stack, registered by scripts/provision.py: "
+                      "its resources exist in this emulator, its outputs name them",
+        "Parameters": {name: {"Type": "String"} for name in names},
+        "Resources": {"LocalStack": {"Type": "AWS::CloudFormation::WaitConditionHandle"}},
+        "Outputs": {name: {"Value": value, **({"Description": d} if d else {})}
+                    for name, (value, d) in outputs.items()},
+    }
+    values = [{"ParameterKey": name, "ParameterValue": "" if params[name] is None else str(params[name])}
+              for name in names]
+    return body, values
+
+
+def register(cloudformation, stack, template, params, outputs):
+    """Registers the stack (again: DeleteStack first when it exists)."""
+    body, values = registration(template, params, outputs)
+    try:
+        cloudformation.describe_stacks(StackName=stack)
+        cloudformation.delete_stack(StackName=stack)
+    except Exception as error:
+        if error_code(error) != "ValidationError":  # "Stack with id … does not exist"
+            raise
+    cloudformation.create_stack(StackName=stack, TemplateBody=json.dumps(body), Parameters=values)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--endpoint", help="the emulator (required unless --settings-only)")
-    parser.add_argument("--prefix", default="hookgate-local")
+    parser.add_argument("--stack-name", "--prefix", dest="stack", default=STACK_NAME,
+                        help="the stack's name, registered in the emulator's CloudFormation; it stands "
+                             "for ${AWS::StackName} and prefixes every resource (--prefix: the same)")
+    parser.add_argument("--webhook-url", default=WEBHOOK_URL,
+                        help="the local runner's URL, the WebhookBaseUrl output (default: make local's)")
     parser.add_argument("--param", action="append", default=[], help="Name=value")
     parser.add_argument("--template", default=str(TEMPLATE))
     parser.add_argument("--settings-only", action="store_true",
@@ -377,7 +559,7 @@ def main():
     if unknown:
         sys.exit(f"provision: unknown template parameters {sorted(unknown)}")
     params.update(overrides)
-    params.update({"AWS::StackName": args.prefix, "AWS::Region": REGION, "AWS::AccountId": ACCOUNT,
+    params.update({"AWS::StackName": args.stack, "AWS::Region": REGION, "AWS::AccountId": ACCOUNT,
                    "AWS::Partition": "aws", "AWS::URLSuffix": "amazonaws.com"})
     resolver = Resolver(template, params)
 
@@ -386,7 +568,19 @@ def main():
         print("HOOKGATE_LOCAL_FUNCTIONS=" + json.dumps(functions, separators=(",", ":")))
         return
 
-    names, urls, events_url = provision(template, resolver, args.prefix, args.endpoint)
+    # Every Output resolves, or has its local value, before anything is created.
+    dry = Resolver(template, dict(params))
+    provision(template, dry, args.stack, lambda service: DryRun(args.endpoint))
+    try:
+        stack_outputs(template, dry, args.stack, args.webhook_url)
+    except UnresolvedOutputs as error:
+        sys.exit(f"provision: the stack's outputs: {error}")
+
+    client = emulator_clients(args.endpoint)
+    names, urls, events_url = provision(template, resolver, args.stack, client)
+    template_params = {name: params[name] for name in template.get("Parameters", {})}
+    register(client("cloudformation"), args.stack, template, template_params,
+             stack_outputs(template, resolver, args.stack, args.webhook_url))
     out = {
         "HOOKGATE_INBOX_TABLE": names["InboxTable"],
         "HOOKGATE_ACTIONS_TABLE": names["ActionsTable"],
@@ -400,7 +594,7 @@ def main():
         "HOOKGATE_ACTION_TIMEOUT_SECS": str(params["ActionTimeoutSeconds"]),
         "HOOKGATE_ACTION_QUEUE_VISIBILITY_SECS": str(params["ActionQueueVisibilitySeconds"]),
         "HOOKGATE_MAX_RECEIVE_COUNT": str(params["MaxReceiveCount"]),
-        "HOOKGATE_SERVICE": args.prefix,
+        "HOOKGATE_SERVICE": args.stack,
         "HOOKGATE_LOCAL_FUNCTIONS": json.dumps(local_functions(template, resolver, urls), separators=(",", ":")),
     }
     for k, v in out.items():
