@@ -29,10 +29,11 @@ export HOOKGATE_EMULATOR_PYTHON ?= $(VENV_PY)
 ## transform, cfn-lint and checkov on its output, the structural checks;
 ## (3) the emulator-backed integration tests (recording every AWS call and
 ## EMF line), the console in headless Chromium, the simulator's regression
-## seeds and SIM_CASES fresh scenarios, then the IAM and alarm checks over
-## the recordings; (4) every fixture through cargo lambda, make local's
-## script, the operator CLI standing alone, the coldstart, perf and fuzz
-## smoke runs, and make deploy's refusals.
+## seeds and SIM_CASES fresh scenarios, make local's script with the operator
+## CLI against its stack (its AWS calls recorded too), then the IAM and alarm
+## checks over the recordings; (4) every fixture through cargo lambda, the
+## operator CLI standing alone, the coldstart, perf and fuzz smoke runs, and
+## make deploy's refusals.
 SIM_CASES ?= 8000
 test:
 	@echo "make test: simulator seeds $(SIM_SEED) and $(SIM_TEST_SEED) (replay: make test SIM_SEED=$(SIM_SEED) SIM_TEST_SEED=$(SIM_TEST_SEED))"
@@ -44,10 +45,10 @@ test:
 		cargo test --workspace --exclude hookgate-core --exclude hookgate-memory
 	SIM_SEED=$(SIM_TEST_SEED) SIM_CASES=$(SIM_CASES) cargo test -p hookgate-memory --test sim -- \
 		every_simulated_scenario the_regression_seeds
+	HOOKGATE_CALL_LOG=$(CURDIR)/$(CALL_LOG) $(MAKE) local-smoke
 	$(MAKE) iam-check alarm-check
 	$(MAKE) invoke-fixtures
 	$(MAKE) cli-check
-	$(MAKE) local-smoke
 	$(MAKE) coldstart-smoke
 	$(MAKE) perf-smoke
 	$(MAKE) fuzz-smoke

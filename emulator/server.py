@@ -25,8 +25,13 @@ Why a wrapper and not `moto_server`:
   line, `{"app": "ingress", "action": "dynamodb:PutItem", "resources":
   ["arn:aws:dynamodb:us-east-1:123456789012:table/NAME"]}`: the IAM action the
   request needs and the ARNs it is authorized against, for `make iam-check`
-  (tools/iam-check). One write(2) per line on an O_APPEND descriptor, so the
-  emulators of concurrent test binaries can share one file.
+  (tools/iam-check). A CloudFormation call is on its stack,
+  `arn:aws:cloudformation:REGION:ACCOUNT:stack/NAME/*`; a CloudWatch Logs call
+  on its log group, `…:log-group:NAME`, or stream,
+  `…:log-group:NAME:log-stream:S` (CreateLogStream, PutLogEvents,
+  GetLogEvents); a call that names neither (DescribeLogGroups, ListStacks) on
+  `*`. One write(2) per line on an O_APPEND descriptor, so the emulators of
+  concurrent test binaries can share one file.
 
 moto never expires TTL items; the inbox's conditional put copes with that
 (`attribute_not_exists(pk) OR expires_at < :now`).
@@ -247,6 +252,43 @@ def ssm_calls(op, body):
     return [(op, [])]
 
 
+def stack_arn(name):
+    """A stack by name (any stack of that name: its id is not known) or by id."""
+    return name if name.startswith("arn:") else arn("cloudformation", f"stack/{name}/*")
+
+
+def cloudformation_calls(op, params):
+    """A stack's call (DescribeStacks, CreateStack, …) on the stack it names;
+    the rest (ListStacks, ValidateTemplate, DescribeStacks of every stack) on *."""
+    name = params.get("StackName")
+    return [(op, [stack_arn(name)] if name else ["*"])]
+
+
+def log_group_arn(name, stream=None):
+    """A log group (a name, or an ARN with or without the trailing `:*`), or one of its streams."""
+    if name.startswith("arn:"):
+        base = name[:-2] if name.endswith(":*") else name
+    else:
+        base = arn("logs", f"log-group:{name}")
+    return base if stream is None else f"{base}:log-stream:{stream}"
+
+
+# CloudWatch Logs actions authorized on a log stream; the rest that name a
+# log group on the group.
+LOG_STREAM_ACTIONS = {"CreateLogStream", "DeleteLogStream", "PutLogEvents", "GetLogEvents"}
+
+
+def logs_calls(op, body):
+    groups = [g for g in (body.get("logGroupName"), body.get("logGroupIdentifier"), body.get("resourceArn"))
+              if isinstance(g, str) and g]
+    groups += [g for key in ("logGroupNames", "logGroupIdentifiers") for g in body.get(key) or []]
+    if not groups:  # DescribeLogGroups, DescribeQueries, …
+        return [(op, ["*"])]
+    if op in LOG_STREAM_ACTIONS and body.get("logStreamName"):
+        return [(op, [log_group_arn(groups[0], body["logStreamName"])])]
+    return [(op, [log_group_arn(g) for g in groups])]
+
+
 def secrets_calls(op, body):
     if op == "CreateSecret" and "Name" in body:
         return [(op, [secret_arn(body["Name"])])]
@@ -355,6 +397,10 @@ def describe(environ, body):
         calls = ssm_calls(op, params)
     elif service == "secretsmanager":
         calls = secrets_calls(op, params)
+    elif service == "cloudformation":
+        calls = cloudformation_calls(op, params)
+    elif service == "logs":
+        calls = logs_calls(op, params)
     elif service in ("cloudwatch", "sts"):
         calls = [(op, ["*"])]
     else:

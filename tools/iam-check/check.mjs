@@ -48,13 +48,24 @@ export const HARNESS_APPS = new Set(['hookgate-tests', 'hookgate-demo', 'hookgat
 // Requests the emulator serves for itself (request counts), not AWS APIs.
 const EMULATOR_PREFIX = 'hookgate-emulator:'
 
-// Recorded ARN -> (resource type of the template, how to rebuild the deployed ARN).
+// Recorded ARN -> (resource type of the template, how to rebuild the deployed
+// ARN: by default the resource's Arn followed by the recorded rest, an index).
 const LOGICAL_RESOURCES = [
   { re: /^arn:aws:dynamodb:[^:]*:[^:]*:table\/([^/]+)(\/.*)?$/, type: 'AWS::DynamoDB::Table' },
   { re: /^arn:aws:sqs:[^:]*:[^:]*:([^:/]+)()$/, type: 'AWS::SQS::Queue' },
   { re: /^arn:aws:lambda:[^:]*:[^:]*:function:([^:]+)(:.*)?$/, type: 'AWS::Lambda::Function' },
   { re: /^arn:aws:events:[^:]*:[^:]*:rule\/(?:[^/]+\/)?([^/]+)()$/, type: 'AWS::Events::Rule' },
   { re: /^arn:aws:sns:[^:]*:[^:]*:([^:]+)()$/, type: 'AWS::SNS::Topic' },
+  // A log group (`log-group:NAME`) or one of its streams (`…:log-stream:S`).
+  // CloudWatch Logs authorizes a group's actions on the group's ARN with the
+  // trailing `:*` (the ARN Fn::GetAtt and DescribeLogGroups give, the form AWS
+  // documents for IAM policies), so a group is evaluated as that ARN, and a
+  // stream as `…:log-group:NAME:log-stream:S`.
+  {
+    re: /^arn:aws:logs:[^:]*:[^:]*:log-group:([^:]+)(:log-stream:.*)?$/,
+    type: 'AWS::Logs::LogGroup',
+    deployed: (arn, rest) => (rest ? arn.replace(/:\*$/, '') + rest : arn),
+  },
 ]
 
 function fail(message) {
@@ -62,23 +73,51 @@ function fail(message) {
   process.exit(2)
 }
 
+// Stands for the stack's name in the names the template gives (a character no name has).
+const STACK_MARK = '\u0000'
+const namePatterns = new WeakMap()
+
+/** { logical, before, after } for each resource of `type` whose name the template gives around `${AWS::StackName}`. */
+function stackNamed(template, type) {
+  if (!namePatterns.has(template)) {
+    const marked = new Template(template.doc)
+    marked.pseudo['AWS::StackName'] = STACK_MARK
+    const patterns = []
+    for (const [logical, resource] of Object.entries(template.resources)) {
+      let physical
+      try {
+        physical = marked.physicalName(logical)
+      } catch {
+        continue // a name this check does not model: never matched
+      }
+      const parts = String(physical).split(STACK_MARK)
+      if (parts.length === 2) patterns.push({ logical, type: resource.Type, before: parts[0], after: parts[1] })
+    }
+    namePatterns.set(template, patterns)
+  }
+  return namePatterns.get(template).filter((p) => p.type === type)
+}
+
 /**
  * The logical id a recorded local name stands for: its last `-` segment when
  * that is a logical id of `type` (`hg-1-2-dedup-InboxTable`), else the
- * resource of `type` the template names `${AWS::StackName}-SUFFIX` when the
- * recorded name ends in `-SUFFIX` (the local prefix stands for the stack:
- * `hookgate-local-contacts` is the rule named `${AWS::StackName}-contacts`).
+ * resource of `type` whose name the template gives with `${AWS::StackName}`
+ * in it, the local stack's name in its place (the local prefix stands for the
+ * stack: `hookgate-local-contacts` is the rule named `${AWS::StackName}-contacts`,
+ * `/aws/lambda/hookgate-local-ingress` the log group named
+ * `/aws/lambda/${AWS::StackName}-ingress`); the longest such name wins.
  */
 function logicalOf(template, type, name) {
   const last = name.split('-').pop()
   if (template.resources[last]?.Type === type) return last
-  const stackName = `${STACK}-`
-  for (const [logical, resource] of Object.entries(template.resources)) {
-    if (resource.Type !== type) continue
-    const physical = template.physicalName(logical)
-    if (physical.startsWith(stackName) && name.endsWith(physical.slice(STACK.length))) return logical
+  let best
+  for (const { logical, before, after } of stackNamed(template, type)) {
+    const length = before.length + after.length
+    if (name.length <= length || !name.startsWith(before) || !name.endsWith(after)) continue
+    if (name.slice(before.length, name.length - after.length).includes('/')) continue // not a stack name
+    if (!best || length > best.length) best = { logical, length }
   }
-  return undefined
+  return best?.logical
 }
 
 /** A recorded ARN (local names) -> the ARN it has when deployed, or an error string. */
@@ -91,22 +130,28 @@ export function deployedArn(template, recorded) {
   }
   const ssm = recorded.match(/^arn:aws:ssm:[^:]*:[^:]*:(parameter\/.*)$/)
   if (ssm) return { arn: `arn:${PARTITION}:ssm:${REGION}:${ACCOUNT}:${ssm[1]}` }
+  if (/^arn:aws:cloudformation:[^:]*:[^:]*:stack\/[^/]+\/.+$/.test(recorded)) {
+    // Any stack: the local stack's name stands for the stack's
+    // (scripts/provision.py registers the local stack under it).
+    return { arn: template.pseudo['AWS::StackId'] }
+  }
   const secret = recorded.match(/^arn:aws:secretsmanager:[^:]*:[^:]*:secret:(.+)$/)
   if (secret) {
     // A deployed secret's ARN ends with `-` and 6 random characters.
     return { arn: `arn:${PARTITION}:secretsmanager:${REGION}:${ACCOUNT}:secret:${secret[1]}-AbCdEf` }
   }
-  for (const { re, type } of LOGICAL_RESOURCES) {
+  for (const { re, type, deployed } of LOGICAL_RESOURCES) {
     const m = recorded.match(re)
     if (!m) continue
     const logical = logicalOf(template, type, m[1])
     if (!logical) {
       return {
         error: `${m[1]} names no ${type} of the template (its last "-" segment must be a logical id, ` +
-          `or it must end as a name the template gives, \${AWS::StackName}-…)`,
+          `or it must be a name the template gives, with \${AWS::StackName} in it)`,
       }
     }
-    return { arn: template.getAtt(logical, 'Arn') + (m[2] ?? ''), logical }
+    const arn = template.getAtt(logical, 'Arn')
+    return { arn: deployed ? deployed(arn, m[2]) : arn + (m[2] ?? ''), logical }
   }
   return { error: 'no mapping from this ARN to a deployed resource' }
 }
