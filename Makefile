@@ -170,7 +170,8 @@ build:
 	cargo build --workspace --bins
 
 ## local-smoke: make local's script, one signed webhook twice: new, duplicate,
-## one CRM task.
+## one CRM task; then hookgate --stack hookgate-local: status, send, logs,
+## triage list, stats, doctor and the console.
 local-smoke: venv
 	cargo build --workspace --bins
 	scripts/local-smoke.sh

@@ -31,12 +31,20 @@ printf '{"event":"call_ended","call":{"call_id":"c1"}}' > "$away/body.json"
 (
   cd "$away"
   env -i PATH=/usr/bin:/bin ./hookgate --help > help.txt
-  for command in sign check-config inbox actions triage stats doctor console; do
+  for command in sign send status logs check-config inbox actions triage stats doctor console completions man; do
     grep -q "^  $command " help.txt || fail "hookgate --help lists no $command"
   done
   for dev in local demo sim-crm; do
     if grep -q "^  $dev " help.txt; then fail "hookgate --help still lists $dev (hookgate-dev's)"; fi
   done
+  env -i PATH=/usr/bin:/bin ./hookgate completions bash > hookgate.bash
+  grep -q 'triage' hookgate.bash || fail "the bash completions know no triage"
+  env -i PATH=/usr/bin:/bin ./hookgate man > hookgate.1
+  grep -q '^\.TH hookgate 1' hookgate.1 || fail "hookgate man wrote no manual page"
+  # A usage error exits 2; with --json it is JSON on stderr.
+  code=0; env -i PATH=/usr/bin:/bin ./hookgate --json triage list --status nope 2> usage.json || code=$?
+  [[ $code == 2 ]] || fail "a usage error exited $code, not 2"
+  grep -q '"code":"usage"' usage.json || fail "a --json usage error printed: $(cat usage.json)"
   env -i PATH=/usr/bin:/bin SECRET=key_test_ws1_retell ./hookgate sign --provider retell \
     --secret env:SECRET --body body.json --timestamp 1796000000 > signed.txt
   # The documented test secret signs this body at this time to exactly this

@@ -2,7 +2,10 @@
 # `make local-smoke` (part of `make test`): `make local`'s script as a user
 # runs it — emulator, template resources, simulated CRM, `hookgate-dev local`
 # — then one signed webhook sent twice over HTTP: `new`, then `duplicate`,
-# and exactly one CRM task. Stops everything it started.
+# and exactly one CRM task; then the operator's commands against the stack
+# by its name (`--stack`, from the emulator's CloudFormation): status, send,
+# logs of what send caused, triage list, stats, doctor, the console. Stops
+# everything it started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,4 +44,63 @@ again=$(post)
 [[ $again == '{"event_key":"call_analyzed:c-smoke","verdict":"duplicate"}' ]] || fail "the repeat answered $again"
 sleep 3
 [[ $(tasks) == 1 ]] || fail "the repeat made another task (tasks: $(tasks))"
-echo "local-smoke ok: make local served a signed webhook: new, then duplicate, one CRM task"
+
+# The operator's tools against the stack make local registered in the
+# emulator, found by its name as on AWS (docs/operations.md, "Operating a
+# deployed stack"): no HOOKGATE_* table or queue variable is set.
+if env | grep -E '^HOOKGATE_[A-Z_]*(TABLE|QUEUE_URL)=' >&2; then fail "a table or queue variable is set"; fi
+export AWS_ENDPOINT_URL="http://127.0.0.1:$HOOKGATE_EMULATOR_PORT" AWS_REGION=us-east-1
+export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test
+export HOOKGATE_STACK=hookgate-local
+hg() { target/debug/hookgate "$@"; }
+
+hg status > "$WORK/status.txt" || fail "hookgate status: $(cat "$WORK/status.txt")"
+grep -q '^stack     hookgate-local (CREATE_COMPLETE)' "$WORK/status.txt" || fail "status names no stack: $(cat "$WORK/status.txt")"
+grep -q '^  InboxTableName  *hookgate-local-InboxTable$' "$WORK/status.txt" || fail "status shows no inbox table: $(cat "$WORK/status.txt")"
+
+printf '%s' '{"event":"call_analyzed","call":{"call_id":"c-send","metadata":{"workspace":"ws-42"},"call_analysis":{"call_summary":"send","custom_analysis_data":{"callback_requested":true,"callback_request_id":"cb-send"}}}}' > "$WORK/send.json"
+sent=$(hg send --provider retell --workspace ws-42 --secret key_local_ws42_retell --body "$WORK/send.json") \
+  || fail "hookgate send: $sent"
+[[ $sent == '202 new call_analyzed:c-send' ]] || fail "hookgate send printed $sent"
+for _ in $(seq 60); do [[ $(tasks) == 2 ]] && break; sleep 0.5; done
+[[ $(tasks) == 2 ]] || fail "no CRM task after hookgate send (tasks: $(tasks))"
+
+# The event's lines, from the webhook to the CRM, as each function wrote them
+# to its log group.
+for _ in $(seq 40); do
+  hg logs --correlation call_analyzed:c-send > "$WORK/logs.txt" 2>&1 || true
+  grep -q ' ingress ' "$WORK/logs.txt" && grep -q ' action ' "$WORK/logs.txt" && break
+  sleep 0.5
+done
+grep -q ' ingress .*correlation_id=call_analyzed:c-send' "$WORK/logs.txt" || fail "logs found no ingress line of the sent event: $(cat "$WORK/logs.txt")"
+grep -q ' action .*correlation_id=call_analyzed:c-send' "$WORK/logs.txt" || fail "logs found no action line of the sent event: $(cat "$WORK/logs.txt")"
+if grep -v 'correlation_id=call_analyzed:c-send' "$WORK/logs.txt" | grep -q .; then fail "logs printed another event's line: $(cat "$WORK/logs.txt")"; fi
+hg logs --correlation call_analyzed:c-send --json | python3 -c '
+import json, sys
+lines = [json.loads(l) for l in sys.stdin]
+assert lines and all(l["correlation_id"] == "call_analyzed:c-send" for l in lines), lines
+' || fail "logs --json printed other lines"
+
+hg triage list > "$WORK/triage.txt" || fail "hookgate triage list: $(cat "$WORK/triage.txt")"
+hg stats --since 1h --json > "$WORK/stats.json" || fail "hookgate stats: $(cat "$WORK/stats.json")"
+python3 -c '
+import json, sys
+stats = json.load(open(sys.argv[1]))
+assert (stats["events"], stats["deliveries"]) == (2, 3), stats
+' "$WORK/stats.json" || fail "hookgate stats counted otherwise: $(cat "$WORK/stats.json")"
+# doctor exits 1 here: it flags the local stack's 3 s visibility timeout,
+# chosen so an outage reaches the DLQ in seconds.
+hg doctor --config .local/local.toml > "$WORK/doctor.txt" 2>&1 || true
+grep -q 'every failure class has an alarm' "$WORK/doctor.txt" || fail "doctor read no alarms of the stack: $(cat "$WORK/doctor.txt")"
+
+hg console --port 0 > "$WORK/console.out" 2> "$WORK/console.err" &
+CONSOLE=$!
+for _ in $(seq 40); do grep -q 'open http' "$WORK/console.out" && break; sleep 0.25; done
+login=$(sed -n 's/^hookgate console: open \(http[^ ]*\) .*/\1/p' "$WORK/console.out")
+[[ -n $login ]] || { kill "$CONSOLE"; fail "the console printed no login link: $(cat "$WORK/console.out" "$WORK/console.err")"; }
+curl -sS -c "$WORK/jar" -b "$WORK/jar" -L "$login" > "$WORK/overview.html" || true
+kill "$CONSOLE"; wait "$CONSOLE" 2>/dev/null || true
+grep -q 'hookgate-local-' "$WORK/overview.html" || fail "the console's overview shows no alarm of the stack: $(head -c 2000 "$WORK/overview.html")"
+
+echo "local-smoke ok: make local served a signed webhook: new, then duplicate, one CRM task;"
+echo "  hookgate --stack hookgate-local: status, send (202 new, one more task), logs (its ingress and action lines), triage list, stats, doctor, console"

@@ -45,9 +45,9 @@ pair at start).
 
 Prints `NAME=value` lines: the `HOOKGATE_*` variables the functions read, and
 `HOOKGATE_LOCAL_FUNCTIONS=<JSON>`, each function (keyed by its cargo binary)
-as the transformed template configures it: timeout, memory, SQS sources
-(batch size, batching window, maximum concurrency, partial batch responses)
-and schedule. `--settings-only` prints only that line (queue_url null) and
+as the transformed template configures it: timeout, memory, log group, SQS
+sources (batch size, batching window, maximum concurrency, partial batch
+responses) and schedule. `--settings-only` prints only that line (queue_url null) and
 touches no emulator.
 """
 
@@ -238,6 +238,14 @@ def local_functions(template, resolver, urls):
             "timeout_secs": as_int(resolver.value(props.get("Timeout")), 3),
             "memory_mb": as_int(resolver.value(props.get("MemorySize")), 128),
         }
+        # Where its lines go (`hookgate-dev local` writes them there); not
+        # known with --settings-only, which creates nothing.
+        try:
+            log_group = resolver.value(props.get("LoggingConfig", {}).get("LogGroup"))
+        except KeyError:
+            log_group = None
+        if isinstance(log_group, str):
+            entry["log_group"] = log_group
         sources = []
         for esm in of_type(resources, "AWS::Lambda::EventSourceMapping").values():
             p = esm["Properties"]

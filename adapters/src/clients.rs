@@ -20,15 +20,37 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Loads region, credentials and endpoint from the environment.
 pub async fn sdk_config() -> SdkConfig {
+    sdk_config_with(&Overrides::default()).await
+}
+
+/// What an operator's flags put before the environment, spelled as the AWS
+/// CLI spells them (`--profile`, `--region`, `--endpoint-url`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Overrides {
+    pub profile: Option<String>,
+    pub region: Option<String>,
+    pub endpoint_url: Option<String>,
+}
+
+/// [`sdk_config`], with `overrides` taking precedence over the environment
+/// and the shared config files.
+pub async fn sdk_config_with(overrides: &Overrides) -> SdkConfig {
     let timeouts = TimeoutConfig::builder()
         .connect_timeout(CONNECT_TIMEOUT)
         .operation_attempt_timeout(ATTEMPT_TIMEOUT)
         .operation_timeout(OPERATION_TIMEOUT)
         .build();
-    aws_config::defaults(BehaviorVersion::latest())
-        .timeout_config(timeouts)
-        .load()
-        .await
+    let mut loader = aws_config::defaults(BehaviorVersion::latest()).timeout_config(timeouts);
+    if let Some(profile) = &overrides.profile {
+        loader = loader.profile_name(profile);
+    }
+    if let Some(region) = &overrides.region {
+        loader = loader.region(aws_config::Region::new(region.clone()));
+    }
+    if let Some(url) = &overrides.endpoint_url {
+        loader = loader.endpoint_url(url);
+    }
+    loader.load().await
 }
 
 /// `aws` tagged as `function`'s (the SDK's `app/NAME` user-agent part). A

@@ -38,6 +38,15 @@ use tracing_subscriber::{
 /// metrics' `service` (`HOOKGATE_SERVICE`, the stack's name) and counts the
 /// cold start (`ColdStart`); call once, first thing in `main`.
 pub fn init() {
+    init_to(std::io::stdout);
+}
+
+/// [`init`], writing the lines to `writer` (the local runner also ships them
+/// to the emulator's log groups).
+pub fn init_to<W>(writer: W)
+where
+    W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
+{
     if let Ok(service) = std::env::var("HOOKGATE_SERVICE") {
         hookgate_core::metrics::set_service(&service);
     }
@@ -48,12 +57,8 @@ pub fn init() {
     );
     tracing_subscriber::registry()
         .with(
-            Lines::new(
-                std::io::stdout,
-                hookgate_core::metrics::service(),
-                &function_name,
-            )
-            .with_filter(level_filter(&directive)),
+            Lines::new(writer, hookgate_core::metrics::service(), &function_name)
+                .with_filter(level_filter(&directive)),
         )
         .init();
     hookgate_core::metrics::emit(

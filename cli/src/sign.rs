@@ -14,51 +14,51 @@ use hookgate_core::{
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Provider: standard-webhooks, svix, stripe, github, twilio, retell,
-    /// elevenlabs, bland, hmac.
-    #[arg(long)]
-    provider: Provider,
-    /// Config file to take the workspace's scheme from (needed for `hmac`,
-    /// and for Twilio's public_url when --url is not given).
-    #[arg(long, requires = "workspace")]
-    config: Option<PathBuf>,
+    /// The provider whose scheme signs.
+    #[arg(long, value_parser = crate::args::provider(), ignore_case = true)]
+    pub(crate) provider: Provider,
+    /// The global --config, set by `main`: the workspace's scheme comes from
+    /// it (needed for `hmac`, and for Twilio's public_url when --url is not
+    /// given).
+    #[arg(skip)]
+    pub config: Option<PathBuf>,
     /// The workspace whose endpoint is signed for (with --config).
-    #[arg(long, requires = "config")]
-    workspace: Option<String>,
+    #[arg(long, value_name = "WORKSPACE")]
+    pub(crate) workspace: Option<String>,
     /// The signing secret, or `env:NAME` to read it from a variable (keeps it
     /// out of shell history and `ps`).
     #[arg(long)]
-    secret: String,
+    pub(crate) secret: String,
     /// File holding the exact body to send.
     #[arg(long, required_unless_present = "event", conflicts_with = "event")]
-    body: Option<PathBuf>,
+    pub(crate) body: Option<PathBuf>,
     /// An API Gateway event (v1 or v2) to re-sign: its body is signed now and
     /// its signature headers replaced; the event is printed, ready for
     /// `cargo lambda invoke --data-file`.
     #[arg(long)]
-    event: Option<PathBuf>,
+    pub(crate) event: Option<PathBuf>,
     /// Endpoint for the curl line, e.g. http://127.0.0.1:8787/webhooks/retell/ws-42.
     /// Twilio signs it: give the public URL it calls (a JSON body gets its
     /// `bodySHA256` query parameter added here).
     #[arg(long)]
-    url: Option<String>,
+    pub(crate) url: Option<String>,
     /// Signing time in epoch seconds (default: now). Receivers refuse
     /// signatures more than five minutes off.
     #[arg(long)]
-    timestamp: Option<i64>,
+    pub(crate) timestamp: Option<i64>,
     /// Message or delivery id (Svix/Standard Webhooks `webhook-id`, GitHub
     /// `X-GitHub-Delivery`); derived from the body and time when absent.
     #[arg(long)]
-    id: Option<String>,
+    pub(crate) id: Option<String>,
     /// GitHub: the X-GitHub-Event name.
     #[arg(long, default_value = "ping")]
-    github_event: String,
+    pub(crate) github_event: String,
     /// GitHub: the X-GitHub-Hook-ID.
     #[arg(long, default_value = "1")]
-    github_hook_id: String,
+    pub(crate) github_hook_id: String,
 }
 
-fn secret(arg: &str) -> anyhow::Result<Secret> {
+pub(crate) fn secret(arg: &str) -> anyhow::Result<Secret> {
     match SecretRef::parse(arg) {
         Ok(SecretRef::Env(name)) => std::env::var(&name)
             .ok()
@@ -79,12 +79,16 @@ fn quote(s: &str) -> String {
 }
 
 /// The scheme to sign with and the URL to call (Twilio's is signed).
-fn scheme_and_url(args: &Args, body: &[u8]) -> anyhow::Result<(Scheme, Option<String>)> {
-    let (scheme, public_url) = match (&args.config, &args.workspace) {
-        (Some(path), Some(ws)) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read --config {}", path.display()))?;
-            let config = Config::from_toml(&text, |name| std::env::var(name).ok())?;
+fn scheme_and_url(
+    args: &Args,
+    config: Option<&Config>,
+    body: &[u8],
+) -> anyhow::Result<(Scheme, Option<String>)> {
+    let (scheme, public_url) = match (config, &args.workspace) {
+        (None, Some(_)) => {
+            bail!("--workspace takes its scheme from the configuration: pass --config FILE")
+        }
+        (Some(config), Some(ws)) => {
             let workspace = WorkspaceId::parse(ws)?;
             let binding = config.binding(&workspace, args.provider).with_context(|| {
                 format!(
@@ -141,16 +145,34 @@ pub fn set_headers(event: &mut serde_json::Value, signed: &[(String, String)]) {
 }
 
 /// Header name and value pairs, as a provider sends them.
-type Headers = Vec<(String, String)>;
+pub(crate) type Headers = Vec<(String, String)>;
 
 /// The provider's headers for `body`, and the URL to call (Twilio's is signed).
 fn signed(args: &Args, body: &[u8], now: Timestamp) -> anyhow::Result<(Headers, Option<String>)> {
-    let secret = secret(&args.secret)?;
+    let config = match &args.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read --config {}", path.display()))?;
+            Some(Config::from_toml(&text, |name| std::env::var(name).ok())?)
+        }
+        None => None,
+    };
+    sign_with(args, config.as_ref(), &secret(&args.secret)?, body, now)
+}
+
+/// [`signed`] with a secret already read (`send` resolves the workspace's).
+pub(crate) fn sign_with(
+    args: &Args,
+    config: Option<&Config>,
+    secret: &Secret,
+    body: &[u8],
+    now: Timestamp,
+) -> anyhow::Result<(Headers, Option<String>)> {
     let timestamp = args.timestamp.map(Timestamp::from_secs).unwrap_or(now);
-    let (scheme, url) = scheme_and_url(args, body)?;
+    let (scheme, url) = scheme_and_url(args, config, body)?;
     let headers = scheme.sign(&SignRequest {
         body,
-        secret: &secret,
+        secret,
         timestamp,
         id: args.id.as_deref(),
         github_event: &args.github_event,

@@ -26,6 +26,8 @@ use hookgate_testkit::{
 };
 use tokio::{net::TcpListener, task::JoinSet};
 
+use crate::logs::as_function;
+
 /// The queue only the local runner polls (the DLQs are the triage
 /// function's sources in [`StackLimits`]).
 #[derive(Debug, Clone)]
@@ -67,7 +69,7 @@ async fn webhook(
     let Ok(request) = builder.body(lambda_http::Body::Binary(bytes.to_vec())) else {
         return (axum::http::StatusCode::BAD_REQUEST, "unreadable request").into_response();
     };
-    match hookgate_ingress::handle(&ingress, request).await {
+    match as_function("ingress", hookgate_ingress::handle(&ingress, request)).await {
         Ok(response) => {
             let status = response.status().as_u16();
             let body = match response.body() {
@@ -127,15 +129,18 @@ impl Local {
                 worker.clone(),
                 config.action_queue_url.clone(),
             );
-            tasks.spawn(forever(move || {
-                let (s, w, url) = (s.clone(), w.clone(), url.clone());
-                async move {
-                    poll_once(&s, &url, 1, invocation, |event, deadline| async move {
-                        hookgate_action::handle(&w, event, Some(deadline)).await
-                    })
-                    .await
-                }
-            }));
+            tasks.spawn(as_function(
+                "action",
+                forever(move || {
+                    let (s, w, url) = (s.clone(), w.clone(), url.clone());
+                    async move {
+                        poll_once(&s, &url, 1, invocation, |event, deadline| async move {
+                            hookgate_action::handle(&w, event, Some(deadline)).await
+                        })
+                        .await
+                    }
+                }),
+            ));
         }
         let triage_sqs = aws_sdk_sqs::Client::new(&aws_of("dlq-triage"));
         for source in &triage_limits.sources {
@@ -145,15 +150,18 @@ impl Local {
                 .clone()
                 .with_context(|| format!("no URL for the {} source", source.queue))?;
             let (s, t) = (triage_sqs.clone(), triager.clone());
-            tasks.spawn(forever(move || {
-                let (s, t, url) = (s.clone(), t.clone(), url.clone());
-                async move {
-                    poll_once(&s, &url, 1, invocation, |event, _| async move {
-                        hookgate_dlq_triage::handle(&t, event).await
-                    })
-                    .await
-                }
-            }));
+            tasks.spawn(as_function(
+                "dlq-triage",
+                forever(move || {
+                    let (s, t, url) = (s.clone(), t.clone(), url.clone());
+                    async move {
+                        poll_once(&s, &url, 1, invocation, |event, _| async move {
+                            hookgate_dlq_triage::handle(&t, event).await
+                        })
+                        .await
+                    }
+                }),
+            ));
         }
         // The emulator cannot invoke a Lambda target: the rule's target is a
         // queue, read here as Lambda's asynchronous invocations would be.
@@ -169,10 +177,12 @@ impl Local {
             ingress.clone(),
             queues.events,
         );
-        tasks.spawn(forever(move || {
-            let (s, i, url) = (s.clone(), i.clone(), url.clone());
-            async move {
-                poll_once(&s, &url, 1, events, |event, _| async move {
+        tasks.spawn(as_function(
+            "ingress",
+            forever(move || {
+                let (s, i, url) = (s.clone(), i.clone(), url.clone());
+                async move {
+                    poll_once(&s, &url, 1, events, |event, _| async move {
                     let mut failed = Vec::new();
                     for record in event.records {
                         let body = record.body.unwrap_or_default();
@@ -186,11 +196,12 @@ impl Local {
                     hookgate_adapters::batch::failures(failed)
                 })
                 .await
-            }
-        }));
+                }
+            }),
+        ));
         let sweeper = wiring::sweeper(&config, &clients_of("sweep"));
         let sweep_timeout = limits.function("sweep")?.timeout();
-        tasks.spawn(async move {
+        tasks.spawn(as_function("sweep", async move {
             loop {
                 tokio::time::sleep(Duration::from_secs(10)).await;
                 let run = sweeper.run(Timestamp::now());
@@ -200,7 +211,7 @@ impl Local {
                     Err(_) => tracing::warn!("local sweep timed out"),
                 }
             }
-        });
+        }));
         Ok(Local { addr, tasks })
     }
 

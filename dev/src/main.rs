@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 use hookgate_core::config::Config;
 use hookgate_dev::local::{Local, LocalQueues};
 use hookgate_testkit::{limits::StackLimits, sim_crm::SimCrm};
+use tracing_subscriber::fmt::writer::MakeWriterExt;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -60,13 +61,19 @@ fn main() -> anyhow::Result<()> {
             anyhow::Ok(())
         }),
         Command::Local { port } => runtime.block_on(async {
-            hookgate_adapters::telemetry::init();
+            // Every line to stdout, and each function's to its log group.
+            let (ship, lines) = hookgate_dev::logs::channel();
+            hookgate_adapters::telemetry::init_to(std::io::stdout.and(ship));
             let config = Arc::new(Config::load()?);
             let aws = hookgate_adapters::clients::sdk_config().await;
             let var = |name: &str| {
                 std::env::var(name).with_context(|| format!("{name} is not set (run make local)"))
             };
             let limits = StackLimits::parse(&var("HOOKGATE_LOCAL_FUNCTIONS")?)?;
+            let logs = aws_sdk_cloudwatchlogs::Client::new(
+                &hookgate_adapters::clients::for_function(&aws, "hookgate-local"),
+            );
+            tokio::spawn(hookgate_dev::logs::ship(logs, limits.log_groups(), lines));
             let queues = LocalQueues {
                 events: var("HOOKGATE_LOCAL_EVENTS_URL")?,
             };

@@ -20,6 +20,10 @@ use serde::Deserialize;
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 pub struct FunctionLimits {
     pub timeout_secs: u64,
+    /// Its log group (the template's `LoggingConfig.LogGroup`), where the
+    /// local runner writes its lines.
+    #[serde(default)]
+    pub log_group: Option<String>,
     /// Its SQS event sources.
     #[serde(default)]
     pub sources: Vec<SqsSource>,
@@ -78,6 +82,14 @@ impl StackLimits {
             .get(name)
             .with_context(|| format!("the template has no function {name}"))
     }
+
+    /// Each function's log group, by binary name (those the template gives one).
+    pub fn log_groups(&self) -> BTreeMap<String, String> {
+        self.0
+            .iter()
+            .filter_map(|(name, f)| Some((name.clone(), f.log_group.clone()?)))
+            .collect()
+    }
 }
 
 /// How one invocation of an SQS source runs.
@@ -109,7 +121,8 @@ mod tests {
         let limits = StackLimits::parse(
             r#"{"action": {"timeout_secs": 30, "memory_mb": 256, "sources": [{"queue": "ActionQueue",
                 "queue_url": null, "batch_size": 10, "batching_window_secs": 0, "max_concurrency": 5,
-                "report_batch_item_failures": true}]}, "ingress": {"timeout_secs": 10}}"#,
+                "report_batch_item_failures": true}]}, "ingress": {"timeout_secs": 10,
+                "log_group": "/aws/lambda/hg-ingress"}}"#,
         )
         .unwrap();
         let action = limits.function("action").unwrap();
@@ -124,5 +137,9 @@ mod tests {
         assert_eq!(action.source("ActionQueue").unwrap().local_concurrency(), 5);
         assert!(Invocation::of(action, "ActionDlq").is_err());
         assert!(limits.function("ops").is_err());
+        assert_eq!(
+            limits.log_groups(),
+            BTreeMap::from([("ingress".to_owned(), "/aws/lambda/hg-ingress".to_owned())])
+        );
     }
 }

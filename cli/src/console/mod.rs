@@ -40,8 +40,9 @@ pub struct Console<E> {
     guard: Guard,
     /// The operator's note recorded with their STS identity (`--by`).
     by: String,
-    /// The stack whose alarms the overview reads (`--stack`).
-    stack: Option<String>,
+    /// What the names of the alarms the overview reads start with (the
+    /// AlarmNamePrefix output of the stack `--stack` names).
+    alarm_prefix: Option<String>,
     /// Approvals per second at most, in a plan.
     rate: u32,
     /// Who decides, as shown in the header (read once at start).
@@ -61,7 +62,7 @@ impl<E: EventIngress + 'static> Console<E> {
         ops: Ops<E>,
         guard: Guard,
         by: &str,
-        stack: Option<String>,
+        alarm_prefix: Option<String>,
         rate: u32,
     ) -> anyhow::Result<Self> {
         let identity = ops.decider(by).await?;
@@ -69,7 +70,7 @@ impl<E: EventIngress + 'static> Console<E> {
             ops,
             guard,
             by: by.to_owned(),
-            stack,
+            alarm_prefix,
             rate: rate.max(1),
             identity,
             jobs: jobs::Jobs::default(),

@@ -19,15 +19,15 @@ impl<E: EventIngress> Ops<E> {
     /// target is the ingress, when there is one (its retry window and
     /// dead-letter queue are read); `functions` the deployed ingress and
     /// action functions, whose async MaximumEventAge and timeout are then read
-    /// from Lambda instead of taken from the configuration; `stack` the
-    /// stack's name: its alarms (CloudFormation names them
-    /// `{stack}-{LogicalId}-…`) are then checked. Every SSM and Secrets
+    /// from Lambda instead of taken from the configuration; `alarm_prefix`
+    /// the stack's AlarmNamePrefix output (`{stack}-`): its alarms are then
+    /// checked. Every SSM and Secrets
     /// Manager reference of the configuration is resolved.
     pub async fn doctor(
         &self,
         rule: Option<(&str, &str)>,
         functions: Option<(&str, &str)>,
-        stack: Option<&str>,
+        alarm_prefix: Option<&str>,
     ) -> anyhow::Result<Output> {
         let config = &self.config;
         let mut facts = Facts {
@@ -70,8 +70,8 @@ impl<E: EventIngress> Ops<E> {
             }
             facts.rule_dead_letter = Some(dead_letter);
         }
-        if let Some(prefix) = stack {
-            facts.alarms = Some(self.alarms(&format!("{prefix}-")).await?);
+        if let Some(prefix) = alarm_prefix {
+            facts.alarms = Some(self.alarms(prefix).await?);
         }
         if let Some((ingress, action)) = functions {
             let invoke = self

@@ -635,7 +635,7 @@ async fn doctor_passes_the_stack_provisioned_from_the_transformed_template_and_f
     .unwrap();
     let rule = format!("{prefix}-contacts");
     let verdict = ops
-        .doctor(Some((&rule, "default")), None, Some(&prefix))
+        .doctor(Some((&rule, "default")), None, Some(&format!("{prefix}-")))
         .await
         .unwrap();
     show(&format!("doctor --rule {rule} --stack {prefix}"), &verdict);
@@ -670,7 +670,7 @@ async fn doctor_passes_the_stack_provisioned_from_the_transformed_template_and_f
     EvaluationPeriods=1, Threshold=0, ComparisonOperator="GreaterThanThreshold")"#
     ));
     let verdict = ops
-        .doctor(Some((&rule, "default")), None, Some(&prefix))
+        .doctor(Some((&rule, "default")), None, Some(&format!("{prefix}-")))
         .await
         .unwrap();
     assert_eq!(verdict.code, exit::FAILED);

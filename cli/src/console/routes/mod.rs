@@ -140,16 +140,11 @@ async fn overview<E: EventIngress + 'static>(State(c): Shared<E>) -> Response {
         Ok(read) => read,
         Err(e) => return c.failed(Nav::Overview, &e),
     };
-    let alarms = match &c.stack {
+    let alarms = match &c.alarm_prefix {
         None => None,
-        Some(stack) => Some(
-            c.ops
-                .alarm_states(&format!("{stack}-"))
-                .await
-                .unwrap_or_else(|e| {
-                    vec![(format!("could not read the alarms: {e}"), "UNREAD".into())]
-                }),
-        ),
+        Some(prefix) => Some(c.ops.alarm_states(prefix).await.unwrap_or_else(|e| {
+            vec![(format!("could not read the alarms: {e}"), "UNREAD".into())]
+        })),
     };
     let body = pages::overview(&pages::Overview {
         held: held.as_array().map(Vec::as_slice).unwrap_or_default(),
@@ -267,7 +262,7 @@ async fn lookup<E: EventIngress + 'static>(State(c): Shared<E>, RawQuery(q): Raw
 }
 
 async fn doctor<E: EventIngress + 'static>(State(c): Shared<E>) -> Response {
-    match c.ops.doctor(None, None, c.stack.as_deref()).await {
+    match c.ops.doctor(None, None, c.alarm_prefix.as_deref()).await {
         Ok(out) => c.render(
             StatusCode::OK,
             "Doctor",

@@ -1,0 +1,143 @@
+//! What every command that calls AWS shares: the SDK configuration (the
+//! global `--profile`, `--region` and `--endpoint-url` before the
+//! environment, its calls tagged `operator` so the emulator's call log holds
+//! them against the operator policy), the stack `--stack` names, and the
+//! configuration with that stack's settings applied.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use hookgate_adapters::clients::{self, Overrides, SdkConfig};
+use hookgate_core::config::Config;
+
+use crate::stack::{self, Deployed};
+
+/// The SDK's app name on the operator tools' calls.
+pub const APP: &str = "operator";
+
+#[derive(Debug)]
+pub struct Session {
+    pub aws: SdkConfig,
+    pub stack: Option<Deployed>,
+}
+
+impl Session {
+    /// The SDK configuration, and the stack `stack` names (DescribeStacks).
+    pub async fn open(overrides: &Overrides, stack: Option<&str>) -> anyhow::Result<Self> {
+        let aws = clients::for_function(&clients::sdk_config_with(overrides).await, APP);
+        let stack = match stack {
+            Some(name) => {
+                Some(Deployed::describe(&aws_sdk_cloudformation::Client::new(&aws), name).await?)
+            }
+            None => None,
+        };
+        Ok(Self { aws, stack })
+    }
+
+    /// The configuration at `path` (else $HOOKGATE_CONFIG), with the stack's
+    /// settings before the `HOOKGATE_*` variables. With a stack and no file,
+    /// the stack's settings alone (no workspaces, rules or destinations).
+    pub fn config(&self, path: Option<&Path>) -> anyhow::Result<Config> {
+        self.config_with(path, |name| std::env::var(name).ok())
+    }
+
+    /// [`Session::config`] with the variables `env` gives.
+    fn config_with(
+        &self,
+        path: Option<&Path>,
+        env: impl Fn(&str) -> Option<String> + Copy,
+    ) -> anyhow::Result<Config> {
+        let settings = self
+            .stack
+            .as_ref()
+            .map(Deployed::settings)
+            .unwrap_or_default();
+        for warning in stack::overridden(&settings, env) {
+            eprintln!("warning: {warning}");
+        }
+        let path = path
+            .map(Path::to_path_buf)
+            .or_else(|| env("HOOKGATE_CONFIG").map(PathBuf::from));
+        let text = match (&path, &self.stack) {
+            (Some(path), _) => std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read --config {}", path.display()))?,
+            (None, Some(_)) => String::new(),
+            (None, None) => anyhow::bail!(
+                "no configuration: pass --stack NAME (the deployed stack), or --config FILE, or set HOOKGATE_CONFIG"
+            ),
+        };
+        let config = Config::from_toml(&text, stack::lookup(&settings, env))?;
+        for warning in config.warnings() {
+            eprintln!("warning: {warning}");
+        }
+        Ok(config)
+    }
+
+    /// The Region the clients call.
+    pub fn region(&self) -> String {
+        self.aws
+            .region()
+            .map(ToString::to_string)
+            .unwrap_or_else(|| "(none: pass --region)".to_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session(stack: Option<Deployed>) -> Session {
+        Session {
+            aws: SdkConfig::builder().build(),
+            stack,
+        }
+    }
+
+    #[test]
+    fn a_stack_alone_is_a_configuration_and_a_file_adds_to_it() {
+        let stack = Deployed {
+            name: "hg".into(),
+            outputs: [
+                ("InboxTableName", "hg-InboxTable"),
+                ("ActionsTableName", "hg-ActionsTable"),
+                ("TriageTableName", "hg-TriageTable"),
+                (
+                    "ActionQueueUrl",
+                    "http://127.0.0.1:1/000000000000/hg-ActionQueue",
+                ),
+            ]
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect(),
+            ..Deployed::default()
+        };
+        let config = session(Some(stack.clone()))
+            .config_with(None, |_| None)
+            .unwrap();
+        assert_eq!(config.inbox_table, "hg-InboxTable");
+        assert_eq!(config.require_actions_table().unwrap(), "hg-ActionsTable");
+        assert!(config.workspaces.is_empty());
+
+        let file =
+            std::env::temp_dir().join(format!("hookgate-session-{}.toml", std::process::id()));
+        std::fs::write(&file, "[inbox]\ntable = \"from-the-file\"\n\n[workspaces.ws-1.retell]\nsecrets = [\"env:X\"]\n").unwrap();
+        let config = session(Some(stack))
+            .config_with(Some(&file), |_| None)
+            .unwrap();
+        std::fs::remove_file(&file).unwrap();
+        assert_eq!(
+            config.inbox_table, "hg-InboxTable",
+            "the stack wins over the file"
+        );
+        assert_eq!(config.workspaces.len(), 1);
+    }
+
+    #[test]
+    fn without_a_stack_or_a_file_the_error_says_what_to_pass() {
+        let e = session(None)
+            .config_with(None, |_| None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("pass --stack NAME"), "{e}");
+    }
+}
