@@ -22,8 +22,12 @@ SEEDS = ROOT / "fuzz" / "seeds"
 NOW = 1_800_000_000  # common::NOW, seconds
 OTHER_KEY = b"seed-key-not-the-targets"
 URL = "https://hooks.example.test/webhooks/twilio/ws-1"
-# Scheme indexes as common::schemes() orders them.
-STANDARD, SVIX, STRIPE, GITHUB, TWILIO, RETELL, ELEVENLABS, BLAND, VAPI = range(9)
+# A seed names its scheme by its provider's name (the registry's, in
+# core/src/provider/), never by a position, so re-ordering the registry moves
+# no seed to another scheme. Vapi is the generic `hmac` scheme.
+STANDARD, SVIX, STRIPE, GITHUB, TWILIO, RETELL, ELEVENLABS, BLAND, VAPI = (
+    "standard-webhooks", "svix", "stripe", "github", "twilio", "retell", "elevenlabs",
+    "bland", "hmac")
 
 
 def mac(data, algo=hashlib.sha256, key=OTHER_KEY):
@@ -36,7 +40,7 @@ def fixture_body(name):
 
 
 def delivery(scheme, headers, body, url=""):
-    lines = [str(scheme), url] + [f"{k}: {v}" for k, v in headers] + [""]
+    lines = [scheme, url] + [f"{k}: {v}" for k, v in headers] + [""]
     return "\n".join(lines).encode() + b"\n" + body
 
 

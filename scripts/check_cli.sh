@@ -41,6 +41,8 @@ printf '{"event":"call_ended","call":{"call_id":"c1"}}' > "$away/body.json"
   grep -q 'triage' hookgate.bash || fail "the bash completions know no triage"
   env -i PATH=/usr/bin:/bin ./hookgate man > hookgate.1
   grep -q '^\.TH hookgate 1' hookgate.1 || fail "hookgate man wrote no manual page"
+  env -i PATH=/usr/bin:/bin ./hookgate man --dir pages > /dev/null
+  [[ -s pages/hookgate-triage-approve.1 ]] || fail "hookgate man --dir wrote no page per command"
   # A usage error exits 2; with --json it is JSON on stderr.
   code=0; env -i PATH=/usr/bin:/bin ./hookgate --json triage list --status nope 2> usage.json || code=$?
   [[ $code == 2 ]] || fail "a usage error exited $code, not 2"

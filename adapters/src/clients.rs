@@ -42,7 +42,15 @@ pub async fn sdk_config_with(overrides: &Overrides) -> SdkConfig {
         .build();
     let mut loader = aws_config::defaults(BehaviorVersion::latest()).timeout_config(timeouts);
     if let Some(profile) = &overrides.profile {
-        loader = loader.profile_name(profile);
+        // The profile's credentials, not the environment's: the default chain
+        // tries AWS_ACCESS_KEY_ID first, so a profile named on the command
+        // line would silently lose to stale exported keys.
+        let credentials = aws_config::profile::ProfileFileCredentialsProvider::builder()
+            .profile_name(profile)
+            .build();
+        loader = loader
+            .profile_name(profile)
+            .credentials_provider(credentials);
     }
     if let Some(region) = &overrides.region {
         loader = loader.region(aws_config::Region::new(region.clone()));

@@ -144,7 +144,7 @@ pub enum Command {
     },
     /// Held failures and the decisions on them.
     #[command(
-        after_help = "Example:\n  hookgate --stack hookgate-prod triage list --status held --class downstream_outage"
+        after_help = "Example:\n  hookgate --stack hookgate-prod triage list --status held --class downstream-outage"
     )]
     Triage {
         #[command(subcommand)]
@@ -198,9 +198,16 @@ pub enum Command {
         /// The shell.
         shell: clap_complete::Shell,
     },
-    /// Print the manual page (roff).
-    #[command(after_help = "Example:\n  hookgate man > hookgate.1 && man ./hookgate.1")]
-    Man,
+    /// Print the manual page (roff), or write one page per command.
+    #[command(
+        after_help = "Examples:\n  hookgate man > hookgate.1 && man ./hookgate.1\n  hookgate man --dir ~/.local/share/man/man1"
+    )]
+    Man {
+        /// Write hookgate.1 and a page per command (hookgate-triage-list.1,
+        /// …) into this directory instead.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -257,7 +264,7 @@ pub enum ActionsCommand {
 pub enum TriageCommand {
     /// Items by status (HELD by default), oldest first.
     #[command(
-        after_help = "Example:\n  hookgate triage list --status held --class downstream_outage"
+        after_help = "Example:\n  hookgate triage list --status held --class downstream-outage"
     )]
     List {
         /// Only items of this class.
@@ -276,7 +283,7 @@ pub enum TriageCommand {
     /// Approve items by id, or in bulk by class / destination / age (a dry
     /// run unless --execute; collisions and poison only by id).
     #[command(
-        after_help = "Examples:\n  hookgate triage approve --class downstream_outage --since 2h --dry-run --plan-out plan.json --reason 'CRM back'\n  hookgate triage approve --execute --plan plan.json --reason 'CRM back'\n  hookgate triage approve ID --execute --reason 'checked the CRM'"
+        after_help = "Examples:\n  hookgate triage approve --class downstream-outage --since 2h --dry-run --plan-out plan.json --reason 'CRM back'\n  hookgate triage approve --execute --plan plan.json --reason 'CRM back'\n  hookgate triage approve ID --execute --reason 'checked the CRM'"
     )]
     Approve {
         /// Item ids to approve.
@@ -349,17 +356,20 @@ impl<T: Copy + Send + Sync + 'static> TypedValueParser for Named<T> {
         arg: Option<&Arg>,
         value: &OsStr,
     ) -> Result<T, clap::Error> {
-        let wanted = value.to_string_lossy().replace('-', "_");
-        match self
-            .all
-            .iter()
-            .find(|v| (self.name)(v).eq_ignore_ascii_case(&wanted))
+        let same = |name: &str| normal(name) == normal(&value.to_string_lossy());
+        if let Some(v) = self.all.iter().find(|v| same((self.name)(v))) {
+            return Ok(*v);
+        }
+        // clap's own message, with the accepted values: the value is none of
+        // them, so the parser refuses it (never a value taken by default).
+        match PossibleValuesParser::new(self.all.iter().map(|v| (self.name)(v)))
+            .parse_ref(cmd, arg, value)
         {
-            Some(v) => Ok(*v),
-            // clap's own message, with the accepted values.
-            None => PossibleValuesParser::new(self.all.iter().map(|v| (self.name)(v)))
-                .parse_ref(cmd, arg, value)
-                .map(|_| self.all[0]),
+            Err(e) => Err(e),
+            Ok(_) => Err(clap::Error::raw(
+                clap::error::ErrorKind::InvalidValue,
+                format!("invalid value {value:?}"),
+            )),
         }
     }
 
@@ -368,6 +378,11 @@ impl<T: Copy + Send + Sync + 'static> TypedValueParser for Named<T> {
             self.all.iter().map(|v| PossibleValue::new((self.name)(v))),
         ))
     }
+}
+
+/// A name as compared: any case, `-` and `_` alike.
+fn normal(name: &str) -> String {
+    name.to_ascii_lowercase().replace('-', "_")
 }
 
 /// `--provider`'s parser.
@@ -448,6 +463,49 @@ mod tests {
         for class in TriageClass::ALL {
             assert!(help.contains(class.as_str()), "{class} not in {help}");
         }
+    }
+
+    /// Every value of every enum parses to itself, in any case and with `-`
+    /// or `_`; a value that is none of them is refused.
+    #[test]
+    fn every_listed_value_parses_to_itself_and_no_other() {
+        fn check<T: Copy + Send + Sync + PartialEq + std::fmt::Debug + 'static>(
+            parser: Named<T>,
+            all: &[T],
+            name: fn(&T) -> &'static str,
+        ) {
+            let cmd = clap::Command::new("t");
+            for v in all {
+                let text = name(v);
+                for written in [
+                    text.to_owned(),
+                    text.to_ascii_uppercase(),
+                    text.to_ascii_lowercase(),
+                    text.replace('-', "_"),
+                    text.replace('_', "-"),
+                ] {
+                    let got = parser.parse_ref(&cmd, None, OsStr::new(&written)).unwrap();
+                    assert_eq!(got, *v, "{written}");
+                }
+            }
+            assert!(parser.parse_ref(&cmd, None, OsStr::new("nope")).is_err());
+        }
+        check(
+            named(TriageClass::ALL, |c| c.as_str()),
+            TriageClass::ALL,
+            |c| c.as_str(),
+        );
+        check(
+            named(TriageStatus::ALL, |s| s.as_str()),
+            TriageStatus::ALL,
+            |s| s.as_str(),
+        );
+        check(
+            named(ActionStatus::ALL, |s| s.as_str()),
+            ActionStatus::ALL,
+            |s| s.as_str(),
+        );
+        check(provider(), &Provider::ALL, |p| p.as_str());
     }
 
     #[test]

@@ -9,9 +9,17 @@
 //! JSON filter pattern is not honoured by the local emulator (it matches
 //! every line), and a test must be able to fail.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 
 use serde_json::Value;
+
+/// Pages read per log group and poll, at most.
+const MAX_PAGES: usize = 100;
+
+/// How far back each poll of `--tail` reads again: a line written late (a
+/// slower function, a delayed ingestion) with an earlier time is still found
+/// (the event id keeps it from printing twice).
+const OVERLAP_MS: i64 = 30_000;
 
 /// The keys every line carries; the rest are the line's own fields.
 const COMMON: &[&str] = &[
@@ -128,31 +136,41 @@ pub async fn run(
         .map(filter_pattern)
         .transpose()?;
     let since_ms = i64::try_from(args.since.as_millis()).unwrap_or(i64::MAX);
-    let mut start = now_ms.saturating_sub(since_ms);
-    let mut seen = HashSet::new();
+    let first = now_ms.saturating_sub(since_ms);
+    // Each group's newest line seen: a slow group is not skipped past.
+    let mut newest: Vec<i64> = vec![first; groups.len()];
+    let mut seen: HashMap<String, i64> = HashMap::new();
     let mut printed = 0;
     tokio::pin!(stop);
     loop {
         let mut lines = Vec::new();
-        for (function, group) in groups {
-            lines.extend(read(logs, function, group, start, pattern.as_deref()).await?);
+        for (i, (function, group)) in groups.iter().enumerate() {
+            let start = first.max(newest[i].saturating_sub(OVERLAP_MS));
+            let read = read(logs, function, group, start, pattern.as_deref()).await?;
+            newest[i] = read
+                .iter()
+                .map(|l| l.timestamp_ms)
+                .fold(newest[i], i64::max);
+            lines.extend(read);
         }
         lines.retain(|l| {
             args.correlation
                 .as_deref()
                 .is_none_or(|id| is_of(&l.message, id))
-                && !seen.contains(&l.event_id)
+                && !seen.contains_key(&l.event_id)
         });
         lines.sort_by(|a, b| (a.timestamp_ms, &a.event_id).cmp(&(b.timestamp_ms, &b.event_id)));
         if !args.tail && lines.len() > args.limit {
             lines.drain(..lines.len() - args.limit);
         }
         for line in &lines {
-            seen.insert(line.event_id.clone());
-            start = start.max(line.timestamp_ms);
+            seen.insert(line.event_id.clone(), line.timestamp_ms);
             print(line);
             printed += 1;
         }
+        // What no later poll reads again need not be remembered.
+        let oldest = newest.iter().min().copied().unwrap_or(first) - OVERLAP_MS;
+        seen.retain(|_, at| *at >= oldest);
         if !args.tail {
             return Ok(printed);
         }
@@ -173,14 +191,15 @@ async fn read(
     pattern: Option<&str>,
 ) -> anyhow::Result<Vec<Line>> {
     let mut lines = Vec::new();
-    let mut token = None;
+    let mut token: Option<String> = None;
+    let mut pages = 0;
     loop {
         let page = logs
             .filter_log_events()
             .log_group_name(group)
             .start_time(start_ms)
             .set_filter_pattern(pattern.map(str::to_owned))
-            .set_next_token(token)
+            .set_next_token(token.clone())
             .send()
             .await
             .map_err(|e| {
@@ -197,9 +216,14 @@ async fn read(
                 message: event.message().unwrap_or_default().to_owned(),
             });
         }
-        token = page.next_token().map(str::to_owned);
-        if token.is_none() || page.events().is_empty() {
-            return Ok(lines);
+        // An empty page may still have a token: the service reads its
+        // partitions in turn. Follow the token to its end, within a bound.
+        match page.next_token() {
+            Some(next) if token.as_deref() != Some(next) && pages < MAX_PAGES => {
+                token = Some(next.to_owned());
+                pages += 1;
+            }
+            _ => return Ok(lines),
         }
     }
 }

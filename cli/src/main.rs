@@ -100,8 +100,25 @@ fn session(global: &Global) -> anyhow::Result<(tokio::runtime::Runtime, Session)
         region: global.region.clone(),
         endpoint_url: global.endpoint_url.clone(),
     };
-    let session = runtime.block_on(Session::open(&overrides, global.stack.as_deref()))?;
+    let session = runtime.block_on(Session::open(
+        &overrides,
+        global.stack.as_deref(),
+        global.json,
+    ))?;
     Ok((runtime, session))
+}
+
+/// Refuses a command that needs the deployed configuration when none is
+/// given: with `--stack` alone there are no rules or windows, and the
+/// command would answer as if nothing were configured.
+fn require_config(global: &Global, what: &str) -> anyhow::Result<()> {
+    if global.config.is_none() && std::env::var_os("HOOKGATE_CONFIG").is_none() {
+        anyhow::bail!(
+            "{what} needs the configuration the stack was deployed with (its rules and providers): \
+             pass --config FILE or set HOOKGATE_CONFIG; the configuration does not live in the stack yet"
+        );
+    }
+    Ok(())
 }
 
 /// The session, and the operator's view over its configuration.
@@ -137,7 +154,10 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
     let json = global.json;
     Ok(match cli.command {
         Command::Sign(mut args) => {
-            args.config = global.config.clone();
+            args.config = global
+                .config
+                .clone()
+                .or_else(|| std::env::var_os("HOOKGATE_CONFIG").map(std::path::PathBuf::from));
             print!(
                 "{}",
                 hookgate_cli::sign::run(&args, hookgate_core::Timestamp::now())?
@@ -153,8 +173,16 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             );
             0
         }
-        Command::Man => {
+        Command::Man { dir: None } => {
             clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout())?;
+            0
+        }
+        Command::Man { dir: Some(dir) } => {
+            std::fs::create_dir_all(&dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+            clap_mangen::generate_to(Cli::command(), &dir)
+                .with_context(|| format!("cannot write the pages to {}", dir.display()))?;
+            println!("manual pages written to {}", dir.display());
             0
         }
         Command::CheckConfig {
@@ -196,22 +224,9 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Status => {
             let (rt, session) = session(global)?;
-            let me = rt
-                .block_on(
-                    aws_sdk_sts::Client::new(&session.aws)
-                        .get_caller_identity()
-                        .send(),
-                )
-                .map_err(|e| {
-                    anyhow::anyhow!(
-                        "cannot read the caller identity (sts:GetCallerIdentity): {}",
-                        aws_sdk_sts::error::DisplayErrorContext(e)
-                    )
-                })?;
-            let caller = hookgate_cli::status::Caller {
-                arn: me.arn().unwrap_or("-").to_owned(),
-                account: me.account().unwrap_or("-").to_owned(),
-            };
+            let caller = rt.block_on(hookgate_cli::status::Caller::of(
+                &aws_sdk_sts::Client::new(&session.aws),
+            ))?;
             print(
                 hookgate_cli::status::report(&session.region(), &caller, session.stack.as_ref()),
                 json,
@@ -223,9 +238,13 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 (None, None) => None,
                 _ => Some(session.config(global.config.as_deref())?),
             };
-            let stack_url = match &session.stack {
-                Some(stack) => Some(stack.webhook_url(args.provider().as_str(), args.workspace())?),
-                None => None,
+            // Only when --url is absent: a stack without the output still
+            // takes an explicit URL.
+            let stack_url = match (&session.stack, args.has_url()) {
+                (Some(stack), false) => {
+                    Some(stack.webhook_url(args.provider().as_str(), args.workspace())?)
+                }
+                _ => None,
             };
             let secrets = hookgate_adapters::wiring::Clients::new(&session.aws);
             let resolve = |reference| async move {
@@ -322,6 +341,11 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             print(output, json)
         }
         Command::Triage { command } => {
+            match &command {
+                TriageCommand::Show { .. } => require_config(global, "triage show")?,
+                TriageCommand::Approve { .. } => require_config(global, "triage approve")?,
+                TriageCommand::List { .. } | TriageCommand::Reject { .. } => {}
+            }
             let (rt, _, ops) = ops(global)?;
             let output = rt.block_on(async {
                 match command {
@@ -372,6 +396,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             ingress_function,
             action_function,
         } => {
+            require_config(global, "doctor")?;
             let (rt, session, ops) = ops(global)?;
             let prefix = session
                 .stack
@@ -383,6 +408,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             print(rt.block_on(ops.doctor(rule, functions, prefix))?, json)
         }
         Command::Console { port, rate } => {
+            require_config(global, "console")?;
             let (rt, session, ops) = ops(global)?;
             let prefix = session
                 .stack

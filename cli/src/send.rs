@@ -19,8 +19,9 @@ pub struct Args {
     /// The workspace the delivery is for (the URL's last segment).
     #[arg(long, value_name = "WORKSPACE")]
     workspace: String,
-    /// The signing secret, or `env:NAME`. Default: the workspace's first
-    /// secret in --config, read as the functions read it (env, SSM or
+    /// The signing secret as `env:NAME` (a variable holding it: out of shell
+    /// history and `ps`), or the value itself. Default: the workspace's
+    /// first secret in --config, read as the functions read it (env, SSM or
     /// Secrets Manager).
     #[arg(long)]
     secret: Option<String>,
@@ -53,6 +54,10 @@ impl Args {
     pub fn workspace(&self) -> &str {
         &self.workspace
     }
+
+    pub fn has_url(&self) -> bool {
+        self.url.is_some()
+    }
 }
 
 /// What `send` needs besides its flags.
@@ -74,20 +79,7 @@ fn body(args: &Args) -> anyhow::Result<Vec<u8>> {
         .event
         .as_ref()
         .context("--body or --event is required")?;
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read --event {}", path.display()))?;
-    let event: Value = serde_json::from_str(&text)
-        .with_context(|| format!("--event {} is not JSON", path.display()))?;
-    let raw = event["body"]
-        .as_str()
-        .with_context(|| format!("--event {}: no body", path.display()))?;
-    if event["isBase64Encoded"] == true {
-        use base64::Engine as _;
-        return base64::engine::general_purpose::STANDARD
-            .decode(raw)
-            .context("--event: the body is not base64 though isBase64Encoded is true");
-    }
-    Ok(raw.as_bytes().to_vec())
+    Ok(crate::sign::read_event(path)?.1)
 }
 
 /// The secret to sign with: `--secret`, else the configuration's first for

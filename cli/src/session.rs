@@ -19,11 +19,17 @@ pub const APP: &str = "operator";
 pub struct Session {
     pub aws: SdkConfig,
     pub stack: Option<Deployed>,
+    /// `--json`: warnings go to stderr as JSON objects too.
+    pub json: bool,
 }
 
 impl Session {
     /// The SDK configuration, and the stack `stack` names (DescribeStacks).
-    pub async fn open(overrides: &Overrides, stack: Option<&str>) -> anyhow::Result<Self> {
+    pub async fn open(
+        overrides: &Overrides,
+        stack: Option<&str>,
+        json: bool,
+    ) -> anyhow::Result<Self> {
         let aws = clients::for_function(&clients::sdk_config_with(overrides).await, APP);
         let stack = match stack {
             Some(name) => {
@@ -31,7 +37,7 @@ impl Session {
             }
             None => None,
         };
-        Ok(Self { aws, stack })
+        Ok(Self { aws, stack, json })
     }
 
     /// The configuration at `path` (else $HOOKGATE_CONFIG), with the stack's
@@ -53,7 +59,7 @@ impl Session {
             .map(Deployed::settings)
             .unwrap_or_default();
         for warning in stack::overridden(&settings, env) {
-            eprintln!("warning: {warning}");
+            self.warn(&warning);
         }
         let path = path
             .map(Path::to_path_buf)
@@ -68,9 +74,18 @@ impl Session {
         };
         let config = Config::from_toml(&text, stack::lookup(&settings, env))?;
         for warning in config.warnings() {
-            eprintln!("warning: {warning}");
+            self.warn(&warning);
         }
         Ok(config)
+    }
+
+    /// One warning on stderr: `warning: …`, or `{"warning":"…"}` with `--json`.
+    pub fn warn(&self, warning: &str) {
+        if self.json {
+            eprintln!("{}", serde_json::json!({ "warning": warning }));
+        } else {
+            eprintln!("warning: {warning}");
+        }
     }
 
     /// The Region the clients call.
@@ -90,6 +105,7 @@ mod tests {
         Session {
             aws: SdkConfig::builder().build(),
             stack,
+            json: false,
         }
     }
 

@@ -173,13 +173,6 @@ impl Deployed {
         let base = self.require("WebhookBaseUrl")?.trim_end_matches('/');
         Ok(format!("{base}/webhooks/{provider}/{workspace}"))
     }
-
-    /// The region and account in the stack's ARN
-    /// (`arn:aws:cloudformation:REGION:ACCOUNT:stack/NAME/ID`).
-    pub fn region_and_account(&self) -> Option<(&str, &str)> {
-        let mut parts = self.id.split(':').skip(3);
-        Some((parts.next()?, parts.next()?))
-    }
 }
 
 /// The names `--function` takes.
@@ -298,10 +291,6 @@ mod tests {
         assert_eq!(
             stack.webhook_url("retell", "ws-42").unwrap(),
             "https://abc.execute-api.eu-west-1.amazonaws.com/webhooks/retell/ws-42"
-        );
-        assert_eq!(
-            stack.region_and_account(),
-            Some(("eu-west-1", "111122223333"))
         );
         assert_eq!(stack.alarm_prefix().unwrap(), "hg-");
     }

@@ -14,6 +14,25 @@ use crate::{
 pub struct Caller {
     pub arn: String,
     pub account: String,
+    pub user_id: String,
+}
+
+impl Caller {
+    /// Who the credentials are (sts:GetCallerIdentity, which needs no
+    /// permission); the error keeps the SDK's whole cause.
+    pub async fn of(sts: &aws_sdk_sts::Client) -> anyhow::Result<Caller> {
+        let me = sts.get_caller_identity().send().await.map_err(|e| {
+            anyhow::anyhow!(
+                "cannot read the caller identity (sts:GetCallerIdentity): {}",
+                aws_sdk_sts::error::DisplayErrorContext(e)
+            )
+        })?;
+        Ok(Caller {
+            arn: me.arn().unwrap_or("-").to_owned(),
+            account: me.account().unwrap_or("-").to_owned(),
+            user_id: me.user_id().unwrap_or("-").to_owned(),
+        })
+    }
 }
 
 /// The report: `region` is the client's, `stack` the one `--stack` names.
@@ -78,6 +97,7 @@ mod tests {
         let caller = Caller {
             arn: "arn:aws:sts::111122223333:assumed-role/ops/alice".into(),
             account: "111122223333".into(),
+            user_id: "AROA:alice".into(),
         };
         let out = report("eu-west-1", &caller, Some(&stack));
         assert!(

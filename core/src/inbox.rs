@@ -13,7 +13,7 @@ use crate::{
     EventKey, Provider, Timestamp, WorkspaceId, crypto,
     ids::IdError,
     names::names,
-    provider::Identity,
+    provider::{Identity, Signed},
     rules::{Decision, Rule, evaluate},
 };
 
@@ -196,13 +196,14 @@ impl Reopener<'_> {
 
 impl InboxRecord {
     /// The payload as the rules read it: the JSON body, or for a provider
-    /// that posts forms (Twilio's status callbacks) its fields as a JSON
-    /// object of strings, so a rule names a field as `/CallStatus`.
+    /// that posts forms (its registry row signs [`Signed::Form`]: Twilio's
+    /// status callbacks) its fields as a JSON object of strings, so a rule
+    /// names a field as `/CallStatus`.
     pub fn payload_value(&self) -> serde_json::Value {
         if let Ok(value) = serde_json::from_str(&self.payload) {
             return value;
         }
-        if self.pk.provider() != Provider::Twilio {
+        if !self.pk.provider().properties().signs(Signed::Form) {
             return serde_json::Value::Null;
         }
         let mut fields = serde_json::Map::new();

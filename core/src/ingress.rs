@@ -78,6 +78,44 @@ pub struct Reply {
     pub body: String,
 }
 
+/// Every answer the ingress refuses with. A closed set, so no path can
+/// answer what makes a provider give up on the subscription: 410 (Calendly
+/// deletes it), nor any status of a "gone" endpoint. 4xx is the sender's
+/// fault and changes nothing; 503 is ours, and the provider retries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// Authentic but unreadable: 400.
+    BadRequest,
+    /// Forged, stale, or for a workspace that does not exist: 401.
+    Unauthorized,
+    /// No such provider: 404.
+    NotFound,
+    /// Over the body limit: 413.
+    TooLarge,
+    /// Our storage, queue or secret failed: 503, retried.
+    Unavailable,
+}
+
+impl Refusal {
+    pub const ALL: [Refusal; 5] = [
+        Refusal::BadRequest,
+        Refusal::Unauthorized,
+        Refusal::NotFound,
+        Refusal::TooLarge,
+        Refusal::Unavailable,
+    ];
+
+    pub const fn status(self) -> u16 {
+        match self {
+            Refusal::BadRequest => 400,
+            Refusal::Unauthorized => 401,
+            Refusal::NotFound => 404,
+            Refusal::TooLarge => 413,
+            Refusal::Unavailable => 503,
+        }
+    }
+}
+
 /// What happened to one delivery: the answer and what the log line says.
 #[derive(Debug)]
 struct Outcome {
@@ -103,9 +141,9 @@ impl Outcome {
         }
     }
 
-    fn refused(status: u16, public: impl Into<String>, reason: impl Into<String>) -> Self {
+    fn refused(refusal: Refusal, public: impl Into<String>, reason: impl Into<String>) -> Self {
         Self {
-            status,
+            status: refusal.status(),
             verdict: None,
             event_key: None,
             attempt: None,
@@ -118,7 +156,11 @@ impl Outcome {
     fn unavailable(key: Option<EventKey>, reason: impl Into<String>) -> Self {
         Self {
             event_key: key,
-            ..Self::refused(503, "temporarily unavailable, retry later", reason)
+            ..Self::refused(
+                Refusal::Unavailable,
+                "temporarily unavailable, retry later",
+                reason,
+            )
         }
     }
 
@@ -193,7 +235,7 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold> Ingress<S, Q, K, H
         let (workspace, outcome) = match processed {
             Ok((workspace, outcome)) => (workspace, outcome),
             Err(e) => {
-                let outcome = Outcome::refused(400, "", e.to_string());
+                let outcome = Outcome::refused(Refusal::BadRequest, "", e.to_string());
                 log_delivery(
                     Provider::Eventbridge.as_str(),
                     metrics::UNKNOWN,
@@ -237,20 +279,24 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold> Ingress<S, Q, K, H
         let limit = self.config.max_body_bytes;
         if req.body.len() > limit {
             return Outcome::refused(
-                413,
+                Refusal::TooLarge,
                 format!("body exceeds {limit} bytes"),
                 format!("body of {} bytes", req.body.len()),
             );
         }
         let Ok(provider) = req.provider.parse::<Provider>() else {
-            return Outcome::refused(404, "no webhook endpoint at this path", "unknown provider");
+            return Outcome::refused(
+                Refusal::NotFound,
+                "no webhook endpoint at this path",
+                "unknown provider",
+            );
         };
         let binding = WorkspaceId::parse(req.workspace)
             .ok()
             .and_then(|workspace| Some((self.config.binding(&workspace, provider)?, workspace)));
         let Some((binding, workspace)) = binding else {
             return Outcome::refused(
-                401,
+                Refusal::Unauthorized,
                 "invalid signature",
                 "no such workspace, or it has no such provider",
             );
@@ -266,7 +312,7 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold> Ingress<S, Q, K, H
         }
         let identity = match binding.scheme.identify(&delivery) {
             Ok(identity) => identity,
-            Err(e) => return Outcome::refused(400, e.to_string(), e.to_string()),
+            Err(e) => return Outcome::refused(Refusal::BadRequest, e.to_string(), e.to_string()),
         };
         let pk = InboxPk::new(workspace, provider, identity.event_key.clone());
         correlate(correlation_id(&pk));
@@ -317,7 +363,11 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold> Ingress<S, Q, K, H
                     format!("secret unavailable: {e}"),
                 ))
             }
-            Err(e) => Err(Outcome::refused(401, "invalid signature", e.to_string())),
+            Err(e) => Err(Outcome::refused(
+                Refusal::Unauthorized,
+                "invalid signature",
+                e.to_string(),
+            )),
         }
     }
 

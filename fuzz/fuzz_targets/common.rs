@@ -39,8 +39,7 @@ pub fn schemes() -> Vec<Scheme> {
         "#,
     )
     .expect("the vapi scheme parses");
-    let mut all: Vec<Scheme> = Scheme::FIXED
-        .into_iter()
+    let mut all: Vec<Scheme> = Scheme::fixed_providers()
         .filter_map(Scheme::fixed)
         .collect();
     all.push(Scheme::Hmac(Box::new(vapi.validated().expect("valid"))));
@@ -50,17 +49,18 @@ pub fn schemes() -> Vec<Scheme> {
 /// The key the targets verify with (Standard Webhooks and Svix keys are
 /// base64 `whsec_` keys); the documented fuzz key, never a real one.
 pub fn key(scheme: &Scheme) -> Secret {
-    match scheme {
-        Scheme::StandardWebhooks | Scheme::Svix => {
+    match scheme.provider() {
+        Provider::StandardWebhooks | Provider::Svix => {
             Secret::new("whsec_ZnV6ei1rZXktbm90LWEtcmVhbC1vbmUtMDAwMA==")
         }
         _ => Secret::new("fuzz-key-not-a-real-one"),
     }
 }
 
-/// A delivery in the seed format.
+/// A delivery in the seed format: the scheme's provider name, the URL, the
+/// headers, an empty line, the body.
 pub struct Request {
-    pub scheme: usize,
+    pub scheme: String,
     pub url: String,
     pub headers: HeaderMap,
     pub body: Vec<u8>,
@@ -74,7 +74,7 @@ pub fn parse(data: &[u8]) -> Option<Request> {
         rest = &tail[1..];
         Some(head)
     };
-    let scheme = std::str::from_utf8(line()?).ok()?.trim().parse().ok()?;
+    let scheme = std::str::from_utf8(line()?).ok()?.trim().to_owned();
     let url = String::from_utf8(line()?.to_vec()).ok()?;
     let mut headers = HeaderMap::new();
     loop {

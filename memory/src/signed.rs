@@ -16,15 +16,7 @@ pub fn signed_headers(
 ) -> http::HeaderMap {
     let secret = Secret::new(secret);
     let signed = scheme
-        .sign(&SignRequest {
-            body,
-            secret: &secret,
-            timestamp: now,
-            id: None,
-            github_event: "",
-            github_hook_id: "",
-            url: None,
-        })
+        .sign(&SignRequest::new(body, &secret, now))
         .expect("the scheme signs");
     let mut headers = http::HeaderMap::new();
     for (name, value) in signed {

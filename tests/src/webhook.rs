@@ -95,15 +95,12 @@ impl Delivery {
     pub fn headers(&self) -> Vec<(String, String)> {
         let url = self.url();
         self.scheme
-            .sign(&SignRequest {
-                body: &self.body,
-                secret: &self.secret,
-                timestamp: self.at,
-                id: self.id.as_deref(),
-                github_event: "issues",
-                github_hook_id: "4242",
-                url: Some(&url),
-            })
+            .sign(
+                &SignRequest::new(&self.body, &self.secret, self.at)
+                    .id(self.id.as_deref())
+                    .url(Some(&url))
+                    .extras(&[("github_event", "issues"), ("github_hook_id", "4242")]),
+            )
             .expect("test secrets are usable")
     }
 

@@ -131,17 +131,8 @@ impl<E> Ops<E> {
     /// ARN and user id, which no flag can change), with the operator's `by`
     /// as a note.
     pub async fn decider(&self, by: &str) -> anyhow::Result<String> {
-        let me = self
-            .sts
-            .get_caller_identity()
-            .send()
-            .await
-            .map_err(|e| anyhow::anyhow!("cannot read the caller identity (sts): {e}"))?;
-        Ok(format!(
-            "{} (userId {}, by {by})",
-            me.arn().unwrap_or("-"),
-            me.user_id().unwrap_or("-")
-        ))
+        let me = crate::status::Caller::of(&self.sts).await?;
+        Ok(format!("{} (userId {}, by {by})", me.arn, me.user_id))
     }
 }
 

@@ -17,7 +17,7 @@ use super::{
 use crate::{
     Provider, WorkspaceId,
     destination::Strategy,
-    provider::{Scheme, hmac::HmacScheme},
+    provider::{Scheme, Signed, hmac::HmacScheme},
     secret::{SecretError, SecretRef},
 };
 
@@ -320,18 +320,24 @@ impl RawBinding {
                 );
             }
         };
-        match (&scheme, &self.public_url) {
-            (Scheme::Twilio, None) => {
-                return Err("needs public_url, the URL Twilio calls (Twilio signs it)".into());
+        let signs_url = scheme.properties().signs(Signed::Url);
+        match (signs_url, &self.public_url) {
+            (true, None) => {
+                return Err(format!(
+                    "needs public_url, the URL {provider} calls ({provider} signs it)"
+                ));
             }
-            (Scheme::Twilio, Some(url))
-                if !url.starts_with("https://") && !url.starts_with("http://") =>
-            {
+            (true, Some(url)) if !url.starts_with("https://") && !url.starts_with("http://") => {
                 return Err(format!("public_url {url:?} is not an http(s) URL"));
             }
-            (Scheme::Twilio, _) => {}
-            (_, Some(_)) => return Err("public_url applies to twilio only".into()),
-            (_, None) => {}
+            (true, _) => {}
+            (false, Some(_)) => {
+                return Err(
+                    "public_url applies only to a provider that signs the URL it calls (twilio)"
+                        .into(),
+                );
+            }
+            (false, None) => {}
         }
         Ok(ProviderBinding {
             scheme,

@@ -8,11 +8,39 @@
 
 use serde::Deserialize;
 
+use std::time::Duration;
+
 use super::{
-    Delivery, Identity, ParseError, SignRequest, VerifyError, body_hmac_matches, header,
-    parse_json, required,
+    Delivery, Fixed, Horizon, Identity, ParseError, Penalty, Properties, Provider, SignRequest,
+    Signed, VerifyError, as_received, body_hmac_matches, header, parse_json, required, same_url,
 };
 use crate::{EventKey, crypto, secret::Secret};
+
+pub const PROPERTIES: Properties = Properties {
+    provider: Provider::Bland,
+    name: "bland",
+    signs: &[Signed::Body],
+    tolerance: None,
+    horizon: Horizon {
+        window: Duration::from_secs(3600),
+        source: "no retry window confirmed in Bland's documentation (https://docs.bland.ai); one hour is hookgate's assumption: raise `inbox.ttl_secs` if your account retries longer",
+    },
+    identity: "the body's `call_id` (one webhook per call)",
+    handshake: false,
+    batch: false,
+    penalty: Penalty {
+        consecutive_failures: None,
+        rule: "none documented",
+        source: "https://docs.bland.ai (webhooks)",
+    },
+    fixed: Some(Fixed {
+        verify: |d, secrets, _| verify(d, secrets),
+        identify,
+        sign: |req| Ok(sign(req)),
+        canonical: as_received,
+        signed_url: same_url,
+    }),
+};
 
 const HEADER: &str = "x-webhook-signature";
 

@@ -11,9 +11,40 @@
 
 use serde::Deserialize;
 
+use std::time::Duration;
+
 use super::timestamped::TimestampedHex;
-use super::{Delivery, Identity, ParseError, SignRequest, VerifyError, parse_json, required};
+use super::{
+    Delivery, Fixed, Horizon, Identity, ParseError, Penalty, Properties, Provider, SignRequest,
+    Signed, VerifyError, as_received, parse_json, required, same_url,
+};
 use crate::{EventKey, Timestamp, secret::Secret};
+
+pub const PROPERTIES: Properties = Properties {
+    provider: Provider::Elevenlabs,
+    name: "elevenlabs",
+    signs: &[Signed::Body, Signed::Timestamp],
+    tolerance: Some(Duration::from_secs(SCHEME.tolerance_secs.unsigned_abs())),
+    horizon: Horizon {
+        window: Duration::from_secs(3600),
+        source: "ElevenLabs retries only when retries are enabled on the webhook (off by default), a few times within minutes: one hour",
+    },
+    identity: "`{type}:{data.conversation_id}`",
+    handshake: false,
+    batch: false,
+    penalty: Penalty {
+        consecutive_failures: Some(10),
+        rule: "auto-disabled after 10 or more consecutive failures when the last success is more than 7 days old (or there was none)",
+        source: "https://elevenlabs.io/docs/eleven-api/resources/webhooks",
+    },
+    fixed: Some(Fixed {
+        verify,
+        identify,
+        sign: |req| Ok(sign(req)),
+        canonical: as_received,
+        signed_url: same_url,
+    }),
+};
 
 /// The header, tag and tolerance of ElevenLabs' scheme.
 pub const SCHEME: TimestampedHex = TimestampedHex {

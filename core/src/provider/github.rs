@@ -42,10 +42,36 @@ use serde::{
 };
 
 use super::{
-    Delivery, Identity, ParseError, SignRequest, VerifyError, body_hmac_matches, header,
-    parse_json, required,
+    Delivery, Fixed, Horizon, Identity, ParseError, Penalty, Properties, Provider, SignRequest,
+    Signed, VerifyError, as_received, body_hmac_matches, header, parse_json, required, same_url,
 };
 use crate::{EventKey, crypto, secret::Secret};
+
+pub const PROPERTIES: Properties = Properties {
+    provider: Provider::Github,
+    name: "github",
+    signs: &[Signed::Body],
+    tolerance: None,
+    horizon: Horizon {
+        window: std::time::Duration::from_secs(72 * 3600),
+        source: "GitHub does not retry a failed delivery, but a delivery of the past three days can be redelivered by hand with the same body (https://docs.github.com/en/webhooks/testing-and-troubleshooting-webhooks/redelivering-webhooks)",
+    },
+    identity: "`body-{first 32 hex of sha256(body)}`: only the body is signed",
+    handshake: false,
+    batch: false,
+    penalty: Penalty {
+        consecutive_failures: None,
+        rule: "none: GitHub neither retries nor disables a hook for failed deliveries",
+        source: "https://docs.github.com/en/webhooks/testing-and-troubleshooting-webhooks/redelivering-webhooks",
+    },
+    fixed: Some(Fixed {
+        verify: |d, secrets, _| verify(d, secrets),
+        identify,
+        sign: |req| Ok(sign(req)),
+        canonical: as_received,
+        signed_url: same_url,
+    }),
+};
 
 const SIGNATURE: &str = "x-hub-signature-256";
 const EVENT: &str = "x-github-event";
@@ -255,12 +281,14 @@ pub fn identify(d: &Delivery<'_>) -> Result<Identity, ParseError> {
     })
 }
 
+/// Reads the extras `github_event` (default `ping`) and `github_hook_id`
+/// (default `1`), the unsigned headers GitHub sends beside the signature.
 pub fn sign(req: &SignRequest<'_>) -> Vec<(&'static str, String)> {
     let mac = crypto::hmac_sha256(req.secret.expose(), &[req.body]);
     vec![
-        (EVENT, req.github_event.to_owned()),
+        (EVENT, req.extra("github_event", "ping").to_owned()),
         (DELIVERY, req.id_or_derived("")),
-        (HOOK_ID, req.github_hook_id.to_owned()),
+        (HOOK_ID, req.extra("github_hook_id", "1").to_owned()),
         (SIGNATURE, format!("sha256={}", hex::encode(mac))),
     ]
 }

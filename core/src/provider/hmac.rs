@@ -12,7 +12,28 @@ use base64::{Engine, engine::general_purpose::STANDARD as B64};
 use serde::Deserialize;
 
 use super::{
-    Delivery, Identity, ParseError, SignRequest, VerifyError, any_match, within_tolerance,
+    Delivery, Horizon, Identity, ParseError, Penalty, Properties, Provider, SignRequest, Signed,
+    VerifyError, any_match, within_tolerance,
+};
+
+pub const PROPERTIES: Properties = Properties {
+    provider: Provider::Hmac,
+    name: "hmac",
+    signs: &[Signed::Configured],
+    tolerance: None,
+    horizon: Horizon {
+        window: std::time::Duration::from_secs(3600),
+        source: "the senders it serves (Vapi) do not retry by default, or a few times within minutes: one hour",
+    },
+    identity: "a message-id header the template signs, or values at configured JSON pointers",
+    handshake: false,
+    batch: false,
+    penalty: Penalty {
+        consecutive_failures: None,
+        rule: "the sender's own",
+        source: "the configured sender's documentation",
+    },
+    fixed: None,
 };
 use crate::{
     EventKey,

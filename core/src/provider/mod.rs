@@ -10,8 +10,10 @@
 
 mod bland;
 mod elevenlabs;
+mod eventbridge;
 mod github;
 pub mod hmac;
+mod registry;
 mod retell;
 mod standard_webhooks;
 pub mod stripe;
@@ -23,6 +25,10 @@ use std::{fmt, str::FromStr, time::Duration};
 use http::HeaderMap;
 
 use crate::{EventKey, Timestamp, crypto, secret::Secret};
+
+pub use registry::{
+    Fixed, Horizon, Penalty, Properties, REGISTRY, Signature, Signed, as_received, same_url,
+};
 
 /// A webhook source hookgate knows: the URL segment, config key and inbox
 /// key part.
@@ -43,59 +49,33 @@ pub enum Provider {
 }
 
 impl Provider {
-    pub const ALL: [Provider; 10] = [
-        Provider::StandardWebhooks,
-        Provider::Svix,
-        Provider::Stripe,
-        Provider::Github,
-        Provider::Twilio,
-        Provider::Retell,
-        Provider::Elevenlabs,
-        Provider::Bland,
-        Provider::Hmac,
-        Provider::Eventbridge,
-    ];
+    /// Every provider, in the registry's order.
+    pub const ALL: [Provider; REGISTRY.len()] = {
+        let mut all = [Provider::Eventbridge; REGISTRY.len()];
+        let mut i = 0;
+        while i < REGISTRY.len() {
+            all[i] = REGISTRY[i].provider;
+            i += 1;
+        }
+        all
+    };
+
+    /// Its row of the registry (its module's `PROPERTIES`).
+    pub const fn properties(self) -> &'static Properties {
+        REGISTRY[self as usize]
+    }
 
     /// The name used in URLs, config keys and `hookgate sign --provider`.
     pub const fn as_str(self) -> &'static str {
-        match self {
-            Provider::StandardWebhooks => "standard-webhooks",
-            Provider::Svix => "svix",
-            Provider::Stripe => "stripe",
-            Provider::Github => "github",
-            Provider::Twilio => "twilio",
-            Provider::Retell => "retell",
-            Provider::Elevenlabs => "elevenlabs",
-            Provider::Bland => "bland",
-            Provider::Hmac => "hmac",
-            Provider::Eventbridge => "eventbridge",
-        }
+        self.properties().name
     }
 
     /// The longest time after the first attempt in which the provider may
-    /// deliver the same event again; the inbox TTL must be at least twice it.
-    /// EventBridge's window is the deployment's (rule MaxEventAge + the
-    /// function's async MaximumEventAge) and comes from the config.
+    /// deliver the same event again (its horizon); the inbox TTL must be at
+    /// least twice it. EventBridge's is the deployment's (rule MaxEventAge +
+    /// the function's async MaximumEventAge) and comes from the config.
     pub const fn redelivery_window(self) -> Duration {
-        const HOUR: u64 = 3600;
-        match self {
-            // Svix retries for ~1.5 days; both are documented as "about 3 days"
-            // of retrying plus manual replays, so take three days.
-            Provider::StandardWebhooks | Provider::Svix => Duration::from_secs(72 * HOUR),
-            // Stripe retries live-mode events for up to three days.
-            Provider::Stripe => Duration::from_secs(72 * HOUR),
-            // GitHub never retries by itself, but a delivery of the past three
-            // days can be redelivered by hand with the same delivery id.
-            Provider::Github => Duration::from_secs(72 * HOUR),
-            // These retry a failed delivery a few times within minutes, if at
-            // all (Twilio only with connection overrides; Vapi not by default).
-            Provider::Twilio
-            | Provider::Retell
-            | Provider::Elevenlabs
-            | Provider::Bland
-            | Provider::Hmac => Duration::from_secs(HOUR),
-            Provider::Eventbridge => Duration::ZERO,
-        }
+        self.properties().horizon.window
     }
 }
 
@@ -103,58 +83,43 @@ impl Provider {
 /// the provider's fixed scheme, or the parameters of a configurable one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Scheme {
-    StandardWebhooks,
-    Svix,
-    Stripe,
-    Github,
-    Twilio,
-    Retell,
-    Elevenlabs,
-    Bland,
+    /// A provider whose scheme needs no parameters: its registry row's
+    /// functions ([`Scheme::fixed`] makes only these).
+    Fixed(Provider),
     Hmac(Box<hmac::HmacScheme>),
 }
 
 impl Scheme {
-    /// The providers whose scheme needs no parameters.
-    pub const FIXED: [Provider; 8] = [
-        Provider::StandardWebhooks,
-        Provider::Svix,
-        Provider::Stripe,
-        Provider::Github,
-        Provider::Twilio,
-        Provider::Retell,
-        Provider::Elevenlabs,
-        Provider::Bland,
-    ];
+    /// The providers whose scheme needs no parameters, in registry order.
+    pub fn fixed_providers() -> impl Iterator<Item = Provider> {
+        REGISTRY
+            .into_iter()
+            .filter(|row| row.fixed.is_some())
+            .map(|row| row.provider)
+    }
 
     /// The scheme of a provider that needs no parameters (`None` for `hmac`,
     /// which needs its table, and `eventbridge`, which has no signature).
     pub fn fixed(provider: Provider) -> Option<Scheme> {
-        Some(match provider {
-            Provider::StandardWebhooks => Scheme::StandardWebhooks,
-            Provider::Svix => Scheme::Svix,
-            Provider::Stripe => Scheme::Stripe,
-            Provider::Github => Scheme::Github,
-            Provider::Twilio => Scheme::Twilio,
-            Provider::Retell => Scheme::Retell,
-            Provider::Elevenlabs => Scheme::Elevenlabs,
-            Provider::Bland => Scheme::Bland,
-            Provider::Hmac | Provider::Eventbridge => return None,
-        })
+        provider.properties().fixed.map(|_| Scheme::Fixed(provider))
     }
 
     pub fn provider(&self) -> Provider {
         match self {
-            Scheme::StandardWebhooks => Provider::StandardWebhooks,
-            Scheme::Svix => Provider::Svix,
-            Scheme::Stripe => Provider::Stripe,
-            Scheme::Github => Provider::Github,
-            Scheme::Twilio => Provider::Twilio,
-            Scheme::Retell => Provider::Retell,
-            Scheme::Elevenlabs => Provider::Elevenlabs,
-            Scheme::Bland => Provider::Bland,
+            Scheme::Fixed(provider) => *provider,
             Scheme::Hmac(_) => Provider::Hmac,
         }
+    }
+
+    /// Its provider's registry row.
+    pub fn properties(&self) -> &'static Properties {
+        self.provider().properties()
+    }
+
+    /// A fixed scheme's functions (`None` for a `Fixed` made by hand of a
+    /// provider that has none).
+    fn functions(&self) -> Option<&'static Fixed> {
+        self.properties().fixed.as_ref()
     }
 
     /// Checks that `delivery` was signed by the holder of one of `secrets`.
@@ -167,20 +132,10 @@ impl Scheme {
         if secrets.is_empty() {
             return Err(VerifyError::NoUsableSecret);
         }
-        match self {
-            Scheme::StandardWebhooks => {
-                standard_webhooks::verify(standard_webhooks::STANDARD, delivery, secrets, now)
-            }
-            Scheme::Svix => {
-                standard_webhooks::verify(standard_webhooks::SVIX, delivery, secrets, now)
-            }
-            Scheme::Stripe => stripe::verify(delivery, secrets, now),
-            Scheme::Github => github::verify(delivery, secrets),
-            Scheme::Twilio => twilio::verify(delivery, secrets),
-            Scheme::Retell => retell::verify(delivery, secrets, now),
-            Scheme::Elevenlabs => elevenlabs::verify(delivery, secrets, now),
-            Scheme::Bland => bland::verify(delivery, secrets),
-            Scheme::Hmac(scheme) => scheme.verify(delivery, secrets, now),
+        match (self, self.functions()) {
+            (Scheme::Hmac(scheme), _) => scheme.verify(delivery, secrets, now),
+            (Scheme::Fixed(_), Some(fixed)) => (fixed.verify)(delivery, secrets, now),
+            (Scheme::Fixed(_), None) => Err(VerifyError::Misconfigured("not a signed provider")),
         }
     }
 
@@ -191,50 +146,35 @@ impl Scheme {
     /// one payload (so a retry is a duplicate, not a collision).
     pub fn canonical_payload<'a>(&self, delivery: &Delivery<'a>) -> std::borrow::Cow<'a, [u8]> {
         use std::borrow::Cow;
-        match self {
-            Scheme::Twilio if twilio::is_form(delivery) => {
-                Cow::Owned(twilio::canonical_form(delivery.body).into_bytes())
-            }
-            Scheme::Stripe => stripe::canonical(delivery.body)
-                .map_or(Cow::Borrowed(delivery.body), |c| Cow::Owned(c.into_bytes())),
-            _ => Cow::Borrowed(delivery.body),
+        match self
+            .functions()
+            .and_then(|fixed| (fixed.canonical)(delivery))
+        {
+            Some(canonical) => Cow::Owned(canonical.into_bytes()),
+            None => Cow::Borrowed(delivery.body),
         }
     }
 
     /// Reads the event type and key of an already verified delivery.
     pub fn identify(&self, delivery: &Delivery<'_>) -> Result<Identity, ParseError> {
-        match self {
-            Scheme::StandardWebhooks => {
-                standard_webhooks::identify(standard_webhooks::STANDARD, delivery)
-            }
-            Scheme::Svix => standard_webhooks::identify(standard_webhooks::SVIX, delivery),
-            Scheme::Stripe => stripe::identify(delivery),
-            Scheme::Github => github::identify(delivery),
-            Scheme::Twilio => twilio::identify(delivery),
-            Scheme::Retell => retell::identify(delivery),
-            Scheme::Elevenlabs => elevenlabs::identify(delivery),
-            Scheme::Bland => bland::identify(delivery),
-            Scheme::Hmac(scheme) => scheme.identify(delivery),
+        match (self, self.functions()) {
+            (Scheme::Hmac(scheme), _) => scheme.identify(delivery),
+            (Scheme::Fixed(_), Some(fixed)) => (fixed.identify)(delivery),
+            (Scheme::Fixed(_), None) => Err(ParseError::Invalid("provider", "a signed provider")),
         }
     }
 
     /// The headers this provider would send with `req.body` (content type
     /// first).
     pub fn sign(&self, req: &SignRequest<'_>) -> Result<Vec<(String, String)>, SignError> {
-        let fixed = match self {
-            Scheme::StandardWebhooks => standard_webhooks::sign(standard_webhooks::STANDARD, req)?,
-            Scheme::Svix => standard_webhooks::sign(standard_webhooks::SVIX, req)?,
-            Scheme::Stripe => stripe::sign(req),
-            Scheme::Github => github::sign(req),
-            Scheme::Twilio => twilio::sign(req),
-            Scheme::Retell => retell::sign(req),
-            Scheme::Elevenlabs => elevenlabs::sign(req),
-            Scheme::Bland => bland::sign(req),
-            Scheme::Hmac(scheme) => {
+        let fixed = match (self, self.functions()) {
+            (Scheme::Hmac(scheme), _) => {
                 let mut headers = scheme.sign(req);
                 headers.insert(0, ("content-type".into(), "application/json".into()));
                 return Ok(headers);
             }
+            (Scheme::Fixed(_), Some(fixed)) => (fixed.sign)(req)?,
+            (Scheme::Fixed(p), None) => return Err(SignError(*p, "not a signed provider")),
         };
         let mut headers: Vec<(String, String)> =
             fixed.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
@@ -268,9 +208,10 @@ impl FromStr for Provider {
     type Err = UnknownProvider;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Provider::ALL
+        REGISTRY
             .into_iter()
-            .find(|p| p.as_str() == s)
+            .find(|row| row.name == s)
+            .map(|row| row.provider)
             .ok_or_else(|| UnknownProvider(s.to_owned()))
     }
 }
@@ -342,7 +283,8 @@ pub enum ParseError {
     Invalid(&'static str, &'static str),
 }
 
-/// Input of [`Provider::sign`].
+/// Input of [`Scheme::sign`]: [`SignRequest::new`], then what a scheme
+/// needs beyond the body, secret and time.
 #[derive(Debug, Clone, Copy)]
 pub struct SignRequest<'a> {
     pub body: &'a [u8],
@@ -351,11 +293,45 @@ pub struct SignRequest<'a> {
     /// The provider's message or delivery id; derived from the body and
     /// timestamp when not given.
     pub id: Option<&'a str>,
-    /// GitHub only: the `X-GitHub-Event` name and the hook id.
-    pub github_event: &'a str,
-    pub github_hook_id: &'a str,
-    /// Twilio only: the URL Twilio calls (with `bodySHA256` for a JSON body).
+    /// The URL the provider calls, for a scheme that signs it (Twilio's,
+    /// with `bodySHA256` for a JSON body: [`Fixed::signed_url`]).
     pub url: Option<&'a str>,
+    /// A scheme's own values by name (GitHub: `github_event`,
+    /// `github_hook_id`); each scheme documents the ones it reads.
+    pub extras: &'a [(&'a str, &'a str)],
+}
+
+impl<'a> SignRequest<'a> {
+    pub fn new(body: &'a [u8], secret: &'a Secret, timestamp: Timestamp) -> Self {
+        Self {
+            body,
+            secret,
+            timestamp,
+            id: None,
+            url: None,
+            extras: &[],
+        }
+    }
+
+    pub fn id(self, id: Option<&'a str>) -> Self {
+        Self { id, ..self }
+    }
+
+    pub fn url(self, url: Option<&'a str>) -> Self {
+        Self { url, ..self }
+    }
+
+    pub fn extras(self, extras: &'a [(&'a str, &'a str)]) -> Self {
+        Self { extras, ..self }
+    }
+
+    /// The extra `name`, or `default`.
+    pub fn extra(&self, name: &str, default: &'a str) -> &'a str {
+        self.extras
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or(default, |(_, v)| *v)
+    }
 }
 
 impl SignRequest<'_> {
@@ -475,15 +451,9 @@ pub(crate) mod test_support {
     }
 
     pub fn sign_req<'a>(body: &'a [u8], secret: &'a Secret, at: Timestamp) -> SignRequest<'a> {
-        SignRequest {
-            body,
-            secret,
-            timestamp: at,
-            id: None,
-            github_event: "issues",
-            github_hook_id: "42",
-            url: Some(URL),
-        }
+        SignRequest::new(body, secret, at)
+            .url(Some(URL))
+            .extras(&[("github_event", "issues"), ("github_hook_id", "42")])
     }
 
     /// A Vapi-style generic HMAC scheme.
@@ -504,8 +474,7 @@ pub(crate) mod test_support {
 
     /// Every scheme: the fixed ones and a configured generic HMAC.
     pub fn all_schemes() -> Vec<Scheme> {
-        let mut schemes: Vec<Scheme> = Scheme::FIXED
-            .into_iter()
+        let mut schemes: Vec<Scheme> = Scheme::fixed_providers()
             .filter_map(Scheme::fixed)
             .collect();
         schemes.push(Scheme::Hmac(Box::new(vapi())));
@@ -532,7 +501,7 @@ mod tests {
             "pager".parse::<Provider>(),
             Err(UnknownProvider("pager".into()))
         );
-        for p in Scheme::FIXED {
+        for p in Scheme::fixed_providers() {
             assert_eq!(Scheme::fixed(p).unwrap().provider(), p);
         }
         assert_eq!(Scheme::fixed(Provider::Hmac), None);

@@ -14,12 +14,41 @@
 use serde::Deserialize;
 
 use super::{
-    Delivery, Identity, ParseError, SignRequest, VerifyError, any_match, header, parse_json,
-    required, within_tolerance,
+    Delivery, Fixed, Horizon, Identity, ParseError, Penalty, Properties, Provider, SignRequest,
+    Signed, VerifyError, any_match, as_received, header, parse_json, required, same_url,
+    within_tolerance,
 };
 use crate::{EventKey, Timestamp, crypto, secret::Secret};
 
 pub const TOLERANCE_MS: i64 = 300_000;
+
+pub const PROPERTIES: Properties = Properties {
+    provider: Provider::Retell,
+    name: "retell",
+    signs: &[Signed::Body, Signed::Timestamp],
+    tolerance: Some(std::time::Duration::from_millis(
+        TOLERANCE_MS.unsigned_abs(),
+    )),
+    horizon: Horizon {
+        window: std::time::Duration::from_secs(3600),
+        source: "no retry window confirmed in Retell's documentation (https://docs.retellai.com/features/webhook); one hour is hookgate's assumption: raise `inbox.ttl_secs` if your account retries longer",
+    },
+    identity: "`{event}:{call_id}`, with a body hash for the events that repeat in one call",
+    handshake: false,
+    batch: false,
+    penalty: Penalty {
+        consecutive_failures: None,
+        rule: "none documented",
+        source: "https://docs.retellai.com/features/webhook",
+    },
+    fixed: Some(Fixed {
+        verify,
+        identify,
+        sign: |req| Ok(sign(req)),
+        canonical: as_received,
+        signed_url: same_url,
+    }),
+};
 const HEADER: &str = "x-retell-signature";
 /// The events that occur at most once per call.
 const ONCE_PER_CALL: [&str; 3] = ["call_started", "call_ended", "call_analyzed"];

@@ -14,13 +14,71 @@ use base64::{Engine, engine::general_purpose::STANDARD as B64};
 use serde::Deserialize;
 
 use super::{
-    Delivery, Identity, ParseError, SignError, SignRequest, VerifyError, any_match, header,
-    parse_json, required, within_tolerance,
+    Delivery, Fixed, Horizon, Identity, ParseError, Penalty, Properties, SignError, SignRequest,
+    Signed, VerifyError, any_match, as_received, header, parse_json, required, same_url,
+    within_tolerance,
 };
 use crate::{EventKey, Provider, Timestamp, crypto, secret::Secret};
 
 /// Tolerance for the signed timestamp, in seconds.
 pub const TOLERANCE_SECS: i64 = 5 * 60;
+
+/// Svix retries for about a day, and a message can be replayed by hand from
+/// its dashboard; both are taken as three days.
+const HORIZON: Horizon = Horizon {
+    window: std::time::Duration::from_secs(72 * 3600),
+    source: "Svix's schedule retries for about 28 hours, and a message can be replayed by hand (https://docs.svix.com/retries): three days",
+};
+
+pub const STANDARD_PROPERTIES: Properties = Properties {
+    provider: Provider::StandardWebhooks,
+    name: "standard-webhooks",
+    signs: &[Signed::Body, Signed::Timestamp, Signed::Nonce],
+    tolerance: Some(std::time::Duration::from_secs(
+        TOLERANCE_SECS.unsigned_abs(),
+    )),
+    horizon: HORIZON,
+    identity: "the `webhook-id` header",
+    handshake: false,
+    batch: false,
+    penalty: Penalty {
+        consecutive_failures: None,
+        rule: "the sender's own (the specification sets none; Svix's is 5 days of failures)",
+        source: "https://www.standardwebhooks.com/",
+    },
+    fixed: Some(Fixed {
+        verify: |d, secrets, now| verify(STANDARD, d, secrets, now),
+        identify: |d| identify(STANDARD, d),
+        sign: |req| sign(STANDARD, req),
+        canonical: as_received,
+        signed_url: same_url,
+    }),
+};
+
+pub const SVIX_PROPERTIES: Properties = Properties {
+    provider: Provider::Svix,
+    name: "svix",
+    signs: &[Signed::Body, Signed::Timestamp, Signed::Nonce],
+    tolerance: Some(std::time::Duration::from_secs(
+        TOLERANCE_SECS.unsigned_abs(),
+    )),
+    horizon: HORIZON,
+    identity: "the `svix-id` header",
+    handshake: false,
+    batch: false,
+    penalty: Penalty {
+        consecutive_failures: None,
+        rule: "disables an endpoint whose attempts have all failed for 5 days",
+        source: "https://docs.svix.com/retries",
+    },
+    fixed: Some(Fixed {
+        verify: |d, secrets, now| verify(SVIX, d, secrets, now),
+        identify: |d| identify(SVIX, d),
+        sign: |req| sign(SVIX, req),
+        canonical: as_received,
+        signed_url: same_url,
+    }),
+};
 
 /// Header names of one flavour, the preferred set first.
 #[derive(Debug)]

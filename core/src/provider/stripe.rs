@@ -9,9 +9,40 @@
 
 use serde::Deserialize;
 
+use std::time::Duration;
+
 use super::timestamped::TimestampedHex;
-use super::{Delivery, Identity, ParseError, SignRequest, VerifyError, parse_json, required};
+use super::{
+    Delivery, Fixed, Horizon, Identity, ParseError, Penalty, Properties, Provider, SignRequest,
+    Signed, VerifyError, parse_json, required, same_url,
+};
 use crate::{EventKey, Timestamp, secret::Secret};
+
+pub const PROPERTIES: Properties = Properties {
+    provider: Provider::Stripe,
+    name: "stripe",
+    signs: &[Signed::Body, Signed::Timestamp],
+    tolerance: Some(Duration::from_secs(SCHEME.tolerance_secs.unsigned_abs())),
+    horizon: Horizon {
+        window: Duration::from_secs(72 * 3600),
+        source: "Stripe retries live-mode deliveries with exponential backoff for up to three days (https://docs.stripe.com/webhooks)",
+    },
+    identity: "the event's `id` (`evt_…`)",
+    handshake: false,
+    batch: false,
+    penalty: Penalty {
+        consecutive_failures: None,
+        rule: "emails the account when an endpoint keeps failing; no consecutive-failure count is documented",
+        source: "https://docs.stripe.com/webhooks",
+    },
+    fixed: Some(Fixed {
+        verify,
+        identify,
+        sign: |req| Ok(sign(req)),
+        canonical: |d| canonical(d.body),
+        signed_url: same_url,
+    }),
+};
 
 /// The header, tag and tolerance of Stripe's scheme.
 pub const SCHEME: TimestampedHex = TimestampedHex {

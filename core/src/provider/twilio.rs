@@ -24,13 +24,39 @@ use base64::{Engine, engine::general_purpose::STANDARD as B64};
 use serde::Deserialize;
 
 use super::{
-    Delivery, Identity, ParseError, SignRequest, VerifyError, any_match, header, parse_json,
-    required,
+    Delivery, Fixed, Horizon, Identity, ParseError, Penalty, Properties, Provider, SignRequest,
+    Signed, VerifyError, any_match, header, parse_json, required,
 };
 use crate::{
     EventKey,
     crypto::{self, Algorithm},
     secret::Secret,
+};
+
+pub const PROPERTIES: Properties = Properties {
+    provider: Provider::Twilio,
+    name: "twilio",
+    signs: &[Signed::Url, Signed::Form, Signed::Body],
+    tolerance: None,
+    horizon: Horizon {
+        window: std::time::Duration::from_secs(3600),
+        source: "Twilio retries a callback only when its URL carries connection overrides (`#rc=`), within seconds (https://www.twilio.com/docs/usage/webhooks/webhooks-connection-overrides): one hour",
+    },
+    identity: "`{CallSid}:{SequenceNumber}` (`{CallSid}:{CallStatus}` without one)",
+    handshake: false,
+    batch: false,
+    penalty: Penalty {
+        consecutive_failures: None,
+        rule: "none documented: a failed callback is reported in the Debugger",
+        source: "https://www.twilio.com/docs/usage/webhooks/webhooks-connection-overrides",
+    },
+    fixed: Some(Fixed {
+        verify: |d, secrets, _| verify(d, secrets),
+        identify,
+        sign: |req| Ok(sign(req)),
+        canonical: |d| is_form(d).then(|| canonical_form(d.body)),
+        signed_url,
+    }),
 };
 
 const SIGNATURE: &str = "x-twilio-signature";
@@ -230,6 +256,16 @@ pub fn identify(d: &Delivery<'_>) -> Result<Identity, ParseError> {
         event_key: EventKey::parse(&key)?,
         occurred_at: None,
     })
+}
+
+/// The URL Twilio signs for `body` sent to `url`: with a JSON body's
+/// `bodySHA256` added to the query; a form's URL as it is.
+pub fn signed_url(url: &str, body: &[u8]) -> String {
+    if serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok() {
+        json_url(url, body)
+    } else {
+        url.to_owned()
+    }
 }
 
 /// The URL to call for a JSON body: `url` with `bodySHA256` added.
@@ -482,15 +518,9 @@ mod tests {
         let once: &[u8] = b"CallSid=CA42&CallStatus=ringing";
         let twice: &[u8] = b"CallSid=CA42&CallStatus=ringing&CallSid=CA42";
         let signed = crate::provider::test_support::signed(
-            &crate::provider::Scheme::Twilio,
-            &SignRequest {
-                url: Some(url),
-                ..crate::provider::test_support::sign_req(
-                    once,
-                    &secret,
-                    crate::Timestamp::from_secs(0),
-                )
-            },
+            &crate::provider::Scheme::Fixed(Provider::Twilio),
+            &crate::provider::test_support::sign_req(once, &secret, crate::Timestamp::from_secs(0))
+                .url(Some(url)),
         );
         let delivery = |body| Delivery {
             headers: &signed,

@@ -13,7 +13,7 @@ use std::{
 
 use hookgate_core::{
     Provider, Timestamp,
-    provider::{Scheme, SignRequest},
+    provider::{Scheme, SignRequest, Signed},
     secret::Secret,
 };
 
@@ -176,19 +176,15 @@ fn sign_with(
     secret: &Secret,
     at: Timestamp,
 ) -> Request {
-    let url = (provider == Provider::Twilio).then_some(TWILIO_PUBLIC_URL);
+    // The demo's one provider that signs its URL is Twilio, at this address.
+    let url = provider
+        .properties()
+        .signs(Signed::Url)
+        .then_some(TWILIO_PUBLIC_URL);
     let headers = Scheme::fixed(provider)
         .and_then(|scheme| {
             scheme
-                .sign(&SignRequest {
-                    body: body.as_bytes(),
-                    secret,
-                    timestamp: at,
-                    id: None,
-                    github_event: "",
-                    github_hook_id: "",
-                    url,
-                })
+                .sign(&SignRequest::new(body.as_bytes(), secret, at).url(url))
                 .ok()
         })
         .unwrap_or_default();

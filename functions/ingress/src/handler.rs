@@ -76,7 +76,10 @@ where
     // A REST (v1) event gives the query as a map, re-encoded here in another
     // order: Twilio signs the query as it called it, so with two or more
     // parameters verification would fail at random. Refused with the reason.
-    if provider == "twilio"
+    let signs_url = provider
+        .parse::<hookgate_core::Provider>()
+        .is_ok_and(|p| p.properties().signs(hookgate_core::provider::Signed::Url));
+    if signs_url
         && matches!(
             request.request_context_ref(),
             Some(RequestContext::ApiGatewayV1(_))
@@ -85,12 +88,13 @@ where
     {
         tracing::error!(
             alarm = "INGRESS_MISCONFIGURED",
-            "twilio behind a REST API (v1) with a query of several parameters"
+            provider,
+            "a provider that signs its URL behind a REST API (v1) with a query of several parameters"
         );
         return Ok(response(Reply {
             status: 500,
-            body: serde_json::json!({"error": "twilio needs the HTTP API: a REST API (v1) event loses \
-                the order of the query string, which Twilio signs"})
+            body: serde_json::json!({"error": format!("{provider} needs the HTTP API: a REST API (v1) event loses \
+                the order of the query string, which {provider} signs")})
             .to_string(),
         })?);
     }

@@ -383,11 +383,8 @@ impl World {
 
     /// The headers event `e`'s provider sends with its body, signed at `now`.
     pub fn headers(&self, e: usize, now: Timestamp) -> http::HeaderMap {
-        let scheme = match self.events[e].provider {
-            Provider::Stripe => Scheme::Stripe,
-            Provider::Bland => Scheme::Bland,
-            _ => Scheme::Retell,
-        };
+        let scheme =
+            Scheme::fixed(self.events[e].provider).unwrap_or(Scheme::Fixed(Provider::Retell));
         crate::signed_headers(&scheme, self.body(e).as_bytes(), SECRET, now)
     }
 

@@ -6,5 +6,6 @@
 mod decisions;
 mod held;
 mod pipeline;
+mod refusals;
 mod support;
 mod sweep;

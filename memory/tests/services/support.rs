@@ -231,7 +231,12 @@ pub fn analyzed(call: &str) -> Vec<u8> {
 }
 
 pub async fn post(ingress: &MemoryIngress, body: &[u8], secret: &str) -> (u16, String) {
-    let headers = hookgate_memory::signed_headers(&Scheme::Retell, body, secret, NOW);
+    let headers = hookgate_memory::signed_headers(
+        &Scheme::Fixed(hookgate_core::Provider::Retell),
+        body,
+        secret,
+        NOW,
+    );
     let reply = ingress
         .handle(
             WebhookRequest {

@@ -18,15 +18,11 @@ fn resigned(name: &str, provider: Provider, secret: &str) -> lambda_http::Reques
     let secret = test_secret(secret);
     let signed = Scheme::fixed(provider)
         .expect("a fixed scheme")
-        .sign(&SignRequest {
-            body: body.as_bytes(),
-            secret: &secret,
-            timestamp: Timestamp::now(),
-            id: None,
-            github_event: "",
-            github_hook_id: "",
-            url: None,
-        })
+        .sign(&SignRequest::new(
+            body.as_bytes(),
+            &secret,
+            Timestamp::now(),
+        ))
         .unwrap();
     hookgate_cli::sign::set_headers(&mut event, &signed);
     lambda_http::request::from_str(&event.to_string()).expect("a valid API Gateway event")
@@ -92,7 +88,7 @@ async fn twilio_through_a_rest_api_v1_with_a_multi_parameter_query_is_refused_cl
     assert_eq!(
         body["error"],
         "twilio needs the HTTP API: a REST API (v1) event loses the order of the query \
-         string, which Twilio signs"
+         string, which twilio signs"
     );
     assert_eq!(stack.inbox_count().await, 0);
 }
