@@ -76,9 +76,9 @@ for _ in $(seq 40); do
   grep -q ' ingress ' "$WORK/logs.txt" && grep -q ' action ' "$WORK/logs.txt" && break
   sleep 0.5
 done
-grep -q ' ingress .*correlation_id=call_analyzed:c-send ' "$WORK/logs.txt" || fail "logs found no ingress line of the sent event: $(cat "$WORK/logs.txt")"
-grep -q ' action .*correlation_id=call_analyzed:c-send ' "$WORK/logs.txt" || fail "logs found no action line of the sent event: $(cat "$WORK/logs.txt")"
-if grep -v 'correlation_id=call_analyzed:c-send ' "$WORK/logs.txt" | grep -q .; then fail "logs printed another event's line: $(cat "$WORK/logs.txt")"; fi
+grep -Eq ' ingress .*correlation_id=call_analyzed:c-send( |$)' "$WORK/logs.txt" || fail "logs found no ingress line of the sent event: $(cat "$WORK/logs.txt")"
+grep -Eq ' action .*correlation_id=call_analyzed:c-send( |$)' "$WORK/logs.txt" || fail "logs found no action line of the sent event: $(cat "$WORK/logs.txt")"
+if grep -Ev 'correlation_id=call_analyzed:c-send( |$)' "$WORK/logs.txt" | grep -q .; then fail "logs printed another event's line: $(cat "$WORK/logs.txt")"; fi
 hg logs --correlation call_analyzed:c-send --json | python3 -c '
 import json, sys
 lines = [json.loads(l) for l in sys.stdin]

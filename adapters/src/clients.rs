@@ -45,7 +45,23 @@ pub async fn sdk_config_with(overrides: &Overrides) -> SdkConfig {
         // The profile's credentials, not the environment's: the default chain
         // tries AWS_ACCESS_KEY_ID first, so a profile named on the command
         // line would silently lose to stale exported keys.
+        // A role profile calls STS: it needs the Region (the flag's, else
+        // the profile's).
+        let region = match &overrides.region {
+            Some(region) => Some(aws_config::Region::new(region.clone())),
+            None => {
+                use aws_config::meta::region::ProvideRegion;
+                aws_config::profile::ProfileFileRegionProvider::builder()
+                    .profile_name(profile)
+                    .build()
+                    .region()
+                    .await
+            }
+        };
+        let provider_config =
+            aws_config::provider_config::ProviderConfig::without_region().with_region(region);
         let credentials = aws_config::profile::ProfileFileCredentialsProvider::builder()
+            .configure(&provider_config)
             .profile_name(profile)
             .build();
         loader = loader

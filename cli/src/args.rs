@@ -489,6 +489,11 @@ mod tests {
                 }
             }
             assert!(parser.parse_ref(&cmd, None, OsStr::new("nope")).is_err());
+            // No two values are one when written loosely.
+            let mut names: Vec<String> = all.iter().map(|v| normal(name(v))).collect();
+            names.sort();
+            names.dedup();
+            assert_eq!(names.len(), all.len());
         }
         check(
             named(TriageClass::ALL, |c| c.as_str()),

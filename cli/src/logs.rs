@@ -223,6 +223,13 @@ async fn read(
                 token = Some(next.to_owned());
                 pages += 1;
             }
+            Some(_) if pages >= MAX_PAGES => {
+                // Said, not hidden: the rest of this window is not read.
+                eprintln!(
+                    "warning: {group}: stopped after {MAX_PAGES} pages; narrow --since or --function"
+                );
+                return Ok(lines);
+            }
             _ => return Ok(lines),
         }
     }

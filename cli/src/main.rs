@@ -112,7 +112,8 @@ fn session(global: &Global) -> anyhow::Result<(tokio::runtime::Runtime, Session)
 /// given: with `--stack` alone there are no rules or windows, and the
 /// command would answer as if nothing were configured.
 fn require_config(global: &Global, what: &str) -> anyhow::Result<()> {
-    if global.config.is_none() && std::env::var_os("HOOKGATE_CONFIG").is_none() {
+    let from_env = std::env::var_os("HOOKGATE_CONFIG").filter(|v| !v.is_empty());
+    if global.config.is_none() && from_env.is_none() {
         anyhow::bail!(
             "{what} needs the configuration the stack was deployed with (its rules and providers): \
              pass --config FILE or set HOOKGATE_CONFIG; the configuration does not live in the stack yet"

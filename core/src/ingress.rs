@@ -78,10 +78,22 @@ pub struct Reply {
     pub body: String,
 }
 
+impl Reply {
+    /// A refusal outside the pipeline (the Lambda handler's own), from the
+    /// same closed set.
+    pub fn refused(refusal: Refusal, public: &str) -> Reply {
+        Reply {
+            status: refusal.status(),
+            body: json!({ "error": public }).to_string(),
+        }
+    }
+}
+
 /// Every answer the ingress refuses with. A closed set, so no path can
 /// answer what makes a provider give up on the subscription: 410 (Calendly
 /// deletes it), nor any status of a "gone" endpoint. 4xx is the sender's
-/// fault and changes nothing; 503 is ours, and the provider retries.
+/// fault and changes nothing; 500 and 503 are ours, and the provider
+/// retries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refusal {
     /// Authentic but unreadable: 400.
@@ -94,15 +106,19 @@ pub enum Refusal {
     TooLarge,
     /// Our storage, queue or secret failed: 503, retried.
     Unavailable,
+    /// Deployed in a way that cannot work (the Lambda handler's): 500,
+    /// retried once it is fixed.
+    Misconfigured,
 }
 
 impl Refusal {
-    pub const ALL: [Refusal; 5] = [
+    pub const ALL: [Refusal; 6] = [
         Refusal::BadRequest,
         Refusal::Unauthorized,
         Refusal::NotFound,
         Refusal::TooLarge,
         Refusal::Unavailable,
+        Refusal::Misconfigured,
     ];
 
     pub const fn status(self) -> u16 {
@@ -112,6 +128,7 @@ impl Refusal {
             Refusal::NotFound => 404,
             Refusal::TooLarge => 413,
             Refusal::Unavailable => 503,
+            Refusal::Misconfigured => 500,
         }
     }
 }

@@ -6,7 +6,7 @@
 #[path = "common.rs"]
 mod common;
 
-use hookgate_core::provider::Delivery;
+use hookgate_core::provider::{Delivery, Scheme};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -15,10 +15,7 @@ fuzz_target!(|data: &[u8]| {
     };
     let schemes = common::schemes();
     // By name: a seed keeps its scheme whatever the registry's order.
-    let Some(scheme) = schemes
-        .iter()
-        .find(|s| s.provider().as_str() == request.scheme)
-    else {
+    let Some(scheme) = Scheme::named(&schemes, &request.scheme) else {
         return;
     };
     let delivery = Delivery {

@@ -17,7 +17,7 @@ use super::{
 use crate::{
     Provider, WorkspaceId,
     destination::Strategy,
-    provider::{Scheme, Signed, hmac::HmacScheme},
+    provider::{REGISTRY, Scheme, Signed, hmac::HmacScheme},
     secret::{SecretError, SecretRef},
 };
 
@@ -332,10 +332,15 @@ impl RawBinding {
             }
             (true, _) => {}
             (false, Some(_)) => {
-                return Err(
-                    "public_url applies only to a provider that signs the URL it calls (twilio)"
-                        .into(),
-                );
+                let signing: Vec<&str> = REGISTRY
+                    .iter()
+                    .filter(|row| row.signs(Signed::Url))
+                    .map(|row| row.name)
+                    .collect();
+                return Err(format!(
+                    "public_url applies only to a provider that signs the URL it calls ({})",
+                    signing.join(", ")
+                ));
             }
             (false, None) => {}
         }

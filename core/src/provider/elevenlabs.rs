@@ -27,7 +27,7 @@ pub const PROPERTIES: Properties = Properties {
     tolerance: Some(Duration::from_secs(SCHEME.tolerance_secs.unsigned_abs())),
     horizon: Horizon {
         window: Duration::from_secs(3600),
-        source: "ElevenLabs retries only when retries are enabled on the webhook (off by default), a few times within minutes: one hour",
+        source: "ElevenLabs retries only when retries are enabled on the webhook, off by default (https://elevenlabs.io/docs/eleven-api/resources/webhooks); one hour",
     },
     identity: "`{type}:{data.conversation_id}`",
     handshake: false,

@@ -54,15 +54,15 @@ pub const PROPERTIES: Properties = Properties {
     tolerance: None,
     horizon: Horizon {
         window: std::time::Duration::from_secs(72 * 3600),
-        source: "GitHub does not retry a failed delivery, but a delivery of the past three days can be redelivered by hand with the same body (https://docs.github.com/en/webhooks/testing-and-troubleshooting-webhooks/redelivering-webhooks)",
+        source: "GitHub does not redeliver a failed delivery by itself, but one of the past three days can be redelivered by hand with the same body (https://docs.github.com/en/webhooks/testing-and-troubleshooting-webhooks/redelivering-webhooks)",
     },
     identity: "`body-{first 32 hex of sha256(body)}`: only the body is signed",
     handshake: false,
     batch: false,
     penalty: Penalty {
         consecutive_failures: None,
-        rule: "none: GitHub neither retries nor disables a hook for failed deliveries",
-        source: "https://docs.github.com/en/webhooks/testing-and-troubleshooting-webhooks/redelivering-webhooks",
+        rule: "no automatic disabling of a hook for failed deliveries is documented",
+        source: "https://docs.github.com/en/webhooks/using-webhooks/handling-failed-webhook-deliveries",
     },
     fixed: Some(Fixed {
         verify: |d, secrets, _| verify(d, secrets),
@@ -281,14 +281,14 @@ pub fn identify(d: &Delivery<'_>) -> Result<Identity, ParseError> {
     })
 }
 
-/// Reads the extras `github_event` (default `ping`) and `github_hook_id`
-/// (default `1`), the unsigned headers GitHub sends beside the signature.
+/// Reads the extras `github_event` and `github_hook_id`, the unsigned
+/// headers GitHub sends beside the signature (empty when not given).
 pub fn sign(req: &SignRequest<'_>) -> Vec<(&'static str, String)> {
     let mac = crypto::hmac_sha256(req.secret.expose(), &[req.body]);
     vec![
-        (EVENT, req.extra("github_event", "ping").to_owned()),
+        (EVENT, req.extra("github_event", "").to_owned()),
         (DELIVERY, req.id_or_derived("")),
-        (HOOK_ID, req.extra("github_hook_id", "1").to_owned()),
+        (HOOK_ID, req.extra("github_hook_id", "").to_owned()),
         (SIGNATURE, format!("sha256={}", hex::encode(mac))),
     ]
 }

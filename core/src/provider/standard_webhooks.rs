@@ -63,7 +63,7 @@ pub const SVIX_PROPERTIES: Properties = Properties {
         TOLERANCE_SECS.unsigned_abs(),
     )),
     horizon: HORIZON,
-    identity: "the `svix-id` header",
+    identity: "the `svix-id` header (or `webhook-id`)",
     handshake: false,
     batch: false,
     penalty: Penalty {

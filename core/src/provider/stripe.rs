@@ -32,7 +32,7 @@ pub const PROPERTIES: Properties = Properties {
     batch: false,
     penalty: Penalty {
         consecutive_failures: None,
-        rule: "emails the account when an endpoint keeps failing; no consecutive-failure count is documented",
+        rule: "after several days without a 2xx it emails a warning that says when it will disable the endpoint automatically; no consecutive-failure count is documented",
         source: "https://docs.stripe.com/webhooks",
     },
     fixed: Some(Fixed {

@@ -40,7 +40,7 @@ pub const PROPERTIES: Properties = Properties {
     tolerance: None,
     horizon: Horizon {
         window: std::time::Duration::from_secs(3600),
-        source: "Twilio retries a callback only when its URL carries connection overrides (`#rc=`), within seconds (https://www.twilio.com/docs/usage/webhooks/webhooks-connection-overrides): one hour",
+        source: "Twilio retries a failed callback within seconds, once by default and at most as often as the URL's connection overrides (`#rc=`) allow (https://www.twilio.com/docs/usage/webhooks/webhooks-connection-overrides): one hour",
     },
     identity: "`{CallSid}:{SequenceNumber}` (`{CallSid}:{CallStatus}` without one)",
     handshake: false,
@@ -518,7 +518,7 @@ mod tests {
         let once: &[u8] = b"CallSid=CA42&CallStatus=ringing";
         let twice: &[u8] = b"CallSid=CA42&CallStatus=ringing&CallSid=CA42";
         let signed = crate::provider::test_support::signed(
-            &crate::provider::Scheme::Fixed(Provider::Twilio),
+            &crate::provider::Scheme::fixed(Provider::Twilio).unwrap(),
             &crate::provider::test_support::sign_req(once, &secret, crate::Timestamp::from_secs(0))
                 .url(Some(url)),
         );

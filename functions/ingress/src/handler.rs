@@ -11,7 +11,7 @@
 
 use hookgate_core::{
     Timestamp,
-    ingress::{Ingress, Reply, WebhookRequest, webhook_route},
+    ingress::{Ingress, Refusal, Reply, WebhookRequest, webhook_route},
     ports::{ActionQueue, EventError, Hold, InboxStore},
     secret::SecretSource,
 };
@@ -91,12 +91,13 @@ where
             provider,
             "a provider that signs its URL behind a REST API (v1) with a query of several parameters"
         );
-        return Ok(response(Reply {
-            status: 500,
-            body: serde_json::json!({"error": format!("{provider} needs the HTTP API: a REST API (v1) event loses \
-                the order of the query string, which {provider} signs")})
-            .to_string(),
-        })?);
+        return Ok(response(Reply::refused(
+            Refusal::Misconfigured,
+            &format!(
+                "{provider} needs the HTTP API: a REST API (v1) event loses the order of the \
+                 query string, which {provider} signs"
+            ),
+        ))?);
     }
     let reply = service
         .handle(

@@ -232,7 +232,7 @@ pub fn analyzed(call: &str) -> Vec<u8> {
 
 pub async fn post(ingress: &MemoryIngress, body: &[u8], secret: &str) -> (u16, String) {
     let headers = hookgate_memory::signed_headers(
-        &Scheme::Fixed(hookgate_core::Provider::Retell),
+        &Scheme::fixed(hookgate_core::Provider::Retell).expect("retell is fixed"),
         body,
         secret,
         NOW,

@@ -136,7 +136,8 @@ async fn ingress_crash_after_the_put_is_healed_by_the_sweep_when_the_provider_ne
     let delivery = analyzed("call_cp-put", "cp-put");
     // What ingress wrote before dying: the record, no message.
     let inbox = DynamoInbox::new(p.stack.ddb.clone(), &p.stack.inbox_table);
-    let identity = Scheme::Fixed(hookgate_core::Provider::Retell)
+    let identity = Scheme::fixed(hookgate_core::Provider::Retell)
+        .expect("retell is fixed")
         .identify(&hookgate_core::provider::Delivery {
             headers: &Default::default(),
             body: &delivery.body,
