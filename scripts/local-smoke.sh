@@ -83,6 +83,7 @@ hg logs --correlation call_analyzed:c-send --json | python3 -c '
 import json, sys
 lines = [json.loads(l) for l in sys.stdin]
 assert lines and all(l["correlation_id"] == "call_analyzed:c-send" for l in lines), lines
+assert {l["function_name"] for l in lines} == {"ingress", "action"}, lines
 ' || fail "logs --json printed other lines"
 
 hg triage list > "$WORK/triage.txt" || fail "hookgate triage list: $(cat "$WORK/triage.txt")"

@@ -33,6 +33,21 @@ use tracing_subscriber::{
     registry::LookupSpan,
 };
 
+/// The keys every line starts with, in this order (Powertools for AWS
+/// Lambda's); `xray_trace_id` and `correlation_id` only where there is one.
+/// `target`, then the spans' and the line's own fields follow.
+pub const COMMON_KEYS: [&str; 9] = [
+    "timestamp",
+    "level",
+    "message",
+    "service",
+    "function_name",
+    "function_request_id",
+    "xray_trace_id",
+    "cold_start",
+    "correlation_id",
+];
+
 /// Installs the process-wide subscriber (the level from Lambda's
 /// `AWS_LAMBDA_LOG_LEVEL`, else `RUST_LOG`, else `info`), names the
 /// metrics' `service` (`HOOKGATE_SERVICE`, the stack's name) and counts the

@@ -21,19 +21,11 @@ const MAX_PAGES: usize = 100;
 /// (the event id keeps it from printing twice).
 const OVERLAP_MS: i64 = 30_000;
 
-/// The keys every line carries; the rest are the line's own fields.
-const COMMON: &[&str] = &[
-    "timestamp",
-    "level",
-    "message",
-    "service",
-    "function_name",
-    "function_request_id",
-    "xray_trace_id",
-    "cold_start",
-    "correlation_id",
-    "target",
-];
+/// The keys every line carries (the formatter's, then `target`); the rest
+/// are the line's own fields.
+fn is_common(key: &str) -> bool {
+    key == "target" || hookgate_adapters::telemetry::COMMON_KEYS.contains(&key)
+}
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -111,7 +103,7 @@ pub fn render(line: &Line) -> String {
     if !text("correlation_id").is_empty() {
         out.push_str(&format!(" correlation_id={}", text("correlation_id")));
     }
-    for (key, value) in fields.iter().filter(|(k, _)| !COMMON.contains(&k.as_str())) {
+    for (key, value) in fields.iter().filter(|(k, _)| !is_common(k)) {
         match value {
             Value::String(s) => out.push_str(&format!(" {key}={s}")),
             other => out.push_str(&format!(" {key}={other}")),

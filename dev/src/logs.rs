@@ -63,6 +63,14 @@ impl Drop for LineWriter {
             && !self.buffer.is_empty()
         {
             let line = String::from_utf8_lossy(&self.buffer).trim_end().to_owned();
+            // One process hosts every function, so the layer knows no
+            // function name; the line in its log group names its function,
+            // as Lambda's would.
+            let line = line.replacen(
+                "\"function_name\":\"\"",
+                &format!("\"function_name\":\"{function}\""),
+                1,
+            );
             let at_ms = hookgate_core::Timestamp::now().as_millis();
             let _ = self.to.send(Shipped {
                 function,
@@ -172,7 +180,8 @@ mod tests {
         let (ship, mut lines) = channel();
         as_function("action", async {
             let mut w = ship.make_writer();
-            w.write_all(b"{\"message\":\"one\"}\n").unwrap();
+            w.write_all(b"{\"message\":\"one\",\"function_name\":\"\"}\n")
+                .unwrap();
         })
         .await;
         // Outside any function: standard output only.
@@ -182,7 +191,10 @@ mod tests {
         let shipped = lines.try_recv().unwrap();
         assert_eq!(
             (shipped.function, shipped.line.as_str()),
-            ("action", "{\"message\":\"one\"}")
+            (
+                "action",
+                "{\"message\":\"one\",\"function_name\":\"action\"}"
+            )
         );
         assert!(lines.try_recv().is_err());
     }

@@ -9,7 +9,7 @@ use hookgate_core::{
     provider::Scheme,
 };
 
-use crate::support::{Memory, NOW, SECRET, analyzed, pk};
+use crate::support::{Memory, NOW, SECRET, analyzed, pk, post};
 
 struct Case {
     name: &'static str,
@@ -124,24 +124,7 @@ async fn every_route_and_refusal_answers_a_status_a_provider_retries_or_reports_
     // that retry, or the sweep, to be queued).
     memory.queue.set_failing(true);
     let other = analyzed("c-walk-2");
-    let headers = signed(&other, SECRET, NOW);
-    let reply = ingress
-        .handle(
-            WebhookRequest {
-                provider: "retell",
-                workspace: "ws-1",
-                query: "",
-                headers: &headers,
-                body: &other,
-            },
-            NOW,
-        )
-        .await;
-    assert_eq!(
-        reply.status,
-        Refusal::Unavailable.status(),
-        "{}",
-        reply.body
-    );
+    let (status, body) = post(&ingress, &other, SECRET).await;
+    assert_eq!(status, Refusal::Unavailable.status(), "{body}");
     assert_eq!(memory.inbox.records().len(), 2);
 }

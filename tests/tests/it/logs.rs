@@ -14,18 +14,8 @@ use hookgate_tests::{
 use crate::{held::dead_lettered, retell};
 
 /// The keys every line starts with, in this order (docs/operations.md,
-/// "Logs"); `xray_trace_id` and `correlation_id` only where there is one.
-const COMMON: [&str; 9] = [
-    "timestamp",
-    "level",
-    "message",
-    "service",
-    "function_name",
-    "function_request_id",
-    "xray_trace_id",
-    "cold_start",
-    "correlation_id",
-];
+/// "Logs"): the formatter's own list.
+const COMMON: [&str; 9] = hookgate_adapters::telemetry::COMMON_KEYS;
 
 #[tokio::test]
 async fn three_deliveries_log_three_lines_new_duplicate_duplicate() {
