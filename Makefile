@@ -240,10 +240,11 @@ $(CARGO_MUTANTS):
 bench:
 	cargo bench -p hookgate-bench --bench hot_path
 
-## coldstart: cold start and peak RSS of the release ingress binary (scripts/coldstart.py).
+## coldstart: cold start and peak RSS of the release ingress binary (scripts/coldstart.py), with tracing off and on.
 coldstart: venv
 	cargo build --release -p hookgate-ingress
 	$(VENV_PY) scripts/coldstart.py
+	$(VENV_PY) scripts/coldstart.py --tracing
 
 ## perf: the Lambda-model benchmark of the release ingress (scripts/perf.py):
 ## K=4 instances, N=300 events x DUP=3 deliveries racing; a JSON report in
@@ -262,10 +263,11 @@ perf-smoke: venv
 	$(VENV_PY) scripts/perf.py --binary target/debug/ingress --smoke --out target/perf/smoke.json
 
 ## coldstart-smoke: the coldstart measurement once on the debug binary, a burst
-## of 5 (every answer 202); no timing asserted. Part of make test.
+## of 5 (every answer 202), each invocation with its trace header; no timing
+## asserted. Part of make test.
 coldstart-smoke: venv
 	cargo build --workspace --bins
-	$(VENV_PY) scripts/coldstart.py --binary target/debug/ingress --runs 1 --burst 5
+	$(VENV_PY) scripts/coldstart.py --binary target/debug/ingress --runs 1 --burst 5 --tracing
 
 ## local: emulator + resources from infra/template.yaml + simulated CRM + hookgate-dev local (Ctrl-C stops).
 local: venv

@@ -68,6 +68,9 @@ def main():
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--burst", type=int, default=200)
     parser.add_argument("--binary", default=str(ROOT / "target/release/ingress"))
+    parser.add_argument("--tracing", action="store_true",
+                        help="as with EnableTracing=true: X-Ray's variables set, and each "
+                             "invocation handed out with its trace header")
     args = parser.parse_args()
 
     emulator, endpoint = start_emulator()
@@ -96,7 +99,7 @@ secrets = ["env:COLD_RETELL_KEY"]
     starts = []
     rss = None
     for run in range(args.runs):
-        api = RuntimeApi()
+        api = RuntimeApi(trace=args.tracing)
         threading.Thread(target=api.serve_forever, daemon=True).start()
         env = dict(os.environ,
                    AWS_LAMBDA_RUNTIME_API=f"127.0.0.1:{api.server_port}",
@@ -106,6 +109,11 @@ secrets = ["env:COLD_RETELL_KEY"]
                    AWS_ENDPOINT_URL=endpoint, AWS_REGION="us-east-1",
                    AWS_ACCESS_KEY_ID="test", AWS_SECRET_ACCESS_KEY="test",
                    HOOKGATE_CONFIG=config.name, COLD_RETELL_KEY=SECRET, RUST_LOG="warn")
+        if args.tracing:
+            # What Lambda sets for a function with active tracing.
+            env.update(AWS_XRAY_DAEMON_ADDRESS="169.254.79.129:2000",
+                       _AWS_XRAY_DAEMON_ADDRESS="169.254.79.129", _AWS_XRAY_DAEMON_PORT="2000",
+                       AWS_XRAY_CONTEXT_MISSING="LOG_ERROR")
         spawned = time.perf_counter()
         proc = subprocess.Popen([args.binary], env=env, stdout=subprocess.DEVNULL)
         while api.first_poll is None:
@@ -128,9 +136,10 @@ secrets = ["env:COLD_RETELL_KEY"]
     emulator.stdin.close()
     emulator.wait()
     os.unlink(config.name)
-    print(f"cold start to first poll over {args.runs} runs: median {statistics.median(starts):.1f} ms "
+    tracing = "tracing on" if args.tracing else "tracing off"
+    print(f"{tracing}: cold start to first poll over {args.runs} runs: median {statistics.median(starts):.1f} ms "
           f"(min {min(starts):.1f}, max {max(starts):.1f})")
-    print(f"peak RSS after a burst of {args.burst} webhooks (all 202): {rss / 1024:.1f} MiB")
+    print(f"{tracing}: peak RSS after a burst of {args.burst} webhooks (all 202): {rss / 1024:.1f} MiB")
 
 
 if __name__ == "__main__":

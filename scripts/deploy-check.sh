@@ -38,7 +38,10 @@ expect() {
 }
 
 # The config against the retry windows and what Lambda can reach.
-expect 1 "the TTL must be at least 518400 s" INBOX_TTL_SECONDS=7200
+# A short InboxTtlSeconds is the least a record lives: each provider's
+# records still live twice its re-delivery window (Stripe's three days).
+expect 0 "at least 7200 s (retell 7200 s, stripe 518400 s)" INBOX_TTL_SECONDS=7200 \
+  STACK_NAME=hg-ttl AWS_REGION=eu-west-1 AWS_ACCOUNT_ID=111122223333
 # A 4-day rule MaxEventAge: past EventBridge's own limit, refused as a parameter.
 expect 1 "RuleMaxEventAgeSeconds=345600: above its maximum 86400" RULE_MAX_EVENT_AGE_SECONDS=345600
 expect 1 "the template sets no variable HOOKGATE_SECRET_WS42_RETELL" HOOKGATE_DEPLOY_CONFIG=config/hookgate.example.toml

@@ -5,8 +5,7 @@
 # the config against each other and against what the deployed functions can
 # reach, builds with SAM + cargo-lambda (arm64, provided.al2023) and deploys
 # with your AWS credentials, without prompting. Refuses before building when
-# a parameter breaks its constraint or the stack name is too long, when the
-# inbox TTL is shorter than twice the longest re-delivery window, when a
+# a parameter breaks its constraint or the stack name is too long, when a
 # secret reference is one the roles cannot read, when a destination is on
 # loopback, or when the EventBridge rule and the config's sources disagree
 # (`hookgate check-config --deploy`).

@@ -19,12 +19,21 @@ class RuntimeApi(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self):
+    def __init__(self, trace=False):
         super().__init__(("127.0.0.1", 0), Handler)
+        # Active tracing: each invocation comes with its X-Ray trace header.
+        self.trace = trace
         self.events = queue.Queue()
         self.answers = queue.Queue()
         self.handed_at = {}
         self.first_poll = None
+
+    def handle_error(self, request, client_address):
+        # Each run kills its function, whose keep-alive connection then
+        # resets: expected, not worth a traceback.
+        if isinstance(sys.exc_info()[1], ConnectionResetError):
+            return
+        super().handle_error(request, client_address)
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -48,6 +57,10 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Lambda-Runtime-Deadline-Ms", str(int(time.time() * 1000) + 30_000))
         self.send_header("Lambda-Runtime-Invoked-Function-Arn",
                          "arn:aws:lambda:us-east-1:123456789012:function:ingress")
+        if self.server.trace:
+            self.send_header("Lambda-Runtime-Trace-Id",
+                             f"Root=1-{int(time.time()):08x}-{request_id.encode().hex()[:24]:0>24};"
+                             "Parent=53995c3f42cd8ad8;Sampled=1")
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()

@@ -214,9 +214,15 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                     );
                 }
             }
+            let ttls: Vec<String> = config
+                .inbox_ttls()
+                .iter()
+                .map(|(p, ttl)| format!("{p} {} s", ttl.as_secs()))
+                .collect();
             println!(
-                "config ok: inbox TTL {} s ≥ twice the longest re-delivery window; {} workspaces, {} rules, {} destinations",
+                "config ok: inbox records live twice their provider's re-delivery window, at least {} s ({}); {} workspaces, {} rules, {} destinations",
                 config.inbox_ttl.as_secs(),
+                ttls.join(", "),
                 config.workspaces.len(),
                 config.rules.len(),
                 config.destinations.len()

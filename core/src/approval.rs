@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use crate::{
-    InboxPk, Timestamp,
+    InboxPk, Provider, Timestamp,
     action::ActionKey,
     config::Config,
     inbox::{InboxRecord, InboxStatus, Origin, Reopener, Verdict},
@@ -444,7 +444,8 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         // re-opened before anything is decided, so that a reconcile that
         // stops half way leaves the event to run: its run files the item
         // again while the action is still UNCERTAIN.
-        let (expires_at, by) = (now.plus(self.config.inbox_ttl), Reopener::Action(item));
+        let ttl = self.config.inbox_ttl_for(pk.provider());
+        let (expires_at, by) = (now.plus(ttl), Reopener::Action(item));
         let held = self.reopen_unless_held(&pk, now, expires_at, by).await?;
         // The item is decided (REINJECTED: the work is re-run, as an
         // approval re-runs it, so an outcome uncertain again holds the same
@@ -672,7 +673,10 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         why: &str,
         now: Timestamp,
     ) -> Result<Reinjected, ApprovalError> {
-        let expires_at = now.plus(self.config.inbox_ttl);
+        // An event with no record yet is an EventBridge event (the ingress
+        // stores it below); a record lives as long as its provider's do.
+        let provider = pk.as_ref().map_or(Provider::Eventbridge, InboxPk::provider);
+        let expires_at = now.plus(self.config.inbox_ttl_for(provider));
         let Some(pk) = pk else {
             let verdict = self
                 .ingress

@@ -19,10 +19,12 @@ use crate::{
 /// What the deployment looks like.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Facts {
-    /// The inbox TTL the functions run with.
+    /// The TTL the functions give an EventBridge event's record
+    /// (`Config::inbox_ttl_for`: twice the configured rule and async
+    /// windows, at least `inbox.ttl_secs`). A webhook provider's records
+    /// live twice its horizon by construction; the deployed rule can still
+    /// drift from the configuration, so this one is checked.
     pub inbox_ttl: Duration,
-    /// The longest provider re-delivery window configured, with its name.
-    pub provider_window: Option<(String, Duration)>,
     /// What the functions' config assumes of the rule.
     pub configured_rule_max_age: Duration,
     /// The async MaximumEventAge: the deployed function's when it was read,
@@ -180,18 +182,6 @@ pub fn diagnose(facts: &Facts) -> Vec<Check> {
                 "deployed {} s, the functions assume {} s (HOOKGATE_ASYNC_MAX_EVENT_AGE_SECS)",
                 facts.async_max_age.as_secs(),
                 configured.as_secs()
-            ),
-        ));
-    }
-    if let Some((name, window)) = &facts.provider_window {
-        checks.push(check(
-            "inbox TTL vs provider re-delivery",
-            facts.inbox_ttl >= *window * 2,
-            format!(
-                "inbox TTL {} s; {name} re-delivers for {} s, so at least {} s",
-                facts.inbox_ttl.as_secs(),
-                window.as_secs(),
-                (*window * 2).as_secs()
             ),
         ));
     }
@@ -377,7 +367,6 @@ mod tests {
     fn facts(ttl_h: u64, rule_s: u64) -> Facts {
         Facts {
             inbox_ttl: Duration::from_secs(ttl_h * 3600),
-            provider_window: None,
             configured_rule_max_age: Duration::from_secs(rule_s),
             async_max_age: Duration::ZERO,
             configured_async_max_age: None,

@@ -341,7 +341,7 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold> Ingress<S, Q, K, H
             req.body,
             handled,
             now,
-            self.config.inbox_ttl,
+            self.config.inbox_ttl_for(provider),
         )
         .hashed_as(&binding.scheme.canonical_payload(&delivery));
         self.persist(record, now).await
@@ -561,7 +561,7 @@ pub fn event_record(
         event,
         true,
         now,
-        config.inbox_ttl,
+        config.inbox_ttl_for(Provider::Eventbridge),
     )
     .hashed_as(canonical.as_bytes());
     Ok((workspace, record))

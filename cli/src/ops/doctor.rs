@@ -31,13 +31,7 @@ impl<E: EventIngress> Ops<E> {
     ) -> anyhow::Result<Output> {
         let config = &self.config;
         let mut facts = Facts {
-            inbox_ttl: config.inbox_ttl,
-            provider_window: config
-                .workspaces
-                .values()
-                .flat_map(|w| w.providers.keys())
-                .map(|p| (p.to_string(), p.redelivery_window()))
-                .max_by_key(|(_, w)| *w),
+            inbox_ttl: config.inbox_ttl_for(hookgate_core::Provider::Eventbridge),
             configured_rule_max_age: config.eventbridge.rule_max_event_age,
             async_max_age: config.eventbridge.async_max_event_age,
             action_timeout: config.action_timeout,

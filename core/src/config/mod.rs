@@ -57,16 +57,6 @@ pub enum ConfigError {
     #[error("rule {0} ({1}): {2}")]
     Rule(usize, String, String),
     #[error(
-        "inbox TTL of {ttl_secs} s is shorter than twice the longest re-delivery window: \
-         {source_name} can re-deliver for {window_secs} s, so the TTL must be at least {needed_secs} s"
-    )]
-    TtlTooShort {
-        ttl_secs: u64,
-        window_secs: u64,
-        needed_secs: u64,
-        source_name: String,
-    },
-    #[error(
         "the action function's timeout of {timeout_ms} ms cannot fit the {needed_ms} ms that the \
          actions of {event} may take (each action: its destination calls at the destination's \
          timeout_ms, and three store calls at the store timeout of {store_ms} ms; and 500 ms \
@@ -131,6 +121,9 @@ pub enum ConfigError {
 pub struct Config {
     pub inbox_table: String,
     pub action_queue_url: String,
+    /// The least time every inbox record lives (`inbox.ttl_secs`); a
+    /// provider's records live at least twice its horizon too
+    /// ([`Config::inbox_ttl_for`]).
     pub inbox_ttl: Duration,
     pub max_body_bytes: usize,
     /// How long a RECEIVED record may wait before a repeat re-dispatches it.
@@ -608,6 +601,58 @@ impl Config {
 
     /// The configured source with the longest re-delivery window, named as
     /// the TTL error names it.
+    /// How long after its first attempt `provider` may deliver an event
+    /// again: its registry horizon; EventBridge's is the deployment's (the
+    /// rule's MaxEventAge plus the function's async MaximumEventAge).
+    pub fn redelivery_window(&self, provider: Provider) -> Duration {
+        match provider {
+            Provider::Eventbridge => self.eventbridge.redelivery_window(),
+            other => other.redelivery_window(),
+        }
+    }
+
+    /// How long an inbox record of `provider` lives: twice that provider's
+    /// re-delivery window, and never less than `inbox_ttl`, the least every
+    /// record keeps. A provider that retries for weeks keeps only its own
+    /// records that long.
+    pub fn inbox_ttl_for(&self, provider: Provider) -> Duration {
+        self.inbox_ttl
+            .max(self.redelivery_window(provider).saturating_mul(2))
+    }
+
+    /// Each configured provider (EventBridge when sources are mapped) with
+    /// how long its records live, by name: what `check-config` reports.
+    pub fn inbox_ttls(&self) -> Vec<(Provider, Duration)> {
+        let mut providers: Vec<Provider> = self
+            .workspaces
+            .values()
+            .flat_map(|w| w.providers.keys().copied())
+            .chain((!self.eventbridge.sources.is_empty()).then_some(Provider::Eventbridge))
+            .collect();
+        providers.sort_by_key(|p| p.as_str());
+        providers.dedup();
+        providers
+            .into_iter()
+            .map(|p| (p, self.inbox_ttl_for(p)))
+            .collect()
+    }
+
+    /// The longest any record of this configuration lives (the ledger's
+    /// retention is held to twice it).
+    pub fn longest_inbox_ttl(&self) -> Duration {
+        let providers = self
+            .workspaces
+            .values()
+            .flat_map(|w| w.providers.keys().copied());
+        let eventbridge = (!self.eventbridge.sources.is_empty()).then_some(Provider::Eventbridge);
+        providers
+            .chain(eventbridge)
+            .map(|p| self.inbox_ttl_for(p))
+            .max()
+            .unwrap_or(self.inbox_ttl)
+            .max(self.inbox_ttl)
+    }
+
     pub fn longest_redelivery(&self) -> Option<(String, Duration)> {
         let providers = self
             .workspaces

@@ -262,42 +262,35 @@ fn a_bad_number_names_the_variable() {
 }
 
 #[test]
-fn a_ttl_shorter_than_twice_stripes_window_is_refused_with_both_numbers() {
+fn each_providers_records_live_twice_its_horizon_and_at_least_the_configured_ttl() {
     let text = format!("{BASE}\n[workspaces.ws-2.stripe]\nsecrets = [\"env:S\"]\n[inbox.x]");
     // The stray [inbox.x] table is an unknown key: syntax error first.
     assert!(matches!(
         Config::from_toml(&text, no_env),
         Err(ConfigError::Syntax(_))
     ));
+    // Five days for every record is less than twice Stripe's three: once
+    // refused, now Stripe's records get their six days and the others five.
     let text = BASE.replace("table = \"inbox\"", "table = \"inbox\"\nttl_secs = 432000")
         + "\n[workspaces.ws-2.stripe]\nsecrets = [\"env:S\"]\n";
-    let err = Config::from_toml(&text, no_env).unwrap_err();
-    assert_eq!(
-        err,
-        ConfigError::TtlTooShort {
-            ttl_secs: 432_000,
-            window_secs: 259_200,
-            needed_secs: 518_400,
-            source_name: "stripe".into()
-        }
-    );
-    assert!(err.to_string().contains("432000 s"));
-    assert!(err.to_string().contains("259200 s"));
+    let config = Config::from_toml(&text, no_env).unwrap();
+    assert_eq!(config.inbox_ttl_for(Provider::Stripe).as_secs(), 518_400);
+    assert_eq!(config.inbox_ttl_for(Provider::Retell).as_secs(), 432_000);
+    assert_eq!(config.longest_inbox_ttl().as_secs(), 518_400);
+    // The ledger outlives the longest-lived records twice over.
+    assert!(config.ledger_retention.as_secs() >= 2 * 518_400);
 }
 
 #[test]
-fn a_ttl_of_exactly_twice_the_window_is_accepted() {
-    let env = |name: &str| (name == "HOOKGATE_INBOX_TTL_SECS").then(|| "7200".to_owned());
-    // Retell alone: one-hour window, so two hours suffice.
-    assert_eq!(
-        Config::from_toml(BASE, env).unwrap().inbox_ttl.as_secs(),
-        7_200
-    );
+fn a_short_configured_ttl_still_keeps_each_record_twice_its_providers_window() {
     let env = |name: &str| (name == "HOOKGATE_INBOX_TTL_SECS").then(|| "7199".to_owned());
-    assert!(matches!(
-        Config::from_toml(BASE, env),
-        Err(ConfigError::TtlTooShort { .. })
-    ));
+    // Retell alone: a one-hour window, so its records live two hours.
+    let config = Config::from_toml(BASE, env).unwrap();
+    assert_eq!(config.inbox_ttl.as_secs(), 7_199);
+    assert_eq!(config.inbox_ttl_for(Provider::Retell).as_secs(), 7_200);
+    let env = |name: &str| (name == "HOOKGATE_INBOX_TTL_SECS").then(|| "9000".to_owned());
+    let config = Config::from_toml(BASE, env).unwrap();
+    assert_eq!(config.inbox_ttl_for(Provider::Retell).as_secs(), 9_000);
 }
 
 #[test]
@@ -356,25 +349,26 @@ fn eventbridge_sources_map_account_source_and_detail_type_to_a_workspace() {
 }
 
 #[test]
-fn the_ttl_check_counts_the_rule_and_async_windows_together() {
+fn an_eventbridge_records_ttl_counts_the_rule_and_async_windows_together() {
     let text = format!("{BASE}{EVENTBRIDGE}");
-    // 24 h rule + 6 h async = 30 h: a TTL of 59 h is one hour short.
+    // 24 h rule + 6 h async = 30 h: a configured 59 h gives way to 60 h.
     let env = |name: &str| (name == "HOOKGATE_INBOX_TTL_SECS").then(|| (59 * 3600).to_string());
-    let err = Config::from_toml(&text, env).unwrap_err();
+    let config = Config::from_toml(&text, env).unwrap();
     assert_eq!(
-        err.to_string(),
-        "inbox TTL of 212400 s is shorter than twice the longest re-delivery window: \
-         eventbridge (rule MaxEventAge 86400 s + async MaximumEventAge 21600 s) can re-deliver \
-         for 108000 s, so the TTL must be at least 216000 s"
+        config.inbox_ttl_for(Provider::Eventbridge).as_secs(),
+        216_000
     );
+    assert_eq!(config.inbox_ttl_for(Provider::Retell).as_secs(), 59 * 3600);
     let env = |name: &str| match name {
         "HOOKGATE_INBOX_TTL_SECS" => Some((59 * 3600).to_string()),
         "HOOKGATE_ASYNC_MAX_EVENT_AGE_SECS" => Some("60".to_owned()),
         _ => None,
     };
-    assert!(
-        Config::from_toml(&text, env).is_ok(),
-        "24 h + 60 s fits in 59 h / 2"
+    // 24 h + 60 s, twice, fits in 59 h.
+    let config = Config::from_toml(&text, env).unwrap();
+    assert_eq!(
+        config.inbox_ttl_for(Provider::Eventbridge).as_secs(),
+        59 * 3600
     );
 }
 

@@ -30,24 +30,24 @@ impl Config {
         retention: Option<Duration>,
     ) -> Result<(), ConfigError> {
         self.sweep_age = self.resolve_sweep_age(sweep_age)?;
-        self.check_ttl()?;
         self.ledger_retention = self.resolve_retention(retention)?;
         self.check_actions()?;
         self.check_action_timeout()
     }
 
     /// The ledger retention: the configured one, refused below twice the
-    /// inbox TTL; by default the larger of [`Self::DEFAULT_RETENTION`] and
-    /// that floor. A decision may re-open an event just before its record
+    /// longest inbox TTL (the longest-lived provider's records); by default
+    /// the larger of [`Self::DEFAULT_RETENTION`] and that floor. A decision may re-open an event just before its record
     /// expires, for another TTL, so its next run may come up to two TTLs
     /// after the last one that kept the records of its actions
     /// (docs/design.md, "The ledger retention").
     fn resolve_retention(&self, explicit: Option<Duration>) -> Result<Duration, ConfigError> {
-        let floor = self.inbox_ttl.saturating_mul(2);
+        let longest = self.longest_inbox_ttl();
+        let floor = longest.saturating_mul(2);
         match explicit {
             Some(retention) if retention < floor => Err(ConfigError::RetentionTooShort {
                 retention_secs: retention.as_secs(),
-                ttl_secs: self.inbox_ttl.as_secs(),
+                ttl_secs: longest.as_secs(),
                 needed_secs: floor.as_secs(),
             }),
             Some(retention) => Ok(retention),
@@ -143,22 +143,6 @@ impl Config {
             }
         }
         Ok(())
-    }
-
-    fn check_ttl(&self) -> Result<(), ConfigError> {
-        let Some((source_name, window)) = self.longest_redelivery() else {
-            return Ok(());
-        };
-        let needed = window * 2;
-        if self.inbox_ttl >= needed {
-            return Ok(());
-        }
-        Err(ConfigError::TtlTooShort {
-            ttl_secs: self.inbox_ttl.as_secs(),
-            window_secs: window.as_secs(),
-            needed_secs: needed.as_secs(),
-            source_name,
-        })
     }
 }
 

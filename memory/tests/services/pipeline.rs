@@ -279,3 +279,37 @@ async fn an_action_whose_worst_case_would_outlast_the_invocation_is_not_started(
     assert_eq!(done, MessageOutcome::Done("1 action(s) settled".into()));
     assert_eq!(m.crm.creates(), 1);
 }
+
+/// A record lives twice its provider's window, and at least the configured
+/// TTL: with one hour configured, a Retell record (one-hour horizon) lives
+/// two hours and an EventBridge event's (24 h rule + 6 h async) 60 hours.
+#[tokio::test]
+async fn each_record_lives_as_long_as_its_providers_retries_need() {
+    let m = crate::support::Memory::with_config(crate::support::config_with(|text| {
+        text.replace("table = \"inbox\"", "table = \"inbox\"\nttl_secs = 3600")
+    }));
+    let ingress = m.ingress();
+    let (status, _) = crate::support::post(
+        &ingress,
+        &crate::support::analyzed("c-ttl"),
+        crate::support::SECRET,
+    )
+    .await;
+    assert_eq!(status, 202);
+    let event = crate::support::contact_event("ev-ttl");
+    ingress
+        .handle_event(event.as_bytes(), crate::support::NOW)
+        .await
+        .unwrap();
+    let lives = |pk| {
+        let record = m
+            .inbox
+            .records()
+            .into_iter()
+            .find(|r| r.pk == pk)
+            .expect("stored");
+        record.expires_at.as_secs() - crate::support::NOW.as_secs()
+    };
+    assert_eq!(lives(crate::support::pk("c-ttl")), 2 * 3600);
+    assert_eq!(lives(crate::support::event_pk("ev-ttl")), 2 * 30 * 3600);
+}

@@ -569,7 +569,7 @@ async fn an_uncertain_action_is_reconciled_and_an_event_looked_up_in_a_real_brow
     b.goto(&format!("{base}/doctor")).await;
     let doctor = b.text("#checks").await;
     assert!(
-        doctor.contains("inbox TTL vs provider re-delivery: inbox TTL"),
+        doctor.contains("TTL enabled on expires_at: inbox TTL attribute: expires_at"),
         "{doctor}"
     );
     assert!(b.count("#checks li.check.ok").await >= 1, "{doctor}");
