@@ -105,7 +105,9 @@ grep -q '^ok    every failure class has an alarm' "$WORK/doctor.txt" || fail "do
 if hg doctor > "$WORK/doctor-bare.txt" 2>&1; then fail "doctor ran without --config"; fi
 grep -q 'pass --config FILE' "$WORK/doctor-bare.txt" || fail "doctor without --config said: $(cat "$WORK/doctor-bare.txt")"
 
-hg console --config .local/local.toml --port 0 > "$WORK/console.out" 2> "$WORK/console.err" &
+# The binary itself in the background (not the hg function: its subshell's
+# PID would be killed and the console left running).
+target/debug/hookgate console --config .local/local.toml --port 0 > "$WORK/console.out" 2> "$WORK/console.err" &
 CONSOLE=$!
 for _ in $(seq 40); do grep -q 'open http' "$WORK/console.out" && break; sleep 0.25; done
 login=$(sed -n 's/^hookgate console: open \(http[^ ]*\) .*/\1/p' "$WORK/console.out")
