@@ -2,11 +2,12 @@
 //! deployment values overridden by `HOOKGATE_*` variables, loaded and
 //! validated once at cold start into one typed struct.
 //!
-//! Validation refuses a configuration that could let a provider re-deliver an
-//! event after its inbox record expired (the inbox TTL must be at least twice
-//! the longest re-delivery window among the configured sources), a re-opened
-//! event outlive the ledger records of its actions (the ledger retention at
-//! least twice the inbox TTL), or an action outlive its lease or its function.
+//! A provider cannot re-deliver an event after its inbox record expired: a
+//! record lives twice its provider's re-delivery window
+//! ([`Config::inbox_ttl_for`]). Validation refuses a configuration that
+//! could let a re-opened event outlive the ledger records of its actions (the
+//! ledger retention at least twice the longest record TTL), or an action
+//! outlive its lease or its function.
 //!
 //! - `file`: the TOML as written;
 //! - `env`: the `HOOKGATE_*` overrides, one line each;
@@ -156,7 +157,7 @@ pub struct Config {
     /// once (each with its own destination calls).
     pub batch_concurrency: usize,
     /// How long a ledger record lives past the last reservation of its
-    /// action: at least twice the inbox TTL.
+    /// action: at least twice the longest inbox record TTL.
     pub ledger_retention: Duration,
     pub destinations: BTreeMap<String, DestinationConfig>,
     pub rules: Vec<Rule>,
@@ -651,28 +652,6 @@ impl Config {
             .max()
             .unwrap_or(self.inbox_ttl)
             .max(self.inbox_ttl)
-    }
-
-    pub fn longest_redelivery(&self) -> Option<(String, Duration)> {
-        let providers = self
-            .workspaces
-            .values()
-            .flat_map(|w| w.providers.keys())
-            .map(|p| (p.to_string(), p.redelivery_window()));
-        let eventbridge = (!self.eventbridge.sources.is_empty()).then(|| {
-            let eb = &self.eventbridge;
-            (
-                format!(
-                    "eventbridge (rule MaxEventAge {} s + async MaximumEventAge {} s)",
-                    eb.rule_max_event_age.as_secs(),
-                    eb.async_max_event_age.as_secs()
-                ),
-                eb.redelivery_window(),
-            )
-        });
-        providers
-            .chain(eventbridge)
-            .max_by(|(a_name, a), (b_name, b)| a.cmp(b).then_with(|| b_name.cmp(a_name)))
     }
 
     /// Whether the caller `caller_arn` may decide for `workspace` (`None`: an
