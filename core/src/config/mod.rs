@@ -600,8 +600,6 @@ impl Config {
         })
     }
 
-    /// The configured source with the longest re-delivery window, named as
-    /// the TTL error names it.
     /// How long after its first attempt `provider` may deliver an event
     /// again: its registry horizon; EventBridge's is the deployment's (the
     /// rule's MaxEventAge plus the function's async MaximumEventAge).
