@@ -18,7 +18,7 @@
 #![allow(dead_code)]
 
 use hookgate_core::{
-    Timestamp,
+    Provider, Timestamp,
     provider::{Scheme, hmac::HmacScheme},
     secret::Secret,
 };

@@ -7,7 +7,7 @@
 #[path = "common.rs"]
 mod common;
 
-use hookgate_core::provider::{Delivery, Scheme, SignRequest};
+use hookgate_core::provider::{Delivery, SignRequest, Signed};
 use http::{HeaderMap, HeaderName, HeaderValue};
 use libfuzzer_sys::fuzz_target;
 
