@@ -356,8 +356,8 @@ impl<T: Copy + Send + Sync + 'static> TypedValueParser for Named<T> {
         arg: Option<&Arg>,
         value: &OsStr,
     ) -> Result<T, clap::Error> {
-        let same = |name: &str| normal(name) == normal(&value.to_string_lossy());
-        if let Some(v) = self.all.iter().find(|v| same((self.name)(v))) {
+        let wanted = normal(&value.to_string_lossy());
+        if let Some(v) = self.all.iter().find(|v| normal((self.name)(v)) == wanted) {
             return Ok(*v);
         }
         // clap's own message, with the accepted values: the value is none of

@@ -639,17 +639,10 @@ impl Config {
     /// The longest any record of this configuration lives (the ledger's
     /// retention is held to twice it).
     pub fn longest_inbox_ttl(&self) -> Duration {
-        let providers = self
-            .workspaces
-            .values()
-            .flat_map(|w| w.providers.keys().copied());
-        let eventbridge = (!self.eventbridge.sources.is_empty()).then_some(Provider::Eventbridge);
-        providers
-            .chain(eventbridge)
-            .map(|p| self.inbox_ttl_for(p))
-            .max()
-            .unwrap_or(self.inbox_ttl)
-            .max(self.inbox_ttl)
+        self.inbox_ttls()
+            .into_iter()
+            .map(|(_, ttl)| ttl)
+            .fold(self.inbox_ttl, Duration::max)
     }
 
     /// Whether the caller `caller_arn` may decide for `workspace` (`None`: an

@@ -55,17 +55,11 @@ pub const STANDARD_PROPERTIES: Properties = Properties {
     }),
 };
 
+/// Svix's row: the standard's, under its own name, header and penalty.
 pub const SVIX_PROPERTIES: Properties = Properties {
     provider: Provider::Svix,
     name: "svix",
-    signs: &[Signed::Body, Signed::Timestamp, Signed::Nonce],
-    tolerance: Some(std::time::Duration::from_secs(
-        TOLERANCE_SECS.unsigned_abs(),
-    )),
-    horizon: HORIZON,
     identity: "the `svix-id` header (or `webhook-id`)",
-    handshake: false,
-    batch: false,
     penalty: Penalty {
         consecutive_failures: None,
         rule: "disables an endpoint whose attempts have all failed for 5 days",
@@ -78,6 +72,7 @@ pub const SVIX_PROPERTIES: Properties = Properties {
         canonical: as_received,
         signed_url: same_url,
     }),
+    ..STANDARD_PROPERTIES
 };
 
 /// Header names of one flavour, the preferred set first.
