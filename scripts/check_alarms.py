@@ -21,6 +21,12 @@ named by HOOKGATE_EMF_LOG).
   resource of the template (Ref/GetAtt of a queue, function, rule...), e.g.
   QueueName must be the queue's name (GetAtt Q.QueueName), not its URL (Ref).
 * An alarm without AlarmActions fails (it can change state but tell no one).
+* An alarm on one EMF metric (MetricName, a static Threshold, a greater-than
+  comparison, Statistic Maximum or Sum) must be seen able to fire: the
+  captured values, grouped into the alarm's periods by their EMF Timestamp
+  and reduced by its statistic as CloudWatch would, must cross its
+  threshold in some period. An alarm no test drives over its threshold
+  fails: nothing shows it can ever go to ALARM.
 * Emitted series that no alarm watches are listed (information only).
 * The metric schema (docs/operations.md, "Metric schema") is the one list of
   series: an EMF or metric-filter series it does not list fails, and so does
@@ -35,8 +41,9 @@ named by HOOKGATE_EMF_LOG).
 `--self-test` removes the Dimensions of one custom-namespace alarm in a copy
 of the template (written to target/checks/alarm-self-test-template.json) and
 exits 0 only if the check then fails on that alarm, if an empty schema
-then fails on an emitted series, and if a dashboard showing a metric nothing
-emits fails.
+then fails on an emitted series, if a dashboard showing a metric nothing
+emits fails, and if raising the failure-streak alarm's threshold above
+every captured value fails it as unable to fire.
 
 Exit: 0 passed, 1 a finding, 2 bad input.
 """
@@ -337,6 +344,7 @@ def read_emf(paths):
                         problems.append("a directive without a Namespace")
                         continue
                     metrics = []
+                    largest = {}
                     for m in directive.get("Metrics") or []:
                         name = m.get("Name") if isinstance(m, dict) else None
                         value = doc.get(name)
@@ -347,6 +355,7 @@ def read_emf(paths):
                             problems.append(f"metric {name!r} has no numeric value")
                             continue
                         metrics.append(name)
+                        largest[name] = value if isinstance(value, list) else [value]
                     for dims in directive.get("Dimensions") or []:
                         if len(dims) > MAX_DIMENSIONS:
                             problems.append(f"{len(dims)} dimensions (at most {MAX_DIMENSIONS})")
@@ -358,14 +367,18 @@ def read_emf(paths):
                                 + " missing or empty")
                             continue
                         for metric in metrics:
-                            found.append((series_key(namespace, metric, dims), {d: doc[d] for d in dims}))
+                            found.append((series_key(namespace, metric, dims), {d: doc[d] for d in dims},
+                                          largest[metric]))
                 if problems:
                     # CloudWatch drops a line it cannot extract: nothing from it is published.
                     rejected.append((where, "; ".join(sorted(set(problems))), text.strip()[:200]))
                     continue
-                for key, values in found:
-                    entry = series.setdefault(key, {"count": 0, "values": {}, "source": "EMF"})
+                stamp = meta.get("Timestamp") if isinstance(meta.get("Timestamp"), int) else 0
+                for key, values, points in found:
+                    entry = series.setdefault(key, {"count": 0, "values": {}, "source": "EMF",
+                                                    "points": []})
                     entry["count"] += 1
+                    entry["points"].extend((stamp, v) for v in points)
                     for d, v in values.items():
                         entry["values"].setdefault(d, set()).add(v)
     return series, rejected, lines
@@ -475,6 +488,9 @@ def check(template, series):
             if namespace.startswith("AWS/"):
                 failures.extend(check_aws(template, label, namespace, metric, dims))
             elif key in series:
+                unproven = cannot_fire(props, series[key]) if label == logical else None
+                if unproven:
+                    failures.append(f"{label}: {unproven}")
                 for name, _, value in dims:
                     seen = series[key]["values"].get(name)
                     if seen and str(value) not in seen:
@@ -498,6 +514,37 @@ def check(template, series):
         notes.append(f"{graphs} dashboard series checked as the alarms' are")
     unwatched = sorted((k for k in series if k not in watched_keys), key=show)
     return failures, unwatched, rows, notes
+
+
+CROSSES = {
+    "GreaterThanThreshold": lambda value, threshold: value > threshold,
+    "GreaterThanOrEqualToThreshold": lambda value, threshold: value >= threshold,
+}
+
+
+def cannot_fire(props, entry):
+    """Why the captured values do not show the alarm able to fire, or None
+    (proven, or not an alarm this reasoning covers)."""
+    crosses = CROSSES.get(props.get("ComparisonOperator"))
+    threshold, statistic = props.get("Threshold"), props.get("Statistic")
+    period_ms = int(props.get("Period", 60)) * 1000
+    if (crosses is None or statistic not in ("Maximum", "Sum")
+            or not isinstance(threshold, (int, float)) or "points" not in entry):
+        return None
+    periods = {}
+    for stamp, value in entry["points"]:
+        bucket = stamp // period_ms
+        previous = periods.get(bucket)
+        if previous is None:
+            periods[bucket] = value
+        else:
+            periods[bucket] = previous + value if statistic == "Sum" else max(previous, value)
+    best = max(periods.values(), default=0)
+    if crosses(best, threshold):
+        return None
+    return (f"no period of the captured values crosses its threshold ({statistic} "
+            f"{props['ComparisonOperator']} {threshold}; the most in one period is {best}): "
+            "no test shows it can fire")
 
 
 def check_aws(template, label, namespace, metric, dims):
@@ -626,10 +673,22 @@ def main():
                 print(f"check_alarms self-test: FAILED: {logical} showing a metric nothing emits "
                       "was not caught")
                 sys.exit(1)
+        # An alarm whose threshold no captured value crosses is caught.
+        unreachable = copy.deepcopy(doc)
+        streak = unreachable["Resources"].get("FailureStreakAlarm")
+        if streak is None:
+            print("check_alarms self-test: FAILED: no FailureStreakAlarm to raise")
+            sys.exit(1)
+        streak["Properties"]["Threshold"] = 1e9
+        raised, _ = run(unreachable, emf, schema, out=lambda _: None)
+        if not any(f.startswith("FailureStreakAlarm:") and "can fire" in f for f in raised):
+            print("check_alarms self-test: FAILED: a threshold nothing crosses was not caught")
+            sys.exit(1)
         if caught:
             print(f"check_alarms self-test: ok: with {target}'s Dimensions removed "
                   f"({args.self_test_out}) the check fails: {caught[0]}; a dashboard graph of "
-                  "a metric nothing emits fails it too")
+                  "a metric nothing emits fails it too, and so does a threshold no captured "
+                  "value crosses")
             sys.exit(0)
         print("\n".join(lines))
         print(f"check_alarms self-test: FAILED: removing {target}'s Dimensions was not caught")

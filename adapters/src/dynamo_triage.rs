@@ -7,19 +7,25 @@
 //! status, sharded: `HELD#5`, see `hookgate_core::shard`) + `first_seen` (all
 //! attributes projected, so listing needs no further reads). Alert
 //! markers are items `alert#{marker}` without a status (outside the index),
-//! expiring after a day.
+//! expiring after a day. Failure streaks (`hookgate_core::streak`) are items
+//! `streak#{workspace}#{provider}`, outside the index too: a count `n`, the
+//! last failure's time, expiring `streak::KEPT` after it.
 
-use aws_sdk_dynamodb::{Client, types::ReturnValuesOnConditionCheckFailure};
+use aws_sdk_dynamodb::{
+    Client,
+    types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure},
+};
 use hookgate_core::{
-    InboxPk, Timestamp,
+    InboxPk, Provider, Timestamp, WorkspaceId,
     ports::{Filed, Store, StoreError, TriageStore},
     shard,
+    streak::{self, FailureStreaks},
     triage::{TriageItem, TriageStatus},
 };
 
 use crate::{
     attrs::{Item, get_n, get_s, n, opt_n, opt_s, s},
-    ddb::{TOKEN, own_write, query_shards, stamped, unavailable, write_token},
+    ddb::{TOKEN, applied, own_write, query_shards, stamped, unavailable, write_token},
 };
 
 const STORE: Store = Store::Triage;
@@ -200,6 +206,63 @@ impl TriageStore for DynamoTriage {
             .send()
             .await;
         own_write(STORE, result, |stored| stamped(stored, &token))
+    }
+}
+
+fn streak_pk(workspace: &WorkspaceId, provider: Provider) -> AttributeValue {
+    s(format!(
+        "streak#{}#{}",
+        workspace.as_str(),
+        provider.as_str()
+    ))
+}
+
+impl FailureStreaks for DynamoTriage {
+    /// One atomic `ADD`. An SDK retry of a write whose answer was lost
+    /// counts twice: the streak errs towards the alarm, never away from it.
+    async fn failed(
+        &self,
+        workspace: &WorkspaceId,
+        provider: Provider,
+        now: Timestamp,
+    ) -> Result<u32, StoreError> {
+        let out = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", streak_pk(workspace, provider))
+            .update_expression("ADD n :one SET last_failure = :now, expires_at = :expires")
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":now", n(now.as_millis()))
+            .expression_attribute_values(":expires", n(now.plus(streak::KEPT).as_secs()))
+            .return_values(ReturnValue::UpdatedNew)
+            .send()
+            .await
+            .map_err(unavailable(STORE))?;
+        let item = out.attributes.unwrap_or_default();
+        get_n(&item, "n").map_err(StoreError::corrupt(STORE))
+    }
+
+    /// Cleared only when its last failure came before `at`, so a failure
+    /// another instance counted after this 2xx stays counted.
+    async fn answered(
+        &self,
+        workspace: &WorkspaceId,
+        provider: Provider,
+        at: Timestamp,
+    ) -> Result<bool, StoreError> {
+        let cleared = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", streak_pk(workspace, provider))
+            .condition_expression("n > :zero AND last_failure < :at")
+            .update_expression("SET n = :zero")
+            .expression_attribute_values(":zero", n(0))
+            .expression_attribute_values(":at", n(at.as_millis()))
+            .send()
+            .await;
+        applied(STORE, cleared)
     }
 }
 

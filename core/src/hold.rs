@@ -9,10 +9,11 @@ use crate::InboxPk;
 use serde_json::json;
 
 use crate::{
-    Timestamp,
+    Provider, Timestamp, WorkspaceId,
     inbox::Origin,
     message::QueueMessage,
     ports::{Alerts, Filed, Hold, StoreError, TriageStore},
+    streak::FailureStreaks,
     triage::{Evidence, TriageClass, TriageItem, TriageSource, TriageStatus, classify, item_id},
 };
 
@@ -29,6 +30,28 @@ pub struct Holder<T, A> {
 impl<T, A> Holder<T, A> {
     pub fn new(store: T, alerts: A) -> Self {
         Self { store, alerts }
+    }
+}
+
+/// The failure streaks live in the triage table too: the ingress reaches
+/// them through its holder.
+impl<T: FailureStreaks, A: Send + Sync> FailureStreaks for Holder<T, A> {
+    async fn failed(
+        &self,
+        workspace: &WorkspaceId,
+        provider: Provider,
+        now: Timestamp,
+    ) -> Result<u32, StoreError> {
+        self.store.failed(workspace, provider, now).await
+    }
+
+    async fn answered(
+        &self,
+        workspace: &WorkspaceId,
+        provider: Provider,
+        at: Timestamp,
+    ) -> Result<bool, StoreError> {
+        self.store.answered(workspace, provider, at).await
     }
 }
 

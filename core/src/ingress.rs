@@ -20,6 +20,7 @@ use crate::{
     ports::{ActionQueue, EventError, Hold, InboxStore, Upserted},
     provider::{Delivery, Identity},
     secret::SecretSource,
+    streak::{self, FailureStreaks},
     triage::{Evidence, TriageItem, TriageSource},
 };
 
@@ -53,8 +54,8 @@ fn public_url(binding: &ProviderBinding, query: &str) -> String {
     }
 }
 
-impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold> crate::ports::EventIngress
-    for Ingress<S, Q, K, H>
+impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold + FailureStreaks>
+    crate::ports::EventIngress for Ingress<S, Q, K, H>
 {
     async fn ingest_event(&self, event: &[u8], now: Timestamp) -> Result<Verdict, EventError> {
         self.handle_event(event, now).await
@@ -203,9 +204,11 @@ pub struct Ingress<S, Q, K, H> {
     queue: Q,
     secrets: K,
     holder: H,
+    /// This process's failure streaks (`streak`).
+    streaks: streak::Book,
 }
 
-impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold> Ingress<S, Q, K, H> {
+impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold + FailureStreaks> Ingress<S, Q, K, H> {
     pub fn new(config: Arc<Config>, store: S, queue: Q, secrets: K, holder: H) -> Self {
         Self {
             config,
@@ -213,6 +216,7 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold> Ingress<S, Q, K, H
             queue,
             secrets,
             holder,
+            streaks: streak::Book::default(),
         }
     }
 
@@ -221,18 +225,67 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold> Ingress<S, Q, K, H
         let started = Instant::now();
         let span = delivery_span();
         let outcome = self.process(&req, now).instrument(span.clone()).await;
-        let known = self.known(&req);
+        let streak = match self.known(&req) {
+            Some((workspace, provider)) => Some(
+                self.count(&workspace, provider, outcome.status, now)
+                    .instrument(span.clone())
+                    .await,
+            ),
+            None => None,
+        };
         let _in = span.enter();
-        log_delivery(req.provider, req.workspace, known, now, &outcome, started);
+        let known = streak.is_some();
+        let streak = streak.unwrap_or(0);
+        log_delivery(
+            req.provider,
+            req.workspace,
+            (known, streak),
+            now,
+            &outcome,
+            started,
+        );
         outcome.reply()
     }
 
-    /// Whether the URL names a configured binding: only then do its segments
-    /// become metric dimensions.
-    fn known(&self, req: &WebhookRequest<'_>) -> bool {
-        match (req.provider.parse(), WorkspaceId::parse(req.workspace)) {
-            (Ok(provider), Ok(workspace)) => self.config.binding(&workspace, provider).is_some(),
-            _ => false,
+    /// The configured binding the URL names, if any: only then do its
+    /// segments become metric dimensions, and its answers a streak.
+    fn known(&self, req: &WebhookRequest<'_>) -> Option<(WorkspaceId, Provider)> {
+        let provider = req.provider.parse().ok()?;
+        let workspace = WorkspaceId::parse(req.workspace).ok()?;
+        self.config.binding(&workspace, provider)?;
+        Some((workspace, provider))
+    }
+
+    /// Counts one answer in the binding's failure streak (`streak`); the
+    /// streak after it. A store that fails here changes no answer: the
+    /// process's own run still counts, and a count left uncleared is
+    /// cleared by a 2xx within `streak::RECHECK`.
+    async fn count(
+        &self,
+        workspace: &WorkspaceId,
+        provider: Provider,
+        status: u16,
+        now: Timestamp,
+    ) -> u32 {
+        if !streak::is_failure(status) {
+            if self.streaks.answered(workspace, provider, now)
+                && let Err(e) = self.holder.answered(workspace, provider, now).await
+            {
+                tracing::debug!(error = %e, "failure streak not cleared");
+            }
+            return 0;
+        }
+        let ours = streak::is_ours(status);
+        let run = self.streaks.failed(workspace, provider, ours);
+        if !ours {
+            return run;
+        }
+        match self.holder.failed(workspace, provider, now).await {
+            Ok(shared) => run.max(shared),
+            Err(e) => {
+                tracing::debug!(error = %e, "failure streak not counted");
+                run
+            }
         }
     }
 
@@ -256,7 +309,7 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold> Ingress<S, Q, K, H
                 log_delivery(
                     Provider::Eventbridge.as_str(),
                     metrics::UNKNOWN,
-                    true,
+                    (true, 0),
                     now,
                     &outcome,
                     started,
@@ -267,7 +320,7 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold> Ingress<S, Q, K, H
         log_delivery(
             Provider::Eventbridge.as_str(),
             workspace.as_str(),
-            true,
+            (true, 0),
             now,
             &outcome,
             started,
@@ -577,10 +630,13 @@ fn delivery_span() -> tracing::Span {
     tracing::info_span!("delivery", correlation_id = tracing::field::Empty)
 }
 
+/// `known`: the provider and workspace name a binding (else they are not
+/// dimensions); `streak`: the binding's failure streak after this answer
+/// (an EventBridge event has none: a rule disables nothing).
 fn log_delivery(
     provider: &str,
     workspace: &str,
-    known: bool,
+    (known, streak): (bool, u32),
     now: Timestamp,
     outcome: &Outcome,
     started: Instant,
@@ -608,6 +664,7 @@ fn log_delivery(
                 "IngressUnavailable",
                 f64::from(u8::from(outcome.status == 503)),
             ),
+            ("FailureStreak", f64::from(streak)),
         ],
         now,
     );
@@ -621,6 +678,7 @@ fn log_delivery(
         event_key = outcome.event_key.as_ref().map(EventKey::as_str),
         attempt = outcome.attempt,
         reason = outcome.reason.as_deref(),
+        failure_streak = (streak > 0).then_some(streak),
         latency_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
         "delivery"
     );

@@ -28,6 +28,7 @@ pub mod provider;
 pub mod rules;
 pub mod secret;
 pub mod shard;
+pub mod streak;
 pub mod sweep;
 pub mod time;
 pub mod triage;

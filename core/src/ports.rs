@@ -19,7 +19,8 @@
 //!
 //! Defined with their subsystem, re-exported here:
 //! - [`Destination`]: a CRM or business API, and how it makes writes safe;
-//! - [`SecretSource`]: webhook and destination secrets by reference.
+//! - [`SecretSource`]: webhook and destination secrets by reference;
+//! - [`FailureStreaks`]: each binding's shared count of failed answers.
 
 use std::{sync::Arc, time::Duration};
 
@@ -32,7 +33,9 @@ use crate::{
     names::names,
     triage::{TriageItem, TriageStatus},
 };
-pub use crate::{destination::Destination, ledger::Attempt, secret::SecretSource};
+pub use crate::{
+    destination::Destination, ledger::Attempt, secret::SecretSource, streak::FailureStreaks,
+};
 
 /// Which store failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -23,6 +23,11 @@ async fn the_memory_triage_table_honours_the_triage_contract() {
 }
 
 #[tokio::test]
+async fn the_memory_triage_table_honours_the_failure_streak_contract() {
+    contract::streak::failure_streaks_contract(&MemoryTriage::default(), "mem").await;
+}
+
+#[tokio::test]
 async fn the_memory_queue_honours_the_action_queue_contract() {
     let queue = MemoryQueue::default();
     contract::queue::action_queue_contract(&queue, || async { queue.sent() }, "mem").await;

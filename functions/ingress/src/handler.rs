@@ -14,6 +14,7 @@ use hookgate_core::{
     ingress::{Ingress, Refusal, Reply, WebhookRequest, webhook_route},
     ports::{ActionQueue, EventError, Hold, InboxStore},
     secret::SecretSource,
+    streak::FailureStreaks,
 };
 use lambda_http::{
     Body, Request, RequestExt, Response, http::header::CONTENT_TYPE, lambda_runtime::Diagnostic,
@@ -53,7 +54,7 @@ where
     S: InboxStore,
     Q: ActionQueue,
     K: SecretSource,
-    H: Hold,
+    H: Hold + FailureStreaks,
 {
     let now = Timestamp::now();
     let body: &[u8] = match request.body() {

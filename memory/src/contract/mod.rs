@@ -6,4 +6,5 @@ pub mod inbox;
 pub mod ledger;
 pub mod lost;
 pub mod queue;
+pub mod streak;
 pub mod triage;

@@ -8,9 +8,10 @@ use std::{
 };
 
 use hookgate_core::{
-    Timestamp,
+    Provider, Timestamp, WorkspaceId,
     hold::Holder,
     ports::{Alerts, Filed, StoreError, TriageStore},
+    streak::FailureStreaks,
     triage::{TriageItem, TriageStatus},
 };
 
@@ -29,6 +30,9 @@ struct State {
     /// expire after a day through TTL, which deletes them up to days later;
     /// a test never outlives one.
     markers: BTreeMap<String, u64>,
+    /// Each binding's shared failure streak: the count and its last
+    /// failure's time.
+    streaks: BTreeMap<(WorkspaceId, Provider), (u32, Timestamp)>,
 }
 
 /// Triage items by id. A handle: clones share the same table.
@@ -41,6 +45,52 @@ pub struct MemoryTriage {
 impl LoseAnswers for MemoryTriage {
     fn lose_answer_after(&self, skip: u32, count: u32) {
         self.replays.lose_after(skip, count);
+    }
+}
+
+impl FailureStreaks for MemoryTriage {
+    async fn failed(
+        &self,
+        workspace: &WorkspaceId,
+        provider: Provider,
+        now: Timestamp,
+    ) -> Result<u32, StoreError> {
+        Ok(self.with(|s| {
+            let streak = s
+                .streaks
+                .entry((workspace.clone(), provider))
+                .or_insert((0, now));
+            *streak = (streak.0 + 1, now);
+            streak.0
+        }))
+    }
+
+    async fn answered(
+        &self,
+        workspace: &WorkspaceId,
+        provider: Provider,
+        at: Timestamp,
+    ) -> Result<bool, StoreError> {
+        Ok(self.with(
+            |s| match s.streaks.get_mut(&(workspace.clone(), provider)) {
+                Some(streak) if streak.0 > 0 && streak.1 < at => {
+                    streak.0 = 0;
+                    true
+                }
+                _ => false,
+            },
+        ))
+    }
+}
+
+impl MemoryTriage {
+    /// A binding's shared failure streak (0 when none was counted).
+    pub fn streak(&self, workspace: &WorkspaceId, provider: Provider) -> u32 {
+        self.with(|s| {
+            s.streaks
+                .get(&(workspace.clone(), provider))
+                .map_or(0, |streak| streak.0)
+        })
     }
 }
 

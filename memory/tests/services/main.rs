@@ -7,5 +7,6 @@ mod decisions;
 mod held;
 mod pipeline;
 mod refusals;
+mod streak;
 mod support;
 mod sweep;

@@ -29,6 +29,12 @@ async fn the_dynamodb_triage_table_honours_the_triage_contract() {
 }
 
 #[tokio::test]
+async fn the_dynamodb_triage_table_honours_the_failure_streak_contract() {
+    let p = Pipeline::new("contract-streak").await;
+    contract::streak::failure_streaks_contract(&p.triage, "ddb").await;
+}
+
+#[tokio::test]
 async fn the_dynamodb_stores_read_a_retried_decision_as_their_own() {
     let p = Pipeline::new("contract-lost").await;
     let emulator = Emulator::shared();

@@ -20,6 +20,7 @@ mod rejects;
 mod secrets;
 mod sim_crm;
 mod sources;
+mod streak;
 mod triage;
 mod worker;
 
