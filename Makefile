@@ -31,7 +31,8 @@ export HOOKGATE_EMULATOR_PYTHON ?= $(VENV_PY)
 ## EMF line), the console in headless Chromium, the simulator's regression
 ## seeds and SIM_CASES fresh scenarios, make local's script with the operator
 ## CLI against its stack (its AWS calls recorded too), then the IAM and alarm
-## checks over the recordings; (4) every fixture through cargo lambda, the
+## checks over the recordings; (4) the provider fixtures made again by the
+## providers' own SDKs, every fixture through cargo lambda, the
 ## operator CLI standing alone, the coldstart, perf and fuzz smoke runs, and
 ## make deploy's refusals.
 SIM_CASES ?= 8000
@@ -47,6 +48,7 @@ test:
 		every_simulated_scenario the_regression_seeds
 	HOOKGATE_CALL_LOG=$(CURDIR)/$(CALL_LOG) $(MAKE) local-smoke
 	$(MAKE) iam-check alarm-check
+	$(MAKE) provider-fixtures-check
 	$(MAKE) invoke-fixtures
 	$(MAKE) cli-check
 	$(MAKE) coldstart-smoke
@@ -328,7 +330,29 @@ EMF_LOG ?= target/checks/emf.jsonl
 TRANSFORMED ?= target/infra/template.json
 IAM_CHECK := tools/iam-check
 
-.PHONY: iam-check alarm-check iam-tools
+.PHONY: iam-check alarm-check iam-tools provider-fixtures provider-fixtures-check provider-sdks
+
+# ---- The providers' SDKs and the fixtures they sign (docs/providers.md) ----
+PROVIDERS_VENV := .venv-providers
+PROVIDER_FIXTURES := fixtures/providers
+
+## provider-fixtures: writes fixtures/providers/deliveries/*.json, each signed
+## or checked by its provider's own SDK (pinned: PyPI and npm).
+provider-fixtures: provider-sdks
+	$(PROVIDERS_VENV)/bin/python $(PROVIDER_FIXTURES)/make.py
+
+## provider-fixtures-check: makes them again and fails on any difference.
+provider-fixtures-check: provider-sdks
+	$(PROVIDERS_VENV)/bin/python $(PROVIDER_FIXTURES)/make.py --check
+
+provider-sdks: $(PROVIDERS_VENV)/.installed $(PROVIDER_FIXTURES)/node_modules/.installed
+
+$(PROVIDERS_VENV)/.installed: $(PROVIDER_FIXTURES)/requirements.txt $(PROVIDER_FIXTURES)/constraints.txt
+	$(call pinned-venv,$(PROVIDERS_VENV),$(PROVIDER_FIXTURES)/requirements.txt,$(PROVIDER_FIXTURES)/constraints.txt)
+
+$(PROVIDER_FIXTURES)/node_modules/.installed: $(PROVIDER_FIXTURES)/package.json $(PROVIDER_FIXTURES)/package-lock.json
+	cd $(PROVIDER_FIXTURES) && npm ci --no-audit --no-fund --ignore-scripts
+	touch $@
 
 ## iam-tools: the IAM check's pinned node packages (npm ci, when the lock changes).
 iam-tools: $(IAM_CHECK)/node_modules/.installed

@@ -262,6 +262,23 @@ mod tests {
         }
     }
 
+    const TEST_1_SEED: &str = "nWGxne/9WmC6hEr0kuwsxERJxWl7MmkZcDusAxyuf2A=";
+    const TEST_1_PUBLIC: &str = "11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=";
+
+    #[test]
+    fn an_ed25519_provider_refuses_a_secret_that_is_no_private_key() {
+        let path = body_file("telnyx", b"{}");
+        let err = run(
+            &args(Provider::Telnyx, &path, TEST_1_PUBLIC.trim_end_matches('=')),
+            Timestamp::from_secs(1),
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string().contains("base64 of its 32-byte seed"),
+            "{err:#}"
+        );
+    }
+
     fn body_file(name: &str, body: &[u8]) -> PathBuf {
         let path =
             std::env::temp_dir().join(format!("hookgate-sign-{}-{name}", std::process::id()));
@@ -274,8 +291,14 @@ mod tests {
         let body = br#"{"type":"t","id":"evt_1","event":"call_ended","call":{"call_id":"c"}}"#;
         let path = body_file("all", body);
         let now = Timestamp::from_secs(1_700_000_000);
-        let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+        let hmac_secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
         for provider in Scheme::fixed_providers() {
+            // Telnyx signs with a private key (RFC 8032's TEST 1 seed) and
+            // is verified with its public key.
+            let (secret, key) = match provider {
+                Provider::Telnyx => (TEST_1_SEED, TEST_1_PUBLIC),
+                _ => (hmac_secret, hmac_secret),
+            };
             let out = run(&args(provider, &path, secret), now).unwrap();
             let mut headers = http::HeaderMap::new();
             let lines: Vec<&str> = out.lines().collect();
@@ -295,7 +318,7 @@ mod tests {
             };
             let scheme = Scheme::fixed(provider).unwrap();
             assert_eq!(
-                scheme.verify(&delivery, &[Secret::new(secret)], now),
+                scheme.verify(&delivery, &[Secret::new(key)], now),
                 Ok(()),
                 "{provider}"
             );

@@ -145,6 +145,8 @@ struct Outcome {
     public: String,
     /// Said to the log only.
     reason: Option<String>,
+    /// A handshake's answer (the body of a 200).
+    answer: Option<String>,
 }
 
 impl Outcome {
@@ -156,6 +158,20 @@ impl Outcome {
             attempt: Some(attempt),
             public: String::new(),
             reason: None,
+            answer: None,
+        }
+    }
+
+    /// The provider's handshake, answered: nothing stored or queued.
+    fn handshake(answer: String) -> Self {
+        Self {
+            status: 200,
+            verdict: None,
+            event_key: None,
+            attempt: None,
+            public: String::new(),
+            reason: Some("handshake answered".into()),
+            answer: Some(answer),
         }
     }
 
@@ -167,6 +183,7 @@ impl Outcome {
             attempt: None,
             public: public.into(),
             reason: Some(reason.into()),
+            answer: None,
         }
     }
 
@@ -183,6 +200,12 @@ impl Outcome {
     }
 
     fn reply(&self) -> Reply {
+        if let Some(answer) = &self.answer {
+            return Reply {
+                status: self.status,
+                body: answer.clone(),
+            };
+        }
         let body = match (&self.verdict, &self.event_key) {
             (Some(verdict), Some(key)) if self.status == 202 => {
                 json!({ "verdict": verdict.as_str(), "event_key": key.as_str() })
@@ -377,8 +400,17 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold + FailureStreaks> I
             body: req.body,
             url: &url,
         };
-        if let Err(outcome) = self.verify(provider, binding, &delivery, now).await {
-            return outcome;
+        let secrets = match self.verify(provider, binding, &delivery, now).await {
+            Ok(secrets) => secrets,
+            Err(outcome) => return outcome,
+        };
+        // Authentic first: a handshake is answered only to its provider.
+        match binding.scheme.handshake(&delivery, &secrets, now) {
+            Some(Ok(answer)) => return Outcome::handshake(answer),
+            Some(Err(e)) => {
+                return Outcome::refused(Refusal::BadRequest, e.to_string(), e.to_string());
+            }
+            None => {}
         }
         let identity = match binding.scheme.identify(&delivery) {
             Ok(identity) => identity,
@@ -400,16 +432,17 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold + FailureStreaks> I
         self.persist(record, now).await
     }
 
-    /// Verifies with every resolvable secret. A forgery is a 401; but when a
-    /// secret could not be resolved it may be the one that would have matched,
-    /// so the answer is a 503 and the provider retries once it is fixed.
+    /// Verifies with every resolvable secret, and gives them back. A forgery
+    /// is a 401; but when a secret could not be resolved it may be the one
+    /// that would have matched, so the answer is a 503 and the provider
+    /// retries once it is fixed.
     async fn verify(
         &self,
         provider: Provider,
         binding: &ProviderBinding,
         delivery: &Delivery<'_>,
         now: Timestamp,
-    ) -> Result<(), Outcome> {
+    ) -> Result<Vec<crate::secret::Secret>, Outcome> {
         let mut secrets = Vec::with_capacity(binding.secrets.len());
         let mut unresolved = Vec::new();
         for reference in &binding.secrets {
@@ -419,7 +452,7 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold + FailureStreaks> I
             }
         }
         match binding.scheme.verify(delivery, &secrets, now) {
-            Ok(()) => Ok(()),
+            Ok(()) => Ok(secrets),
             Err(e) if !unresolved.is_empty() || e.is_ours() => {
                 tracing::error!(
                     alarm = alarm::SECRET,

@@ -39,6 +39,7 @@ pub const PROPERTIES: Properties = Properties {
         sign: |req| Ok(sign(req)),
         canonical: as_received,
         signed_url: same_url,
+        handshake: None,
     }),
 };
 

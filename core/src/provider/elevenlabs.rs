@@ -43,13 +43,17 @@ pub const PROPERTIES: Properties = Properties {
         sign: |req| Ok(sign(req)),
         canonical: as_received,
         signed_url: same_url,
+        handshake: None,
     }),
 };
 
 /// The header, tag and tolerance of ElevenLabs' scheme.
 pub const SCHEME: TimestampedHex = TimestampedHex {
     header: "elevenlabs-signature",
+    time: "t",
     tag: "v0",
+    separator: ',',
+    join: ".",
     tolerance_secs: 30 * 60,
 };
 pub fn verify(d: &Delivery<'_>, secrets: &[Secret], now: Timestamp) -> Result<(), VerifyError> {

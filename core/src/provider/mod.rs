@@ -9,16 +9,25 @@
 //! what the verifier checks.
 
 mod bland;
+mod calendly;
 mod elevenlabs;
 mod eventbridge;
 mod github;
 pub mod hmac;
+mod paddle;
+mod plivo;
 mod registry;
 mod retell;
+mod shopify;
+mod slack;
+mod square;
 mod standard_webhooks;
 pub mod stripe;
+mod telnyx;
 mod timestamped;
 pub mod twilio;
+mod vonage;
+mod zoom;
 
 use std::{fmt, str::FromStr, time::Duration};
 
@@ -27,7 +36,8 @@ use http::HeaderMap;
 use crate::{EventKey, Timestamp, crypto, secret::Secret};
 
 pub use registry::{
-    Fixed, Horizon, Penalty, Properties, REGISTRY, Signature, Signed, as_received, same_url,
+    Fixed, Handshake, Horizon, Penalty, Properties, REGISTRY, Signature, Signed, as_received,
+    same_url,
 };
 
 /// A webhook source hookgate knows: the URL segment, config key and inbox
@@ -42,6 +52,15 @@ pub enum Provider {
     Retell,
     Elevenlabs,
     Bland,
+    Shopify,
+    Paddle,
+    Square,
+    Calendly,
+    Slack,
+    Zoom,
+    Telnyx,
+    Plivo,
+    Vonage,
     /// Generic HMAC, configured per workspace (covers Vapi).
     Hmac,
     /// An EventBridge rule target: no URL, no signature (trust is IAM).
@@ -169,6 +188,25 @@ impl Scheme {
             Some(canonical) => Cow::Owned(canonical.into_bytes()),
             None => Cow::Borrowed(delivery.body),
         }
+    }
+
+    /// The answer to a verified delivery that is the provider's handshake
+    /// (`None`: an event, to be identified and stored). The answer is made
+    /// with the secret that verifies it.
+    pub fn handshake(
+        &self,
+        delivery: &Delivery<'_>,
+        secrets: &[Secret],
+        now: Timestamp,
+    ) -> Option<Result<String, ParseError>> {
+        let handshake = self.functions()?.handshake?;
+        if !(handshake.is)(delivery) {
+            return None;
+        }
+        let secret = secrets
+            .iter()
+            .find(|s| self.verify(delivery, std::slice::from_ref(*s), now).is_ok())?;
+        Some((handshake.answer)(delivery, secret))
     }
 
     /// Reads the event type and key of an already verified delivery.
@@ -503,6 +541,37 @@ pub(crate) mod test_support {
     pub fn signed(scheme: &Scheme, req: &SignRequest<'_>) -> HeaderMap {
         headers(&scheme.sign(req).unwrap())
     }
+
+    /// The key that signs as `secret` names it, and the key that verifies
+    /// what it signs: `secret` twice for an HMAC scheme; for Ed25519
+    /// (Telnyx) a seed drawn from it and the seed's public key.
+    pub fn keys(scheme: &Scheme, secret: &Secret) -> (Secret, Secret) {
+        use base64::{Engine, engine::general_purpose::STANDARD};
+        if scheme.provider() != Provider::Telnyx {
+            return (secret.clone(), secret.clone());
+        }
+        let seed: [u8; 32] = crypto::hmac_sha256(b"seed", &[secret.expose()]);
+        let public = ed25519_dalek::SigningKey::from_bytes(&seed).verifying_key();
+        (
+            Secret::new(STANDARD.encode(seed)),
+            Secret::new(STANDARD.encode(public.to_bytes())),
+        )
+    }
+
+    /// A body every scheme of `all_schemes` identifies: one JSON object
+    /// with each one's fields, except where a scheme needs its own shape
+    /// (Slack's envelope, Plivo's form).
+    pub fn sample_body(provider: Provider) -> &'static [u8] {
+        match provider {
+            Provider::Slack => {
+                br#"{"type":"event_callback","team_id":"T1","event_id":"Ev1","event":{"type":"app_mention"}}"#
+            }
+            Provider::Plivo => b"CallUUID=c1&Event=StartApp&From=1&To=2",
+            _ => BODY,
+        }
+    }
+
+    pub const BODY: &[u8] = br#"{"type":"x","id":"evt_1","event":"call_ended","call":{"call_id":"c1"},"call_id":"c1","CallSid":"CA1","data":{"conversation_id":"v1","id":"d1","event_type":"x"},"message":{"type":"status-update","call":{"id":"c1"}},"event_id":"evt_1","event_type":"x","event_ts":1,"payload":{"uri":"u1"},"message_uuid":"m1"}"#;
 }
 
 #[cfg(test)]
@@ -542,18 +611,18 @@ mod tests {
         }
     }
 
-    const BODY: &[u8] = br#"{"type":"x","id":"evt_1","event":"call_ended","call":{"call_id":"c1"},"call_id":"c1","CallSid":"CA1","data":{"conversation_id":"v1"},"message":{"type":"status-update","call":{"id":"c1"}}}"#;
-
     #[test]
     fn every_scheme_verifies_and_identifies_what_it_signs_and_rejects_one_changed_byte() {
-        let secret = Secret::new("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw");
+        let named = Secret::new("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw");
         let now = Timestamp::from_secs(1_700_000_000);
         for scheme in all_schemes() {
             let p = scheme.provider();
-            let h = signed(&scheme, &sign_req(BODY, &secret, now));
+            let (key, secret) = keys(&scheme, &named);
+            let body = sample_body(p);
+            let h = signed(&scheme, &sign_req(body, &key, now));
             let ok = Delivery {
                 headers: &h,
-                body: BODY,
+                body,
                 url: URL,
             };
             assert_eq!(
@@ -561,16 +630,16 @@ mod tests {
                 Ok(()),
                 "{p}"
             );
-            if !scheme.properties().signs(Signed::Form) {
-                // A scheme that signs a form reads the body as one; this
-                // JSON is not one.
+            if !scheme.properties().signs(Signed::Form) || body != BODY {
+                // A scheme that signs a form reads the body as one: the
+                // JSON sample is none, its own sample is.
                 assert!(
                     scheme.identify(&ok).is_ok(),
                     "{p}: {:?}",
                     scheme.identify(&ok)
                 );
             }
-            let mut tampered = BODY.to_vec();
+            let mut tampered = body.to_vec();
             tampered[10] ^= 1;
             let bad = Delivery {
                 headers: &h,
@@ -593,11 +662,14 @@ mod tests {
         let now = Timestamp::from_secs(1_700_000_000);
         for scheme in all_schemes() {
             let p = scheme.provider();
-            for signer in [&old, &new] {
-                let h = signed(&scheme, &sign_req(BODY, signer, now));
+            let [(old_key, old), (new_key, new), (_, other)] =
+                [&old, &new, &other].map(|s| keys(&scheme, s));
+            let body = sample_body(p);
+            for signer in [&old_key, &new_key] {
+                let h = signed(&scheme, &sign_req(body, signer, now));
                 let d = Delivery {
                     headers: &h,
-                    body: BODY,
+                    body,
                     url: URL,
                 };
                 assert_eq!(

@@ -64,6 +64,19 @@ pub struct Fixed {
     /// The URL to sign for a body sent to `url` (Twilio adds a JSON body's
     /// hash to the query); the URL itself for the others.
     pub signed_url: fn(&str, &[u8]) -> String,
+    /// How it proves the endpoint before it delivers (`None`: it does not).
+    pub handshake: Option<Handshake>,
+}
+
+/// A provider's challenge to the endpoint (Slack's `url_verification`,
+/// Zoom's `endpoint.url_validation`): verified like any delivery, then
+/// answered at once with 200 and nothing stored or queued.
+#[derive(Debug, Clone, Copy)]
+pub struct Handshake {
+    /// Whether an authentic delivery is the challenge, not an event.
+    pub is: fn(&Delivery<'_>) -> bool,
+    /// The answer (a JSON body), made with the secret that verified it.
+    pub answer: fn(&Delivery<'_>, &Secret) -> Result<String, ParseError>,
 }
 
 /// The body as received: no canonical form.
@@ -125,7 +138,7 @@ impl Properties {
 
 /// Every provider, in [`Provider`]'s declaration order: `Provider::properties`
 /// indexes it by the variant, and a test holds the two in step.
-pub const REGISTRY: [&Properties; 10] = [
+pub const REGISTRY: [&Properties; 19] = [
     &super::standard_webhooks::STANDARD_PROPERTIES,
     &super::standard_webhooks::SVIX_PROPERTIES,
     &super::stripe::PROPERTIES,
@@ -134,6 +147,15 @@ pub const REGISTRY: [&Properties; 10] = [
     &super::retell::PROPERTIES,
     &super::elevenlabs::PROPERTIES,
     &super::bland::PROPERTIES,
+    &super::shopify::PROPERTIES,
+    &super::paddle::PROPERTIES,
+    &super::square::PROPERTIES,
+    &super::calendly::PROPERTIES,
+    &super::slack::PROPERTIES,
+    &super::zoom::PROPERTIES,
+    &super::telnyx::PROPERTIES,
+    &super::plivo::PROPERTIES,
+    &super::vonage::PROPERTIES,
     &super::hmac::PROPERTIES,
     &super::eventbridge::PROPERTIES,
 ];
@@ -247,6 +269,12 @@ mod tests {
                     row.name
                 );
             }
+            assert_eq!(
+                row.handshake,
+                row.fixed.is_some_and(|f| f.handshake.is_some()),
+                "{}: the declared handshake and its functions",
+                row.name
+            );
             assert!(!row.horizon.source.is_empty(), "{}", row.name);
             assert!(!row.penalty.source.is_empty(), "{}", row.name);
         }

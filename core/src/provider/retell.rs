@@ -47,6 +47,7 @@ pub const PROPERTIES: Properties = Properties {
         sign: |req| Ok(sign(req)),
         canonical: as_received,
         signed_url: same_url,
+        handshake: None,
     }),
 };
 const HEADER: &str = "x-retell-signature";

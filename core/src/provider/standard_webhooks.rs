@@ -52,6 +52,7 @@ pub const STANDARD_PROPERTIES: Properties = Properties {
         sign: |req| sign(STANDARD, req),
         canonical: as_received,
         signed_url: same_url,
+        handshake: None,
     }),
 };
 
@@ -71,6 +72,7 @@ pub const SVIX_PROPERTIES: Properties = Properties {
         sign: |req| sign(SVIX, req),
         canonical: as_received,
         signed_url: same_url,
+        handshake: None,
     }),
     ..STANDARD_PROPERTIES
 };

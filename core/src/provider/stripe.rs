@@ -41,13 +41,17 @@ pub const PROPERTIES: Properties = Properties {
         sign: |req| Ok(sign(req)),
         canonical: |d| canonical(d.body),
         signed_url: same_url,
+        handshake: None,
     }),
 };
 
 /// The header, tag and tolerance of Stripe's scheme.
 pub const SCHEME: TimestampedHex = TimestampedHex {
     header: "stripe-signature",
+    time: "t",
     tag: "v1",
+    separator: ',',
+    join: ".",
     tolerance_secs: 300,
 };
 pub fn verify(d: &Delivery<'_>, secrets: &[Secret], now: Timestamp) -> Result<(), VerifyError> {

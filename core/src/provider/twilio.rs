@@ -56,6 +56,7 @@ pub const PROPERTIES: Properties = Properties {
         sign: |req| Ok(sign(req)),
         canonical: |d| is_form(d).then(|| canonical_form(d.body)),
         signed_url,
+        handshake: None,
     }),
 };
 

@@ -4,6 +4,7 @@
 //! same services on DynamoDB and SQS.
 
 mod decisions;
+mod handshakes;
 mod held;
 mod pipeline;
 mod refusals;

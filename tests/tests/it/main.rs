@@ -3,6 +3,7 @@
 
 mod apigw_events;
 mod aws_requests;
+mod catalog;
 mod console;
 mod contracts;
 mod crash_points;

@@ -1,0 +1,172 @@
+//! Zoom.
+//!
+//! `x-zm-signature: v0=<hex HMAC-SHA256("v0:{ts}:{body}")>`, keyed by the
+//! app's secret token, with the time in `x-zm-request-timestamp`. Zoom
+//! documents no tolerance, and not whether a retry is signed again: 90
+//! minutes covers its retries (5, 20 and 60 minutes apart). The
+//! `endpoint.url_validation` handshake is signed too, and answered
+//! `{plainToken, encryptedToken}` (the hex HMAC-SHA256 of `plainToken`
+//! under the secret token) once verified, with nothing stored; Zoom repeats
+//! it every 72 hours.
+//!
+//! Event key: Zoom documents no event id. `{event}:{event_ts}`, and the
+//! object's `uuid` or `id` when it has one: the event's type, its time
+//! (milliseconds, in the body, not the signature's) and what it is about,
+//! the same on every retry. Event type: `event`.
+
+use std::{borrow::Cow, time::Duration};
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::timestamped::VersionedHex;
+use super::{
+    Delivery, Fixed, Handshake, Horizon, Identity, ParseError, Penalty, Properties, Provider,
+    Signed, as_received, parse_json, required, same_url,
+};
+use crate::{EventKey, Timestamp, crypto, secret::Secret};
+
+pub const PROPERTIES: Properties = Properties {
+    provider: Provider::Zoom,
+    name: "zoom",
+    signs: &[Signed::Body, Signed::Timestamp],
+    tolerance: Some(Duration::from_secs(SCHEME.tolerance_secs.unsigned_abs())),
+    horizon: Horizon {
+        window: Duration::from_secs(2 * 3600),
+        source: "an unanswered event is retried 3 times, 5, 20 and 60 minutes apart, about 85 minutes in all (https://developers.zoom.us/blog/webhook-delays); two hours",
+    },
+    identity: "`{event}:{event_ts}`, and the object's `uuid` or `id` (no event id is documented)",
+    handshake: true,
+    batch: false,
+    penalty: Penalty {
+        consecutive_failures: None,
+        rule: "after its 3 retries fail, no further notification about that event is sent until a support ticket resets the count; an endpoint that fails its 72-hour validation receives no events",
+        source: "https://developers.zoom.us/blog/webhook-delays",
+    },
+    fixed: Some(Fixed {
+        verify: |d, secrets, now| SCHEME.verify(d, secrets, now),
+        identify,
+        sign: |req| Ok(SCHEME.sign(req)),
+        canonical: as_received,
+        signed_url: same_url,
+        handshake: Some(Handshake {
+            is: is_handshake,
+            answer,
+        }),
+    }),
+};
+
+/// The headers and tolerance of Zoom's scheme.
+pub const SCHEME: VersionedHex = VersionedHex {
+    header: "x-zm-signature",
+    timestamp_header: "x-zm-request-timestamp",
+    tolerance_secs: 90 * 60,
+};
+
+const VALIDATION: &str = "endpoint.url_validation";
+
+#[derive(Deserialize)]
+struct Event<'a> {
+    #[serde(borrow)]
+    event: Option<Cow<'a, str>>,
+    event_ts: Option<i64>,
+    payload: Option<Value>,
+}
+
+fn is_handshake(d: &Delivery<'_>) -> bool {
+    parse_json::<Event<'_>>(d.body).is_ok_and(|e| e.event.as_deref() == Some(VALIDATION))
+}
+
+fn answer(d: &Delivery<'_>, secret: &Secret) -> Result<String, ParseError> {
+    let event: Event<'_> = parse_json(d.body)?;
+    let plain = event
+        .payload
+        .as_ref()
+        .and_then(|p| p.get("plainToken"))
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty())
+        .ok_or(ParseError::MissingField("payload.plainToken"))?;
+    let encrypted = hex::encode(crypto::hmac_sha256(secret.expose(), &[plain.as_bytes()]));
+    Ok(serde_json::json!({ "plainToken": plain, "encryptedToken": encrypted }).to_string())
+}
+
+pub fn identify(d: &Delivery<'_>) -> Result<Identity, ParseError> {
+    let event: Event<'_> = parse_json(d.body)?;
+    let kind = required(event.event.as_deref(), "event")?;
+    let at = event.event_ts.ok_or(ParseError::MissingField("event_ts"))?;
+    let object = event
+        .payload
+        .as_ref()
+        .and_then(|p| p.get("object"))
+        .and_then(|o| o.get("uuid").or_else(|| o.get("id")))
+        .and_then(|v| match v {
+            Value::String(s) if !s.is_empty() => Some(s.clone()),
+            Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        });
+    let key = match object {
+        Some(object) => format!("{kind}:{at}:{object}"),
+        None => format!("{kind}:{at}"),
+    };
+    Ok(Identity {
+        event_key: EventKey::parse(&key)?,
+        event_type: kind.to_owned(),
+        occurred_at: Some(Timestamp::from_millis(at)),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Scheme, SignRequest, VerifyError, test_support::*};
+    use super::*;
+
+    const SECRET: &str = "test_secret_token";
+    const T: i64 = 1_700_000_000;
+
+    #[test]
+    fn ninety_minutes_either_way_and_a_changed_byte_refused() {
+        let body = br#"{"event":"meeting.started","event_ts":1700000000000,"payload":{"account_id":"A1","object":{"uuid":"u/1==","id":85}}}"#;
+        let secret = Secret::new(SECRET);
+        let h = SCHEME.sign(&SignRequest::new(body, &secret, Timestamp::from_secs(T)));
+        let map = headers(&h);
+        let keys = std::slice::from_ref(&secret);
+        let at = |s| Timestamp::from_secs(s);
+        assert_eq!(
+            SCHEME.verify(&delivery(&map, body), keys, at(T + 5400)),
+            Ok(())
+        );
+        assert!(matches!(
+            SCHEME.verify(&delivery(&map, body), keys, at(T - 5401)),
+            Err(VerifyError::OutsideTolerance { .. })
+        ));
+        assert_eq!(
+            SCHEME.verify(&delivery(&map, &body[1..]), keys, at(T)),
+            Err(VerifyError::NoMatch)
+        );
+        let id = identify(&delivery(&map, body)).unwrap();
+        assert_eq!(id.event_key.as_str(), "meeting.started:1700000000000:u/1==");
+        assert_eq!(id.event_type, "meeting.started");
+    }
+
+    #[test]
+    fn the_validation_is_answered_with_the_token_encrypted_by_the_verifying_key() {
+        let body = br#"{"payload":{"plainToken":"qgg8vlvZRS6UYooatFL8Aw"},"event_ts":1700000000000,"event":"endpoint.url_validation"}"#;
+        let secret = Secret::new(SECRET);
+        let at = Timestamp::from_secs(T);
+        let scheme = Scheme::fixed(Provider::Zoom).unwrap();
+        let map = signed(&scheme, &SignRequest::new(body, &secret, at));
+        let keys = [Secret::new("an-older-token"), secret];
+        let answer = scheme
+            .handshake(&delivery(&map, body), &keys, at)
+            .unwrap()
+            .unwrap();
+        // @zoom/rivet's answer for this token under "test_secret_token".
+        assert_eq!(
+            serde_json::from_str::<Value>(&answer).unwrap(),
+            serde_json::json!({
+                "plainToken": "qgg8vlvZRS6UYooatFL8Aw",
+                "encryptedToken": "4efea922935c335d972476de138d2208a0d46ab28c79ee592d497a1b216419b8",
+            })
+        );
+    }
+}

@@ -1,0 +1,174 @@
+//! Each provider's contract as its own SDK states it: the deliveries in
+//! `fixtures/providers/deliveries/*.json`, written by `fixtures/providers/make.py`
+//! (`make provider-fixtures`) and signed or checked there by the provider's
+//! SDK, pinned in `fixtures/providers/requirements.txt`. For every case the
+//! registry's scheme must verify it at its time, identify it (or answer its
+//! handshake) as the fixture says, sign the same headers for it (where the
+//! scheme is deterministic), and refuse it tampered, under a wrong key and,
+//! where the scheme signs a time, past its tolerance.
+
+use std::path::{Path, PathBuf};
+
+use hookgate_core::{
+    Provider, Timestamp,
+    provider::{Delivery, Scheme, SignRequest, VerifyError},
+    secret::Secret,
+};
+use serde::Deserialize;
+
+#[derive(Debug, Deserialize)]
+struct Fixture {
+    provider: String,
+    /// The SDK and call that signed or checked the cases.
+    sdk: String,
+    cases: Vec<Case>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Case {
+    name: String,
+    secret: String,
+    url: String,
+    /// Unix seconds: when the provider signed it.
+    at: i64,
+    headers: Vec<(String, String)>,
+    body: String,
+    /// The event it is (absent for a handshake).
+    event_key: Option<String>,
+    event_type: Option<String>,
+    /// The handshake's expected answer (JSON).
+    handshake: Option<serde_json::Value>,
+    /// The headers `hookgate sign` must produce for it (`None`: the scheme
+    /// draws a nonce, so only verification is compared).
+    signed: Option<Vec<String>>,
+    /// The id given to `SignRequest::id` to reproduce it.
+    id: Option<String>,
+    /// The key that signs, where it is not `secret` (Ed25519: the private
+    /// key's seed; `secret` is the public key).
+    signing_key: Option<String>,
+}
+
+fn dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/providers/deliveries")
+}
+
+fn fixtures() -> Vec<(PathBuf, Fixture)> {
+    let mut out: Vec<_> = std::fs::read_dir(dir())
+        .expect("fixtures/providers")
+        .map(|e| e.expect("an entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).expect("a fixture");
+            let fixture =
+                serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            (p, fixture)
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+fn headers(pairs: &[(String, String)]) -> http::HeaderMap {
+    let mut map = http::HeaderMap::new();
+    for (k, v) in pairs {
+        map.append(
+            http::HeaderName::from_bytes(k.as_bytes()).expect("a header name"),
+            v.parse().expect("a header value"),
+        );
+    }
+    map
+}
+
+#[test]
+fn every_provider_fixture_is_verified_identified_and_signed_as_its_sdk_says() {
+    let mut checked = 0;
+    for (path, fixture) in fixtures() {
+        let provider: Provider = fixture.provider.parse().expect("a provider");
+        assert_eq!(
+            path.file_stem().and_then(|s| s.to_str()),
+            Some(provider.as_str()),
+            "a fixture file is named after its provider"
+        );
+        assert!(!fixture.sdk.is_empty(), "{}: which SDK", path.display());
+        let scheme = Scheme::fixed(provider).expect("a fixed scheme");
+        for case in &fixture.cases {
+            let what = format!("{} {}", provider, case.name);
+            let map = headers(&case.headers);
+            let delivery = Delivery {
+                headers: &map,
+                body: case.body.as_bytes(),
+                url: &case.url,
+            };
+            let secret = Secret::new(case.secret.as_str());
+            let at = Timestamp::from_secs(case.at);
+            let keys = std::slice::from_ref(&secret);
+            assert_eq!(scheme.verify(&delivery, keys, at), Ok(()), "{what}");
+
+            match &case.handshake {
+                Some(expected) => {
+                    let answer = scheme
+                        .handshake(&delivery, keys, at)
+                        .unwrap_or_else(|| panic!("{what}: not read as a handshake"))
+                        .expect("an answer");
+                    let answer: serde_json::Value =
+                        serde_json::from_str(&answer).expect("a JSON answer");
+                    assert_eq!(&answer, expected, "{what}");
+                }
+                None => {
+                    assert!(scheme.handshake(&delivery, keys, at).is_none(), "{what}");
+                    let identity = scheme.identify(&delivery).expect(&what);
+                    assert_eq!(Some(identity.event_key.as_str()), case.event_key.as_deref());
+                    assert_eq!(
+                        Some(identity.event_type.as_str()),
+                        case.event_type.as_deref()
+                    );
+                }
+            }
+
+            if let Some(expected) = &case.signed {
+                let signer = case
+                    .signing_key
+                    .as_deref()
+                    .map_or_else(|| secret.clone(), Secret::new);
+                let request = SignRequest::new(case.body.as_bytes(), &signer, at)
+                    .url(Some(&case.url))
+                    .id(case.id.as_deref());
+                let signed = scheme.sign(&request).expect("signed");
+                for name in expected {
+                    let ours = signed.iter().find(|(k, _)| k == name).map(|(_, v)| v);
+                    let theirs = case.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v);
+                    assert_eq!(ours, theirs, "{what}: hookgate sign's {name}");
+                }
+            }
+
+            let mut tampered = case.body.clone().into_bytes();
+            let last = tampered.len() - 2;
+            tampered[last] ^= 0x01;
+            let changed = Delivery {
+                body: &tampered,
+                ..delivery
+            };
+            assert!(
+                scheme.verify(&changed, keys, at).is_err(),
+                "{what}: tampered"
+            );
+            let wrong = Secret::new("not-the-providers-key");
+            assert!(
+                scheme.verify(&delivery, &[wrong], at).is_err(),
+                "{what}: wrong key"
+            );
+            if let Some(tolerance) = provider.properties().tolerance {
+                let late = at.plus(tolerance).plus(std::time::Duration::from_secs(1));
+                assert!(
+                    matches!(
+                        scheme.verify(&delivery, keys, late),
+                        Err(VerifyError::OutsideTolerance { .. })
+                    ),
+                    "{what}: stale"
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 0, "no fixture in {}", dir().display());
+}
