@@ -31,8 +31,7 @@ export HOOKGATE_EMULATOR_PYTHON ?= $(VENV_PY)
 ## EMF line), the console in headless Chromium, the simulator's regression
 ## seeds and SIM_CASES fresh scenarios, make local's script with the operator
 ## CLI against its stack (its AWS calls recorded too), then the IAM and alarm
-## checks over the recordings; (4) the provider fixtures made again by the
-## providers' own SDKs, every fixture through cargo lambda, the
+## checks over the recordings; (4) every fixture through cargo lambda, the
 ## operator CLI standing alone, the coldstart, perf and fuzz smoke runs, and
 ## make deploy's refusals.
 SIM_CASES ?= 8000
@@ -48,7 +47,6 @@ test:
 		every_simulated_scenario the_regression_seeds
 	HOOKGATE_CALL_LOG=$(CURDIR)/$(CALL_LOG) $(MAKE) local-smoke
 	$(MAKE) iam-check alarm-check
-	$(MAKE) provider-fixtures-check
 	$(MAKE) invoke-fixtures
 	$(MAKE) cli-check
 	$(MAKE) coldstart-smoke

@@ -87,7 +87,66 @@ def verify_seeds():
             ("x-vapi-timestamp", str(NOW)),
             ("x-vapi-signature", mac(f"{NOW}.".encode() + vapi).hexdigest())], vapi),
     }
+    seeds.update(catalog_seeds())
     return seeds
+
+
+def provider_body(name):
+    """The first delivery's body of a provider fixture (fixtures/providers)."""
+    fixture = json.loads((ROOT / "fixtures/providers/deliveries" / f"{name}.json").read_text())
+    return fixture["cases"][0]["body"].encode()
+
+
+def b64(data):
+    return base64.b64encode(data).decode()
+
+
+def catalog_seeds():
+    """The providers added with the registry, each on its fixture's body,
+    signed with the other key (Telnyx's and Plivo's signatures are bytes of
+    the right shape: they reach the comparison all the same)."""
+    v0 = lambda body: "v0=" + mac(f"v0:{NOW}:".encode() + body).hexdigest()
+    bodies = {name: provider_body(name) for name in
+              ["shopify", "paddle", "square", "calendly", "slack", "zoom", "telnyx", "plivo",
+               "vonage"]}
+    head = base64.urlsafe_b64encode(b'{"alg":"HS256","typ":"JWT"}').rstrip(b"=")
+    claims = base64.urlsafe_b64encode(json.dumps(
+        {"iat": NOW, "jti": "j-1", "payload_hash": hashlib.sha256(bodies["vonage"]).hexdigest()},
+        separators=(",", ":")).encode()).rstrip(b"=")
+    jwt_sig = base64.urlsafe_b64encode(mac(head + b"." + claims).digest()).rstrip(b"=")
+    return {
+        "shopify": delivery("shopify", [
+            ("x-shopify-hmac-sha256", b64(mac(bodies["shopify"]).digest())),
+            ("x-shopify-topic", "orders/create"), ("x-shopify-event-id", "e-1")],
+            bodies["shopify"]),
+        "paddle": delivery("paddle", [
+            ("paddle-signature",
+             f"ts={NOW};h1={mac(f'{NOW}:'.encode() + bodies['paddle']).hexdigest()}")],
+            bodies["paddle"]),
+        "square": delivery("square", [
+            ("x-square-hmacsha256-signature", b64(mac(URL.encode() + bodies["square"]).digest()))],
+            bodies["square"], URL),
+        "calendly": delivery("calendly", [
+            ("calendly-webhook-signature",
+             f"t={NOW},v1={mac(f'{NOW}.'.encode() + bodies['calendly']).hexdigest()}")],
+            bodies["calendly"]),
+        "slack": delivery("slack", [
+            ("x-slack-request-timestamp", str(NOW)), ("x-slack-signature", v0(bodies["slack"]))],
+            bodies["slack"]),
+        "zoom": delivery("zoom", [
+            ("x-zm-request-timestamp", str(NOW)), ("x-zm-signature", v0(bodies["zoom"]))],
+            bodies["zoom"]),
+        "telnyx": delivery("telnyx", [
+            ("telnyx-signature-ed25519", b64(hashlib.sha512(OTHER_KEY).digest())),
+            ("telnyx-timestamp", str(NOW))], bodies["telnyx"]),
+        "plivo": delivery("plivo", [
+            ("content-type", "application/x-www-form-urlencoded"),
+            ("x-plivo-signature-v3", b64(mac(URL.encode() + bodies["plivo"]).digest())),
+            ("x-plivo-signature-v3-nonce", "05429567804466091622")], bodies["plivo"], URL),
+        "vonage": delivery("vonage", [
+            ("authorization", f"Bearer {(head + b'.' + claims + b'.' + jwt_sig).decode()}")],
+            bodies["vonage"]),
+    }
 
 
 def eventbridge_seeds():
@@ -108,6 +167,8 @@ def main():
             "retell": fixture_body("apigw-v2-retell-call-ended.json"),
             "stripe": fixture_body("apigw-v1-stripe-payment-succeeded.json"),
             "form": b"\x05CallSid=CA42&CallStatus=ringing&SequenceNumber=0",
+            "plivo": b"\x07" + provider_body("plivo"),
+            "slack": provider_body("slack"),
         },
         "twilio_form": {
             "status": b"CallSid=CA42&CallStatus=completed&From=%2B15550100&SequenceNumber=3",

@@ -36,8 +36,14 @@ export AWS_ENDPOINT_URL="$ENDPOINT" AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test 
 # KEY=value lines, taken verbatim: `source` would strip the quotes out of
 # HOOKGATE_LOCAL_FUNCTIONS's JSON.
 while IFS= read -r line; do [[ -n $line ]] && export "$line"; done < "$WORK/stack.env"
+# The provider fixtures (fixtures/providers/deliveries) as API Gateway
+# events, with their bindings added to ws-1 and their keys in the environment.
+"$PY" scripts/provider_events.py "$WORK" > "$WORK/providers.tsv"
+cat config/fixtures.toml "$WORK/providers.toml" > "$WORK/fixtures.toml"
 set -a
-HOOKGATE_CONFIG=config/fixtures.toml
+# shellcheck disable=SC1091
+. "$WORK/providers.env"
+HOOKGATE_CONFIG=$WORK/fixtures.toml
 # The documented test secrets (CONTRIBUTING.md, "Test secrets").
 HOOKGATE_SECRET_WS1_RETELL=key_test_ws1_retell
 HOOKGATE_SECRET_WS1_STRIPE=whsec_test_ws1_stripe
@@ -79,6 +85,28 @@ out=$(invoke ingress events/apigw-v2-retell-invalid-signature.json)
 expect "ingress, invalid signature: status" "$(field 'd["statusCode"]' <<< "$out")" 401
 "$HOOKGATE" inbox show ws-1 retell call_ended:call_fixture_forged --config config/fixtures.toml > /dev/null \
   && fail "the invalid signature was stored" || expect "ingress, invalid signature: nothing stored (inbox show exits 3)" "$?" 3
+
+# Each provider fixture, re-signed now with its key: an event is stored (202
+# new) and refused with a byte of its body changed (401), a handshake
+# answered (200 and its provider's answer).
+while IFS=$'\t' read -r file provider var id status want; do
+  idarg=(); [ "$id" != - ] && idarg=(--id "$id")
+  "$HOOKGATE" sign --provider "$provider" --secret "env:$var" --config "$HOOKGATE_CONFIG" \
+    --workspace ws-1 "${idarg[@]}" --event "$file" > "$file.signed"
+  out=$(invoke ingress "$file.signed")
+  expect "ingress, $provider fixture ($(basename "$file")): status" "$(field 'd["statusCode"]' <<< "$out")" "$status"
+  if [ "$status" = 202 ]; then
+    expect "ingress, $provider fixture: verdict" "$(field 'json.loads(d["body"])["verdict"]' <<< "$out")" "$want"
+    # The same request with one byte of its body changed: refused.
+    "$PY" -c 'import json,sys; e=json.load(open(sys.argv[1])); b=bytearray(e["body"].encode()); b[-2]^=1; e["body"]=b.decode(); json.dump(e,open(sys.argv[2],"w"))' \
+      "$file.signed" "$file.changed"
+    out=$(invoke ingress "$file.changed")
+    expect "ingress, $provider fixture changed: status" "$(field 'd["statusCode"]' <<< "$out")" 401
+  else
+    expect "ingress, $provider handshake: answer" \
+      "$(field 'json.dumps(json.loads(d["body"]), separators=(",", ":"), sort_keys=True)' <<< "$out")" "$want"
+  fi
+done < "$WORK/providers.tsv"
 
 # The EventBridge rule target path.
 invoke ingress events/eventbridge-connect-contact-event.json > /dev/null

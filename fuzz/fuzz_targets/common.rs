@@ -47,13 +47,25 @@ pub fn schemes() -> Vec<Scheme> {
 }
 
 /// The key the targets verify with (Standard Webhooks and Svix keys are
-/// base64 `whsec_` keys); the documented fuzz key, never a real one.
+/// base64 `whsec_` keys; Telnyx's the public key of [`signing_key`]'s
+/// seed); the documented fuzz key, never a real one.
 pub fn key(scheme: &Scheme) -> Secret {
     match scheme.provider() {
         Provider::StandardWebhooks | Provider::Svix => {
             Secret::new("whsec_ZnV6ei1rZXktbm90LWEtcmVhbC1vbmUtMDAwMA==")
         }
+        Provider::Telnyx => Secret::new("nxxg48qdoE7NsR2u2K10Y4J54S3L/kImxEtzy1P+mNc="),
         _ => Secret::new("fuzz-key-not-a-real-one"),
+    }
+}
+
+/// The key the `signed` target signs with: [`key`], except for an Ed25519
+/// scheme (Telnyx), which signs with the seed whose public key `key` is
+/// (the seed is SHA-256 of the fuzz key's text).
+pub fn signing_key(scheme: &Scheme) -> Secret {
+    match scheme.provider() {
+        Provider::Telnyx => Secret::new("N8gDl0eo4fTFCEqxDot/LlUJKt8sCs65ZQMaP5hrv0A="),
+        _ => key(scheme),
     }
 }
 

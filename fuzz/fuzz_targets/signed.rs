@@ -1,7 +1,7 @@
 //! Any body, signed by each scheme as its provider would: it verifies, and
-//! with one byte changed it does not. Twilio's scheme signs a form's fields
-//! run together, so some changes keep its signature: those must name the
-//! same event as the signed form, or no event at all.
+//! with one byte changed it does not. Twilio's and Plivo's schemes sign a
+//! form's fields run together, so some changes keep their signature: those
+//! must name the same event as the signed form, or no event at all.
 #![no_main]
 
 #[path = "common.rs"]
@@ -19,7 +19,8 @@ fuzz_target!(|data: &[u8]| {
     };
     'schemes: for scheme in common::schemes() {
         let key = common::key(&scheme);
-        let request = SignRequest::new(body, &key, common::NOW)
+        let signer = common::signing_key(&scheme);
+        let request = SignRequest::new(body, &signer, common::NOW)
             .url(Some(URL))
             .extras(&[("github_event", "issues"), ("github_hook_id", "42")]);
         let Ok(signed) = scheme.sign(&request) else {
@@ -58,9 +59,10 @@ fuzz_target!(|data: &[u8]| {
             url: URL,
         };
         if scheme.verify(&changed, &keys, common::NOW).is_ok() {
-            // Twilio signs its fields' names and values run together, so
-            // characters can move between fields (or a pair repeat) under one
-            // signature: such a variant must name the same event, or none.
+            // Twilio and Plivo sign their fields' names and values run
+            // together, so characters can move between fields (or a pair
+            // repeat) under one signature: such a variant must name the same
+            // event, or none.
             assert!(
                 scheme.properties().signs(Signed::Form),
                 "a changed body verified: {scheme:?}"
@@ -76,7 +78,7 @@ fuzz_target!(|data: &[u8]| {
                 assert_eq!(
                     Ok(forged.event_key),
                     identify(body).map(|i| i.event_key),
-                    "a variant of a signed Twilio form names another event"
+                    "a variant of a signed form names another event: {scheme:?}"
                 );
             }
         }

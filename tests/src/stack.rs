@@ -44,24 +44,6 @@ pub const TEST_SECRETS: &[(&str, &str)] = &[
     ("WS1_BLAND", "bland_test_ws1"),
     ("WS1_VAPI", "vapi_test_ws1"),
     ("WS2_RETELL", "key_test_ws2_retell"),
-    // The provider fixtures' (fixtures/providers/make.py); Telnyx's is
-    // RFC 8032's TEST 1 public key, and TELNYX_SEED its private seed.
-    ("FIXTURE_SHOPIFY", "shpss_test_fixture_shopify_secret"),
-    ("FIXTURE_PADDLE", "pdl_ntfset_01test_fixture_paddle_secret"),
-    ("FIXTURE_SQUARE", "square_test_fixture_signature_key"),
-    ("FIXTURE_CALENDLY", "calendly_test_fixture_signing_key"),
-    ("FIXTURE_SLACK", "slack_test_fixture_signing_secret"),
-    ("FIXTURE_ZOOM", "zoom_test_fixture_secret_token"),
-    (
-        "FIXTURE_TELNYX",
-        "11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=",
-    ),
-    (
-        "FIXTURE_TELNYX_SEED",
-        "nWGxne/9WmC6hEr0kuwsxERJxWl7MmkZcDusAxyuf2A=",
-    ),
-    ("FIXTURE_PLIVO", "plivo_test_fixture_auth_token"),
-    ("FIXTURE_VONAGE", "vonage_test_fixture_signature_secret"),
 ];
 
 /// The secret behind `env:NAME` in [`TEST_SECRETS`].

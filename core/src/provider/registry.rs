@@ -225,6 +225,7 @@ mod tests {
                 Provider::StandardWebhooks | Provider::Svix => {
                     Secret::new("whsec_ZnV6ei1rZXktbm90LWEtcmVhbC1vbmUtMDAwMA==")
                 }
+                Provider::Telnyx => Secret::new("nxxg48qdoE7NsR2u2K10Y4J54S3L/kImxEtzy1P+mNc="),
                 _ => Secret::new("fuzz-key-not-a-real-one"),
             };
             let delivery = super::super::Delivery {

@@ -1,76 +1,77 @@
-//! The providers the catalog gained with the registry (Shopify, Paddle,
-//! Square, Calendly, Slack, Zoom, Telnyx, Plivo, Vonage) on the deployed
-//! wiring: each provider fixture's event (`fixtures/providers/deliveries`,
-//! made by the provider's own SDK), signed now by hookgate's signer, is
+//! The providers the catalog gained with the registry, on the deployed
+//! wiring, straight from their fixtures (`fixtures/providers/deliveries`,
+//! made by each provider's own SDK): every fixture's binding is configured
+//! from the fixture itself (its secret in the emulator's SSM, its
+//! `public_url` where its provider signs the URL), so adding a provider's
+//! fixture adds it here. Each event, signed now by hookgate's signer, is
 //! stored once under the fixture's event key and its repeat is a
 //! duplicate; changed, it is refused with nothing written; a handshake is
-//! answered as the SDK answered it and stores nothing.
+//! answered as the provider's SDK answered it and stores nothing.
 
 use std::path::Path;
 
-use hookgate_core::{Provider, secret::Secret};
+use aws_sdk_ssm::types::ParameterType;
+use hookgate_core::{Provider, provider::Signed, secret::Secret};
 use hookgate_tests::{
-    stack::{Stack, StackOptions, test_secret},
+    emulator::Emulator,
+    stack::{Stack, StackOptions},
     webhook::{Delivery, PUBLIC_BASE},
 };
 use serde_json::Value;
 
 const WORKSPACE: &str = "ws-cat";
 
-/// Each provider's binding in `ws-cat`: its fixture's secret (`env:`),
-/// and the URL it signs where it signs one.
-fn config() -> String {
-    let mut text = String::new();
-    for (provider, env) in [
-        ("shopify", "FIXTURE_SHOPIFY"),
-        ("paddle", "FIXTURE_PADDLE"),
-        ("square", "FIXTURE_SQUARE"),
-        ("calendly", "FIXTURE_CALENDLY"),
-        ("slack", "FIXTURE_SLACK"),
-        ("zoom", "FIXTURE_ZOOM"),
-        ("telnyx", "FIXTURE_TELNYX"),
-        ("plivo", "FIXTURE_PLIVO"),
-        ("vonage", "FIXTURE_VONAGE"),
-    ] {
-        text.push_str(&format!(
-            "[workspaces.{WORKSPACE}.{provider}]\nsecrets = [\"env:{env}\"]\n"
+/// Each fixture: its provider and its parsed file.
+fn fixtures() -> Vec<(Provider, Value)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/providers/deliveries");
+    let mut out: Vec<(Provider, Value)> = std::fs::read_dir(&dir)
+        .expect("the provider fixtures")
+        .map(|entry| {
+            let text = std::fs::read_to_string(entry.expect("an entry").path()).expect("a fixture");
+            let fixture: Value = serde_json::from_str(&text).expect("JSON");
+            let name = fixture["provider"].as_str().expect("a name");
+            (name.parse().expect("a known provider"), fixture)
+        })
+        .collect();
+    out.sort_by_key(|(p, _)| p.as_str());
+    out
+}
+
+/// Puts each fixture's secret in SSM and returns the bindings that read it.
+async fn bindings(fixtures: &[(Provider, Value)]) -> String {
+    let ssm = aws_sdk_ssm::Client::new(&Emulator::shared().sdk_config().await);
+    let mut config = String::new();
+    for (provider, fixture) in fixtures {
+        // Under /hookgate/, where the functions' roles may read.
+        let name = format!("/hookgate/test-{}/catalog/{provider}", std::process::id());
+        let secret = fixture["cases"][0]["secret"].as_str().expect("a secret");
+        ssm.put_parameter()
+            .name(&name)
+            .value(secret)
+            .r#type(ParameterType::SecureString)
+            .overwrite(true)
+            .send()
+            .await
+            .expect("put parameter");
+        config.push_str(&format!(
+            "[workspaces.{WORKSPACE}.{provider}]\nsecrets = [\"ssm:{name}\"]\n"
         ));
-        if matches!(provider, "square" | "plivo") {
-            text.push_str(&format!(
+        if provider.properties().signs(Signed::Url) {
+            config.push_str(&format!(
                 "public_url = \"{PUBLIC_BASE}/webhooks/{provider}/{WORKSPACE}\"\n"
             ));
         }
     }
-    text
-}
-
-/// The fixture cases: (provider, case).
-fn cases() -> Vec<(Provider, Value)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/providers/deliveries");
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(&dir).expect("the provider fixtures") {
-        let text = std::fs::read_to_string(entry.expect("an entry").path()).expect("a fixture");
-        let fixture: Value = serde_json::from_str(&text).expect("JSON");
-        let provider: Provider = fixture["provider"]
-            .as_str()
-            .expect("a name")
-            .parse()
-            .expect("known");
-        for case in fixture["cases"].as_array().expect("cases") {
-            out.push((provider, case.clone()));
-        }
-    }
-    out.sort_by_key(|(p, c)| (p.as_str(), c["name"].as_str().map(str::to_owned)));
-    out
+    config
 }
 
 fn delivery(provider: Provider, case: &Value) -> Delivery {
-    let signer = match provider {
-        Provider::Telnyx => test_secret("FIXTURE_TELNYX_SEED"),
-        _ => Secret::new(case["secret"].as_str().expect("a secret")),
-    };
+    let signer = case["signing_key"]
+        .as_str()
+        .or(case["secret"].as_str())
+        .expect("a key");
     let body = case["body"].as_str().expect("a body").to_owned();
-    let delivery = Delivery::new(provider, WORKSPACE, body, signer);
+    let delivery = Delivery::new(provider, WORKSPACE, body, Secret::new(signer));
     match case["id"].as_str() {
         Some(id) => delivery.id(id),
         None => delivery,
@@ -79,50 +80,51 @@ fn delivery(provider: Provider, case: &Value) -> Delivery {
 
 #[tokio::test]
 async fn each_catalog_provider_stores_its_sdks_event_once_and_answers_its_handshake() {
+    let fixtures = fixtures();
     let options = StackOptions {
-        extra_config: config(),
+        extra_config: bindings(&fixtures).await,
         ..StackOptions::default()
     };
     let stack = Stack::with("catalog", options).await;
-    let mut providers = std::collections::BTreeSet::new();
     let mut events = 0;
-    for (provider, case) in cases() {
-        let what = format!("{provider} {}", case["name"]);
-        let delivery = delivery(provider, &case);
-        let (status, body) = stack.post(delivery.request()).await;
-        if let Some(answer) = case.get("handshake") {
-            assert_eq!((status, &body), (200, answer), "{what}");
-            continue;
-        }
-        let key = case["event_key"].as_str().expect("an event key");
-        assert_eq!(
-            (status, body["verdict"].as_str(), body["event_key"].as_str()),
-            (202, Some("new"), Some(key)),
-            "{what}: {body}"
-        );
-        let (status, body) = stack.post(delivery.request()).await;
-        assert_eq!(
-            (status, body["verdict"].as_str()),
-            (202, Some("duplicate")),
-            "{what}"
-        );
+    for (provider, fixture) in &fixtures {
+        for case in fixture["cases"].as_array().expect("cases") {
+            let what = format!("{provider} {}", case["name"]);
+            let delivery = delivery(*provider, case);
+            let (status, body) = stack.post(delivery.request()).await;
+            if let Some(answer) = case.get("handshake") {
+                assert_eq!((status, &body), (200, answer), "{what}");
+                continue;
+            }
+            let key = case["event_key"].as_str().expect("an event key");
+            assert_eq!(
+                (status, body["verdict"].as_str(), body["event_key"].as_str()),
+                (202, Some("new"), Some(key)),
+                "{what}: {body}"
+            );
+            let (status, body) = stack.post(delivery.request()).await;
+            assert_eq!(
+                (status, body["verdict"].as_str()),
+                (202, Some("duplicate")),
+                "{what}"
+            );
 
-        let mut changed = delivery.body.clone();
-        let last = changed.len() - 2;
-        changed[last] ^= 1;
-        let (status, _) = stack
-            .post(delivery.request_with(delivery.headers(), changed))
-            .await;
-        assert_eq!(status, 401, "{what}: changed");
-        let record = stack
-            .record(&format!("{WORKSPACE}#{provider}#{key}"))
-            .await
-            .unwrap_or_else(|| panic!("{what}: stored"));
-        assert_eq!(record.delivery_count, 2, "{what}");
-        providers.insert(provider);
-        events += 1;
+            let mut changed = delivery.body.clone();
+            let last = changed.len() - 2;
+            changed[last] ^= 1;
+            let (status, _) = stack
+                .post(delivery.request_with(delivery.headers(), changed))
+                .await;
+            assert_eq!(status, 401, "{what}: changed");
+            let record = stack
+                .record(&format!("{WORKSPACE}#{provider}#{key}"))
+                .await
+                .unwrap_or_else(|| panic!("{what}: stored"));
+            assert_eq!(record.delivery_count, 2, "{what}");
+            events += 1;
+        }
     }
-    assert_eq!(providers.len(), 9, "{providers:?}");
+    assert!(fixtures.len() >= 9, "{} fixtures", fixtures.len());
     // One record per event: the handshakes and refusals wrote nothing.
     assert_eq!(stack.inbox_count().await, events);
 }
