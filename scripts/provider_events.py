@@ -5,11 +5,11 @@ headers. Their signatures are stale (the fixtures were signed in 2023): the
 script re-signs each with `hookgate sign --event` before invoking it.
 
 Writes DIR/{provider}-{n}.json; DIR/providers.toml, each provider's binding
-in ws-1 (its secret from `env:HOOKGATE_FIXTURE_{PROVIDER}`, its `public_url`
-where the fixture signs a URL), to append to config/fixtures.toml; and
-DIR/providers.env, those variables and the keys that sign
-(HOOKGATE_FIXTURE_SIGN_{PROVIDER}: the fixture's `signing_key`, or its
-secret). Prints one line per event, tab-separated: file, provider, the
+in ws-1 (each distinct secret of its cases from
+`env:HOOKGATE_FIXTURE_{PROVIDER}_{i}`, its `public_url` where the fixture
+signs a URL), to append to config/fixtures.toml; and DIR/providers.env,
+those variables and each case's signing key
+(HOOKGATE_FIXTURE_SIGN_{PROVIDER}_{n}: its `signing_key`, or its secret). Prints one line per event, tab-separated: file, provider, the
 variable of its signing key, id (or -), what the ingress must answer
 (`202 new`, or `200` and the handshake's answer).
 """
@@ -31,12 +31,14 @@ def main(out_dir):
         provider = fixture["provider"]
         var = "HOOKGATE_FIXTURE_" + provider.upper().replace("-", "_")
         first = fixture["cases"][0]
-        bindings.append(f"[workspaces.ws-1.{provider}]\nsecrets = [\"env:{var}\"]\n"
+        secrets = list(dict.fromkeys(case["secret"] for case in fixture["cases"]))
+        references = ", ".join(f'"env:{var}_{i}"' for i in range(len(secrets)))
+        bindings.append(f"[workspaces.ws-1.{provider}]\nsecrets = [{references}]\n"
                         + (f"public_url = \"{first['url']}\"\n" if first["url"] else ""))
-        env.append(f"{var}={shlex.quote(first['secret'])}")
-        sign_var = var.replace("FIXTURE_", "FIXTURE_SIGN_")
-        env.append(f"{sign_var}={shlex.quote(first.get('signing_key', first['secret']))}")
+        env.extend(f"{var}_{i}={shlex.quote(secret)}" for i, secret in enumerate(secrets))
         for n, case in enumerate(fixture["cases"]):
+            sign_var = f"{var.replace('FIXTURE_', 'FIXTURE_SIGN_')}_{n}"
+            env.append(f"{sign_var}={shlex.quote(case.get('signing_key', case['secret']))}")
             event = json.loads(json.dumps(template))
             route = f"/webhooks/{provider}/ws-1"
             event["rawPath"] = event["requestContext"]["http"]["path"] = route

@@ -7,6 +7,13 @@
 //! secret is `whsec_` + base64; the HMAC key is the decoded bytes. Timestamps
 //! more than five minutes from now, either way, are refused.
 //!
+//! The asymmetric version, `v1a,<base64 Ed25519 signature>` over the same
+//! bytes, is verified with a `whpk_` secret: base64 of the 32-byte public
+//! key, the layout of Svix's server (the specification names the prefixes
+//! but not the bytes). `hookgate sign` signs `v1a` with a `whsk_` key:
+//! base64 of the 32-byte seed and the public key, 64 bytes. A binding may
+//! list both kinds; any matching entry of its version passes.
+//!
 //! Event key: the message id. Event type: the body's `type` field, which the
 //! specification makes part of every payload.
 
@@ -112,9 +119,37 @@ impl Flavour {
 /// An empty key is no key: anyone could compute its signatures.
 fn key_of(secret: &Secret) -> Option<Vec<u8>> {
     let text = std::str::from_utf8(secret.expose()).ok()?;
+    if text.starts_with(PUBLIC) || text.starts_with(PRIVATE) {
+        return None;
+    }
     B64.decode(text.strip_prefix("whsec_").unwrap_or(text))
         .ok()
         .filter(|key| !key.is_empty())
+}
+
+const PUBLIC: &str = "whpk_";
+const PRIVATE: &str = "whsk_";
+
+/// The Ed25519 public key of a `whpk_` secret.
+fn public_key_of(secret: &Secret) -> Option<ed25519_dalek::VerifyingKey> {
+    let text = std::str::from_utf8(secret.expose()).ok()?;
+    let bytes: [u8; 32] = B64
+        .decode(text.strip_prefix(PUBLIC)?)
+        .ok()?
+        .try_into()
+        .ok()?;
+    ed25519_dalek::VerifyingKey::from_bytes(&bytes).ok()
+}
+
+/// The Ed25519 signing key of a `whsk_` secret (seed, then public key).
+fn signing_key_of(secret: &Secret) -> Option<ed25519_dalek::SigningKey> {
+    let text = std::str::from_utf8(secret.expose()).ok()?;
+    let bytes: [u8; 64] = B64
+        .decode(text.strip_prefix(PRIVATE)?)
+        .ok()?
+        .try_into()
+        .ok()?;
+    ed25519_dalek::SigningKey::from_keypair_bytes(&bytes).ok()
 }
 
 pub fn verify(
@@ -133,21 +168,37 @@ pub fn verify(
     within_tolerance(ts, now.as_secs(), TOLERANCE_SECS, 1000)?;
 
     let keys: Vec<Vec<u8>> = secrets.iter().filter_map(key_of).collect();
-    if keys.is_empty() {
+    let public: Vec<ed25519_dalek::VerifyingKey> =
+        secrets.iter().filter_map(public_key_of).collect();
+    if keys.is_empty() && public.is_empty() {
         return Err(VerifyError::NoUsableSecret);
     }
-    let expected: Vec<[u8; 32]> = keys
-        .iter()
-        .map(|k| crypto::hmac_sha256(k, &[id.as_bytes(), b".", ts_text.as_bytes(), b".", d.body]))
-        .collect();
+    let signed = [id.as_bytes(), b".", ts_text.as_bytes(), b".", d.body].concat();
     // Entries of other versions, or undecodable ones, are skipped as the
-    // reference libraries do; only a matching v1 entry passes.
-    let got: Vec<Vec<u8>> = signatures
-        .split(' ')
-        .filter_map(|entry| entry.strip_prefix("v1,"))
-        .filter_map(|b64| B64.decode(b64).ok())
-        .collect();
-    any_match(&got, expected)
+    // reference libraries do; only a matching v1 or v1a entry passes.
+    let entries = |version: &str| -> Vec<Vec<u8>> {
+        signatures
+            .split(' ')
+            .filter_map(|entry| entry.strip_prefix(version))
+            .filter_map(|b64| B64.decode(b64).ok())
+            .collect()
+    };
+    let v1a_matches = entries("v1a,").iter().any(|bytes| {
+        let Ok(bytes) = <[u8; 64]>::try_from(bytes.as_slice()) else {
+            return false;
+        };
+        let signature = ed25519_dalek::Signature::from_bytes(&bytes);
+        public
+            .iter()
+            .any(|k| ed25519_dalek::Verifier::verify(k, &signed, &signature).is_ok())
+    });
+    if v1a_matches {
+        return Ok(());
+    }
+    any_match(
+        &entries("v1,"),
+        keys.iter().map(|k| crypto::hmac_sha256(k, &[&signed])),
+    )
 }
 
 #[derive(Deserialize)]
@@ -181,16 +232,24 @@ pub fn sign(
     flavour: &Flavour,
     req: &SignRequest<'_>,
 ) -> Result<Vec<(&'static str, String)>, SignError> {
-    let key = key_of(req.secret).ok_or(SignError(flavour.provider, "not whsec_ + base64"))?;
     let id = req.id_or_derived("msg_");
     let ts = req.timestamp.as_secs().to_string();
-    let mac = crypto::hmac_sha256(&key, &[id.as_bytes(), b".", ts.as_bytes(), b".", req.body]);
+    let signed = [id.as_bytes(), b".", ts.as_bytes(), b".", req.body].concat();
+    let signature = match (key_of(req.secret), signing_key_of(req.secret)) {
+        (Some(key), _) => format!("v1,{}", B64.encode(crypto::hmac_sha256(&key, &[&signed]))),
+        (None, Some(key)) => format!(
+            "v1a,{}",
+            B64.encode(ed25519_dalek::Signer::sign(&key, &signed).to_bytes())
+        ),
+        (None, None) => {
+            return Err(SignError(
+                flavour.provider,
+                "not whsec_ + base64, nor a whsk_ Ed25519 key",
+            ));
+        }
+    };
     let [id_name, ts_name, sig_name] = flavour.names[0];
-    Ok(vec![
-        (id_name, id),
-        (ts_name, ts),
-        (sig_name, format!("v1,{}", B64.encode(mac))),
-    ])
+    Ok(vec![(id_name, id), (ts_name, ts), (sig_name, signature)])
 }
 
 #[cfg(test)]
@@ -377,5 +436,41 @@ mod tests {
             identify(STANDARD, &delivery(&h, b"not json")),
             Err(ParseError::NotJson(_))
         ));
+    }
+
+    /// RFC 8032's TEST 1 key pair as `whsk_` (seed and public key) and
+    /// `whpk_` (public key).
+    const WHSK: &str = "whsk_nWGxne/9WmC6hEr0kuwsxERJxWl7MmkZcDusAxyuf2DXWpgBgrEKt9VL/tPJZAc6DuFy89qmIyWvAhpo9wdRGg==";
+    const WHPK: &str = "whpk_11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=";
+
+    #[test]
+    fn v1a_is_signed_with_a_whsk_key_and_verified_with_its_whpk_key_only() {
+        let at = Timestamp::from_secs(TS);
+        let private = Secret::new(WHSK);
+        let req = SignRequest::new(BODY, &private, at).id(Some(MSG_ID));
+        let signed = sign(STANDARD, &req).unwrap();
+        assert!(signed[2].1.starts_with("v1a,"), "{signed:?}");
+        let h = headers(&signed);
+        let d = delivery(&h, BODY);
+        assert_eq!(verify(STANDARD, &d, &[Secret::new(WHPK)], at), Ok(()));
+        // Beside an HMAC key, in either order; not under the HMAC key alone.
+        let both = [Secret::new(SECRET), Secret::new(WHPK)];
+        assert_eq!(verify(STANDARD, &d, &both, at), Ok(()));
+        assert_eq!(
+            verify(STANDARD, &d, &[Secret::new(SECRET)], at),
+            Err(VerifyError::NoMatch)
+        );
+        assert_eq!(
+            verify(STANDARD, &delivery(&h, b"{}"), &[Secret::new(WHPK)], at),
+            Err(VerifyError::NoMatch)
+        );
+        // A public key verifies no v1 entry, and signs nothing.
+        let v1 = published("webhook", SIG);
+        assert_eq!(check(STANDARD, &v1, at), Ok(()));
+        assert_eq!(
+            verify(STANDARD, &delivery(&v1, BODY), &[Secret::new(WHPK)], at),
+            Err(VerifyError::NoMatch)
+        );
+        assert!(sign(STANDARD, &SignRequest::new(BODY, &Secret::new(WHPK), at)).is_err());
     }
 }

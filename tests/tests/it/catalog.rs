@@ -37,24 +37,40 @@ fn fixtures() -> Vec<(Provider, Value)> {
     out
 }
 
-/// Puts each fixture's secret in SSM and returns the bindings that read it.
+/// Puts each fixture's secrets in SSM and returns the bindings that read them.
 async fn bindings(fixtures: &[(Provider, Value)]) -> String {
     let ssm = aws_sdk_ssm::Client::new(&Emulator::shared().sdk_config().await);
     let mut config = String::new();
     for (provider, fixture) in fixtures {
-        // Under /hookgate/, where the functions' roles may read.
-        let name = format!("/hookgate/test-{}/catalog/{provider}", std::process::id());
-        let secret = fixture["cases"][0]["secret"].as_str().expect("a secret");
-        ssm.put_parameter()
-            .name(&name)
-            .value(secret)
-            .r#type(ParameterType::SecureString)
-            .overwrite(true)
-            .send()
-            .await
-            .expect("put parameter");
+        // Each distinct key its cases use (Standard Webhooks: an HMAC key
+        // and an Ed25519 public key), under /hookgate/, where the
+        // functions' roles may read.
+        let mut secrets: Vec<&str> = fixture["cases"]
+            .as_array()
+            .expect("cases")
+            .iter()
+            .map(|case| case["secret"].as_str().expect("a secret"))
+            .collect();
+        secrets.dedup();
+        let mut references = Vec::new();
+        for (i, secret) in secrets.iter().enumerate() {
+            let name = format!(
+                "/hookgate/test-{}/catalog/{provider}/{i}",
+                std::process::id()
+            );
+            ssm.put_parameter()
+                .name(&name)
+                .value(*secret)
+                .r#type(ParameterType::SecureString)
+                .overwrite(true)
+                .send()
+                .await
+                .expect("put parameter");
+            references.push(format!("\"ssm:{name}\""));
+        }
         config.push_str(&format!(
-            "[workspaces.{WORKSPACE}.{provider}]\nsecrets = [\"ssm:{name}\"]\n"
+            "[workspaces.{WORKSPACE}.{provider}]\nsecrets = [{}]\n",
+            references.join(", ")
         ));
         if provider.properties().signs(Signed::Url) {
             config.push_str(&format!(
