@@ -55,26 +55,6 @@ pub trait FailureStreaks: Send + Sync {
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 }
 
-impl<T: FailureStreaks> FailureStreaks for std::sync::Arc<T> {
-    async fn failed(
-        &self,
-        workspace: &WorkspaceId,
-        provider: Provider,
-        now: Timestamp,
-    ) -> Result<u32, StoreError> {
-        self.as_ref().failed(workspace, provider, now).await
-    }
-
-    async fn answered(
-        &self,
-        workspace: &WorkspaceId,
-        provider: Provider,
-        at: Timestamp,
-    ) -> Result<bool, StoreError> {
-        self.as_ref().answered(workspace, provider, at).await
-    }
-}
-
 /// One binding as this process has seen it.
 #[derive(Debug, Default, Clone, Copy)]
 struct Seen {

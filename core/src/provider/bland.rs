@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use super::{
     Delivery, Fixed, Horizon, Identity, ParseError, Penalty, Properties, Provider, SignRequest,
-    Signed, VerifyError, as_received, body_hmac_matches, header, parse_json, required, same_url,
+    Signed, VerifyError, body_hmac_matches, header, parse_json, required,
 };
 use crate::{EventKey, crypto, secret::Secret};
 
@@ -33,14 +33,11 @@ pub const PROPERTIES: Properties = Properties {
         rule: "none documented",
         source: "https://docs.bland.ai (webhooks)",
     },
-    fixed: Some(Fixed {
-        verify: |d, secrets, _| verify(d, secrets),
+    fixed: Some(Fixed::new(
+        |d, secrets, _| verify(d, secrets),
         identify,
-        sign: |req| Ok(sign(req)),
-        canonical: as_received,
-        signed_url: same_url,
-        handshake: None,
-    }),
+        |req| Ok(sign(req)),
+    )),
 };
 
 const HEADER: &str = "x-webhook-signature";

@@ -17,7 +17,7 @@ use serde::Deserialize;
 use super::timestamped::TimestampedHex;
 use super::{
     Delivery, Fixed, Horizon, Identity, ParseError, Penalty, Properties, Provider, SignRequest,
-    Signed, as_received, parse_json, required, same_url,
+    Signed, parse_json, required,
 };
 use crate::EventKey;
 
@@ -38,14 +38,11 @@ pub const PROPERTIES: Properties = Properties {
         rule: "a 410 deletes the subscription at once (hookgate never answers one); after 24 hours without a successful delivery it is disabled and must be recreated",
         source: "https://developer.calendly.com/api-docs/overview/webhooks/webhook-errors",
     },
-    fixed: Some(Fixed {
-        verify: |d, secrets, now| SCHEME.verify(d, secrets, now),
+    fixed: Some(Fixed::new(
+        |d, secrets, now| SCHEME.verify(d, secrets, now),
         identify,
-        sign: |req| Ok(sign(req)),
-        canonical: as_received,
-        signed_url: same_url,
-        handshake: None,
-    }),
+        |req| Ok(sign(req)),
+    )),
 };
 
 /// The header, tag and tolerance of Calendly's scheme.

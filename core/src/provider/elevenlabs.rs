@@ -16,7 +16,7 @@ use std::time::Duration;
 use super::timestamped::TimestampedHex;
 use super::{
     Delivery, Fixed, Horizon, Identity, ParseError, Penalty, Properties, Provider, SignRequest,
-    Signed, VerifyError, as_received, parse_json, required, same_url,
+    Signed, VerifyError, parse_json, required,
 };
 use crate::{EventKey, Timestamp, secret::Secret};
 
@@ -37,14 +37,7 @@ pub const PROPERTIES: Properties = Properties {
         rule: "auto-disabled after 10 or more consecutive failures when the last success is more than 7 days old (or there was none)",
         source: "https://elevenlabs.io/docs/eleven-api/resources/webhooks",
     },
-    fixed: Some(Fixed {
-        verify,
-        identify,
-        sign: |req| Ok(sign(req)),
-        canonical: as_received,
-        signed_url: same_url,
-        handshake: None,
-    }),
+    fixed: Some(Fixed::new(verify, identify, |req| Ok(sign(req)))),
 };
 
 /// The header, tag and tolerance of ElevenLabs' scheme.

@@ -43,7 +43,7 @@ use serde::{
 
 use super::{
     Delivery, Fixed, Horizon, Identity, ParseError, Penalty, Properties, Provider, SignRequest,
-    Signed, VerifyError, as_received, body_hmac_matches, header, parse_json, required, same_url,
+    Signed, VerifyError, body_hmac_matches, header, parse_json, required,
 };
 use crate::{EventKey, crypto, secret::Secret};
 
@@ -64,14 +64,11 @@ pub const PROPERTIES: Properties = Properties {
         rule: "no automatic disabling of a hook for failed deliveries is documented",
         source: "https://docs.github.com/en/webhooks/using-webhooks/handling-failed-webhook-deliveries",
     },
-    fixed: Some(Fixed {
-        verify: |d, secrets, _| verify(d, secrets),
+    fixed: Some(Fixed::new(
+        |d, secrets, _| verify(d, secrets),
         identify,
-        sign: |req| Ok(sign(req)),
-        canonical: as_received,
-        signed_url: same_url,
-        handshake: None,
-    }),
+        |req| Ok(sign(req)),
+    )),
 };
 
 const SIGNATURE: &str = "x-hub-signature-256";

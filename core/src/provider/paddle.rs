@@ -16,7 +16,7 @@ use serde::Deserialize;
 use super::timestamped::TimestampedHex;
 use super::{
     Delivery, Fixed, Horizon, Identity, ParseError, Penalty, Properties, Provider, SignRequest,
-    Signed, as_received, parse_json, required, same_url,
+    Signed, parse_json, required,
 };
 use crate::EventKey;
 
@@ -37,14 +37,11 @@ pub const PROPERTIES: Properties = Properties {
         rule: "none documented: a destination is deactivated by hand, and exhausted notifications can be replayed",
         source: "https://developer.paddle.com/webhooks/notification-destinations",
     },
-    fixed: Some(Fixed {
-        verify: |d, secrets, now| SCHEME.verify(d, secrets, now),
+    fixed: Some(Fixed::new(
+        |d, secrets, now| SCHEME.verify(d, secrets, now),
         identify,
-        sign: |req| Ok(sign(req)),
-        canonical: as_received,
-        signed_url: same_url,
-        handshake: None,
-    }),
+        |req| Ok(sign(req)),
+    )),
 };
 
 /// The header, keys and tolerance of Paddle's scheme (its SDKs' 5 s).

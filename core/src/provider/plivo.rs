@@ -21,7 +21,7 @@ use base64::{Engine, engine::general_purpose::STANDARD};
 
 use super::{
     Delivery, Fixed, Horizon, Identity, ParseError, Penalty, Properties, Provider, SignRequest,
-    Signed, VerifyError, any_match, as_received, header, same_url,
+    Signed, VerifyError, any_match, header,
 };
 use crate::{EventKey, crypto, secret::Secret};
 
@@ -42,14 +42,11 @@ pub const PROPERTIES: Properties = Properties {
         rule: "none documented",
         source: "https://docs.plivo.com/docs/voice/concepts/signature-validation/",
     },
-    fixed: Some(Fixed {
-        verify: |d, secrets, _| verify(d, secrets),
+    fixed: Some(Fixed::new(
+        |d, secrets, _| verify(d, secrets),
         identify,
-        sign: |req| Ok(sign(req)),
-        canonical: as_received,
-        signed_url: same_url,
-        handshake: None,
-    }),
+        |req| Ok(sign(req)),
+    )),
 };
 
 const SIGNATURE: &str = "x-plivo-signature-v3";

@@ -68,6 +68,26 @@ pub struct Fixed {
     pub handshake: Option<Handshake>,
 }
 
+impl Fixed {
+    /// A scheme's three functions, storing the body as received, signing
+    /// the URL as given and with no handshake; a scheme that differs sets
+    /// those fields over it (`Fixed { canonical, ..Fixed::new(…) }`).
+    pub const fn new(
+        verify: fn(&Delivery<'_>, &[Secret], Timestamp) -> Result<(), VerifyError>,
+        identify: fn(&Delivery<'_>) -> Result<Identity, ParseError>,
+        sign: fn(&SignRequest<'_>) -> Signature,
+    ) -> Fixed {
+        Fixed {
+            verify,
+            identify,
+            sign,
+            canonical: as_received,
+            signed_url: same_url,
+            handshake: None,
+        }
+    }
+}
+
 /// A provider's challenge to the endpoint (Slack's `url_verification`,
 /// Zoom's `endpoint.url_validation`): verified like any delivery, then
 /// answered at once with 200 and nothing stored or queued.

@@ -15,8 +15,7 @@ use serde::Deserialize;
 
 use super::{
     Delivery, Fixed, Horizon, Identity, ParseError, Penalty, Properties, Provider, SignRequest,
-    Signed, VerifyError, any_match, as_received, header, parse_json, required, same_url,
-    within_tolerance,
+    Signed, VerifyError, any_match, header, parse_json, required, within_tolerance,
 };
 use crate::{EventKey, Timestamp, crypto, secret::Secret};
 
@@ -41,14 +40,7 @@ pub const PROPERTIES: Properties = Properties {
         rule: "none documented",
         source: "https://docs.retellai.com/features/webhook",
     },
-    fixed: Some(Fixed {
-        verify,
-        identify,
-        sign: |req| Ok(sign(req)),
-        canonical: as_received,
-        signed_url: same_url,
-        handshake: None,
-    }),
+    fixed: Some(Fixed::new(verify, identify, |req| Ok(sign(req)))),
 };
 const HEADER: &str = "x-retell-signature";
 /// The events that occur at most once per call.

@@ -16,7 +16,7 @@ use base64::{Engine, engine::general_purpose::STANDARD};
 
 use super::{
     Delivery, Fixed, Horizon, Identity, ParseError, Penalty, Properties, Provider, SignRequest,
-    Signed, VerifyError, as_received, body_hmac_matches, header, same_url,
+    Signed, VerifyError, body_hmac_matches, header,
 };
 use crate::{EventKey, crypto, secret::Secret};
 
@@ -37,14 +37,11 @@ pub const PROPERTIES: Properties = Properties {
         rule: "a subscription made through the Admin API is deleted once its 8 retries in 4 hours have failed",
         source: "https://shopify.dev/docs/apps/build/webhooks/troubleshooting-webhooks",
     },
-    fixed: Some(Fixed {
-        verify: |d, secrets, _| verify(d, secrets),
+    fixed: Some(Fixed::new(
+        |d, secrets, _| verify(d, secrets),
         identify,
-        sign: |req| Ok(sign(req)),
-        canonical: as_received,
-        signed_url: same_url,
-        handshake: None,
-    }),
+        |req| Ok(sign(req)),
+    )),
 };
 
 const SIGNATURE: &str = "x-shopify-hmac-sha256";

@@ -18,7 +18,7 @@ use serde::Deserialize;
 use super::timestamped::VersionedHex;
 use super::{
     Delivery, Fixed, Handshake, Horizon, Identity, ParseError, Penalty, Properties, Provider,
-    Signed, as_received, parse_json, required, same_url,
+    Signed, parse_json, required,
 };
 use crate::{EventKey, Timestamp, secret::Secret};
 
@@ -40,15 +40,15 @@ pub const PROPERTIES: Properties = Properties {
         source: "https://api.slack.com/events/app_rate_limited",
     },
     fixed: Some(Fixed {
-        verify: |d, secrets, now| SCHEME.verify(d, secrets, now),
-        identify,
-        sign: |req| Ok(SCHEME.sign(req)),
-        canonical: as_received,
-        signed_url: same_url,
         handshake: Some(Handshake {
             is: is_handshake,
             answer,
         }),
+        ..Fixed::new(
+            |d, secrets, now| SCHEME.verify(d, secrets, now),
+            identify,
+            |req| Ok(SCHEME.sign(req)),
+        )
     }),
 };
 

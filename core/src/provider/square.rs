@@ -16,7 +16,7 @@ use serde::Deserialize;
 
 use super::{
     Delivery, Fixed, Horizon, Identity, ParseError, Penalty, Properties, Provider, SignRequest,
-    Signed, VerifyError, any_match, as_received, header, parse_json, required, same_url,
+    Signed, VerifyError, any_match, header, parse_json, required,
 };
 use crate::{EventKey, crypto, secret::Secret};
 
@@ -37,14 +37,11 @@ pub const PROPERTIES: Properties = Properties {
         rule: "a subscription with no 2xx for three weeks is disabled, after warnings at one, two and three weeks",
         source: "https://developer.squareup.com/docs/webhooks/step4manage",
     },
-    fixed: Some(Fixed {
-        verify: |d, secrets, _| verify(d, secrets),
+    fixed: Some(Fixed::new(
+        |d, secrets, _| verify(d, secrets),
         identify,
-        sign: |req| Ok(sign(req)),
-        canonical: as_received,
-        signed_url: same_url,
-        handshake: None,
-    }),
+        |req| Ok(sign(req)),
+    )),
 };
 
 const SIGNATURE: &str = "x-square-hmacsha256-signature";

@@ -22,8 +22,7 @@ use serde::Deserialize;
 
 use super::{
     Delivery, Fixed, Horizon, Identity, ParseError, Penalty, Properties, SignError, SignRequest,
-    Signed, VerifyError, any_match, as_received, header, parse_json, required, same_url,
-    within_tolerance,
+    Signed, VerifyError, any_match, header, parse_json, required, within_tolerance,
 };
 use crate::{EventKey, Provider, Timestamp, crypto, secret::Secret};
 
@@ -53,14 +52,11 @@ pub const STANDARD_PROPERTIES: Properties = Properties {
         rule: "the sender's own (the specification sets none; Svix's is 5 days of failures)",
         source: "https://www.standardwebhooks.com/",
     },
-    fixed: Some(Fixed {
-        verify: |d, secrets, now| verify(STANDARD, d, secrets, now),
-        identify: |d| identify(STANDARD, d),
-        sign: |req| sign(STANDARD, req),
-        canonical: as_received,
-        signed_url: same_url,
-        handshake: None,
-    }),
+    fixed: Some(Fixed::new(
+        |d, secrets, now| verify(STANDARD, d, secrets, now),
+        |d| identify(STANDARD, d),
+        |req| sign(STANDARD, req),
+    )),
 };
 
 /// Svix's row: the standard's, under its own name, header and penalty.
@@ -73,14 +69,11 @@ pub const SVIX_PROPERTIES: Properties = Properties {
         rule: "disables an endpoint whose attempts have all failed for 5 days",
         source: "https://docs.svix.com/retries",
     },
-    fixed: Some(Fixed {
-        verify: |d, secrets, now| verify(SVIX, d, secrets, now),
-        identify: |d| identify(SVIX, d),
-        sign: |req| sign(SVIX, req),
-        canonical: as_received,
-        signed_url: same_url,
-        handshake: None,
-    }),
+    fixed: Some(Fixed::new(
+        |d, secrets, now| verify(SVIX, d, secrets, now),
+        |d| identify(SVIX, d),
+        |req| sign(SVIX, req),
+    )),
     ..STANDARD_PROPERTIES
 };
 

@@ -14,7 +14,7 @@ use std::time::Duration;
 use super::timestamped::TimestampedHex;
 use super::{
     Delivery, Fixed, Horizon, Identity, ParseError, Penalty, Properties, Provider, SignRequest,
-    Signed, VerifyError, parse_json, required, same_url,
+    Signed, VerifyError, parse_json, required,
 };
 use crate::{EventKey, Timestamp, secret::Secret};
 
@@ -36,12 +36,8 @@ pub const PROPERTIES: Properties = Properties {
         source: "https://docs.stripe.com/webhooks",
     },
     fixed: Some(Fixed {
-        verify,
-        identify,
-        sign: |req| Ok(sign(req)),
         canonical: |d| canonical(d.body),
-        signed_url: same_url,
-        handshake: None,
+        ..Fixed::new(verify, identify, |req| Ok(sign(req)))
     }),
 };
 

@@ -20,7 +20,7 @@ use serde::Deserialize;
 
 use super::{
     Delivery, Fixed, Horizon, Identity, ParseError, Penalty, Properties, Provider, SignError,
-    SignRequest, Signed, VerifyError, header, parse_json, required, same_url, within_tolerance,
+    SignRequest, Signed, VerifyError, header, parse_json, required, within_tolerance,
 };
 use crate::{EventKey, Timestamp, secret::Secret};
 
@@ -42,12 +42,8 @@ pub const PROPERTIES: Properties = Properties {
         source: "https://developers.telnyx.com/docs/development/api-fundamentals/webhooks",
     },
     fixed: Some(Fixed {
-        verify,
-        identify,
-        sign,
         canonical: |d| canonical(d.body),
-        signed_url: same_url,
-        handshake: None,
+        ..Fixed::new(verify, identify, sign)
     }),
 };
 

@@ -51,12 +51,13 @@ pub const PROPERTIES: Properties = Properties {
         source: "https://www.twilio.com/docs/usage/webhooks/webhooks-connection-overrides",
     },
     fixed: Some(Fixed {
-        verify: |d, secrets, _| verify(d, secrets),
-        identify,
-        sign: |req| Ok(sign(req)),
         canonical: |d| is_form(d).then(|| canonical_form(d.body)),
         signed_url,
-        handshake: None,
+        ..Fixed::new(
+            |d, secrets, _| verify(d, secrets),
+            identify,
+            |req| Ok(sign(req)),
+        )
     }),
 };
 

@@ -19,7 +19,7 @@ use serde::Deserialize;
 
 use super::{
     Delivery, Fixed, Horizon, Identity, ParseError, Penalty, Properties, Provider, SignRequest,
-    Signed, VerifyError, any_match, as_received, header, parse_json, required, same_url,
+    Signed, VerifyError, any_match, header, parse_json, required,
 };
 use crate::{EventKey, crypto, secret::Secret};
 
@@ -40,14 +40,11 @@ pub const PROPERTIES: Properties = Properties {
         rule: "none documented: while a webhook fails, the API key's other Messages and Dispatch callbacks are queued behind it",
         source: "https://api.support.vonage.com/hc/en-us/articles/360028543292",
     },
-    fixed: Some(Fixed {
-        verify: |d, secrets, _| verify(d, secrets),
+    fixed: Some(Fixed::new(
+        |d, secrets, _| verify(d, secrets),
         identify,
-        sign: |req| Ok(sign(req)),
-        canonical: as_received,
-        signed_url: same_url,
-        handshake: None,
-    }),
+        |req| Ok(sign(req)),
+    )),
 };
 
 const AUTHORIZATION: &str = "authorization";

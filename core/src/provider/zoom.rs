@@ -22,7 +22,7 @@ use serde_json::Value;
 use super::timestamped::VersionedHex;
 use super::{
     Delivery, Fixed, Handshake, Horizon, Identity, ParseError, Penalty, Properties, Provider,
-    Signed, as_received, parse_json, required, same_url,
+    Signed, parse_json, required,
 };
 use crate::{EventKey, Timestamp, crypto, secret::Secret};
 
@@ -44,15 +44,15 @@ pub const PROPERTIES: Properties = Properties {
         source: "https://developers.zoom.us/blog/webhook-delays",
     },
     fixed: Some(Fixed {
-        verify: |d, secrets, now| SCHEME.verify(d, secrets, now),
-        identify,
-        sign: |req| Ok(SCHEME.sign(req)),
-        canonical: as_received,
-        signed_url: same_url,
         handshake: Some(Handshake {
             is: is_handshake,
             answer,
         }),
+        ..Fixed::new(
+            |d, secrets, now| SCHEME.verify(d, secrets, now),
+            identify,
+            |req| Ok(SCHEME.sign(req)),
+        )
     }),
 };
 
