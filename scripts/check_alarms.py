@@ -23,9 +23,10 @@ named by HOOKGATE_EMF_LOG).
 * An alarm without AlarmActions fails (it can change state but tell no one).
 * An alarm on one EMF metric (MetricName, a static Threshold, a greater-than
   comparison, Statistic Maximum or Sum) must be seen able to fire: the
-  captured values, grouped into the alarm's periods by their EMF Timestamp
-  and reduced by its statistic as CloudWatch would, must cross its
-  threshold in some period. An alarm no test drives over its threshold
+  captured values, grouped by their dimension values (each one series)
+  and into the alarm's periods by their EMF Timestamp, and reduced by its
+  statistic as CloudWatch would, must cross its threshold in some period
+  of some series. An alarm no test drives over its threshold
   fails: nothing shows it can ever go to ALARM.
 * Emitted series that no alarm watches are listed (information only).
 * The metric schema (docs/operations.md, "Metric schema") is the one list of
@@ -378,7 +379,8 @@ def read_emf(paths):
                     entry = series.setdefault(key, {"count": 0, "values": {}, "source": "EMF",
                                                     "points": []})
                     entry["count"] += 1
-                    entry["points"].extend((stamp, v) for v in points)
+                    dims_values = tuple(sorted(values.items()))
+                    entry["points"].extend((stamp, dims_values, v) for v in points)
                     for d, v in values.items():
                         entry["values"].setdefault(d, set()).add(v)
     return series, rejected, lines
@@ -531,9 +533,14 @@ def cannot_fire(props, entry):
     if (crosses is None or statistic not in ("Maximum", "Sum")
             or not isinstance(threshold, (int, float)) or "points" not in entry):
         return None
+    # One datapoint per period of each series: a series is its dimension
+    # values (two test stacks' `service`s are two series), as CloudWatch
+    # keeps them apart; a line without a Timestamp is no datapoint.
     periods = {}
-    for stamp, value in entry["points"]:
-        bucket = stamp // period_ms
+    for stamp, dims_values, value in entry["points"]:
+        if not stamp:
+            continue
+        bucket = (dims_values, stamp // period_ms)
         previous = periods.get(bucket)
         if previous is None:
             periods[bucket] = value

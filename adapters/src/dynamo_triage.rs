@@ -209,6 +209,22 @@ impl TriageStore for DynamoTriage {
     }
 }
 
+/// How long a streak write may take, with no retry: it is bookkeeping on
+/// the answer's path, so when DynamoDB is slow (the inbox write may just
+/// have spent its own timeout on a 503) it gives up before the function's
+/// timeout would take the answer and its metric line with it.
+const STREAK_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(300);
+
+fn quick() -> aws_sdk_dynamodb::config::Builder {
+    aws_sdk_dynamodb::config::Builder::default()
+        .timeout_config(
+            aws_sdk_dynamodb::config::timeout::TimeoutConfig::builder()
+                .operation_timeout(STREAK_TIMEOUT)
+                .build(),
+        )
+        .retry_config(aws_sdk_dynamodb::config::retry::RetryConfig::disabled())
+}
+
 fn streak_pk(workspace: &WorkspaceId, provider: Provider) -> AttributeValue {
     s(format!(
         "streak#{}#{}",
@@ -218,8 +234,7 @@ fn streak_pk(workspace: &WorkspaceId, provider: Provider) -> AttributeValue {
 }
 
 impl FailureStreaks for DynamoTriage {
-    /// One atomic `ADD`. An SDK retry of a write whose answer was lost
-    /// counts twice: the streak errs towards the alarm, never away from it.
+    /// One atomic `ADD`, not retried (`STREAK_TIMEOUT`).
     async fn failed(
         &self,
         workspace: &WorkspaceId,
@@ -236,6 +251,8 @@ impl FailureStreaks for DynamoTriage {
             .expression_attribute_values(":now", n(now.as_millis()))
             .expression_attribute_values(":expires", n(now.plus(streak::KEPT).as_secs()))
             .return_values(ReturnValue::UpdatedNew)
+            .customize()
+            .config_override(quick())
             .send()
             .await
             .map_err(unavailable(STORE))?;
@@ -260,6 +277,8 @@ impl FailureStreaks for DynamoTriage {
             .update_expression("SET n = :zero")
             .expression_attribute_values(":zero", n(0))
             .expression_attribute_values(":at", n(at.as_millis()))
+            .customize()
+            .config_override(quick())
             .send()
             .await;
         applied(STORE, cleared)

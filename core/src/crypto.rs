@@ -1,7 +1,9 @@
 //! The few cryptographic primitives every provider scheme shares.
 //!
 //! HMAC and SHA come from RustCrypto; comparison of a received signature with
-//! an expected one is always constant-time ([`ct_eq`]).
+//! an expected one is always constant-time ([`ct_eq`]). Ed25519 (Telnyx,
+//! Standard Webhooks `v1a`) is RustCrypto's `ed25519-dalek`, strict: a weak
+//! (small-order) public key is no key, as an empty HMAC key is none.
 
 use hmac::{Hmac, Mac};
 use sha1::Sha1;
@@ -48,6 +50,32 @@ pub fn hmac(algorithm: Algorithm, key: &[u8], parts: &[&[u8]]) -> Vec<u8> {
 /// Lower-case hex SHA-256 of `bytes`: the inbox's payload hash.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
+}
+
+/// An Ed25519 public key from its 32 raw bytes; `None` for any other
+/// length, a point off the curve, or a weak (small-order) key, under which
+/// anyone could forge a signature.
+pub fn ed25519_public_key(bytes: &[u8]) -> Option<ed25519_dalek::VerifyingKey> {
+    let bytes: [u8; 32] = bytes.try_into().ok()?;
+    ed25519_dalek::VerifyingKey::from_bytes(&bytes)
+        .ok()
+        .filter(|key| !key.is_weak())
+}
+
+/// Whether `signature` (64 bytes) signs `message` under one of `keys`,
+/// checked strictly (RFC 8032's cofactorless equation, canonical `R` and
+/// `s`, as libsodium checks it).
+pub fn ed25519_verifies(
+    keys: &[ed25519_dalek::VerifyingKey],
+    message: &[u8],
+    signature: &[u8],
+) -> bool {
+    let Ok(bytes) = <[u8; 64]>::try_from(signature) else {
+        return false;
+    };
+    let signature = ed25519_dalek::Signature::from_bytes(&bytes);
+    keys.iter()
+        .any(|key| key.verify_strict(message, &signature).is_ok())
 }
 
 /// Constant-time equality; different lengths compare unequal.
@@ -100,5 +128,27 @@ mod tests {
             sha256_hex(b""),
             "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
         );
+    }
+
+    #[test]
+    fn a_weak_ed25519_key_is_no_key_and_a_forgery_under_it_fails() {
+        // The identity point (order 1) and a point of order 4 encoded as
+        // keys: under either, s = 0 with a small-order R "verifies" in the
+        // lax equation.
+        let mut identity = [0u8; 32];
+        identity[0] = 1;
+        assert!(ed25519_public_key(&identity).is_none());
+        assert!(ed25519_public_key(&[0u8; 32]).is_none());
+        assert!(ed25519_public_key(&[1u8; 31]).is_none());
+        // RFC 8032, TEST 1: the empty message's signature, and the same
+        // under a changed message.
+        let public =
+            hex::decode("d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a")
+                .unwrap();
+        let signature = hex::decode("e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b").unwrap();
+        let key = ed25519_public_key(&public).expect("a key");
+        assert!(ed25519_verifies(&[key], b"", &signature));
+        assert!(!ed25519_verifies(&[key], b"x", &signature));
+        assert!(!ed25519_verifies(&[key], b"", &signature[1..]));
     }
 }

@@ -147,6 +147,10 @@ struct Outcome {
     reason: Option<String>,
     /// A handshake's answer (the body of a 200).
     answer: Option<String>,
+    /// The delivery passed verification: it is its provider's, so our
+    /// failure to take it is counted where every instance sees it
+    /// (`streak`).
+    verified: bool,
 }
 
 impl Outcome {
@@ -159,6 +163,7 @@ impl Outcome {
             public: String::new(),
             reason: None,
             answer: None,
+            verified: false,
         }
     }
 
@@ -172,6 +177,7 @@ impl Outcome {
             public: String::new(),
             reason: Some("handshake answered".into()),
             answer: Some(answer),
+            verified: false,
         }
     }
 
@@ -184,6 +190,7 @@ impl Outcome {
             public: public.into(),
             reason: Some(reason.into()),
             answer: None,
+            verified: false,
         }
     }
 
@@ -249,8 +256,11 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold + FailureStreaks> I
         let span = delivery_span();
         let outcome = self.process(&req, now).instrument(span.clone()).await;
         let streak = match self.known(&req) {
+            // A handshake answered proves the endpoint, not a delivery: it
+            // leaves the streak as it is (and writes nothing).
+            Some(_) if outcome.answer.is_some() => Some(0),
             Some((workspace, provider)) => Some(
-                self.count(&workspace, provider, outcome.status, now)
+                self.count(&workspace, provider, &outcome, now)
                     .instrument(span.clone())
                     .await,
             ),
@@ -280,16 +290,21 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold + FailureStreaks> I
     }
 
     /// Counts one answer in the binding's failure streak (`streak`); the
-    /// streak after it. A store that fails here changes no answer: the
-    /// process's own run still counts, and a count left uncleared is
-    /// cleared by a 2xx within `streak::RECHECK`.
+    /// streak after it. A failure is written to the shared count only when
+    /// it is ours (5xx) and the delivery passed verification (it is the
+    /// provider's: a forgery, or a 503 given before its signature was
+    /// checked, writes nothing; so does any 4xx: bad input changes nothing). A
+    /// store that fails here changes no answer: the process's own run still
+    /// counts, and a count left uncleared is cleared by a 2xx within
+    /// `streak::RECHECK`.
     async fn count(
         &self,
         workspace: &WorkspaceId,
         provider: Provider,
-        status: u16,
+        outcome: &Outcome,
         now: Timestamp,
     ) -> u32 {
+        let status = outcome.status;
         if !streak::is_failure(status) {
             if self.streaks.answered(workspace, provider, now)
                 && let Err(e) = self.holder.answered(workspace, provider, now).await
@@ -298,9 +313,9 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold + FailureStreaks> I
             }
             return 0;
         }
-        let ours = streak::is_ours(status);
-        let run = self.streaks.failed(workspace, provider, ours);
-        if !ours {
+        let shared = outcome.verified && status >= 500;
+        let run = self.streaks.failed(workspace, provider, shared);
+        if !shared {
             return run;
         }
         match self.holder.failed(workspace, provider, now).await {
@@ -404,15 +419,33 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold + FailureStreaks> I
             Ok(secrets) => secrets,
             Err(outcome) => return outcome,
         };
-        // Authentic first: a handshake is answered only to its provider.
-        match binding.scheme.handshake(&delivery, &secrets, now) {
+        Outcome {
+            verified: true,
+            ..self
+                .authentic(provider, workspace, binding, &delivery, &secrets, now)
+                .await
+        }
+    }
+
+    /// What becomes of a verified delivery: its handshake answered (only to
+    /// its provider: verified first), or its event identified and stored.
+    async fn authentic(
+        &self,
+        provider: Provider,
+        workspace: WorkspaceId,
+        binding: &ProviderBinding,
+        delivery: &Delivery<'_>,
+        secrets: &[crate::secret::Secret],
+        now: Timestamp,
+    ) -> Outcome {
+        match binding.scheme.handshake(delivery, secrets, now) {
             Some(Ok(answer)) => return Outcome::handshake(answer),
             Some(Err(e)) => {
                 return Outcome::refused(Refusal::BadRequest, e.to_string(), e.to_string());
             }
             None => {}
         }
-        let identity = match binding.scheme.identify(&delivery) {
+        let identity = match binding.scheme.identify(delivery) {
             Ok(identity) => identity,
             Err(e) => return Outcome::refused(Refusal::BadRequest, e.to_string(), e.to_string()),
         };
@@ -423,12 +456,12 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold + FailureStreaks> I
             pk,
             &identity,
             Origin::Http,
-            req.body,
+            delivery.body,
             handled,
             now,
             self.config.inbox_ttl_for(provider),
         )
-        .hashed_as(&binding.scheme.canonical_payload(&delivery));
+        .hashed_as(&binding.scheme.canonical_payload(delivery));
         self.persist(record, now).await
     }
 

@@ -6,12 +6,16 @@
 //! it as `FailureStreak` on each delivery's metric line; the alarm watches
 //! its largest value.
 //!
-//! Two counts, because a 4xx must write nothing (anyone can post a forged
-//! request) while a provider's retries may reach different Lambda instances:
+//! Two counts, because an unverified request must write nothing (anyone can
+//! post a forgery) while a provider's retries may reach different Lambda
+//! instances:
 //! - [`Book`]: this process's own run of non-2xx answers per binding, in
-//!   memory, for every failure (4xx included);
+//!   memory, for every failure (a forgery's 401 included);
 //! - [`FailureStreaks`]: the shared count, in the triage table, written only
-//!   for our own failures (5xx) and cleared by a later 2xx.
+//!   for our own failure (a 503 of our store or queue) to a delivery that
+//!   passed verification (the provider's own), and cleared by a later 2xx.
+//!   A 503 given before verification (a secret that could not be read) and
+//!   every 4xx (bad input changes nothing) stay in the process's count.
 //!
 //! The published streak is the larger of the two. A 2xx clears the shared
 //! count only when this process counted a failure in it, or has not tried
@@ -80,7 +84,8 @@ impl Book {
         f(seen.entry((key.0.clone(), key.1)).or_default())
     }
 
-    /// A non-2xx answer; `shared`: it is counted in the shared count too.
+    /// A non-2xx answer; `shared`: it is counted in the shared count too
+    /// (ours, to a delivery that passed verification).
     /// This process's run after it.
     pub fn failed(&self, workspace: &WorkspaceId, provider: Provider, shared: bool) -> u32 {
         self.with((workspace, provider), |seen| {
@@ -111,12 +116,6 @@ impl Book {
 /// Whether an answer counts as a failure to the provider.
 pub const fn is_failure(status: u16) -> bool {
     status < 200 || status >= 300
-}
-
-/// Whether a failure is ours, so it is counted in the shared count: a 4xx
-/// may be anyone's forgery and writes nothing.
-pub const fn is_ours(status: u16) -> bool {
-    status >= 500
 }
 
 #[cfg(test)]
@@ -194,13 +193,10 @@ mod tests {
     }
 
     #[test]
-    fn only_our_failures_are_shared() {
+    fn every_answer_but_a_2xx_is_a_failure() {
         assert!(!is_failure(200) && !is_failure(202));
-        for status in [400, 401, 404, 413] {
-            assert!(is_failure(status) && !is_ours(status), "{status}");
-        }
-        for status in [500, 503] {
-            assert!(is_failure(status) && is_ours(status), "{status}");
+        for status in [400, 401, 404, 413, 500, 503] {
+            assert!(is_failure(status), "{status}");
         }
     }
 }

@@ -12,8 +12,12 @@
 //! query.
 //!
 //! Event key: Plivo documents no event id. `{CallUUID}:{Event}` (the call
-//! and what happened to it: `StartApp`, `Hangup`, …), or `{CallUUID}:
-//! {CallStatus}` without an `Event`. Event type: `Event`, or `CallStatus`.
+//! and what happened to it: `StartApp`, `Hangup`, …). A callback without
+//! an `Event` (an action URL's: digits gathered, a recording made) may come
+//! several times in one call with one `CallStatus`, so its key is
+//! `{CallUUID}:{CallStatus}:{first 32 hex of the SHA-256 of its sorted
+//! fields}`: only the same callback again is a duplicate. Event type:
+//! `Event`, or `CallStatus`.
 
 use std::{collections::BTreeMap, time::Duration};
 
@@ -34,7 +38,7 @@ pub const PROPERTIES: Properties = Properties {
         window: Duration::from_secs(3600),
         source: "a callback is retried once by default, on a connect or read timeout, all within 55 seconds, then the fallback URL (https://docs.plivo.com/docs/voice/concepts/callback-configurations/); one hour",
     },
-    identity: "`{CallUUID}:{Event}` (`{CallUUID}:{CallStatus}` without one; no event id is documented)",
+    identity: "`{CallUUID}:{Event}` (`{CallUUID}:{CallStatus}:{hash of the fields}` without one; no event id is documented)",
     handshake: false,
     batch: false,
     penalty: Penalty {
@@ -134,12 +138,20 @@ pub fn identify(d: &Delivery<'_>) -> Result<Identity, ParseError> {
         }
     };
     let call = one("CallUUID")?.ok_or(ParseError::MissingField("CallUUID"))?;
-    let what = match one("Event")? {
-        Some(event) => event,
-        None => one("CallStatus")?.ok_or(ParseError::MissingField("Event"))?,
+    let (what, key) = match one("Event")? {
+        Some(event) => (event, format!("{call}:{event}")),
+        None => {
+            let status = one("CallStatus")?.ok_or(ParseError::MissingField("Event"))?;
+            let fields: Vec<String> = form
+                .iter()
+                .flat_map(|(k, vs)| vs.iter().map(move |v| format!("{k}={v}")))
+                .collect();
+            let digest = crypto::sha256_hex(fields.join("&").as_bytes());
+            (status, format!("{call}:{status}:{}", &digest[..32]))
+        }
     };
     Ok(Identity {
-        event_key: EventKey::parse(&format!("{call}:{what}"))?,
+        event_key: EventKey::parse(&key)?,
         event_type: what.to_owned(),
         occurred_at: None,
     })
@@ -225,11 +237,14 @@ mod tests {
             id.event_key.as_str(),
             "2f8b0000-0000-0000-0000-000000000001:StartApp"
         );
-        let hangup = b"CallUUID=c1&CallStatus=completed";
-        assert_eq!(
-            identify(&delivery(&h, hangup)).unwrap().event_key.as_str(),
-            "c1:completed"
-        );
+        // Without an Event: the status and the fields, in any order.
+        let digits = b"CallUUID=c1&CallStatus=in-progress&Digits=42";
+        let again = b"Digits=42&CallStatus=in-progress&CallUUID=c1";
+        let other = b"CallUUID=c1&CallStatus=in-progress&Digits=7";
+        let key = |b: &[u8]| identify(&delivery(&h, b)).unwrap().event_key;
+        assert!(key(digits).as_str().starts_with("c1:in-progress:"));
+        assert_eq!(key(digits), key(again));
+        assert_ne!(key(digits), key(other));
         assert_eq!(
             identify(&delivery(&h, b"CallUUID=c1&CallUUID=c2&Event=x")),
             Err(ParseError::Invalid("CallUUID", "given once"))

@@ -126,12 +126,7 @@ const PRIVATE: &str = "whsk_";
 /// The Ed25519 public key of a `whpk_` secret.
 fn public_key_of(secret: &Secret) -> Option<ed25519_dalek::VerifyingKey> {
     let text = std::str::from_utf8(secret.expose()).ok()?;
-    let bytes: [u8; 32] = B64
-        .decode(text.strip_prefix(PUBLIC)?)
-        .ok()?
-        .try_into()
-        .ok()?;
-    ed25519_dalek::VerifyingKey::from_bytes(&bytes).ok()
+    crypto::ed25519_public_key(&B64.decode(text.strip_prefix(PUBLIC)?).ok()?)
 }
 
 /// The Ed25519 signing key of a `whsk_` secret (seed, then public key).
@@ -176,15 +171,9 @@ pub fn verify(
             .filter_map(|b64| B64.decode(b64).ok())
             .collect()
     };
-    let v1a_matches = entries("v1a,").iter().any(|bytes| {
-        let Ok(bytes) = <[u8; 64]>::try_from(bytes.as_slice()) else {
-            return false;
-        };
-        let signature = ed25519_dalek::Signature::from_bytes(&bytes);
-        public
-            .iter()
-            .any(|k| ed25519_dalek::Verifier::verify(k, &signed, &signature).is_ok())
-    });
+    let v1a_matches = entries("v1a,")
+        .iter()
+        .any(|signature| crypto::ed25519_verifies(&public, &signed, signature));
     if v1a_matches {
         return Ok(());
     }

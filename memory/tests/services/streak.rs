@@ -1,7 +1,9 @@
 //! A binding's failure streak (`hookgate_core::streak`): every non-2xx
-//! answer lengthens it, only our own failures (5xx) are written to the
-//! shared count, a 2xx ends both, and each delivery's metric line carries
-//! it as `FailureStreak`, the series the streak alarm watches.
+//! answer lengthens it, only our failure (5xx) to a verified delivery is
+//! written to the shared count (a forgery, and any 4xx, writes nothing), a
+//! 2xx ends both, and each
+//! delivery's metric line carries it as `FailureStreak`, the series the
+//! streak alarm watches.
 
 use std::sync::Mutex;
 
@@ -59,7 +61,8 @@ async fn failures_make_a_streak_the_metric_carries_and_a_2xx_ends_it() {
     assert_eq!(post(&ingress, &forged, "not-the-secret", at(1)).await, 401);
     assert_eq!(shared(), 0);
 
-    // Our queue failing: 503s are counted where every instance sees them.
+    // Our queue failing: verified deliveries' 503s are counted where every
+    // instance sees them.
     memory.queue.set_failing(true);
     assert_eq!(
         post(&ingress, &analyzed("c-streak-1"), SECRET, at(2)).await,
@@ -79,6 +82,10 @@ async fn failures_make_a_streak_the_metric_carries_and_a_2xx_ends_it() {
     );
     assert_eq!(shared(), 0);
     assert_eq!(post(&ingress, &forged, "not-the-secret", at(5)).await, 401);
+    assert_eq!(shared(), 0);
+    // Authentic but unreadable: refused, lengthening the run, writing nothing.
+    assert_eq!(post(&ingress, br#"{"event":"#, SECRET, at(6)).await, 400);
+    assert_eq!(shared(), 0);
 
-    assert_eq!(published("ws-streak"), [1.0, 2.0, 3.0, 4.0, 0.0, 1.0]);
+    assert_eq!(published("ws-streak"), [1.0, 2.0, 3.0, 4.0, 0.0, 1.0, 2.0]);
 }

@@ -45,13 +45,13 @@ async fn bindings(fixtures: &[(Provider, Value)]) -> String {
         // Each distinct key its cases use (Standard Webhooks: an HMAC key
         // and an Ed25519 public key), under /hookgate/, where the
         // functions' roles may read.
-        let mut secrets: Vec<&str> = fixture["cases"]
-            .as_array()
-            .expect("cases")
-            .iter()
-            .map(|case| case["secret"].as_str().expect("a secret"))
-            .collect();
-        secrets.dedup();
+        let mut secrets: Vec<&str> = Vec::new();
+        for case in fixture["cases"].as_array().expect("cases") {
+            let secret = case["secret"].as_str().expect("a secret");
+            if !secrets.contains(&secret) {
+                secrets.push(secret);
+            }
+        }
         let mut references = Vec::new();
         for (i, secret) in secrets.iter().enumerate() {
             let name = format!(
