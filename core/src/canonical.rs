@@ -7,6 +7,21 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+/// A JSON object body with `edit` taking out what changes between one
+/// event's deliveries (Stripe's `pending_webhooks`, Telnyx's attempt
+/// count), every object's keys sorted: the payload stored and hashed.
+/// `None` for a body that is not a JSON object (identify refuses it).
+pub fn object_without(
+    body: &[u8],
+    edit: impl FnOnce(&mut serde_json::Map<String, Value>),
+) -> Option<String> {
+    let Value::Object(mut object) = serde_json::from_slice(body).ok()? else {
+        return None;
+    };
+    edit(&mut object);
+    Some(sorted(Value::Object(object)).to_string())
+}
+
 /// `value` with every object's keys sorted (at every depth).
 pub fn sorted(value: Value) -> Value {
     match value {

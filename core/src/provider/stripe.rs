@@ -67,11 +67,9 @@ struct Event<'a> {
 /// yet delivered, so it changes between retries of one event), canonical;
 /// `None` for a body that is not a JSON object (identify refuses it anyway).
 pub fn canonical(body: &[u8]) -> Option<String> {
-    let serde_json::Value::Object(mut event) = serde_json::from_slice(body).ok()? else {
-        return None;
-    };
-    event.remove("pending_webhooks");
-    Some(crate::canonical::sorted(serde_json::Value::Object(event)).to_string())
+    crate::canonical::object_without(body, |event| {
+        event.remove("pending_webhooks");
+    })
 }
 
 pub fn identify(d: &Delivery<'_>) -> Result<Identity, ParseError> {

@@ -128,14 +128,12 @@ pub fn identify(d: &Delivery<'_>) -> Result<Identity, ParseError> {
 /// `meta.delivered_to`), canonical; `None` for a body that is not a JSON
 /// object (identify refuses it anyway).
 pub fn canonical(body: &[u8]) -> Option<String> {
-    let serde_json::Value::Object(mut event) = serde_json::from_slice(body).ok()? else {
-        return None;
-    };
-    if let Some(serde_json::Value::Object(meta)) = event.get_mut("meta") {
-        meta.remove("attempt");
-        meta.remove("delivered_to");
-    }
-    Some(crate::canonical::sorted(serde_json::Value::Object(event)).to_string())
+    crate::canonical::object_without(body, |event| {
+        if let Some(serde_json::Value::Object(meta)) = event.get_mut("meta") {
+            meta.remove("attempt");
+            meta.remove("delivered_to");
+        }
+    })
 }
 
 #[cfg(test)]
