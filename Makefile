@@ -42,7 +42,7 @@ test:
 	$(MAKE) iam-tools browser-tools
 	@rm -rf target/checks && mkdir -p target/checks
 	HOOKGATE_CALL_LOG=$(CURDIR)/$(CALL_LOG) HOOKGATE_EMF_LOG=$(CURDIR)/$(EMF_LOG) \
-		cargo test --workspace --exclude hookgate-core --exclude hookgate-memory
+		cargo test --workspace --exclude hookgate-core --exclude hookgate-operator --exclude hookgate-memory
 	SIM_SEED=$(SIM_TEST_SEED) SIM_CASES=$(SIM_CASES) cargo test -p hookgate-memory --test sim -- \
 		every_simulated_scenario the_regression_seeds
 	HOOKGATE_CALL_LOG=$(CURDIR)/$(CALL_LOG) $(MAKE) local-smoke
@@ -57,10 +57,11 @@ test:
 ## check: the inner loop, about 11 s on 2 cores after a one-line change in
 ## the core, 41 s from a fresh clone (docs/performance.md, "Build times"). No Python, Node, Chromium
 ## or emulator: cargo fmt, the pure crates' dependency trees (no AWS SDK,
-## scripts/check_pure.sh), clippy and the tests of hookgate-core and
-## hookgate-memory (the core's unit tests, the contract suites on the memory
-## ports, the service tests, CHECK_CASES simulator scenarios from a fresh
-## seed, or SIM_SEED=…).
+## scripts/check_pure.sh), clippy and the tests of hookgate-core,
+## hookgate-operator and hookgate-memory (the core's unit tests, the
+## operator's pages, the contract suites on the memory ports, the service
+## tests with the operator's decisions and reads, CHECK_CASES simulator
+## scenarios from a fresh seed, or SIM_SEED=…).
 CHECK_CASES ?= 2000
 # The simulator's seed: given, or fresh (the clock's nanoseconds), once per
 # make and passed to every sub-make and test; each target prints it first.
@@ -73,8 +74,8 @@ check:
 	@echo "make check: simulator seed $(SIM_SEED) (replay: make check SIM_SEED=$(SIM_SEED))"
 	cargo fmt --all -- --check
 	scripts/check_pure.sh
-	cargo clippy -p hookgate-core -p hookgate-memory --all-targets -- -D warnings
-	SIM_CASES=$(CHECK_CASES) cargo test -p hookgate-core -p hookgate-memory -- \
+	cargo clippy -p hookgate-core -p hookgate-operator -p hookgate-memory --all-targets -- -D warnings
+	SIM_CASES=$(CHECK_CASES) cargo test -p hookgate-core -p hookgate-operator -p hookgate-memory -- \
 		--skip the_regression_seeds
 
 # $(call pinned-venv,DIR,REQUIREMENTS,CONSTRAINTS): a venv with every

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# `make check` (and so `make test`): the pure crates stay pure. hookgate-core
-# and hookgate-memory (the memory ports, the contract suites, the service
-# tests, the simulator), with their dev-dependencies, compile no AWS SDK
+# `make check` (and so `make test`): the pure crates stay pure. hookgate-core,
+# hookgate-operator (the operator's reads, decisions and pages) and
+# hookgate-memory (the memory ports, the contract suites, the service tests,
+# the simulator), with their dev-dependencies, compile no AWS SDK
 # crate, no AWS runtime or Lambda crate and no HTTP server or client: that
 # is what keeps `make check` a two-minute loop, and the core a library the
 # adapters wrap, not one that wraps them.
@@ -16,7 +17,7 @@ impure() {
     | grep -E '^(aws-[a-z0-9-]+|lambda_[a-z_]+|axum|hyper|reqwest) v' | sort -u || true
 }
 
-for package in hookgate-core hookgate-memory; do
+for package in hookgate-core hookgate-operator hookgate-memory; do
   found=$(impure "$package")
   [ -z "$found" ] || fail "$package compiles $(tr '\n' ' ' <<<"$found")"
   echo "check-pure: $package: no AWS SDK, Lambda, hyper, axum or reqwest crate"

@@ -23,7 +23,7 @@ use hookgate_core::{
     inbox::{
         Collision, InboxRecord, InboxStatus, Origin, Pending, REASON_UNHANDLED_TYPE, Reopener,
     },
-    ports::{InboxStore, Store, StoreError, SweepMarks, Upserted},
+    ports::{InboxReads, InboxStore, Store, StoreError, SweepMarks, Upserted},
     sweep::shares,
 };
 
@@ -50,10 +50,9 @@ impl DynamoInbox {
     }
 }
 
-impl DynamoInbox {
-    /// Every record received since `since` — a scan, for operator statistics
-    /// only (the functions never scan).
-    pub async fn received_since(&self, since: Timestamp) -> Result<Vec<InboxRecord>, StoreError> {
+/// A scan, for the operator's statistics only (the functions never scan).
+impl InboxReads for DynamoInbox {
+    async fn received_since(&self, since: Timestamp) -> Result<Vec<InboxRecord>, StoreError> {
         let scan = self
             .client
             .scan()

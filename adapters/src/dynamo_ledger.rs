@@ -20,7 +20,7 @@ use hookgate_core::{
     InboxPk, Timestamp,
     action::{ActionKey, ActionRequest},
     ledger::{ActionRecord, ActionStatus, Claim, ErrorKind, claim},
-    ports::{Attempt, Lease, Ledger, Reserve, Settle, Store, StoreError},
+    ports::{Attempt, Lease, Ledger, LedgerReads, Reserve, Settle, Store, StoreError},
     shard,
 };
 
@@ -49,10 +49,11 @@ impl DynamoLedger {
             table: table.into(),
         }
     }
+}
 
-    /// Actions not COMPLETED with `status`, oldest first (every shard of the
-    /// sparse `open` index, then one read per action).
-    pub async fn list_open(&self, status: ActionStatus) -> Result<Vec<ActionRecord>, StoreError> {
+impl LedgerReads for DynamoLedger {
+    /// Every shard of the sparse `open` index, then one read per action.
+    async fn list_open(&self, status: ActionStatus) -> Result<Vec<ActionRecord>, StoreError> {
         let items = query_shards(
             STORE,
             &self.client,
@@ -79,10 +80,9 @@ impl DynamoLedger {
         Ok(records)
     }
 
-    /// The actions COMPLETED since `since` (by their last update): a scan,
-    /// for the operator console's activity chart only (the functions never
-    /// scan; `list_open` serves everything else).
-    pub async fn completed_since(&self, since: Timestamp) -> Result<Vec<ActionRecord>, StoreError> {
+    /// A scan, for the operator console's activity chart only (the
+    /// functions never scan; `list_open` serves everything else).
+    async fn completed_since(&self, since: Timestamp) -> Result<Vec<ActionRecord>, StoreError> {
         let scan = self
             .client
             .scan()
@@ -94,7 +94,9 @@ impl DynamoLedger {
         let items = crate::ddb::scan_all(STORE, scan).await?;
         items.iter().map(from_item).collect()
     }
+}
 
+impl DynamoLedger {
     /// An UpdateItem on `key` whose condition starts from the record being in
     /// `from` (`#status = :from`; callers may add to the condition), stamped
     /// `:now`, returning the stored item when the condition fails.

@@ -21,6 +21,8 @@ use hookgate_core::{
     worker::Worker,
 };
 
+use hookgate_operator::{InProcess, Reads};
+
 use crate::{
     AwsSecrets, CrmDestination, DynamoInbox, DynamoLedger, DynamoTriage, SqsActionQueue,
     alerts::EventBridgeAlerts,
@@ -92,6 +94,11 @@ pub type TriagerService = Triager<DynamoInbox, DynamoLedger, StoreHolder>;
 /// Approvals as deployed (`E`: how an EventBridge event is re-injected).
 pub type ApprovalsService<E> =
     Approvals<DynamoTriage, DynamoInbox, DynamoLedger, SqsActionQueue, E>;
+/// The operator's decisions as deployed.
+pub type DecisionsService<E> =
+    InProcess<DynamoTriage, DynamoInbox, DynamoLedger, SqsActionQueue, E>;
+/// The operator's reads as deployed.
+pub type ReadsService = Reads<DynamoInbox, DynamoLedger, DynamoTriage>;
 /// The sweep as deployed.
 pub type SweeperService = Sweeper<DynamoInbox, SqsActionQueue>;
 
@@ -199,6 +206,26 @@ pub fn approvals<E: EventIngress>(
         clients.ledger(&config)?,
         clients.queue(&config),
         ingress,
+    ))
+}
+
+/// The operator's decisions, carried out here (the ops Lambda, the CLI and
+/// the console), re-injecting EventBridge events through `ingress`.
+pub fn decisions<E: EventIngress>(
+    config: Arc<Config>,
+    clients: &Clients,
+    ingress: E,
+) -> Result<DecisionsService<E>, ConfigError> {
+    Ok(InProcess::new(approvals(config, clients, ingress)?))
+}
+
+/// The operator's reads of the tables.
+pub fn reads(config: Arc<Config>, clients: &Clients) -> Result<ReadsService, ConfigError> {
+    Ok(Reads::new(
+        config.clone(),
+        clients.inbox(&config),
+        clients.ledger(&config)?,
+        clients.triage(&config)?,
     ))
 }
 

@@ -133,6 +133,11 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         &self.config
     }
 
+    /// The triage table it decides on.
+    pub fn triage(&self) -> &T {
+        &self.triage
+    }
+
     async fn item(&self, id: &str) -> Result<TriageItem, ApprovalError> {
         self.triage
             .get(id)

@@ -12,6 +12,7 @@
 //! - [`ActionQueue`]: the action queue;
 //! - [`Ledger`]: the business-action ledger (reserve, settle, reconcile);
 //! - [`TriageStore`]: held failures and alert claims;
+//! - [`InboxReads`], [`LedgerReads`]: what only the operator tools read;
 //! - [`Alerts`]: where triage alerts go;
 //! - [`EventIngress`]: the ingress's EventBridge path, for re-injection.
 //!
@@ -28,7 +29,7 @@ use crate::{
     InboxPk, Timestamp,
     action::{ActionKey, ActionRequest},
     inbox::{InboxRecord, InboxStatus, Origin, Reopener, Verdict},
-    ledger::{ActionRecord, Claim, ErrorKind},
+    ledger::{ActionRecord, ActionStatus, Claim, ErrorKind},
     message::{MessageKind, QueueMessage},
     names::names,
     triage::{TriageItem, TriageStatus},
@@ -304,6 +305,33 @@ pub trait Ledger: Send + Sync {
         key: &ActionKey,
         now: Timestamp,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+}
+
+/// What the operator tools read from the inbox, and no function does: the
+/// figures of `hookgate stats` and the console's chart.
+pub trait InboxReads: Send + Sync {
+    /// Every record received at `since` or later, in no particular order.
+    fn received_since(
+        &self,
+        since: Timestamp,
+    ) -> impl Future<Output = Result<Vec<InboxRecord>, StoreError>> + Send;
+}
+
+/// What the operator tools read from the ledger, and no function does.
+pub trait LedgerReads: Send + Sync {
+    /// The actions with `status` (any but COMPLETED, which no index keeps),
+    /// oldest created first.
+    fn list_open(
+        &self,
+        status: ActionStatus,
+    ) -> impl Future<Output = Result<Vec<ActionRecord>, StoreError>> + Send;
+
+    /// The actions COMPLETED at `since` or later (by their last update), in
+    /// no particular order.
+    fn completed_since(
+        &self,
+        since: Timestamp,
+    ) -> impl Future<Output = Result<Vec<ActionRecord>, StoreError>> + Send;
 }
 
 /// Result of filing a triage item.

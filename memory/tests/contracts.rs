@@ -42,3 +42,8 @@ async fn the_memory_stores_read_a_retried_decision_as_their_own() {
     contract::lost::ledger_lost_answers_contract(&ledger, "mem", async |_| ledger.lose_answers(1))
         .await;
 }
+
+#[tokio::test]
+async fn the_memory_stores_honour_the_operator_reads_contract() {
+    contract::reads::reads_contract(&MemoryInbox::default(), &MemoryLedger::default(), "mem").await;
+}

@@ -1,18 +1,16 @@
 //! `hookgate console`: a local web page over the operator's operations, for
 //! the moment someone has to see what is held and decide once. It is the
-//! CLI's own code behind HTML, not a second implementation: every page calls
-//! the same [`Ops`] methods `hookgate triage | actions | inbox | stats |
-//! doctor` call, with the operator's credentials, so decisions are recorded
-//! with their STS identity exactly as from the CLI.
+//! CLI's own code behind HTML, not a second implementation: every page reads
+//! through the same `hookgate_operator` reads `hookgate triage | actions |
+//! inbox | stats` use, renders a typed view of `hookgate_operator::views`,
+//! and decides through the same `Decisions` port, with the operator's
+//! credentials, so decisions are recorded with their STS identity exactly as
+//! from the CLI.
 //!
 //! It listens on 127.0.0.1 only and serves what it renders itself: no script,
 //! no CDN, no build step. What keeps other sites out is in [`guard`].
 
-mod chart;
 mod guard;
-mod html;
-mod jobs;
-mod pages;
 mod routes;
 
 use std::sync::Arc;
@@ -25,6 +23,10 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use hookgate_core::ports::EventIngress;
+use hookgate_operator::{
+    jobs,
+    views::{self, Nav},
+};
 
 pub use guard::{Guard, Refusal};
 
@@ -65,7 +67,7 @@ impl<E: EventIngress + 'static> Console<E> {
         alarm_prefix: Option<String>,
         rate: u32,
     ) -> anyhow::Result<Self> {
-        let identity = ops.decider(by).await?;
+        let identity = ops.decider(by).await?.recorded;
         Ok(Self {
             ops,
             guard,
@@ -122,17 +124,17 @@ pub async fn serve<E: EventIngress + 'static>(
 
 /// A refusal as a page, with the status a browser shows.
 fn refused(status: StatusCode, why: &str) -> Response {
-    let body = html::page(
+    let body = views::page(
         "Refused",
-        html::Nav::Overview,
+        Nav::Overview,
         "",
         None,
-        &html::notice("refused", false, why),
+        &views::notice("refused", false, why),
     );
     (
         status,
         [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
-        body,
+        body.into_string(),
     )
         .into_response()
 }

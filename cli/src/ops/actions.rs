@@ -3,65 +3,31 @@
 use std::time::Duration;
 
 use hookgate_core::{
-    InboxPk, Timestamp,
-    action::ActionKey,
-    approval::Reconciled,
-    inbox::InboxRecord,
-    ledger::{ActionRecord, ActionStatus},
-    ports::EventIngress,
-    ports::{InboxStore, Ledger, TriageStore},
-    triage::{TriageClass, TriageStatus},
+    InboxPk, Timestamp, action::ActionKey, approval::Reconciled, ledger::ActionStatus,
+    ports::EventIngress, triage::TriageClass,
+};
+use hookgate_operator::{
+    Caller, Decisions,
+    api::Decided,
+    decisions::Reconcile,
+    reads::Stats,
+    records::{ActionView, InboxView},
 };
 use serde_json::{Value, json};
 
-use super::{Ops, Output, table, when};
+use super::{Ops, Output, table, triage::refusal, when};
 
-pub(super) fn inbox_json(r: &InboxRecord) -> Value {
-    json!({
-        "pk": r.pk.to_string(),
-        "event_type": r.event_type,
-        "origin": r.origin.as_str(),
-        "status": r.status.as_str(),
-        "status_reason": r.status_reason,
-        "received_at": when(r.received_at.as_millis()),
-        "last_delivery_at": when(r.last_delivery_at.as_millis()),
-        "delivery_count": r.delivery_count,
-        "payload_sha256": r.payload_sha256,
-        "collision": r.collision.as_ref().map(|c| json!({"first_sha256": c.first_hash, "count": c.count})),
-        "dispatch_failed": r.dispatch_failed,
-        "pending": r.pending.is_some(),
-        "expires_at": when(r.expires_at.as_millis()),
-    })
-}
-
-pub(super) fn action_json(a: &ActionRecord) -> Value {
-    json!({
-        "key": a.key.as_str(),
-        "status": a.status.as_str(),
-        "attempts": a.attempts,
-        "destination": a.destination,
-        "destination_ref": a.destination_ref,
-        "last_error_kind": a.last_error_kind.map(|k| k.as_str()),
-        "last_error": a.last_error,
-        "inbox_pks": a.inbox_pks,
-        "lease_owner": a.lease_owner,
-        "created_at": when(a.created_at.as_millis()),
-        "updated_at": when(a.updated_at.as_millis()),
-    })
-}
-
-/// The oldest receipt `stats --since` counts.
-pub(super) fn stats_cutoff(now: Timestamp, since: Duration) -> Timestamp {
-    Timestamp::from_millis(now.as_millis() - i64::try_from(since.as_millis()).unwrap_or(i64::MAX))
+fn to_json(value: impl serde::Serialize) -> Value {
+    serde_json::to_value(value).unwrap_or_default()
 }
 
 impl<E: EventIngress> Ops<E> {
     pub async fn inbox_show(&self, pk: &str) -> anyhow::Result<Output> {
         let pk = InboxPk::parse(pk).map_err(|e| anyhow::anyhow!("{e}"))?;
-        let Some(record) = self.inbox.get(&pk).await? else {
+        let Some(record) = self.reads.inbox_record(&pk).await? else {
             return Ok(Output::not_found(format!("no inbox record {pk}")));
         };
-        let json = inbox_json(&record);
+        let json = to_json(InboxView::of(&record));
         Ok(Output::ok(
             serde_json::to_string_pretty(&json)? + "\n",
             json,
@@ -74,14 +40,10 @@ impl<E: EventIngress> Ops<E> {
         status: ActionStatus,
         older_than: Option<Duration>,
     ) -> anyhow::Result<Output> {
-        let now = Timestamp::now();
-        let actions: Vec<ActionRecord> = self
-            .ledger
-            .list_open(status)
-            .await?
-            .into_iter()
-            .filter(|a| older_than.is_none_or(|age| now.since(a.created_at) >= age))
-            .collect();
+        let actions = self
+            .reads
+            .actions(status, older_than, Timestamp::now())
+            .await?;
         let rows: Vec<Vec<String>> = actions
             .iter()
             .map(|a| {
@@ -102,16 +64,16 @@ impl<E: EventIngress> Ops<E> {
         );
         Ok(Output::ok(
             text,
-            Value::Array(actions.iter().map(action_json).collect()),
+            Value::Array(actions.iter().map(|a| to_json(ActionView::of(a))).collect()),
         ))
     }
 
     pub async fn actions_show(&self, key: &str) -> anyhow::Result<Output> {
         let key = ActionKey::parse(key).map_err(anyhow::Error::msg)?;
-        let Some(action) = self.ledger.get(&key).await? else {
+        let Some(action) = self.reads.action(&key).await? else {
             return Ok(Output::not_found(format!("no action {key}")));
         };
-        let json = action_json(&action);
+        let json = to_json(ActionView::of(&action));
         Ok(Output::ok(
             serde_json::to_string_pretty(&json)? + "\n",
             json,
@@ -122,36 +84,24 @@ impl<E: EventIngress> Ops<E> {
         &self,
         key: &str,
         found: Option<&str>,
-        who: &str,
+        who: &Caller,
     ) -> anyhow::Result<Output> {
         let key = ActionKey::parse(key).map_err(anyhow::Error::msg)?;
+        let request = Reconcile {
+            key: key.clone(),
+            found: found.map(str::to_owned),
+        };
         match self
-            .approvals
-            .reconcile(&key, found, who, Timestamp::now())
+            .decisions
+            .reconcile(who, &request, Timestamp::now())
             .await
         {
-            Ok(Reconciled::Completed(id)) => Ok(Output::ok(
-                format!("{key} COMPLETED with {id}\n"),
-                json!({"key": key.as_str(), "status": "COMPLETED", "destination_ref": id}),
-            )),
-            Ok(Reconciled::Requeued(pk)) => Ok(Output::ok(
-                format!("{key} PENDING; {pk} re-queued\n"),
-                json!({"key": key.as_str(), "status": "PENDING", "requeued": pk}),
-            )),
-            Ok(Reconciled::Waiting { inbox_pk, reason }) => Ok(Output::ok(
-                format!(
-                    "{key} PENDING; {inbox_pk} is {reason}: approving that item runs it, \
-                     a reject of it ends the event\n"
-                ),
-                json!({"key": key.as_str(), "status": "PENDING", "waiting": inbox_pk, "held": reason}),
-            )),
-            Err(hookgate_core::approval::ApprovalError::NoAction(_)) => {
-                Ok(Output::not_found(format!("no action {key}")))
+            Ok(done) => {
+                let mut json = to_json(Decided::reconciled(&done));
+                json["key"] = json!(key.as_str());
+                Ok(Output::ok(reconciled_text(&key, &done) + "\n", json))
             }
-            Err(hookgate_core::approval::ApprovalError::Store(e)) => Err(e.into()),
-            // The re-queue failed: infrastructure, not a refusal.
-            Err(e @ hookgate_core::approval::ApprovalError::Reinjection(_)) => Err(e.into()),
-            Err(e) => Ok(Output::failed(e.to_string())),
+            Err(e) => refusal(e, || format!("no action {key}")),
         }
     }
 
@@ -159,95 +109,71 @@ impl<E: EventIngress> Ops<E> {
     /// duplicates since `since`, collisions, triage items by class, open
     /// actions by status and the oldest pending one.
     pub async fn stats(&self, since: Duration) -> anyhow::Result<Output> {
-        let now = Timestamp::now();
-        let records = self.inbox.received_since(stats_cutoff(now, since)).await?;
-        self.stats_of(now, since, &records).await
+        let stats = self.reads.stats(Timestamp::now(), since).await?;
+        Ok(stats_output(&stats))
     }
+}
 
-    /// `stats` over inbox records already read: those received since
-    /// `since` before `now` count.
-    pub(super) async fn stats_of(
-        &self,
-        now: Timestamp,
-        since: Duration,
-        read: &[InboxRecord],
-    ) -> anyhow::Result<Output> {
-        let cutoff = stats_cutoff(now, since);
-        let records: Vec<&InboxRecord> = read.iter().filter(|r| r.received_at >= cutoff).collect();
-        let events = records.len() as u64;
-        let deliveries: u64 = records.iter().map(|r| u64::from(r.delivery_count)).sum();
-        let duplicates = deliveries - events;
-        let collisions = records.iter().filter(|r| r.collision.is_some()).count();
-        let mut by_class = serde_json::Map::new();
-        for status in [
-            TriageStatus::Held,
-            TriageStatus::Approved,
-            TriageStatus::Reinjected,
-            TriageStatus::Discarded,
-        ] {
-            for item in self.triage.list(status).await? {
-                if now.since(item.first_seen) <= since {
-                    let n = by_class.entry(item.class.as_str()).or_insert(json!(0));
-                    *n = json!(n.as_u64().unwrap_or(0) + 1);
-                }
-            }
-        }
-        let mut open = serde_json::Map::new();
-        let mut oldest: Option<Timestamp> = None;
-        for status in [
-            ActionStatus::Pending,
-            ActionStatus::InProgress,
-            ActionStatus::Failed,
-            ActionStatus::Uncertain,
-        ] {
-            let actions = self.ledger.list_open(status).await?;
-            if matches!(status, ActionStatus::Pending | ActionStatus::InProgress) {
-                oldest = actions.iter().map(|a| a.created_at).chain(oldest).min();
-            }
-            open.insert(status.as_str().to_owned(), json!(actions.len()));
-        }
-        let oldest_age = oldest.map(|t| now.since(t).as_secs());
-        let rate = if deliveries == 0 {
-            0.0
-        } else {
-            duplicates as f64 / deliveries as f64
-        };
-        let json = json!({
-            "since_secs": since.as_secs(),
-            "events": events,
-            "deliveries": deliveries,
-            "duplicates": duplicates,
-            "duplicate_rate": rate,
-            "collisions": collisions,
-            "triage_by_class": by_class,
-            "open_actions": open,
-            "oldest_pending_action_age_secs": oldest_age,
-        });
-        let mut rows = vec![
-            vec!["events".to_owned(), events.to_string()],
-            vec!["deliveries".to_owned(), deliveries.to_string()],
-            vec![
-                "duplicates".to_owned(),
-                format!("{duplicates} ({:.1}%)", rate * 100.0),
-            ],
-            vec!["payload collisions".to_owned(), collisions.to_string()],
-        ];
-        for class in TriageClass::ALL {
-            let n = by_class
-                .get(class.as_str())
-                .and_then(Value::as_u64)
-                .unwrap_or(0);
-            rows.push(vec![format!("triage {class}"), n.to_string()]);
-        }
-        for (status, n) in &open {
-            rows.push(vec![format!("actions {status}"), n.to_string()]);
-        }
+/// What a reconciliation did, in words.
+pub fn reconciled_text(key: &ActionKey, done: &Reconciled) -> String {
+    match done {
+        Reconciled::Completed(id) => format!("{key} COMPLETED with {id}"),
+        Reconciled::Requeued(pk) => format!("{key} PENDING; {pk} re-queued"),
+        Reconciled::Waiting { inbox_pk, reason } => format!(
+            "{key} PENDING; {inbox_pk} is {reason}: approving that item runs it, a reject of \
+             it ends the event"
+        ),
+    }
+}
+
+/// `stats` as printed.
+pub fn stats_output(s: &Stats) -> Output {
+    let mut rows = vec![
+        vec!["events".to_owned(), s.events.to_string()],
+        vec!["deliveries".to_owned(), s.deliveries.to_string()],
+        vec![
+            "duplicates".to_owned(),
+            format!("{} ({:.1}%)", s.duplicates, s.duplicate_rate * 100.0),
+        ],
+        vec!["payload collisions".to_owned(), s.collisions.to_string()],
+    ];
+    for class in TriageClass::ALL {
         rows.push(vec![
-            "oldest pending action".to_owned(),
-            oldest_age
-                .map(|s| format!("{s} s"))
-                .unwrap_or_else(|| "-".into()),
+            format!("triage {class}"),
+            s.triage(*class).to_string(),
         ]);
-        Ok(Output::ok(table(&["FIGURE", "VALUE"], &rows), json))
+    }
+    for (status, n) in &s.open_actions {
+        rows.push(vec![format!("actions {status}"), n.to_string()]);
+    }
+    rows.push(vec![
+        "oldest pending action".to_owned(),
+        s.oldest_pending_action_age_secs
+            .map(|s| format!("{s} s"))
+            .unwrap_or_else(|| "-".into()),
+    ]);
+    Output::ok(table(&["FIGURE", "VALUE"], &rows), to_json(s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reconciliation_reads_as_what_it_did() {
+        let key = ActionKey::parse("ws-42#create_followup_task#cb-1").unwrap();
+        assert_eq!(
+            reconciled_text(&key, &Reconciled::Completed("task-7".into())),
+            "ws-42#create_followup_task#cb-1 COMPLETED with task-7"
+        );
+        assert_eq!(
+            reconciled_text(&key, &Reconciled::Requeued("ws-42#bland#cb-1".into())),
+            "ws-42#create_followup_task#cb-1 PENDING; ws-42#bland#cb-1 re-queued"
+        );
+        let waiting = Reconciled::Waiting {
+            inbox_pk: "ws-42#bland#cb-1".into(),
+            reason: "HELD".into(),
+        };
+        assert!(reconciled_text(&key, &waiting).ends_with("a reject of it ends the event"));
     }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use aws_sdk_sqs::types::QueueAttributeName;
 use hookgate_core::{
-    doctor::{Alarm, Facts, SecretLookup, diagnose, secrets_to_check},
+    doctor::{Alarm, Check, Facts, SecretLookup, diagnose, secrets_to_check},
     ports::EventIngress,
 };
 use serde_json::{Value, json};
@@ -29,6 +29,37 @@ impl<E: EventIngress> Ops<E> {
         functions: Option<(&str, &str)>,
         alarm_prefix: Option<&str>,
     ) -> anyhow::Result<Output> {
+        let checks = self.doctor_checks(rule, functions, alarm_prefix).await?;
+        let rows: Vec<Vec<String>> = checks
+            .iter()
+            .map(|c| {
+                vec![
+                    if c.ok { "ok" } else { "FAIL" }.to_owned(),
+                    c.name.to_owned(),
+                    c.message.clone(),
+                ]
+            })
+            .collect();
+        let json = Value::Array(
+            checks
+                .iter()
+                .map(|c| json!({"check": c.name, "ok": c.ok, "message": c.message}))
+                .collect(),
+        );
+        let mut output = Output::ok(table(&["", "CHECK", "DETAIL"], &rows), json);
+        if checks.iter().any(|c| !c.ok) {
+            output.code = exit::FAILED;
+        }
+        Ok(output)
+    }
+
+    /// [`Ops::doctor`]'s checks, as the console shows them.
+    pub async fn doctor_checks(
+        &self,
+        rule: Option<(&str, &str)>,
+        functions: Option<(&str, &str)>,
+        alarm_prefix: Option<&str>,
+    ) -> anyhow::Result<Vec<Check>> {
         let config = &self.config;
         let mut facts = Facts {
             inbox_ttl: config.inbox_ttl_for(hookgate_core::Provider::Eventbridge),
@@ -144,28 +175,7 @@ impl<E: EventIngress> Ops<E> {
             });
         }
 
-        let checks = diagnose(&facts);
-        let rows: Vec<Vec<String>> = checks
-            .iter()
-            .map(|c| {
-                vec![
-                    if c.ok { "ok" } else { "FAIL" }.to_owned(),
-                    c.name.to_owned(),
-                    c.message.clone(),
-                ]
-            })
-            .collect();
-        let json = Value::Array(
-            checks
-                .iter()
-                .map(|c| json!({"check": c.name, "ok": c.ok, "message": c.message}))
-                .collect(),
-        );
-        let mut output = Output::ok(table(&["", "CHECK", "DETAIL"], &rows), json);
-        if checks.iter().any(|c| !c.ok) {
-            output.code = exit::FAILED;
-        }
-        Ok(output)
+        Ok(diagnose(&facts))
     }
 
     /// The queue behind `arn` (a dead-letter queue), and whether it has a

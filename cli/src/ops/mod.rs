@@ -6,22 +6,23 @@
 //! JSON for `--json`, and the exit code scripts can rely on.
 
 mod actions;
-mod activity;
 mod doctor;
 mod triage;
 
 use std::sync::Arc;
 
 use hookgate_adapters::{
-    AwsSecrets, DynamoInbox, DynamoLedger, DynamoTriage,
+    AwsSecrets,
     clients::SdkConfig,
-    wiring::{self, ApprovalsService, Clients, IngressService},
+    wiring::{self, Clients, DecisionsService, IngressService, ReadsService},
 };
 use hookgate_core::{config::Config, ports::EventIngress};
+use hookgate_operator::Caller;
 use serde_json::Value;
 
-pub use activity::{Hour, hourly};
-pub use triage::{ApproveRequest, EvidenceRow, ItemEvidence, Plan, Selection};
+pub use actions::reconciled_text;
+pub use hookgate_operator::plan::{Plan, Selection, parse_age};
+pub use triage::{ApproveRequest, approved};
 
 /// Exit codes.
 pub mod exit {
@@ -67,22 +68,22 @@ impl Output {
     }
 }
 
-/// The operator's view of one deployment.
+/// The operator's view of one deployment: the reads and decisions every
+/// surface shares (`hookgate_operator`), and the clients `doctor`, `status`
+/// and the alarms need.
 #[derive(Debug)]
 pub struct Ops<E> {
     config: Arc<Config>,
-    ddb: aws_sdk_dynamodb::Client,
     sqs: aws_sdk_sqs::Client,
     events: aws_sdk_eventbridge::Client,
     lambda: aws_sdk_lambda::Client,
     cloudwatch: aws_sdk_cloudwatch::Client,
     sts: aws_sdk_sts::Client,
-    inbox: DynamoInbox,
-    ledger: DynamoLedger,
-    triage: DynamoTriage,
+    ddb: aws_sdk_dynamodb::Client,
     /// Reads the configuration's secrets for `doctor` (never printed).
     secrets: AwsSecrets,
-    approvals: ApprovalsService<E>,
+    pub reads: ReadsService,
+    pub decisions: DecisionsService<E>,
 }
 
 /// The deployed wiring: EventBridge re-injection through the ingress code.
@@ -108,11 +109,9 @@ impl<E: EventIngress> Ops<E> {
         clients: Clients,
         ingress: E,
     ) -> anyhow::Result<Self> {
-        let approvals = wiring::approvals(config.clone(), &clients, ingress)?;
         Ok(Self {
-            inbox: DynamoInbox::new(clients.ddb.clone(), &config.inbox_table),
-            ledger: DynamoLedger::new(clients.ddb.clone(), config.require_actions_table()?),
-            triage: clients.triage(&config)?,
+            reads: wiring::reads(config.clone(), &clients)?,
+            decisions: wiring::decisions(config.clone(), &clients, ingress)?,
             secrets: clients.secrets(&config),
             config,
             ddb: clients.ddb,
@@ -121,7 +120,6 @@ impl<E: EventIngress> Ops<E> {
             lambda: aws_sdk_lambda::Client::new(aws),
             cloudwatch: aws_sdk_cloudwatch::Client::new(aws),
             sts: aws_sdk_sts::Client::new(aws),
-            approvals,
         })
     }
 }
@@ -130,9 +128,12 @@ impl<E> Ops<E> {
     /// Who decides, as recorded: the credentials' STS caller identity (the
     /// ARN and user id, which no flag can change), with the operator's `by`
     /// as a note.
-    pub async fn decider(&self, by: &str) -> anyhow::Result<String> {
+    pub async fn decider(&self, by: &str) -> anyhow::Result<Caller> {
         let me = crate::status::Caller::of(&self.sts).await?;
-        Ok(format!("{} (userId {}, by {by})", me.arn, me.user_id))
+        Ok(Caller {
+            recorded: format!("{} (userId {}, by {by})", me.arn, me.user_id),
+            arn: me.arn,
+        })
     }
 }
 
@@ -164,38 +165,12 @@ fn when(ms: i64) -> String {
     hookgate_core::Timestamp::from_millis(ms).utc()
 }
 
-/// A duration as `3d`, `5h`, `10m`, `42s`.
-pub fn parse_age(text: &str) -> Result<std::time::Duration, String> {
-    let (number, unit) = text.split_at(text.trim_end_matches(char::is_alphabetic).len());
-    let n: u64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not like 10m, 2h or 7d"))?;
-    let unit_secs: u64 = match unit {
-        "s" => 1,
-        "m" => 60,
-        "h" => 3600,
-        "d" => 86_400,
-        _ => return Err(format!("{text:?}: the unit is s, m, h or d")),
-    };
-    // A century bounds it: ages come from URLs too (the console), and
-    // clocks subtract them.
-    n.checked_mul(unit_secs)
-        .filter(|secs| *secs <= 100 * 365 * 86_400)
-        .map(std::time::Duration::from_secs)
-        .ok_or_else(|| format!("{text:?} is longer than a century"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn ages_and_dates_read_as_operators_write_them() {
-        assert_eq!(parse_age("10m").unwrap().as_secs(), 600);
-        assert_eq!(parse_age("7d").unwrap().as_secs(), 604_800);
-        assert!(parse_age("7w").is_err());
-        // The console takes ages from URLs: too large is an error, not a panic.
-        assert!(parse_age("300000000000000d").is_err());
+    fn dates_read_as_utc_text() {
         assert_eq!(when(0), "1970-01-01T00:00:00Z");
         assert_eq!(when(1_764_417_600_000), "2025-11-29T12:00:00Z");
     }

@@ -1,4 +1,5 @@
-//! `hookgate triage list | show | approve | reject`.
+//! `hookgate triage list | show | approve | reject`: the shared reads and
+//! the `Decisions` port, printed as tables or `--json`.
 
 use std::{path::PathBuf, time::Duration};
 
@@ -7,89 +8,20 @@ use anyhow::Context;
 use hookgate_core::{
     Timestamp,
     approval::Reinjected,
-    inbox::InboxRecord,
-    ledger::ActionRecord,
     ports::EventIngress,
-    ports::{InboxStore, Ledger, TriageStore},
-    rules::Decision,
-    triage::{TriageClass, TriageItem, TriageStatus, bulk_approvable},
+    triage::{TriageClass, TriageItem, TriageStatus},
+};
+use hookgate_operator::{
+    Caller, DecisionError, Decisions,
+    decisions::{Approve, Reject},
+    plan::{Plan, Selection},
 };
 use serde_json::{Value, json};
 
 use super::{Ops, Output, table, when};
 
-/// A bulk approval's plan: exactly the items its dry run showed. The CLI
-/// writes it with `--plan-out FILE` and executes exactly it with `--execute
-/// --plan FILE`, so what an operator reviewed is what runs: an item held
-/// after the dry run is not in it, and one decided meanwhile is reported, not
-/// re-decided.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Plan {
-    pub ids: Vec<String>,
-    pub reason: String,
-}
-
-impl Plan {
-    /// The plan of a dry run's output.
-    pub fn of(dry_run: &Output, reason: &str) -> Plan {
-        let ids = dry_run
-            .json
-            .as_array()
-            .map(|items| {
-                items
-                    .iter()
-                    .filter(|i| i["dry_run"] == true)
-                    .filter_map(|i| i["id"].as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default();
-        Plan {
-            ids,
-            reason: reason.to_owned(),
-        }
-    }
-}
-
-/// Which held items a bulk approval takes.
-#[derive(Debug, Clone, Default)]
-pub struct Selection {
-    pub class: Option<TriageClass>,
-    pub destination: Option<String>,
-    pub workspace: Option<String>,
-    /// Only items first seen within this long before now.
-    pub since: Option<Duration>,
-}
-
 fn item_json(item: &TriageItem) -> Value {
     serde_json::to_value(item.view()).unwrap_or_default()
-}
-
-/// One row of a preview: a key of the event, what approving would do with
-/// it, and the action's ledger record (`None`: the row names no action).
-struct PreviewRow {
-    key: String,
-    would: String,
-    record: Option<Option<ActionRecord>>,
-}
-
-/// [`Ops::triage_evidence`]: JSON as `--json` prints it.
-#[derive(Debug)]
-pub struct ItemEvidence {
-    /// The item (`triage show --json`).
-    pub item: Value,
-    /// Its event's inbox record (`inbox show --json`), if it has one.
-    pub inbox: Option<Value>,
-    pub rows: Vec<EvidenceRow>,
-}
-
-/// One key of the item's event: what approving would do, and its ledger
-/// record (`actions show --json`); `record` is `None` for a row that names
-/// no action, `Some(None)` for an action not reserved.
-#[derive(Debug)]
-pub struct EvidenceRow {
-    pub key: String,
-    pub would: String,
-    pub record: Option<Option<Value>>,
 }
 
 /// What `hookgate triage approve` was asked.
@@ -109,6 +41,19 @@ pub struct ApproveRequest {
     pub rate: u32,
 }
 
+/// A refused decision as a command's output: nothing found (exit 3) or
+/// refused (exit 1); a store that failed is an error instead.
+pub(super) fn refusal(e: DecisionError, what: impl FnOnce() -> String) -> anyhow::Result<Output> {
+    if e.is_unavailable() {
+        return Err(e.into());
+    }
+    Ok(if e.is_not_found() {
+        Output::not_found(what())
+    } else {
+        Output::failed(e.to_string())
+    })
+}
+
 impl<E: EventIngress> Ops<E> {
     /// Items with `status` (HELD by default), optionally of one class.
     pub async fn triage_list(
@@ -116,13 +61,7 @@ impl<E: EventIngress> Ops<E> {
         status: TriageStatus,
         class: Option<TriageClass>,
     ) -> anyhow::Result<Output> {
-        let items: Vec<TriageItem> = self
-            .triage
-            .list(status)
-            .await?
-            .into_iter()
-            .filter(|i| class.is_none_or(|c| i.class == c))
-            .collect();
+        let items = self.reads.triage_list(status, class).await?;
         let rows: Vec<Vec<String>> = items
             .iter()
             .map(|i| {
@@ -154,7 +93,7 @@ impl<E: EventIngress> Ops<E> {
     }
 
     pub async fn triage_show(&self, id: &str) -> anyhow::Result<Output> {
-        let Some(item) = self.triage.get(id).await? else {
+        let Some(item) = self.reads.triage_item(id).await? else {
             return Ok(Output::not_found(format!("no triage item {id}")));
         };
         let json = item_json(&item);
@@ -162,86 +101,6 @@ impl<E: EventIngress> Ops<E> {
         Ok(Output::ok(text, json))
     }
 
-    /// What approving `item` would do: each action of its event and its
-    /// ledger state (COMPLETED = no-op; PENDING/FAILED = performed; a
-    /// different request = collision, refused again).
-    async fn preview(&self, item: &TriageItem) -> anyhow::Result<Vec<(String, String)>> {
-        let (_, rows) = self.preview_rows(item).await?;
-        Ok(rows.into_iter().map(|r| (r.key, r.would)).collect())
-    }
-
-    /// The preview with what it read: the event's inbox record, and per row
-    /// the action's ledger record (`None` for a row that names no action).
-    async fn preview_rows(
-        &self,
-        item: &TriageItem,
-    ) -> anyhow::Result<(Option<InboxRecord>, Vec<PreviewRow>)> {
-        let row = |key: String, would: &str| PreviewRow {
-            key,
-            would: would.to_owned(),
-            record: None,
-        };
-        let Some(pk) = &item.inbox_pk else {
-            let would = "ingested through the ingress with its original id";
-            return Ok((None, vec![row("(event)".into(), would)]));
-        };
-        let Some(record) = self.inbox.get(pk).await? else {
-            let would = "inbox record gone: nothing to re-inject";
-            return Ok((None, vec![row(pk.to_string(), would)]));
-        };
-        let Decision::Actions(requests) = record.decide(&self.config.rules) else {
-            let rows = vec![row(pk.to_string(), "no action requested")];
-            return Ok((Some(record), rows));
-        };
-        let mut out = Vec::new();
-        for request in requests {
-            let action = self.ledger.get(&request.key).await?;
-            let would = match &action {
-                None => "not reserved: would be performed".to_owned(),
-                Some(a) if a.request_sha256 != request.request_sha256 => {
-                    "collision: would be refused".to_owned()
-                }
-                Some(a) => match a.status.as_str() {
-                    "COMPLETED" => "COMPLETED: no-op".to_owned(),
-                    other => format!("{other}: would be performed"),
-                },
-            };
-            out.push(PreviewRow {
-                key: request.key.to_string(),
-                would,
-                record: Some(action),
-            });
-        }
-        Ok((Some(record), out))
-    }
-
-    /// One item's evidence as the console shows it, each record read once:
-    /// the item, its inbox record, and per key of its event what approving
-    /// it would do with the action's ledger record. `None`: no such item.
-    pub async fn triage_evidence(&self, id: &str) -> anyhow::Result<Option<ItemEvidence>> {
-        let Some(item) = self.triage.get(id).await? else {
-            return Ok(None);
-        };
-        let (record, rows) = self.preview_rows(&item).await?;
-        Ok(Some(ItemEvidence {
-            item: item_json(&item),
-            inbox: record.as_ref().map(super::actions::inbox_json),
-            rows: rows
-                .into_iter()
-                .map(|r| EvidenceRow {
-                    key: r.key,
-                    would: r.would,
-                    record: r
-                        .record
-                        .map(|a| a.as_ref().map(super::actions::action_json)),
-                })
-                .collect(),
-        }))
-    }
-
-    /// Approves `ids` one by one, or every HELD item matching `selection`
-    /// (outages and other bulk-approvable classes only) at most `per_second`.
-    /// A dry run (the default for a selection) only shows what would happen.
     /// `triage approve` as the CLI runs it, `who` deciding: by id (a dry run
     /// with `--dry-run`), a bulk dry run (its plan written with
     /// `--plan-out`), or a reviewed plan carried out (`--execute --plan`). A
@@ -249,7 +108,7 @@ impl<E: EventIngress> Ops<E> {
     pub async fn triage_approve_command(
         &self,
         request: ApproveRequest,
-        who: &str,
+        who: &Caller,
     ) -> anyhow::Result<Output> {
         let (reason, rate) = (&request.reason, request.rate);
         if let Some(path) = &request.plan {
@@ -275,7 +134,7 @@ impl<E: EventIngress> Ops<E> {
             .triage_approve(&request.ids, selection, dry, who, reason, rate)
             .await?;
         if let Some(path) = &request.plan_out {
-            let plan = Plan::of(&output, reason);
+            let plan = plan_of(&output, reason);
             std::fs::write(path, serde_json::to_string_pretty(&plan)? + "\n")
                 .with_context(|| format!("cannot write --plan-out {}", path.display()))?;
             eprintln!(
@@ -287,12 +146,15 @@ impl<E: EventIngress> Ops<E> {
         Ok(output)
     }
 
+    /// Approves `ids` one by one, or every HELD item `selection` takes, at
+    /// most `per_second`, through the `Decisions` port. A dry run only shows
+    /// what would happen.
     pub async fn triage_approve(
         &self,
         ids: &[String],
         selection: Option<&Selection>,
         dry_run: bool,
-        who: &str,
+        who: &Caller,
         why: &str,
         per_second: u32,
     ) -> anyhow::Result<Output> {
@@ -301,39 +163,18 @@ impl<E: EventIngress> Ops<E> {
             None => {
                 let mut items = Vec::new();
                 for id in ids {
-                    match self.triage.get(id).await? {
+                    match self.reads.triage_item(id).await? {
                         Some(item) => items.push(item),
                         None => return Ok(Output::not_found(format!("no triage item {id}"))),
                     }
                 }
                 items
             }
-            Some(sel) => {
-                if let Some(class) = sel.class
-                    && !bulk_approvable(class)
-                {
-                    return Ok(Output::failed(format!(
-                        "{class} items are approved one by one, by id"
-                    )));
+            Some(selection) => {
+                if let Some(why) = selection.refusal() {
+                    return Ok(Output::failed(why));
                 }
-                self.triage
-                    .list(TriageStatus::Held)
-                    .await?
-                    .into_iter()
-                    .filter(|i| bulk_approvable(i.class))
-                    .filter(|i| sel.class.is_none_or(|c| i.class == c))
-                    .filter(|i| {
-                        sel.destination
-                            .as_ref()
-                            .is_none_or(|d| i.destination.as_ref() == Some(d))
-                    })
-                    .filter(|i| {
-                        sel.workspace
-                            .as_ref()
-                            .is_none_or(|w| i.workspace.as_ref() == Some(w))
-                    })
-                    .filter(|i| sel.since.is_none_or(|s| now.since(i.first_seen) <= s))
-                    .collect()
+                self.reads.selected(selection, now).await?
             }
         };
         if items.is_empty() {
@@ -345,23 +186,26 @@ impl<E: EventIngress> Ops<E> {
         let pause = Duration::from_secs(1) / per_second.max(1);
         for (n, item) in items.iter().enumerate() {
             if dry_run {
-                let preview = self.preview(item).await?;
+                let (_, preview) = self.reads.preview(item).await?;
                 text.push_str(&format!("{} ({}) would re-inject:\n", item.id, item.class));
-                for (key, state) in &preview {
-                    text.push_str(&format!("  {key}: {state}\n"));
+                let mut actions = Vec::new();
+                for row in preview {
+                    text.push_str(&format!("  {}: {}\n", row.key, row.would));
+                    actions.push((row.key, row.would));
                 }
-                results.push(json!({"id": item.id, "dry_run": true, "actions": preview}));
+                results.push(json!({"id": item.id, "dry_run": true, "actions": actions}));
                 continue;
             }
-            let result = self
-                .approvals
-                .approve(&item.id, who, why, Timestamp::now())
-                .await;
-            let line = match &result {
-                Ok(Reinjected::Queued { inbox_pk, reopened }) => {
-                    format!("re-queued {inbox_pk} (re-opened {})", reopened.len())
-                }
-                Ok(Reinjected::Ingested(verdict)) => format!("ingested ({})", verdict.as_str()),
+            let request = Approve {
+                id: item.id.clone(),
+                reason: why.to_owned(),
+            };
+            let line = match self
+                .decisions
+                .approve(who, &request, Timestamp::now())
+                .await
+            {
+                Ok(done) => approved(&done),
                 Err(e) => {
                     failed = true;
                     format!("not approved: {e}")
@@ -380,19 +224,46 @@ impl<E: EventIngress> Ops<E> {
         Ok(output)
     }
 
-    pub async fn triage_reject(&self, id: &str, who: &str, why: &str) -> anyhow::Result<Output> {
-        match self.approvals.reject(id, who, why, Timestamp::now()).await {
+    pub async fn triage_reject(&self, id: &str, who: &Caller, why: &str) -> anyhow::Result<Output> {
+        let request = Reject {
+            id: id.to_owned(),
+            reason: why.to_owned(),
+        };
+        match self.decisions.reject(who, &request, Timestamp::now()).await {
             Ok(()) => Ok(Output::ok(
                 format!("{id} discarded\n"),
                 json!({"id": id, "status": "DISCARDED"}),
             )),
-            Err(hookgate_core::approval::ApprovalError::NotFound(_)) => {
-                Ok(Output::not_found(format!("no triage item {id}")))
-            }
-            // A store that failed is an error (exit 1; the console's 502),
-            // not a refusal.
-            Err(hookgate_core::approval::ApprovalError::Store(e)) => Err(e.into()),
-            Err(e) => Ok(Output::failed(e.to_string())),
+            Err(e) => refusal(e, || format!("no triage item {id}")),
         }
+    }
+}
+
+/// One approval's words.
+pub fn approved(done: &Reinjected) -> String {
+    match done {
+        Reinjected::Queued { inbox_pk, reopened } => {
+            format!("re-queued {inbox_pk} (re-opened {})", reopened.len())
+        }
+        Reinjected::Ingested(verdict) => format!("ingested ({})", verdict.as_str()),
+    }
+}
+
+/// The plan of a dry run's output: the items it showed.
+fn plan_of(dry_run: &Output, reason: &str) -> Plan {
+    let ids = dry_run
+        .json
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter(|i| i["dry_run"] == true)
+                .filter_map(|i| i["id"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    Plan {
+        ids,
+        reason: reason.to_owned(),
     }
 }

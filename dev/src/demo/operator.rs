@@ -17,7 +17,8 @@ use hookgate_cli::ops::{DeployedOps, Selection};
 /// CRM's validation rule", reject the collision (the first payload is the
 /// one kept), and reconcile each UNCERTAIN action with what the CRM shows.
 pub async fn operate(ops: &DeployedOps, crm: &str) -> anyhow::Result<BTreeMap<String, u64>> {
-    const WHO: &str = "demo-operator";
+    // Recorded as every operator is: the credentials' STS identity, with a note.
+    let who = ops.decider("demo-operator").await?;
     let mut done: BTreeMap<String, u64> = BTreeMap::new();
     let held = ops.triage_list(TriageStatus::Held, None).await?.json;
     let items = held.as_array().cloned().unwrap_or_default();
@@ -30,7 +31,7 @@ pub async fn operate(ops: &DeployedOps, crm: &str) -> anyhow::Result<BTreeMap<St
             ..Selection::default()
         };
         let out = ops
-            .triage_approve(&[], Some(&selection), false, WHO, "CRM recovered", 100)
+            .triage_approve(&[], Some(&selection), false, &who, "CRM recovered", 100)
             .await?;
         *done.entry("approved_outage".into()).or_default() +=
             out.json.as_array().map_or(0, |a| a.len() as u64);
@@ -41,14 +42,14 @@ pub async fn operate(ops: &DeployedOps, crm: &str) -> anyhow::Result<BTreeMap<St
             "key-collision" => {
                 ops.triage_reject(
                     &id,
-                    WHO,
+                    &who,
                     "provider sent another payload under one id; the first is kept",
                 )
                 .await?;
                 *done.entry("rejected_collision".into()).or_default() += 1;
             }
             "poison" => {
-                ops.triage_approve(&[id], None, false, WHO, "CRM validation rule fixed", 100)
+                ops.triage_approve(&[id], None, false, &who, "CRM validation rule fixed", 100)
                     .await?;
                 *done.entry("approved_poison".into()).or_default() += 1;
             }
@@ -67,7 +68,7 @@ pub async fn operate(ops: &DeployedOps, crm: &str) -> anyhow::Result<BTreeMap<St
             .json()
             .await?;
         let id = found["results"][0]["id"].as_str();
-        ops.actions_reconcile(key, id, WHO).await?;
+        ops.actions_reconcile(key, id, &who).await?;
         let what = if id.is_some() {
             "reconciled_found"
         } else {

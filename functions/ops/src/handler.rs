@@ -4,11 +4,9 @@
 //! same core code as the `hookgate` CLI.
 //!
 //! An axum [`Router`] under `lambda_http` (the runtime hands it each API
-//! Gateway request with its context in the extensions):
-//! - `GET /ops/triage?status=HELD&class=…`, `GET /ops/triage/{id}`;
-//! - `POST /ops/triage/{id}/approve` and `…/reject` with `{"reason": "…"}`;
-//! - `POST /ops/actions/{key}/reconcile` with `{"found": "<id>"}` or
-//!   `{"not_found": true}`.
+//! Gateway request with its context in the extensions), serving the routes
+//! and bodies of `hookgate_operator::api`. Every decision goes through the
+//! `Decisions` port, as the CLI's and the console's do.
 
 use std::{collections::HashMap, sync::Arc};
 
@@ -21,27 +19,27 @@ use axum::{
     response::{IntoResponse, Response},
     routing::{get, post},
 };
-use hookgate_adapters::{
-    DynamoTriage,
-    wiring::{self, ApprovalsService, Clients},
-};
+use hookgate_adapters::wiring::{self, Clients, DecisionsService, ReadsService};
 use hookgate_core::{
     Timestamp,
     action::ActionKey,
-    approval::{ApprovalError, Reconciled, Reinjected},
     config::{Config, ConfigError},
-    ports::{EventIngress, StoreError, TriageStore},
+    ports::EventIngress,
     triage::{TriageClass, TriageStatus},
 };
+use hookgate_operator::{
+    Caller, DecisionError, Decisions,
+    api::{self, ApiError, Decided, DecisionBody, ReconcileBody},
+    decisions::{Approve, Reject},
+};
 use lambda_http::{RequestExt, request::RequestContext};
-use serde_json::{Value, json};
 
-/// What the routes decide with: approvals (re-injecting EventBridge events
-/// through `E`) and the triage table they read.
+/// What the routes decide and read with: the decisions (re-injecting
+/// EventBridge events through `E`) and the operator's reads.
 #[derive(Debug)]
 pub struct Ops<E> {
-    pub approvals: ApprovalsService<E>,
-    pub triage: DynamoTriage,
+    pub decisions: DecisionsService<E>,
+    pub reads: ReadsService,
 }
 
 impl<E: EventIngress> Ops<E> {
@@ -49,8 +47,8 @@ impl<E: EventIngress> Ops<E> {
     /// this, so neither wires it by hand.
     pub fn wire(config: Arc<Config>, clients: &Clients, ingress: E) -> Result<Self, ConfigError> {
         Ok(Self {
-            triage: clients.triage(&config)?,
-            approvals: wiring::approvals(config, clients, ingress)?,
+            reads: wiring::reads(config.clone(), clients)?,
+            decisions: wiring::decisions(config, clients, ingress)?,
         })
     }
 }
@@ -59,12 +57,12 @@ impl<E: EventIngress> Ops<E> {
 /// logged with it.
 pub fn router<E: EventIngress + 'static>(ops: Arc<Ops<E>>) -> Router {
     Router::new()
-        .route("/ops/triage", get(list::<E>))
-        .route("/ops/triage/{id}", get(show::<E>))
-        .route("/ops/triage/{id}/approve", post(approve::<E>))
-        .route("/ops/triage/{id}/reject", post(reject::<E>))
-        .route("/ops/actions/{key}/reconcile", post(reconcile::<E>))
-        .fallback(|| async { answer(StatusCode::NOT_FOUND, json!({"error": "no such route"})) })
+        .route(api::TRIAGE_LIST, get(list::<E>))
+        .route(api::TRIAGE_ITEM, get(show::<E>))
+        .route(api::APPROVE, post(approve::<E>))
+        .route(api::REJECT, post(reject::<E>))
+        .route(api::RECONCILE, post(reconcile::<E>))
+        .fallback(|| async { error(StatusCode::NOT_FOUND, "no such route") })
         .layer(middleware::from_fn(require_caller))
         .with_state(ops)
 }
@@ -72,12 +70,6 @@ pub fn router<E: EventIngress + 'static>(ops: Arc<Ops<E>>) -> Router {
 /// The IAM caller, recorded whole on every decision: an assumed role's ARN
 /// ends in a session name the caller chose, so its user id, access key and
 /// source IP go with it.
-#[derive(Debug, Clone)]
-struct Caller {
-    arn: String,
-    whole: String,
-}
-
 fn caller(request: &Request) -> Option<Caller> {
     let (arn, user_id, access_key, source_ip) = match request.request_context_ref()? {
         RequestContext::ApiGatewayV2(ctx) => {
@@ -104,7 +96,10 @@ fn caller(request: &Request) -> Option<Caller> {
         part(access_key),
         part(source_ip)
     );
-    Some(Caller { arn, whole })
+    Some(Caller {
+        arn,
+        recorded: whole,
+    })
 }
 
 /// Refuses a request without an IAM identity; logs every answer with its
@@ -113,14 +108,16 @@ async fn require_caller(mut request: Request, next: Next) -> Response {
     let Some(caller) = caller(&request) else {
         return answer(
             StatusCode::FORBIDDEN,
-            json!({"error": "an IAM-authenticated caller is required"}),
+            ApiError {
+                error: "an IAM-authenticated caller is required".into(),
+            },
         );
     };
     let (method, path) = (request.method().clone(), request.uri().path().to_owned());
     request.extensions_mut().insert(caller.clone());
     let response = next.run(request).await;
     tracing::info!(
-        caller = caller.whole,
+        caller = caller.recorded,
         method = %method,
         path,
         status = response.status().as_u16(),
@@ -129,56 +126,28 @@ async fn require_caller(mut request: Request, next: Next) -> Response {
     response
 }
 
-fn answer(status: StatusCode, body: Value) -> Response {
+fn answer(status: StatusCode, body: impl serde::Serialize) -> Response {
     (status, Json(body)).into_response()
 }
 
+fn error(status: StatusCode, text: impl Into<String>) -> Response {
+    answer(status, ApiError { error: text.into() })
+}
+
 /// A store failure: 503, so automation retries.
-fn unavailable(e: &StoreError) -> Response {
-    answer(
-        StatusCode::SERVICE_UNAVAILABLE,
-        json!({"error": e.to_string()}),
-    )
+fn unavailable(e: &impl std::fmt::Display) -> Response {
+    error(StatusCode::SERVICE_UNAVAILABLE, e.to_string())
 }
 
-fn refused(e: &ApprovalError) -> Response {
-    let status = match e {
-        ApprovalError::NotFound(_) | ApprovalError::NoAction(_) => StatusCode::NOT_FOUND,
-        ApprovalError::AlreadyDecided { .. }
-        | ApprovalError::NotUncertain { .. }
-        | ApprovalError::NotStanding { .. }
-        | ApprovalError::NotReinjectable(_)
-        | ApprovalError::Expired(_)
-        | ApprovalError::Rejected(_)
-        | ApprovalError::ReconcileOnly(_)
-        | ApprovalError::EventHeld { .. }
-        | ApprovalError::UnderWay { .. } => StatusCode::CONFLICT,
-        ApprovalError::Reinjection(_) | ApprovalError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
-    };
-    answer(status, json!({"error": e.to_string()}))
+fn refused(e: &DecisionError) -> Response {
+    let status = StatusCode::from_u16(e.status()).unwrap_or(StatusCode::CONFLICT);
+    answer(status, ApiError::from(e))
 }
 
-/// A 403 unless the caller may decide for `workspace` (`[[ops.deciders]]`).
-fn out_of_scope<E: EventIngress>(
-    ops: &Ops<E>,
-    caller: &Caller,
-    workspace: Option<&str>,
-) -> Option<Response> {
-    (!ops.approvals.config().may_decide(&caller.arn, workspace)).then(|| {
-        answer(
-            StatusCode::FORBIDDEN,
-            json!({"error": format!(
-                "{} may not decide for workspace {}",
-                caller.arn,
-                workspace.unwrap_or("(none)")
-            )}),
-        )
-    })
-}
-
-/// The JSON body, or `null` when there is none or it is not JSON.
-fn body_json(body: &Bytes) -> Value {
-    serde_json::from_slice(body).unwrap_or(Value::Null)
+/// The JSON body as `T`, or `T`'s default when there is none or it cannot
+/// be read (which the request's own check then refuses).
+fn body<T: serde::de::DeserializeOwned + Default>(body: &Bytes) -> T {
+    serde_json::from_slice(body).unwrap_or_default()
 }
 
 async fn list<E: EventIngress>(
@@ -195,111 +164,57 @@ async fn list<E: EventIngress>(
         .transpose();
     let (status, class) = match (status, class) {
         (Ok(status), Ok(class)) => (status, class),
-        (Err(e), _) | (_, Err(e)) => return answer(StatusCode::BAD_REQUEST, json!({"error": e})),
+        (Err(e), _) | (_, Err(e)) => return error(StatusCode::BAD_REQUEST, e),
     };
-    match ops.triage.list(status).await {
+    match ops.reads.triage_list(status, class).await {
         Ok(items) => {
-            let views: Vec<Value> = items
-                .iter()
-                .filter(|i| class.is_none_or(|c| i.class == c))
-                .map(|i| json!(i.summary()))
-                .collect();
-            answer(StatusCode::OK, Value::Array(views))
+            let views: Vec<_> = items.iter().map(|i| i.summary()).collect();
+            answer(StatusCode::OK, views)
         }
         Err(e) => unavailable(&e),
     }
 }
 
 async fn show<E: EventIngress>(State(ops): State<Arc<Ops<E>>>, Path(id): Path<String>) -> Response {
-    match ops.triage.get(&id).await {
-        Ok(Some(item)) => answer(StatusCode::OK, json!(item.view())),
-        Ok(None) => answer(
-            StatusCode::NOT_FOUND,
-            json!({"error": format!("no triage item {id}")}),
-        ),
+    match ops.reads.triage_item(&id).await {
+        Ok(Some(item)) => answer(StatusCode::OK, item.view()),
+        Ok(None) => error(StatusCode::NOT_FOUND, format!("no triage item {id}")),
         Err(e) => unavailable(&e),
     }
 }
 
-/// The decision's reason and the item's workspace, or the refusal.
-async fn decision<E: EventIngress>(
-    ops: &Ops<E>,
-    caller: &Caller,
-    id: &str,
-    body: &Bytes,
-) -> Result<String, Response> {
-    let Some(why) = body_json(body)["reason"]
-        .as_str()
-        .filter(|r| !r.trim().is_empty())
-        .map(str::to_owned)
-    else {
-        return Err(answer(
-            StatusCode::BAD_REQUEST,
-            json!({"error": "a reason is required"}),
-        ));
-    };
-    let workspace = match ops.triage.get(id).await {
-        Ok(item) => item.and_then(|item| item.workspace),
-        Err(e) => return Err(unavailable(&e)),
-    };
-    match out_of_scope(ops, caller, workspace.as_deref()) {
-        Some(refusal) => Err(refusal),
-        None => Ok(why),
-    }
-}
-
 async fn approve<E: EventIngress>(
-    state: State<Arc<Ops<E>>>,
-    caller: Extension<Caller>,
-    id: Path<String>,
-    body: Bytes,
-) -> Response {
-    decide(state, caller, id, body, true).await
-}
-
-async fn reject<E: EventIngress>(
-    state: State<Arc<Ops<E>>>,
-    caller: Extension<Caller>,
-    id: Path<String>,
-    body: Bytes,
-) -> Response {
-    decide(state, caller, id, body, false).await
-}
-
-/// An approval (`approve`) or a rejection, once the reason and the scope
-/// are checked.
-async fn decide<E: EventIngress>(
     State(ops): State<Arc<Ops<E>>>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
-    body: Bytes,
-    approve: bool,
+    bytes: Bytes,
 ) -> Response {
-    let why = match decision(&ops, &caller, &id, &body).await {
-        Ok(why) => why,
-        Err(refusal) => return refusal,
-    };
-    let (approvals, now) = (&ops.approvals, Timestamp::now());
-    let decided = if approve {
-        approvals
-            .approve(&id, &caller.whole, &why, now)
-            .await
-            .map(|done| match done {
-                Reinjected::Queued { inbox_pk, reopened } => {
-                    json!({"status": "REINJECTED", "inbox_pk": inbox_pk, "reopened": reopened})
-                }
-                Reinjected::Ingested(verdict) => {
-                    json!({"status": "REINJECTED", "verdict": verdict.as_str()})
-                }
-            })
-    } else {
-        approvals
-            .reject(&id, &caller.whole, &why, now)
-            .await
-            .map(|()| json!({"status": "DISCARDED"}))
-    };
-    match decided {
-        Ok(answer_body) => answer(StatusCode::OK, answer_body),
+    let DecisionBody { reason } = body(&bytes);
+    let request = Approve { id, reason };
+    match ops
+        .decisions
+        .approve(&caller, &request, Timestamp::now())
+        .await
+    {
+        Ok(done) => answer(StatusCode::OK, Decided::approved(&done)),
+        Err(e) => refused(&e),
+    }
+}
+
+async fn reject<E: EventIngress>(
+    State(ops): State<Arc<Ops<E>>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+    bytes: Bytes,
+) -> Response {
+    let DecisionBody { reason } = body(&bytes);
+    let request = Reject { id, reason };
+    match ops
+        .decisions
+        .reject(&caller, &request, Timestamp::now())
+        .await
+    {
+        Ok(()) => answer(StatusCode::OK, Decided::rejected()),
         Err(e) => refused(&e),
     }
 }
@@ -308,41 +223,21 @@ async fn reconcile<E: EventIngress>(
     State(ops): State<Arc<Ops<E>>>,
     Extension(caller): Extension<Caller>,
     Path(key): Path<String>,
-    body: Bytes,
+    bytes: Bytes,
 ) -> Response {
     let Ok(key) = ActionKey::parse(&key) else {
-        return answer(
-            StatusCode::BAD_REQUEST,
-            json!({"error": "not an action key"}),
-        );
+        return error(StatusCode::BAD_REQUEST, "not an action key");
     };
-    if let Some(refusal) = out_of_scope(&ops, &caller, Some(key.workspace())) {
-        return refusal;
-    }
-    let body = body_json(&body);
-    let found = body["found"].as_str();
-    if found.is_none() && body["not_found"] != json!(true) {
-        return answer(
-            StatusCode::BAD_REQUEST,
-            json!({"error": "send {\"found\": \"<id>\"} or {\"not_found\": true}"}),
-        );
-    }
+    let request = match body::<ReconcileBody>(&bytes).request(key) {
+        Ok(request) => request,
+        Err(e) => return refused(&e),
+    };
     match ops
-        .approvals
-        .reconcile(&key, found, &caller.whole, Timestamp::now())
+        .decisions
+        .reconcile(&caller, &request, Timestamp::now())
         .await
     {
-        Ok(Reconciled::Completed(id)) => answer(
-            StatusCode::OK,
-            json!({"status": "COMPLETED", "destination_ref": id}),
-        ),
-        Ok(Reconciled::Requeued(pk)) => {
-            answer(StatusCode::OK, json!({"status": "PENDING", "requeued": pk}))
-        }
-        Ok(Reconciled::Waiting { inbox_pk, reason }) => answer(
-            StatusCode::OK,
-            json!({"status": "PENDING", "waiting": inbox_pk, "held": reason}),
-        ),
+        Ok(done) => answer(StatusCode::OK, Decided::reconciled(&done)),
         Err(e) => refused(&e),
     }
 }

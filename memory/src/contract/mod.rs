@@ -6,5 +6,6 @@ pub mod inbox;
 pub mod ledger;
 pub mod lost;
 pub mod queue;
+pub mod reads;
 pub mod streak;
 pub mod triage;

@@ -15,7 +15,7 @@ use hookgate_core::{
     InboxPk, Timestamp,
     action::{ActionKey, ActionRequest},
     ledger::{ActionRecord, ActionStatus, Attempt, Claim, ErrorKind, claim, own_attempt},
-    ports::{Lease, Ledger, Reserve, Settle, Store, StoreError},
+    ports::{Lease, Ledger, LedgerReads, Reserve, Settle, Store, StoreError},
 };
 
 use super::replay::{LoseAnswers, Replays};
@@ -57,6 +57,30 @@ impl MemoryLedger {
     pub fn expire(&self, now: Timestamp) {
         let now = Timestamp::from_secs(now.as_secs());
         self.with(|r| r.retain(|_, s| s.record.expires_at >= now));
+    }
+}
+
+impl LedgerReads for MemoryLedger {
+    async fn list_open(&self, status: ActionStatus) -> Result<Vec<ActionRecord>, StoreError> {
+        let mut open: Vec<ActionRecord> = self.with(|r| {
+            r.values()
+                .map(|s| &s.record)
+                .filter(|a| a.status == status && status != ActionStatus::Completed)
+                .cloned()
+                .collect()
+        });
+        open.sort_by_key(|a| a.created_at);
+        Ok(open)
+    }
+
+    async fn completed_since(&self, since: Timestamp) -> Result<Vec<ActionRecord>, StoreError> {
+        Ok(self.with(|r| {
+            r.values()
+                .map(|s| &s.record)
+                .filter(|a| a.status == ActionStatus::Completed && a.updated_at >= since)
+                .cloned()
+                .collect()
+        }))
     }
 }
 

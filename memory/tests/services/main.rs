@@ -6,6 +6,7 @@
 mod decisions;
 mod handshakes;
 mod held;
+mod operator;
 mod pipeline;
 mod refusals;
 mod streak;

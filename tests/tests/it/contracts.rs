@@ -68,3 +68,10 @@ async fn the_sqs_action_queue_honours_the_action_queue_contract() {
     };
     contract::queue::action_queue_contract(&queue, received, "sqs").await;
 }
+
+#[tokio::test]
+async fn the_dynamodb_stores_honour_the_operator_reads_contract() {
+    let p = Pipeline::new("contract-reads").await;
+    let inbox = DynamoInbox::new(p.stack.ddb.clone(), &p.stack.inbox_table);
+    contract::reads::reads_contract(&inbox, &p.ledger, "ddb").await;
+}

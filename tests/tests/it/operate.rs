@@ -4,12 +4,9 @@
 use std::{sync::Arc, time::Duration};
 
 use hookgate_cli::ops::{ApproveRequest, Ops, Selection, exit};
-use hookgate_core::{
-    ledger::ActionStatus,
-    triage::{TriageClass, TriageStatus},
-};
+use hookgate_core::triage::{TriageClass, TriageStatus};
 use hookgate_testkit::sim_crm::{Fault, FaultKind};
-use hookgate_tests::{pipeline::Pipeline, stack::TestIngress, webhook::Delivery};
+use hookgate_tests::{pipeline::Pipeline, stack::TestIngress};
 
 use crate::{analyzed, retell, stripe};
 
@@ -41,6 +38,12 @@ async fn ops(p: &Pipeline) -> Ops<Arc<TestIngress>> {
 async fn stats_match_a_scripted_run_and_bulk_approval_after_an_outage_completes_each_action_once() {
     let p = Pipeline::new("o-script").await;
     let ops = ops(&p).await;
+    // Who decides is the credentials' STS identity; `--by` only a note.
+    let who = ops.decider("ops@example.com").await.unwrap();
+    assert_eq!(
+        who.recorded,
+        "arn:aws:sts::123456789012:user/moto (userId AKIAIOSFODNN7EXAMPLE, by ops@example.com)"
+    );
     // 3 events: one delivered three times, one twice, one with a colliding payload.
     let once = stripe("evt_o1", "charge.refunded", 1);
     for _ in 0..3 {
@@ -112,7 +115,7 @@ async fn stats_match_a_scripted_run_and_bulk_approval_after_an_outage_completes_
     let rejected = ops
         .triage_reject(
             &collision_id,
-            "ops@example.com",
+            &who,
             "provider resent an edited event; first kept",
         )
         .await
@@ -134,7 +137,7 @@ async fn stats_match_a_scripted_run_and_bulk_approval_after_an_outage_completes_
                 ..Selection::default()
             }),
             false,
-            "ops",
+            &who,
             "no",
             100,
         )
@@ -168,7 +171,7 @@ async fn stats_match_a_scripted_run_and_bulk_approval_after_an_outage_completes_
         };
     // A bulk --execute without a reviewed plan is refused, and changes nothing.
     let unreviewed = ops
-        .triage_approve_command(request(true, None, None), "ops")
+        .triage_approve_command(request(true, None, None), &who)
         .await
         .unwrap_err()
         .to_string();
@@ -177,7 +180,7 @@ async fn stats_match_a_scripted_run_and_bulk_approval_after_an_outage_completes_
         "{unreviewed}"
     );
     let dry = ops
-        .triage_approve_command(request(false, Some(&plan_path), None), "ops")
+        .triage_approve_command(request(false, Some(&plan_path), None), &who)
         .await
         .unwrap();
     show(
@@ -198,15 +201,22 @@ async fn stats_match_a_scripted_run_and_bulk_approval_after_an_outage_completes_
 
     // The dry run's plan is what runs (`--plan-out FILE`, then `--execute
     // --plan FILE`): exactly the two items shown.
-    // Who decides is the credentials' STS identity; `--by` only a note.
-    let who = ops.decider("ops@example.com").await.unwrap();
-    assert_eq!(
-        who,
-        "arn:aws:sts::123456789012:user/moto (userId AKIAIOSFODNN7EXAMPLE, by ops@example.com)"
-    );
     let written: hookgate_cli::ops::Plan =
         serde_json::from_str(&std::fs::read_to_string(&plan_path).unwrap()).unwrap();
-    assert_eq!(written, hookgate_cli::ops::Plan::of(&dry, "CRM recovered"));
+    let shown: Vec<&str> = dry
+        .json
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        (
+            written.ids.iter().map(String::as_str).collect::<Vec<_>>(),
+            written.reason.as_str()
+        ),
+        (shown, "CRM recovered")
+    );
     assert_eq!(written.ids.len(), 2, "{written:?}");
     let done = ops
         .triage_approve_command(request(true, None, Some(&plan_path)), &who)
@@ -230,97 +240,11 @@ async fn stats_match_a_scripted_run_and_bulk_approval_after_an_outage_completes_
     }
     // Nothing is left to approve: a second bulk approval finds nothing.
     let again = ops
-        .triage_approve(&[], Some(&outage), false, "ops", "again", 100)
+        .triage_approve(&[], Some(&outage), false, &who, "again", 100)
         .await
         .unwrap();
     assert_eq!(again.code, exit::NOT_FOUND);
     assert_eq!(p.sim.tasks().total, 2);
-}
-
-#[tokio::test]
-async fn inbox_show_actions_list_and_reconcile_through_the_cli_code() {
-    let p = Pipeline::new("o-lookup").await;
-    let ops = ops(&p).await;
-    p.sim
-        .add_fault(Fault::new("/tasks", FaultKind::CommitThenDrop).count(1));
-    p.sim
-        .add_fault(Fault::new("/tasks", FaultKind::Status).status(503).count(1));
-    let body = r#"{"call_id":"bl-ops","status":"completed"}"#;
-    let delivery = Delivery::new(
-        hookgate_core::Provider::Bland,
-        "ws-1",
-        body,
-        hookgate_tests::stack::test_secret("WS1_BLAND"),
-    );
-    p.stack.post(delivery.request()).await;
-    p.run_until_idle(IDLE).await;
-
-    let inbox = ops.inbox_show("ws-1#bland#bl-ops").await.unwrap();
-    show("inbox show ws-1 bland bl-ops", &inbox);
-    assert_eq!(
-        (
-            inbox.json["status"].as_str(),
-            inbox.json["delivery_count"].as_u64()
-        ),
-        (Some("PROCESSED"), Some(1))
-    );
-    assert_eq!(
-        ops.inbox_show("ws-1#bland#nope").await.unwrap().code,
-        exit::NOT_FOUND
-    );
-
-    let uncertain = ops
-        .actions_list(ActionStatus::Uncertain, None)
-        .await
-        .unwrap();
-    show("actions list --status uncertain", &uncertain);
-    assert_eq!(uncertain.json.as_array().unwrap().len(), 1);
-    assert!(
-        uncertain
-            .text
-            .contains("ws-1#create_followup_task#bl-ops  UNCERTAIN"),
-        "{}",
-        uncertain.text
-    );
-
-    show(
-        "actions show ws-1#create_followup_task#bl-ops",
-        &ops.actions_show("ws-1#create_followup_task#bl-ops")
-            .await
-            .unwrap(),
-    );
-    let task = p.sim.tasks().tasks[0].id.clone();
-    let reconciled = ops
-        .actions_reconcile(
-            "ws-1#create_followup_task#bl-ops",
-            Some(&task),
-            "ops@example.com",
-        )
-        .await
-        .unwrap();
-    show(
-        "actions reconcile ws-1#create_followup_task#bl-ops --found task-1",
-        &reconciled,
-    );
-    assert_eq!(
-        (reconciled.code, reconciled.json["destination_ref"].as_str()),
-        (exit::OK, Some(task.as_str()))
-    );
-    assert!(
-        ops.actions_list(ActionStatus::Uncertain, None)
-            .await
-            .unwrap()
-            .json
-            .as_array()
-            .unwrap()
-            .is_empty()
-    );
-    let twice = ops
-        .actions_reconcile("ws-1#create_followup_task#bl-ops", None, "ops")
-        .await
-        .unwrap();
-    assert_eq!(twice.code, exit::FAILED);
-    assert_eq!(p.sim.tasks().total, 1);
 }
 
 /// A config for the pipeline's tables with only Retell and an EventBridge

@@ -1044,5 +1044,6 @@ async fn a_decider_scoped_to_other_workspaces_is_refused_and_nothing_changes() {
     *reconcile.uri_mut() = "/ops/actions/ws-1%23create_followup_task%23cb-sc/reconcile"
         .parse()
         .unwrap();
+    *reconcile.body_mut() = lambda_http::Body::Text(r#"{"not_found": true}"#.into());
     assert_eq!(p.ops_call(reconcile).await.0, 403);
 }

@@ -1,5 +1,6 @@
-//! The console's routes: each reads with the CLI's operations and renders a
-//! page, or decides through a POST that carries the console's token. No GET
+//! The console's routes: each reads through the operator's reads and renders
+//! a typed view, or decides through the `Decisions` port in a POST that
+//! carries the console's token. No GET
 //! decides anything: a decision is always a form the operator submitted.
 //!
 //! `triage`: the triage list, an item's evidence, plans, approvals and
@@ -17,15 +18,17 @@ use axum::{
     routing::{get, post},
 };
 use hookgate_core::{
-    InboxPk, action::ActionKey, ledger::ActionStatus, ports::EventIngress, triage::TriageStatus,
+    InboxPk, Timestamp, action::ActionKey, ledger::ActionStatus, ports::EventIngress,
+    triage::TriageStatus,
 };
+use hookgate_operator::{
+    Decisions,
+    decisions::Reconcile,
+    views::{self, Nav},
+};
+use maud::Markup;
 
-use super::{
-    Console, Posted,
-    html::{self, Nav, esc, notice},
-    pages,
-};
-use crate::ops::exit;
+use super::{Console, Posted};
 
 type Shared<E> = State<Arc<Console<E>>>;
 
@@ -46,7 +49,7 @@ pub(super) fn routes<E: EventIngress + 'static>() -> Router<Arc<Console<E>>> {
 }
 
 impl<E> Console<E> {
-    fn render(&self, status: StatusCode, title: &str, nav: Nav, body: &str) -> Response {
+    fn render(&self, status: StatusCode, title: &str, nav: Nav, body: &Markup) -> Response {
         self.render_refreshing(status, title, nav, None, body)
     }
 
@@ -56,13 +59,13 @@ impl<E> Console<E> {
         title: &str,
         nav: Nav,
         refresh: Option<u32>,
-        body: &str,
+        body: &Markup,
     ) -> Response {
-        let page = html::page(title, nav, &self.identity, refresh, body);
+        let page = views::page(title, nav, &self.identity, refresh, body);
         (
             status,
             [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
-            page,
+            page.into_string(),
         )
             .into_response()
     }
@@ -76,12 +79,7 @@ impl<E> Console<E> {
         text: &str,
         back: &str,
     ) -> Response {
-        let ok = status.is_success();
-        let body = format!(
-            "{}<p><a id=\"back\" href=\"{}\">Back</a></p>",
-            notice("message", ok, text),
-            esc(back)
-        );
+        let body = views::message(status.is_success(), text, back);
         self.render(status, title, nav, &body)
     }
 
@@ -101,6 +99,22 @@ impl<E> Console<E> {
             &format!("{error:#}"),
             "/",
         )
+    }
+
+    /// A refused decision: its status (a failed store is a 502, as any
+    /// failure), its words, nothing done.
+    fn refused(
+        &self,
+        title: &str,
+        nav: Nav,
+        e: hookgate_operator::DecisionError,
+        back: &str,
+    ) -> Response {
+        if e.is_unavailable() {
+            return self.failed(nav, &e.into());
+        }
+        let status = StatusCode::from_u16(e.status()).unwrap_or(StatusCode::CONFLICT);
+        self.message(status, title, nav, &e.to_string(), back)
     }
 }
 
@@ -122,19 +136,21 @@ fn first(pairs: &[(String, String)], name: &str) -> String {
 async fn css() -> Response {
     (
         [(header::CONTENT_TYPE, "text/css; charset=utf-8")],
-        html::CSS,
+        views::CSS,
     )
         .into_response()
 }
 
 async fn overview<E: EventIngress + 'static>(State(c): Shared<E>) -> Response {
+    let now = Timestamp::now();
     let read = async {
-        let held = c.ops.triage_list(TriageStatus::Held, None).await?.json;
+        let held = c.ops.reads.triage_list(TriageStatus::Held, None).await?;
         let (stats, hours) = c
             .ops
-            .overview_figures(Duration::from_secs(86_400), 24)
+            .reads
+            .overview(now, Duration::from_secs(86_400), 24)
             .await?;
-        anyhow::Ok((held, stats.json, hours))
+        anyhow::Ok((held, stats, hours))
     };
     let (held, stats, hours) = match read.await {
         Ok(read) => read,
@@ -146,8 +162,8 @@ async fn overview<E: EventIngress + 'static>(State(c): Shared<E>) -> Response {
             vec![(format!("could not read the alarms: {e}"), "UNREAD".into())]
         })),
     };
-    let body = pages::overview(&pages::Overview {
-        held: held.as_array().map(Vec::as_slice).unwrap_or_default(),
+    let body = views::overview(&views::Overview {
+        held: &held,
         stats: &stats,
         hours: &hours,
         alarms: alarms.as_deref(),
@@ -159,36 +175,31 @@ async fn actions<E: EventIngress + 'static>(
     State(c): Shared<E>,
     RawQuery(q): RawQuery,
 ) -> Response {
-    let mut status = first(&pairs(q), "status").to_ascii_uppercase();
-    if status.is_empty() {
-        status = "UNCERTAIN".into();
-    }
-    let parsed: ActionStatus = match status.parse() {
-        Ok(s) => s,
-        Err(e) => {
-            return c.bad_request("Actions", Nav::Actions, &e, "/actions");
+    let status = first(&pairs(q), "status").to_ascii_uppercase();
+    let parsed: ActionStatus = if status.is_empty() {
+        ActionStatus::Uncertain
+    } else {
+        match status.parse() {
+            Ok(s) => s,
+            Err(e) => return c.bad_request("Actions", Nav::Actions, &e, "/actions"),
         }
     };
-    match c.ops.actions_list(parsed, None).await {
-        Ok(out) => {
-            let actions = out.json.as_array().map(Vec::as_slice).unwrap_or_default();
-            c.render(
-                StatusCode::OK,
-                "Actions",
-                Nav::Actions,
-                &pages::actions_list(&status, actions, c.guard.token()),
-            )
-        }
-        Err(e) => c.failed(Nav::Actions, &e),
+    match c.ops.reads.actions(parsed, None, Timestamp::now()).await {
+        Ok(actions) => c.render(
+            StatusCode::OK,
+            "Actions",
+            Nav::Actions,
+            &views::actions_list(parsed, &actions, c.guard.token()),
+        ),
+        Err(e) => c.failed(Nav::Actions, &e.into()),
     }
 }
 
 async fn reconcile<E: EventIngress + 'static>(State(c): Shared<E>, form: Posted) -> Response {
     let back = "/actions?status=UNCERTAIN";
-    let key = form.get("key");
     let reference = form.get("ref");
     let found = match form.get("outcome").as_str() {
-        "found" if !reference.is_empty() => Some(reference.as_str()),
+        "found" if !reference.is_empty() => Some(reference),
         "found" => {
             return c.bad_request(
                 "Reconcile",
@@ -207,23 +218,26 @@ async fn reconcile<E: EventIngress + 'static>(State(c): Shared<E>, form: Posted)
             );
         }
     };
-    if let Err(e) = ActionKey::parse(&key) {
-        return c.bad_request("Reconcile", Nav::Actions, &e, back);
-    }
+    let key = match ActionKey::parse(&form.get("key")) {
+        Ok(key) => key,
+        Err(e) => return c.bad_request("Reconcile", Nav::Actions, &e, back),
+    };
     let who = match c.ops.decider(&c.by).await {
         Ok(who) => who,
         Err(e) => return c.failed(Nav::Actions, &e),
     };
-    match c.ops.actions_reconcile(&key, found, &who).await {
-        Ok(out) => {
-            let status = match out.code {
-                exit::OK => StatusCode::OK,
-                exit::NOT_FOUND => StatusCode::NOT_FOUND,
-                _ => StatusCode::CONFLICT,
-            };
-            c.message(status, "Reconcile", Nav::Actions, out.text.trim(), back)
+    let request = Reconcile { key, found };
+    match c
+        .ops
+        .decisions
+        .reconcile(&who, &request, Timestamp::now())
+        .await
+    {
+        Ok(done) => {
+            let text = crate::ops::reconciled_text(&request.key, &done);
+            c.message(StatusCode::OK, "Reconcile", Nav::Actions, &text, back)
         }
-        Err(e) => c.failed(Nav::Actions, &e),
+        Err(e) => c.refused("Reconcile", Nav::Actions, e, back),
     }
 }
 
@@ -234,40 +248,38 @@ async fn lookup<E: EventIngress + 'static>(State(c): Shared<E>, RawQuery(q): Raw
         first(&q, "provider"),
         first(&q, "key"),
     );
-    if workspace.is_empty() && provider.is_empty() && key.is_empty() {
-        return c.render(
-            StatusCode::OK,
-            "Event lookup",
-            Nav::Lookup,
-            &pages::lookup("", "", "", None),
-        );
-    }
-    let pk = format!("{workspace}#{provider}#{key}");
-    if let Err(e) = InboxPk::parse(&pk) {
-        let body = pages::lookup(&workspace, &provider, &key, Some(Err(&e.to_string())));
-        return c.render(StatusCode::BAD_REQUEST, "Event lookup", Nav::Lookup, &body);
-    }
-    let (status, found) = match c.ops.inbox_show(&pk).await {
-        Ok(out) if out.code == exit::OK => (StatusCode::OK, Ok(out.json)),
-        Ok(out) => (StatusCode::NOT_FOUND, Err(out.text.trim().to_owned())),
-        Err(e) => return c.failed(Nav::Lookup, &e),
+    let render = |status, found| {
+        let body = views::lookup(&workspace, &provider, &key, found);
+        c.render(status, "Event lookup", Nav::Lookup, &body)
     };
-    let body = pages::lookup(
-        &workspace,
-        &provider,
-        &key,
-        Some(found.as_ref().map_err(String::as_str)),
-    );
-    c.render(status, "Event lookup", Nav::Lookup, &body)
+    if workspace.is_empty() && provider.is_empty() && key.is_empty() {
+        return render(StatusCode::OK, None);
+    }
+    let pk = match InboxPk::parse(&format!("{workspace}#{provider}#{key}")) {
+        Ok(pk) => pk,
+        Err(e) => return render(StatusCode::BAD_REQUEST, Some(Err(&e.to_string()))),
+    };
+    match c.ops.reads.inbox_record(&pk).await {
+        Ok(Some(record)) => render(StatusCode::OK, Some(Ok(&record))),
+        Ok(None) => render(
+            StatusCode::NOT_FOUND,
+            Some(Err(&format!("no inbox record {pk}"))),
+        ),
+        Err(e) => c.failed(Nav::Lookup, &e.into()),
+    }
 }
 
 async fn doctor<E: EventIngress + 'static>(State(c): Shared<E>) -> Response {
-    match c.ops.doctor(None, None, c.alarm_prefix.as_deref()).await {
-        Ok(out) => c.render(
+    match c
+        .ops
+        .doctor_checks(None, None, c.alarm_prefix.as_deref())
+        .await
+    {
+        Ok(checks) => c.render(
             StatusCode::OK,
             "Doctor",
             Nav::Doctor,
-            &pages::doctor(&out.json),
+            &views::doctor(&checks),
         ),
         Err(e) => c.failed(Nav::Doctor, &e),
     }

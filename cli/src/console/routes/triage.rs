@@ -1,5 +1,7 @@
 //! Triage: the list, an item's evidence, the plan (a dry run), its approval
-//! carried out in the background at the console's rate, and reject.
+//! carried out in the background at the console's rate, and reject. Every
+//! plan is checked by the `Decisions` port before it is shown and again
+//! before it runs.
 
 use std::{sync::Arc, time::Duration};
 
@@ -8,60 +10,30 @@ use axum::{
     http::StatusCode,
     response::{IntoResponse, Redirect, Response},
 };
-use hookgate_core::{
-    Timestamp,
-    ports::EventIngress,
-    triage::{TriageClass, TriageStatus, bulk_approvable},
+use hookgate_core::{Timestamp, ports::EventIngress, triage::TriageStatus};
+use hookgate_operator::{
+    Decisions,
+    decisions::{Approve, Reject, reason},
+    jobs::Step,
+    plan::{Selection, parse_age},
+    views::{self, Filters, Nav, url},
 };
-use serde_json::Value;
 
 use super::{Shared, first, pairs};
-use crate::console::{
-    Console, Posted,
-    html::{self, Nav},
-    jobs::Step,
-    pages,
-};
-use crate::ops::{Output, Plan, Selection, exit, parse_age};
+use crate::console::{Console, Posted};
 
 impl<E: EventIngress + 'static> Console<E> {
-    /// Why a plan of these items must not run, if it must not: each item
-    /// must exist and be HELD (a decided one is not previewed as if it could
-    /// run), and a plan of several holds only items that may be approved in
-    /// bulk (outages, unknown failures). One item is decided by id whatever
-    /// its class (a collision is looked at alone).
-    async fn plan_refusal(&self, ids: &[String]) -> anyhow::Result<Option<String>> {
-        for id in ids {
-            let shown = self.ops.triage_show(id).await?;
-            if shown.code != exit::OK {
-                return Ok(Some(format!("no triage item {id}; nothing was decided")));
-            }
-            let status = shown.json["status"].as_str().unwrap_or("unreadable");
-            if status != TriageStatus::Held.as_str() {
-                return Ok(Some(format!(
-                    "{id} is {status}, not HELD: decided already. Nothing was decided"
-                )));
-            }
-            let class = shown.json["class"]
-                .as_str()
-                .and_then(|s| s.parse::<TriageClass>().ok());
-            if ids.len() > 1 && !class.is_some_and(bulk_approvable) {
-                return Ok(Some(format!(
-                    "{id} is a {} item: only outages and unknown failures are approved several at a \
-                     time; decide it alone, by id. Nothing was decided",
-                    shown.json["class"].as_str().unwrap_or("unreadable")
-                )));
-            }
-        }
-        Ok(None)
-    }
-
-    /// The page refusing a plan of `ids`, when it must be refused.
+    /// The page refusing a plan of `ids`, when the port refuses it.
     async fn refuse_plan(&self, ids: &[String], title: &str) -> Option<Response> {
-        match self.plan_refusal(ids).await {
-            Ok(None) => None,
-            Ok(Some(why)) => Some(self.bad_request(title, Nav::Triage, &why, "/triage")),
-            Err(e) => Some(self.failed(Nav::Triage, &e)),
+        let who = match self.ops.decider(&self.by).await {
+            Ok(who) => who,
+            Err(e) => return Some(self.failed(Nav::Triage, &e)),
+        };
+        match self.ops.decisions.check_plan(&who, ids).await {
+            Ok(()) => None,
+            Err(e) if e.is_unavailable() => Some(self.failed(Nav::Triage, &e.into())),
+            // A plan that cannot run is a request to change, whatever the item.
+            Err(e) => Some(self.bad_request(title, Nav::Triage, &e.to_string(), "/triage")),
         }
     }
 
@@ -78,42 +50,21 @@ pub(super) async fn list<E: EventIngress + 'static>(
     State(c): Shared<E>,
     RawQuery(q): RawQuery,
 ) -> Response {
-    let filters = pages::Filters::from_query(&pairs(q));
-    let status: TriageStatus = match filters.status.parse() {
-        Ok(s) => s,
-        Err(e) => {
-            return c.bad_request("Triage", Nav::Triage, &e, "/triage");
-        }
+    let filters = match Filters::parse(&pairs(q)) {
+        Ok(filters) => filters,
+        Err(e) => return c.bad_request("Triage", Nav::Triage, &e, "/triage"),
     };
-    let cutoff = if filters.since.is_empty() {
-        None
-    } else {
-        match parse_age(&filters.since) {
-            Ok(age) => Some(
-                Timestamp::now().as_millis() - i64::try_from(age.as_millis()).unwrap_or(i64::MAX),
-            ),
-            Err(e) => {
-                return c.bad_request("Triage", Nav::Triage, &e, "/triage");
-            }
-        }
-    }
-    .map(|ms| Timestamp::from_millis(ms).utc());
-    let items = match c.ops.triage_list(status, None).await {
-        Ok(out) => out.json,
-        Err(e) => return c.failed(Nav::Triage, &e),
+    let now = Timestamp::now();
+    let mut items = match c.ops.reads.triage_list(filters.status, None).await {
+        Ok(items) => items,
+        Err(e) => return c.failed(Nav::Triage, &e.into()),
     };
-    let kept: Vec<Value> = items
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|i| filters.keeps(i, cutoff.as_deref()))
-        .cloned()
-        .collect();
+    items.retain(|i| filters.keeps(i, now));
     c.render(
         StatusCode::OK,
         "Triage",
         Nav::Triage,
-        &pages::triage_list(&kept, &filters),
+        &views::triage_list(&items, &filters),
     )
 }
 
@@ -122,8 +73,7 @@ pub(super) async fn detail<E: EventIngress + 'static>(
     Path(id): Path<String>,
     RawQuery(q): RawQuery,
 ) -> Response {
-    let read = c.ops.triage_evidence(&id);
-    let evidence = match read.await {
+    let evidence = match c.ops.reads.evidence(&id).await {
         Ok(Some(evidence)) => evidence,
         Ok(None) => {
             return c.message(
@@ -134,11 +84,11 @@ pub(super) async fn detail<E: EventIngress + 'static>(
                 "/triage",
             );
         }
-        Err(e) => return c.failed(Nav::Triage, &e),
+        Err(e) => return c.failed(Nav::Triage, &e.into()),
     };
     // Only what the record shows: a link elsewhere cannot fake the notice.
     let note = match first(&pairs(q), "note").as_str() {
-        "rejected" if evidence.item["status"] == "DISCARDED" => Some(
+        "rejected" if evidence.item.status == TriageStatus::Discarded => Some(
             "Rejected: recorded as DISCARDED, and it cannot be approved. What it held does not \
              run: its event is discarded if it held it, and a rejected failure is never \
              retried. An action that another event also asks for may still be performed for \
@@ -146,19 +96,24 @@ pub(super) async fn detail<E: EventIngress + 'static>(
         ),
         _ => None,
     };
-    let body = pages::triage_detail(
-        &evidence.item,
-        evidence.inbox.as_ref(),
-        &evidence.rows,
-        c.guard.token(),
-        note,
-    );
+    let body = views::triage_detail(&evidence, c.guard.token(), note);
     c.render(
         StatusCode::OK,
         &format!("Triage item {id}"),
         Nav::Triage,
         &body,
     )
+}
+
+/// The selection of a bulk plan's query, or why it cannot be read.
+fn selection(q: &[(String, String)]) -> Result<Selection, String> {
+    let given = |name: &str| Some(first(q, name)).filter(|v| !v.is_empty());
+    Ok(Selection {
+        class: given("class").map(|c| c.parse()).transpose()?,
+        destination: given("destination"),
+        workspace: given("workspace"),
+        since: given("since").map(|s| parse_age(&s)).transpose()?,
+    })
 }
 
 /// The dry run of an approval: by id (`?id=…`, repeatable) or in bulk by
@@ -168,68 +123,54 @@ pub(super) async fn plan<E: EventIngress + 'static>(
     RawQuery(q): RawQuery,
 ) -> Response {
     let q = pairs(q);
-    let ids: Vec<String> = q
+    let mut ids: Vec<String> = q
         .iter()
-        .filter(|(k, _)| k == "id")
+        .filter(|(k, v)| k == "id" && !v.is_empty())
         .map(|(_, v)| v.clone())
-        .filter(|v| !v.is_empty())
         .collect();
-    let selection = if ids.is_empty() {
-        let class = first(&q, "class");
-        let since = first(&q, "since");
-        let destination = first(&q, "destination");
-        let workspace = first(&q, "workspace");
-        let class = match (!class.is_empty())
-            .then(|| class.parse::<TriageClass>())
-            .transpose()
-        {
-            Ok(class) => class,
-            Err(e) => {
-                return c.bad_request("Plan", Nav::Triage, &e, "/triage");
-            }
+    if ids.is_empty() {
+        let selection = match selection(&q) {
+            Ok(selection) => selection,
+            Err(e) => return c.bad_request("Plan", Nav::Triage, &e, "/triage"),
         };
-        let since = match (!since.is_empty()).then(|| parse_age(&since)).transpose() {
-            Ok(since) => since,
-            Err(e) => {
-                return c.bad_request("Plan", Nav::Triage, &e, "/triage");
-            }
-        };
-        Some(Selection {
-            class,
-            destination: (!destination.is_empty()).then_some(destination),
-            workspace: (!workspace.is_empty()).then_some(workspace),
-            since,
-        })
-    } else {
-        None
-    };
+        if let Some(why) = selection.refusal() {
+            return c.bad_request("Approval plan", Nav::Triage, &why, "/triage");
+        }
+        match c.ops.reads.selected(&selection, Timestamp::now()).await {
+            Ok(items) => ids = items.into_iter().map(|i| i.id).collect(),
+            Err(e) => return c.failed(Nav::Triage, &e.into()),
+        }
+        if ids.is_empty() {
+            let why = "no held item matches";
+            return c.message(
+                StatusCode::NOT_FOUND,
+                "Approval plan",
+                Nav::Triage,
+                why,
+                "/triage",
+            );
+        }
+    }
     if let Some(refused) = c.refuse_plan(&ids, "Approval plan").await {
         return refused;
     }
-    let dry = match c
-        .ops
-        .triage_approve(&ids, selection.as_ref(), true, "", "", c.rate)
-        .await
-    {
-        Ok(out) => out,
-        Err(e) => return c.failed(Nav::Triage, &e),
-    };
-    if dry.code != exit::OK {
-        let status = if dry.code == exit::NOT_FOUND {
-            StatusCode::NOT_FOUND
-        } else {
-            StatusCode::BAD_REQUEST
+    let mut previews = Vec::with_capacity(ids.len());
+    for id in ids {
+        let read = async {
+            let item = c.ops.reads.triage_item(&id).await?;
+            match item {
+                Some(item) => Ok(Some(c.ops.reads.preview(&item).await?.1)),
+                None => Ok::<_, hookgate_core::ports::StoreError>(None),
+            }
         };
-        return c.message(
-            status,
-            "Approval plan",
-            Nav::Triage,
-            dry.text.trim(),
-            "/triage",
-        );
+        match read.await {
+            Ok(Some(rows)) => previews.push((id, rows)),
+            // Gone since the check: the plan is shown without it.
+            Ok(None) => {}
+            Err(e) => return c.failed(Nav::Triage, &e.into()),
+        }
     }
-    let plan = Plan::of(&dry, "");
-    let body = pages::plan(&dry.json, &plan.ids, c.guard.token());
+    let body = views::plan(&previews, c.guard.token());
     c.render(StatusCode::OK, "Approval plan", Nav::Triage, &body)
 }
 
@@ -240,7 +181,6 @@ pub(super) async fn approve<E: EventIngress + 'static>(
     form: Posted,
 ) -> Response {
     let ids = form.all("id");
-    let reason = form.get("reason");
     if ids.is_empty() {
         return c.bad_request(
             "Approve",
@@ -249,14 +189,10 @@ pub(super) async fn approve<E: EventIngress + 'static>(
             "/triage",
         );
     }
-    if reason.is_empty() {
-        return c.bad_request(
-            "Approve",
-            Nav::Triage,
-            "a reason is required; nothing was decided",
-            "/triage",
-        );
-    }
+    let reason = match reason(&form.get("reason")) {
+        Ok(reason) => reason.to_owned(),
+        Err(e) => return c.bad_request("Approve", Nav::Triage, &e.to_string(), "/triage"),
+    };
     if let Some(refused) = c.refuse_plan(&ids, "Approve").await {
         return refused;
     }
@@ -264,8 +200,10 @@ pub(super) async fn approve<E: EventIngress + 'static>(
         Ok(who) => who,
         Err(e) => return c.failed(Nav::Triage, &e),
     };
-    let job = c.jobs.start(who.clone(), reason.clone(), ids.clone());
-    tracing::info!(job, items = ids.len(), who = %who, "console approval started");
+    let job = c
+        .jobs
+        .start(who.recorded.clone(), reason.clone(), ids.clone());
+    tracing::info!(job, items = ids.len(), who = %who.recorded, "console approval started");
     let run = tokio::spawn(carry_out(c.clone(), job, ids, who, reason));
     // A plan whose task died reports the items it never reached.
     let jobs = c.clone();
@@ -282,7 +220,7 @@ async fn carry_out<E: EventIngress + 'static>(
     c: Arc<Console<E>>,
     job: usize,
     ids: Vec<String>,
-    who: String,
+    who: hookgate_operator::Caller,
     reason: String,
 ) {
     for (n, id) in ids.iter().enumerate() {
@@ -291,33 +229,22 @@ async fn carry_out<E: EventIngress + 'static>(
             return;
         }
         c.jobs.record(job, n, Step::Running);
+        let request = Approve {
+            id: id.clone(),
+            reason: reason.clone(),
+        };
         let step = match c
             .ops
-            .triage_approve(std::slice::from_ref(id), None, false, &who, &reason, c.rate)
+            .decisions
+            .approve(&who, &request, Timestamp::now())
             .await
         {
-            Ok(out) => {
-                let detail = result_text(&out);
-                if out.code == exit::OK {
-                    Step::Approved(detail)
-                } else {
-                    Step::Refused(detail)
-                }
-            }
-            Err(e) => Step::Refused(format!("not decided: {e:#}")),
+            Ok(done) => Step::Approved(crate::ops::approved(&done)),
+            Err(e) => Step::Refused(format!("not approved: {e}")),
         };
         tracing::info!(job, item = %id, ?step, "console approval step");
         c.jobs.record(job, n, step);
     }
-}
-
-/// One approval's words: its result line, or the refusal.
-fn result_text(out: &Output) -> String {
-    out.json[0]["result"]
-        .as_str()
-        .or_else(|| out.json["error"].as_str())
-        .unwrap_or(out.text.trim())
-        .to_owned()
 }
 
 pub(super) async fn job<E: EventIngress + 'static>(
@@ -339,7 +266,7 @@ pub(super) async fn job<E: EventIngress + 'static>(
                 &format!("Approval {id}"),
                 Nav::Triage,
                 refresh,
-                &pages::job(&job),
+                &views::job(&job),
             )
         }
     }
@@ -350,39 +277,34 @@ pub(super) async fn reject<E: EventIngress + 'static>(
     Path(id): Path<String>,
     form: Posted,
 ) -> Response {
-    let back = format!("/triage/{}", html::url(&id));
-    let reason = form.get("reason");
-    if reason.is_empty() {
-        return c.bad_request(
-            "Reject",
-            Nav::Triage,
-            "a reason is required; nothing was decided",
-            &back,
-        );
-    }
+    let back = format!("/triage/{}", url(&id));
     let who = match c.ops.decider(&c.by).await {
         Ok(who) => who,
         Err(e) => return c.failed(Nav::Triage, &e),
     };
-    match c.ops.triage_reject(&id, &who, &reason).await {
-        Ok(out) if out.code == exit::OK => {
-            tracing::info!(item = %id, who = %who, "console rejection");
+    let request = Reject {
+        id: id.clone(),
+        reason: form.get("reason"),
+    };
+    match c
+        .ops
+        .decisions
+        .reject(&who, &request, Timestamp::now())
+        .await
+    {
+        Ok(()) => {
+            tracing::info!(item = %id, who = %who.recorded, "console rejection");
             Redirect::to(&format!("{back}?note=rejected")).into_response()
         }
-        Ok(out) if out.code == exit::NOT_FOUND => c.message(
-            StatusCode::NOT_FOUND,
-            "Reject",
-            Nav::Triage,
-            out.text.trim(),
-            "/triage",
-        ),
-        Ok(out) => c.message(
+        Err(e) if e.is_unavailable() => c.failed(Nav::Triage, &e.into()),
+        Err(e) if e.is_not_found() => c.refused("Reject", Nav::Triage, e, "/triage"),
+        Err(e) if e.status() == 400 => c.refused("Reject", Nav::Triage, e, &back),
+        Err(e) => c.message(
             StatusCode::CONFLICT,
             "Reject",
             Nav::Triage,
-            &format!("not rejected: {}", out.text.trim()),
+            &format!("not rejected: {e}"),
             &back,
         ),
-        Err(e) => c.failed(Nav::Triage, &e),
     }
 }

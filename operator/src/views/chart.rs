@@ -4,7 +4,9 @@
 
 use std::fmt::Write;
 
-use crate::ops::Hour;
+use maud::{Markup, PreEscaped};
+
+use crate::activity::Hour;
 
 const WIDTH: f64 = 760.0;
 const HEIGHT: f64 = 220.0;
@@ -15,8 +17,13 @@ const DELIVERIES: &str = "#7aa2ff";
 const COMPLETED: &str = "#1f8a3b";
 
 /// Two bars per hour, the hour's `HH` under every third pair, the axis
-/// scaled to the largest bar, a legend with the totals.
-pub fn activity(hours: &[Hour]) -> String {
+/// scaled to the largest bar, a legend with the totals. Written as text:
+/// every value in it is a number this function formats, or a constant.
+pub fn activity(hours: &[Hour]) -> Markup {
+    PreEscaped(svg(hours))
+}
+
+fn svg(hours: &[Hour]) -> String {
     let max = hours
         .iter()
         .map(|h| h.deliveries.max(h.completed))
@@ -104,7 +111,7 @@ mod tests {
                 completed: 0,
             },
         ];
-        let svg = activity(&hours);
+        let svg = activity(&hours).into_string();
         // the plot is HEIGHT - BOTTOM - TOP = 186 high: 4 of 4 fills it, 2 of 4 half.
         assert!(
             svg.contains("height=\"186.0\" fill=\"#7aa2ff\"><title>4 deliveries</title>"),
@@ -126,7 +133,7 @@ mod tests {
 
     #[test]
     fn an_idle_day_draws_flat_bars_without_dividing_by_zero() {
-        let svg = activity(&[Hour::default()]);
+        let svg = activity(&[Hour::default()]).into_string();
         assert!(svg.contains("height=\"0.0\""), "{svg}");
         assert!(!svg.contains("NaN"));
     }

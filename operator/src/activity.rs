@@ -2,12 +2,9 @@
 //! whether work is flowing. Counted from the tables (the scan `stats` makes,
 //! and one of the actions), so it works on the emulator as on AWS.
 
-use std::time::Duration;
+use hookgate_core::{Timestamp, inbox::InboxRecord, ledger::ActionRecord};
 
-use super::{Ops, Output};
-use hookgate_core::{Timestamp, inbox::InboxRecord, ledger::ActionRecord, ports::EventIngress};
-
-const HOUR_MS: i64 = 3_600_000;
+pub(crate) const HOUR_MS: i64 = 3_600_000;
 
 /// One hour of the chart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -59,28 +56,6 @@ pub fn hourly(
         }
     }
     out
-}
-
-impl<E: EventIngress> Ops<E> {
-    /// `stats --since` and the deliveries and completed actions per hour
-    /// over the last `hours` (at most 14 days), from one scan of the inbox:
-    /// the console's overview.
-    pub async fn overview_figures(
-        &self,
-        since: Duration,
-        hours: usize,
-    ) -> anyhow::Result<(Output, Vec<Hour>)> {
-        let now = Timestamp::now();
-        let hours = hours.clamp(1, 24 * 14);
-        let chart_since = Timestamp::from_millis(
-            (now.as_millis().div_euclid(HOUR_MS) - (hours as i64 - 1)) * HOUR_MS,
-        );
-        let from = chart_since.min(super::actions::stats_cutoff(now, since));
-        let records = self.inbox.received_since(from).await?;
-        let stats = self.stats_of(now, since, &records).await?;
-        let completed = self.ledger.completed_since(chart_since).await?;
-        Ok((stats, hourly(now, hours, &records, &completed)))
-    }
 }
 
 #[cfg(test)]

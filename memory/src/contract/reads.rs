@@ -1,0 +1,127 @@
+//! What the operator's reads must return (`InboxReads`, `LedgerReads`), as
+//! one suite: run on the memory stores by the fast tests and on the DynamoDB
+//! adapters against the emulator by the integration tests. The stores are
+//! written through their own write ports first, so a read that disagreed
+//! with what the functions store would fail here.
+
+use std::time::Duration;
+
+use hookgate_core::{
+    Timestamp,
+    ledger::ActionStatus,
+    ports::{InboxReads, InboxStore, Ledger, LedgerReads, Settle},
+};
+
+use super::{
+    inbox::first,
+    ledger::{inbox, lease, request},
+};
+
+const T0: Timestamp = Timestamp::from_millis(1_800_000_000_000);
+const RETENTION: Duration = Duration::from_secs(86_400);
+
+fn at(offset_secs: i64) -> Timestamp {
+    Timestamp::from_millis(T0.as_millis() + offset_secs * 1000)
+}
+
+/// Runs every check; the stores must hold none of `ns`'s keys.
+pub async fn reads_contract(
+    inbox_store: &(impl InboxStore + InboxReads),
+    ledger: &(impl Ledger + LedgerReads),
+    ns: &str,
+) {
+    received_since_keeps_what_arrived_at_or_after(inbox_store, ns).await;
+    open_actions_by_status_oldest_first_and_completions_since(ledger, ns).await;
+}
+
+async fn received_since_keeps_what_arrived_at_or_after(
+    store: &(impl InboxStore + InboxReads),
+    ns: &str,
+) {
+    for (key, offset) in [("early", -1), ("on-time", 0), ("late", 1)] {
+        store
+            .upsert(&first(ns, key, "{}", true, at(offset)), at(offset))
+            .await
+            .unwrap();
+    }
+    let mut keys: Vec<String> = store
+        .received_since(T0)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.pk.to_string())
+        .filter(|pk| pk.contains(&format!("#{ns}-")))
+        .collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            format!("ws-1#retell#{ns}-late"),
+            format!("ws-1#retell#{ns}-on-time")
+        ]
+    );
+}
+
+async fn open_actions_by_status_oldest_first_and_completions_since(
+    ledger: &(impl Ledger + LedgerReads),
+    ns: &str,
+) {
+    // (id, reserved at, how it ended), in no order of time.
+    let script: [(&str, i64, Option<Settle<'_>>); 5] = [
+        (
+            "done",
+            0,
+            Some(Settle::Completed {
+                destination_ref: "task-1",
+            }),
+        ),
+        ("unsure-late", 10, Some(Settle::Uncertain("timed out"))),
+        ("unsure-early", -10, Some(Settle::Uncertain("timed out"))),
+        ("broken", 20, Some(Settle::Failed("400 from the CRM"))),
+        ("running", 30, None),
+    ];
+    for (n, (id, offset, end)) in script.iter().enumerate() {
+        let owner = format!("{ns}:{id}");
+        let r = request(ns, id, 1);
+        let pk = inbox(ns, u32::try_from(n).unwrap());
+        ledger
+            .reserve(&r, &pk, lease(&owner, at(*offset)), RETENTION)
+            .await
+            .unwrap();
+        if let Some(end) = end {
+            assert!(
+                ledger
+                    .settle(&r.key, &owner, *end, at(offset + 2))
+                    .await
+                    .unwrap()
+            );
+        }
+    }
+    let mine = |records: Vec<hookgate_core::ledger::ActionRecord>| -> Vec<String> {
+        records
+            .into_iter()
+            .map(|a| a.key.to_string())
+            .filter(|k| k.contains(&format!("#{ns}-")))
+            .collect()
+    };
+    let key = |id: &str| request(ns, id, 1).key.to_string();
+    assert_eq!(
+        mine(ledger.list_open(ActionStatus::Uncertain).await.unwrap()),
+        [key("unsure-early"), key("unsure-late")],
+        "oldest created first"
+    );
+    assert_eq!(
+        mine(ledger.list_open(ActionStatus::Failed).await.unwrap()),
+        [key("broken")]
+    );
+    assert_eq!(
+        mine(ledger.list_open(ActionStatus::InProgress).await.unwrap()),
+        [key("running")]
+    );
+    assert!(mine(ledger.list_open(ActionStatus::Completed).await.unwrap()).is_empty());
+    assert_eq!(
+        mine(ledger.completed_since(at(2)).await.unwrap()),
+        [key("done")]
+    );
+    assert!(mine(ledger.completed_since(at(3)).await.unwrap()).is_empty());
+}

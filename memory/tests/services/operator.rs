@@ -1,0 +1,487 @@
+//! The operator's reads, decisions and pages (`hookgate-operator`) on the
+//! memory ports, in milliseconds: the plans and their bulk rules, reconcile,
+//! the refusals that change nothing, the deciders' scope, the statistics,
+//! and what each console page shows for a given state. The CLI, the console
+//! and the ops Lambda call this code with the DynamoDB adapters; the
+//! integration tests keep one run of each surface as proof of that wiring.
+
+use std::{sync::Arc, time::Duration};
+
+use hookgate_core::{
+    Timestamp,
+    action::ActionKey,
+    approval::{ApprovalError, Reconciled, Reinjected},
+    destination::DestinationError,
+    dlq::DeadLetter,
+    ledger::ActionStatus,
+    ports::TriageStore,
+    triage::{TriageClass, TriageItem, TriageSource, TriageStatus},
+};
+use hookgate_memory::{MemoryInbox, MemoryLedger, MemoryQueue, MemoryTriage};
+use hookgate_operator::{
+    Caller, DecisionError, Decisions, InProcess, Reads,
+    decisions::{Approve, Reconcile, Reject},
+    plan::Selection,
+    views,
+};
+use serde_json::json;
+
+use crate::support::{Memory, MemoryIngress, NOW, SECRET, analyzed, config_with, message, post};
+
+type MemoryDecisions =
+    InProcess<MemoryTriage, MemoryInbox, MemoryLedger, MemoryQueue, Arc<MemoryIngress>>;
+type MemoryReads = Reads<MemoryInbox, MemoryLedger, MemoryTriage>;
+
+fn at(secs: u64) -> Timestamp {
+    NOW.plus(Duration::from_secs(secs))
+}
+
+fn caller(arn: &str) -> Caller {
+    Caller {
+        arn: arn.to_owned(),
+        recorded: format!("{arn} (userId AIDA1, by ana)"),
+    }
+}
+
+const ANA: &str = "arn:aws:iam::123456789012:user/ana";
+
+fn surfaces(m: &Memory) -> (MemoryReads, MemoryDecisions) {
+    (
+        Reads::new(
+            m.config.clone(),
+            m.inbox.clone(),
+            m.ledger.clone(),
+            m.triage.clone(),
+        ),
+        InProcess::new(m.approvals()),
+    )
+}
+
+/// `call`'s event delivered and its action's first attempt answered with
+/// `answer`.
+async fn attempt(m: &Memory, call: &str, answer: DestinationError) {
+    let (status, _) = post(&m.ingress(), &analyzed(call), SECRET).await;
+    assert_eq!(status, 202);
+    m.crm.then(Err(answer));
+    m.worker()
+        .process(&message(call), &format!("{call}:1"), NOW)
+        .await;
+}
+
+/// An outage's item: `call`'s action failed on a 503 and its message was
+/// dead-lettered and triaged.
+async fn outage(m: &Memory, call: &str) -> String {
+    attempt(m, call, DestinationError::Retryable("HTTP 503".into())).await;
+    let letter = DeadLetter {
+        source: TriageSource::ActionDlq,
+        message_id: &format!("dlq-{call}"),
+        body: &message(call),
+        attributes: json!({"ApproximateReceiveCount": "5"}),
+    };
+    let (class, _) = m.triager().triage(&letter, at(10)).await.unwrap();
+    assert_eq!(class, TriageClass::DownstreamOutage);
+    item_of(m, call).await.id
+}
+
+/// The held item whose event is `call`'s.
+async fn item_of(m: &Memory, call: &str) -> TriageItem {
+    let held = m.triage.list(TriageStatus::Held).await.unwrap();
+    held.into_iter()
+        .find(|i| {
+            i.inbox_pk
+                .as_ref()
+                .is_some_and(|pk| pk.to_string().ends_with(call))
+        })
+        .unwrap_or_else(|| panic!("no held item of {call}"))
+}
+
+fn statuses(m: &Memory) -> Vec<(String, &'static str)> {
+    let mut items: Vec<_> = m
+        .triage
+        .items()
+        .into_iter()
+        .map(|i| (i.id, i.status.as_str()))
+        .collect();
+    items.sort();
+    items
+}
+
+#[tokio::test]
+async fn a_plan_is_checked_whole_and_its_refusals_decide_nothing() {
+    let m = Memory::new();
+    let (a, b) = (outage(&m, "op1").await, outage(&m, "op2").await);
+    attempt(&m, "op3", DestinationError::Permanent("HTTP 422".into())).await;
+    let poison = item_of(&m, "op3").await;
+    assert_eq!(poison.class, TriageClass::Poison);
+    let (_, decisions) = surfaces(&m);
+    let ana = caller(ANA);
+    let before = (statuses(&m), m.queue.sent().len());
+
+    assert_eq!(
+        decisions.check_plan(&ana, &[a.clone(), b.clone()]).await,
+        Ok(())
+    );
+    // A poison item is decided alone, by id, never in a plan of several.
+    assert_eq!(
+        decisions
+            .check_plan(&ana, std::slice::from_ref(&poison.id))
+            .await,
+        Ok(())
+    );
+    let mixed = decisions
+        .check_plan(&ana, &[a.clone(), poison.id.clone()])
+        .await
+        .unwrap_err();
+    assert_eq!(mixed.status(), 400);
+    assert!(mixed.to_string().contains("is a poison item"), "{mixed}");
+    let none = decisions.check_plan(&ana, &[]).await.unwrap_err();
+    assert_eq!(
+        none.to_string(),
+        "the plan names no item; nothing was decided"
+    );
+    let gone = decisions
+        .check_plan(&ana, &["nope".into()])
+        .await
+        .unwrap_err();
+    assert_eq!(gone.to_string(), "no triage item nope; nothing was decided");
+    // No reason: refused before anything is read or written.
+    let request = Approve {
+        id: a.clone(),
+        reason: "  ".into(),
+    };
+    let unreasoned = decisions.approve(&ana, &request, at(60)).await.unwrap_err();
+    assert_eq!(
+        unreasoned.to_string(),
+        "a reason is required; nothing was decided"
+    );
+    assert_eq!(
+        (statuses(&m), m.queue.sent().len()),
+        before,
+        "refusals change nothing"
+    );
+
+    // Approved, the item leaves every plan: decided already.
+    let request = Approve {
+        id: a.clone(),
+        reason: "CRM back".into(),
+    };
+    let done = decisions.approve(&ana, &request, at(60)).await.unwrap();
+    assert!(matches!(done, Reinjected::Queued { .. }), "{done:?}");
+    let stale = decisions
+        .check_plan(&ana, &[a.clone(), b])
+        .await
+        .unwrap_err();
+    assert_eq!(
+        stale.to_string(),
+        format!("{a} is REINJECTED, not HELD: decided already. Nothing was decided")
+    );
+    let item = m.triage.get(&a).await.unwrap().unwrap();
+    assert_eq!(
+        (item.decided_by.as_deref(), item.reason.as_deref()),
+        (Some(ana.recorded.as_str()), Some("CRM back"))
+    );
+}
+
+#[tokio::test]
+async fn a_bulk_selection_takes_only_held_outages_that_match() {
+    let m = Memory::new();
+    let a = outage(&m, "sel1").await;
+    attempt(&m, "sel2", DestinationError::Permanent("HTTP 422".into())).await;
+    let (reads, _) = surfaces(&m);
+    let all = Selection::default();
+    let ids: Vec<String> = reads
+        .selected(&all, at(60))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|i| i.id)
+        .collect();
+    assert_eq!(ids, [a], "the poison item is never selected in bulk");
+    let elsewhere = Selection {
+        destination: Some("billing".into()),
+        ..Selection::default()
+    };
+    assert!(reads.selected(&elsewhere, at(60)).await.unwrap().is_empty());
+    let recent = Selection {
+        since: Some(Duration::from_secs(30)),
+        ..Selection::default()
+    };
+    // First seen at NOW + 10 s: within 30 s of NOW + 40 s, not of NOW + 41 s.
+    assert_eq!(reads.selected(&recent, at(40)).await.unwrap().len(), 1);
+    assert!(reads.selected(&recent, at(41)).await.unwrap().is_empty());
+    let poison = Selection {
+        class: Some(TriageClass::Poison),
+        ..Selection::default()
+    };
+    assert_eq!(
+        poison.refusal().as_deref(),
+        Some("poison items are approved one by one, by id")
+    );
+}
+
+#[tokio::test]
+async fn deciders_bind_every_decision_and_a_refusal_changes_nothing() {
+    let m = Memory::with_config(config_with(|text| {
+        format!(
+            "{text}\n[[ops.deciders]]\nprincipal = \"{ANA}\"\nworkspaces = [\"ws-2\"]\n\
+             [[ops.deciders]]\nprincipal = \"arn:aws:iam::123456789012:user/lead\"\nworkspaces = [\"ws-1\"]\n"
+        )
+    }));
+    let id = outage(&m, "sc1").await;
+    let (_, decisions) = surfaces(&m);
+    let (ana, lead) = (caller(ANA), caller("arn:aws:iam::123456789012:user/lead"));
+    let before = statuses(&m);
+    let out_of_scope = DecisionError::OutOfScope {
+        caller: ANA.into(),
+        workspace: "ws-1".into(),
+    };
+    let approve = Approve {
+        id: id.clone(),
+        reason: "CRM back".into(),
+    };
+    let reject = Reject {
+        id: id.clone(),
+        reason: "no".into(),
+    };
+    let reconcile = Reconcile {
+        key: ActionKey::parse("ws-1#create_task#sc1").unwrap(),
+        found: None,
+    };
+    assert_eq!(
+        decisions.approve(&ana, &approve, at(60)).await,
+        Err(out_of_scope.clone())
+    );
+    assert_eq!(
+        decisions.reject(&ana, &reject, at(60)).await,
+        Err(out_of_scope.clone())
+    );
+    assert_eq!(
+        decisions.reconcile(&ana, &reconcile, at(60)).await,
+        Err(out_of_scope.clone())
+    );
+    assert_eq!(
+        decisions.check_plan(&ana, std::slice::from_ref(&id)).await,
+        Err(out_of_scope.clone())
+    );
+    assert_eq!(out_of_scope.status(), 403);
+    assert_eq!(statuses(&m), before);
+    assert!(m.queue.sent().len() <= 1, "only the event's first queueing");
+    decisions.reject(&lead, &reject, at(60)).await.unwrap();
+    let item = m.triage.get(&id).await.unwrap().unwrap();
+    assert_eq!(
+        (item.status, item.decided_by.as_deref()),
+        (TriageStatus::Discarded, Some(lead.recorded.as_str()))
+    );
+}
+
+#[tokio::test]
+async fn reconcile_found_completes_once_and_asking_again_is_refused() {
+    let mut m = Memory::new();
+    m.crm.lookup_strategy = true;
+    attempt(
+        &m,
+        "rc1",
+        DestinationError::OutcomeUnknown("timeout".into()),
+    )
+    .await;
+    let (reads, decisions) = surfaces(&m);
+    let uncertain = reads
+        .actions(ActionStatus::Uncertain, None, at(60))
+        .await
+        .unwrap();
+    assert_eq!(uncertain.len(), 1);
+    let key = uncertain[0].key.clone();
+    let ana = caller(ANA);
+    let blank = Reconcile {
+        key: key.clone(),
+        found: Some(" ".into()),
+    };
+    assert_eq!(
+        decisions
+            .reconcile(&ana, &blank, at(60))
+            .await
+            .unwrap_err()
+            .status(),
+        400
+    );
+    let found = Reconcile {
+        key: key.clone(),
+        found: Some("task-7".into()),
+    };
+    assert_eq!(
+        decisions.reconcile(&ana, &found, at(60)).await,
+        Ok(Reconciled::Completed("task-7".into()))
+    );
+    let again = decisions
+        .reconcile(
+            &ana,
+            &Reconcile {
+                key: key.clone(),
+                found: None,
+            },
+            at(61),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            again,
+            DecisionError::Refused(ApprovalError::NotUncertain { .. })
+        ),
+        "{again:?}"
+    );
+    assert_eq!(again.status(), 409);
+    let record = reads.action(&key).await.unwrap().unwrap();
+    assert_eq!(
+        (record.status, record.destination_ref.as_deref()),
+        (ActionStatus::Completed, Some("task-7"))
+    );
+    assert!(
+        reads
+            .actions(ActionStatus::Uncertain, None, at(61))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let missing = Reconcile {
+        key: ActionKey::parse("ws-1#create_task#nope").unwrap(),
+        found: None,
+    };
+    assert_eq!(
+        decisions
+            .reconcile(&ana, &missing, at(61))
+            .await
+            .unwrap_err()
+            .status(),
+        404
+    );
+}
+
+#[tokio::test]
+async fn statistics_count_deliveries_duplicates_held_and_open_work() {
+    let m = Memory::new();
+    let ingress = m.ingress();
+    for _ in 0..3 {
+        post(&ingress, &analyzed("st1"), SECRET).await;
+    }
+    outage(&m, "st2").await;
+    let (reads, _) = surfaces(&m);
+    let stats = reads
+        .stats(at(60), Duration::from_secs(3600))
+        .await
+        .unwrap();
+    assert_eq!(
+        (stats.events, stats.deliveries, stats.duplicates),
+        (2, 4, 2)
+    );
+    assert!((stats.duplicate_rate - 0.5).abs() < 1e-9);
+    assert_eq!(stats.triage(TriageClass::DownstreamOutage), 1);
+    // st1 never ran: its action is not reserved; st2's went back to PENDING.
+    assert_eq!(stats.open(ActionStatus::Pending), 1);
+    assert_eq!(stats.oldest_pending_action_age_secs, Some(60));
+    // A window that starts after them counts none of them.
+    let later = reads
+        .stats(at(7200), Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert_eq!(
+        (later.events, later.triage(TriageClass::DownstreamOutage)),
+        (0, 0)
+    );
+    let json = serde_json::to_value(&stats).unwrap();
+    assert_eq!(json["open_actions"]["UNCERTAIN"], 0);
+    assert_eq!(json["triage_by_class"], json!({"downstream-outage": 1}));
+}
+
+#[tokio::test]
+async fn each_page_shows_the_state_it_is_given_and_markup_from_senders_as_text() {
+    let m = Memory::new();
+    let a = outage(&m, "pg1").await;
+    attempt(
+        &m,
+        "pg2",
+        DestinationError::Permanent("HTTP 422 <b>bad</b>".into()),
+    )
+    .await;
+    let (reads, _) = surfaces(&m);
+    let held = reads.triage_list(TriageStatus::Held, None).await.unwrap();
+    let (stats, hours) = reads
+        .overview(at(60), Duration::from_secs(86_400), 24)
+        .await
+        .unwrap();
+    let page = views::overview(&views::Overview {
+        held: &held,
+        stats: &stats,
+        hours: &hours,
+        alarms: None,
+    })
+    .into_string();
+    assert!(
+        page.contains("<div class=\"figure\">2</div><div class=\"label\">held for a decision"),
+        "{page}"
+    );
+    assert!(
+        page.contains("/triage/plan?class=downstream-outage&amp;destination=crm"),
+        "{page}"
+    );
+    assert!(
+        !page.contains("/triage/plan?class=poison"),
+        "poison is never planned in bulk"
+    );
+    assert!(page.contains(">deliveries (2)</text>"), "{page}");
+
+    let filters = views::Filters::parse(&[("class".into(), "poison".into())]).unwrap();
+    let kept: Vec<TriageItem> = held
+        .iter()
+        .filter(|i| filters.keeps(i, at(60)))
+        .cloned()
+        .collect();
+    let page = views::triage_list(&kept, &filters).into_string();
+    assert!(
+        page.contains("<p id=\"triage-count\">1 items</p>"),
+        "{page}"
+    );
+    assert!(
+        page.contains("<option value=\"poison\" selected>poison</option>"),
+        "{page}"
+    );
+    assert!(views::Filters::parse(&[("class".into(), "bogus".into())]).is_err());
+
+    let poison = item_of(&m, "pg2").await;
+    let evidence = reads.evidence(&poison.id).await.unwrap().unwrap();
+    let page = views::triage_detail(&evidence, "tok", None).into_string();
+    assert!(
+        page.contains("<span id=\"fact-class\">poison</span>"),
+        "{page}"
+    );
+    assert!(
+        page.contains("HTTP 422 &lt;b&gt;bad&lt;/b&gt;"),
+        "the CRM's words are text: {page}"
+    );
+    assert!(!page.contains("<b>bad</b>"));
+    assert!(page.contains("<td>FAILED</td>"), "{page}");
+    assert!(page.contains("name=\"csrf\" value=\"tok\""), "{page}");
+
+    let item = m.triage.get(&a).await.unwrap().unwrap();
+    let (_, rows) = reads.preview(&item).await.unwrap();
+    let page = views::plan(&[(a.clone(), rows)], "tok").into_string();
+    assert!(
+        page.contains("<code>ws-1#create_task#pg1</code>: PENDING: would be performed"),
+        "{page}"
+    );
+    assert!(
+        page.contains("Approve exactly this plan (1 item)"),
+        "{page}"
+    );
+
+    let failed = reads
+        .actions(ActionStatus::Failed, None, at(60))
+        .await
+        .unwrap();
+    let page = views::actions_list(ActionStatus::Failed, &failed, "tok").into_string();
+    assert!(page.contains("<code>ws-1#create_task#pg2</code>"), "{page}");
+    assert!(
+        !page.contains("Found: complete"),
+        "only an UNCERTAIN action is reconciled"
+    );
+}

@@ -1,0 +1,189 @@
+//! What the ops API speaks: its routes, the bodies it takes and the answers
+//! it gives, as types its server (`functions/ops`) and its clients share.
+//!
+//! - `GET /ops/triage?status=HELD&class=…`, `GET /ops/triage/{id}`;
+//! - `POST /ops/triage/{id}/approve` and `…/reject` with [`DecisionBody`];
+//! - `POST /ops/actions/{key}/reconcile` with [`ReconcileBody`].
+//!
+//! Every answer is JSON: a [`Decided`] for a decision made, an [`ApiError`]
+//! otherwise.
+
+use hookgate_core::approval::{Reconciled, Reinjected};
+use serde::{Deserialize, Serialize};
+
+use crate::decisions::{DecisionError, Reconcile};
+
+pub const TRIAGE_LIST: &str = "/ops/triage";
+pub const TRIAGE_ITEM: &str = "/ops/triage/{id}";
+pub const APPROVE: &str = "/ops/triage/{id}/approve";
+pub const REJECT: &str = "/ops/triage/{id}/reject";
+pub const RECONCILE: &str = "/ops/actions/{key}/reconcile";
+
+/// An approval's or a rejection's body. Absent or unreadable reads as no
+/// reason, which is refused.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DecisionBody {
+    #[serde(default)]
+    pub reason: String,
+}
+
+/// A reconciliation's body: `{"found": "<id>"}` or `{"not_found": true}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReconcileBody {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub found: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub not_found: bool,
+}
+
+impl ReconcileBody {
+    /// The request for action `key`, or why the body says neither.
+    pub fn request(
+        self,
+        key: hookgate_core::action::ActionKey,
+    ) -> Result<Reconcile, DecisionError> {
+        match (self.found, self.not_found) {
+            (Some(found), false) => Ok(Reconcile {
+                key,
+                found: Some(found),
+            }),
+            (None, true) => Ok(Reconcile { key, found: None }),
+            _ => Err(DecisionError::Invalid(
+                "send {\"found\": \"<id>\"} or {\"not_found\": true}".into(),
+            )),
+        }
+    }
+}
+
+/// A decision made: its resulting status, and what it did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Decided {
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inbox_pk: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reopened: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destination_ref: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requeued: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<String>,
+}
+
+impl Decided {
+    pub fn approved(done: &Reinjected) -> Self {
+        match done {
+            Reinjected::Queued { inbox_pk, reopened } => Self {
+                status: "REINJECTED".into(),
+                inbox_pk: Some(inbox_pk.clone()),
+                reopened: Some(reopened.clone()),
+                ..Self::default()
+            },
+            Reinjected::Ingested(verdict) => Self {
+                status: "REINJECTED".into(),
+                verdict: Some(verdict.as_str().to_owned()),
+                ..Self::default()
+            },
+        }
+    }
+
+    pub fn rejected() -> Self {
+        Self {
+            status: "DISCARDED".into(),
+            ..Self::default()
+        }
+    }
+
+    pub fn reconciled(done: &Reconciled) -> Self {
+        match done {
+            Reconciled::Completed(id) => Self {
+                status: "COMPLETED".into(),
+                destination_ref: Some(id.clone()),
+                ..Self::default()
+            },
+            Reconciled::Requeued(pk) => Self {
+                status: "PENDING".into(),
+                requeued: Some(pk.clone()),
+                ..Self::default()
+            },
+            Reconciled::Waiting { inbox_pk, reason } => Self {
+                status: "PENDING".into(),
+                waiting: Some(inbox_pk.clone()),
+                held: Some(reason.clone()),
+                ..Self::default()
+            },
+        }
+    }
+}
+
+/// Why the API answered with an error status.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApiError {
+    pub error: String,
+}
+
+impl From<&DecisionError> for ApiError {
+    fn from(e: &DecisionError) -> Self {
+        Self {
+            error: e.to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hookgate_core::action::ActionKey;
+
+    #[test]
+    fn a_reconcile_body_says_found_or_not_found_never_both_or_neither() {
+        let key = ActionKey::parse("ws-1#create_task#c1").unwrap();
+        let body = |json: &str| serde_json::from_str::<ReconcileBody>(json).unwrap();
+        assert_eq!(
+            body(r#"{"found": "task-9"}"#)
+                .request(key.clone())
+                .unwrap()
+                .found,
+            Some("task-9".into())
+        );
+        assert_eq!(
+            body(r#"{"not_found": true}"#)
+                .request(key.clone())
+                .unwrap()
+                .found,
+            None
+        );
+        for neither in [
+            r#"{}"#,
+            r#"{"found": "x", "not_found": true}"#,
+            r#"{"not_found": false}"#,
+        ] {
+            assert_eq!(
+                body(neither).request(key.clone()).unwrap_err().status(),
+                400,
+                "{neither}"
+            );
+        }
+    }
+
+    #[test]
+    fn answers_keep_the_api_s_field_names() {
+        let done = Reconciled::Waiting {
+            inbox_pk: "ws#p#k".into(),
+            reason: "held".into(),
+        };
+        assert_eq!(
+            serde_json::to_value(Decided::reconciled(&done)).unwrap(),
+            serde_json::json!({"status": "PENDING", "waiting": "ws#p#k", "held": "held"})
+        );
+        assert_eq!(
+            serde_json::to_value(Decided::rejected()).unwrap(),
+            serde_json::json!({"status": "DISCARDED"})
+        );
+    }
+}

@@ -1,0 +1,91 @@
+//! Open actions and their reconciliation, event lookup, and the doctor's
+//! checklist.
+
+use hookgate_core::{
+    doctor::Check,
+    inbox::InboxRecord,
+    ledger::{ActionRecord, ActionStatus},
+};
+use maud::{Markup, html};
+
+use super::{json_block, notice, select, table, token_field};
+use crate::records::InboxView;
+
+pub fn actions_list(status: ActionStatus, actions: &[ActionRecord], token: &str) -> Markup {
+    let statuses: Vec<&str> = crate::reads::OPEN_SHOWN
+        .iter()
+        .map(|s| s.as_str())
+        .collect();
+    let rows: Vec<Vec<Markup>> = actions
+        .iter()
+        .map(|a| {
+            vec![
+                html! { code { (a.key) } },
+                html! { (a.status) },
+                html! { (a.attempts) },
+                html! { (a.last_error_kind.map_or("", |k| k.as_str())) },
+                html! { (a.created_at.utc()) },
+                html! {
+                    @if a.status == ActionStatus::Uncertain {
+                        form.inline method="post" action="/actions/reconcile" {
+                            (token_field(token))
+                            input type="hidden" name="key" value=(a.key);
+                            input type="hidden" name="outcome" value="found";
+                            input name="ref" required placeholder="the CRM's id" size="14";
+                            button type="submit" { "Found: complete" }
+                        }
+                        form.inline method="post" action="/actions/reconcile" {
+                            (token_field(token))
+                            input type="hidden" name="key" value=(a.key);
+                            input type="hidden" name="outcome" value="not_found";
+                            button type="submit" { "Not found: perform again" }
+                        }
+                    }
+                },
+            ]
+        })
+        .collect();
+    html! {
+        form.filters method="get" action="/actions" {
+            label { "status" (select("status", status.as_str(), &statuses)) }
+            button type="submit" { "Show" }
+        }
+        (table(
+            "actions",
+            &["action key", "status", "attempts", "last error", "created", "reconcile"],
+            &rows,
+        ))
+    }
+}
+
+/// The lookup form, and what it found: the record, or why not.
+pub fn lookup(
+    workspace: &str,
+    provider: &str,
+    key: &str,
+    found: Option<Result<&InboxRecord, &str>>,
+) -> Markup {
+    html! {
+        form.filters method="get" action="/inbox" {
+            label { "workspace" input name="workspace" required value=(workspace); }
+            label { "provider" input name="provider" required value=(provider); }
+            label { "event key" input name="key" required value=(key); }
+            button type="submit" { "Look up" }
+        }
+        @match found {
+            None => {},
+            Some(Ok(record)) => (json_block("inbox-record", &InboxView::of(record))),
+            Some(Err(why)) => (notice("lookup-error", false, why)),
+        }
+    }
+}
+
+pub fn doctor(checks: &[Check]) -> Markup {
+    html! {
+        ul #checks {
+            @for c in checks {
+                li.check.ok[c.ok].fail[!c.ok] { strong { (c.name) } ": " (c.message) }
+            }
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! The overview: what an operator sees first during an outage.
+
+use std::collections::BTreeMap;
+
+use hookgate_core::{
+    ledger::ActionStatus,
+    triage::{TriageClass, TriageItem, bulk_approvable},
+};
+use maud::{Markup, html};
+
+use super::{activity, age, table, url};
+use crate::{activity::Hour, reads::Stats};
+
+fn card(id: &str, figure: &str, label: &str) -> Markup {
+    html! {
+        div.card id=(id) {
+            div.figure { (figure) }
+            div.label { (label) }
+        }
+    }
+}
+
+/// What the overview shows.
+#[derive(Debug)]
+pub struct Overview<'a> {
+    /// The HELD triage items.
+    pub held: &'a [TriageItem],
+    /// The statistics over the chart's window.
+    pub stats: &'a Stats,
+    pub hours: &'a [Hour],
+    /// Alarm states by name; `None` when no stack was named.
+    pub alarms: Option<&'a [(String, String)]>,
+}
+
+pub fn overview(o: &Overview<'_>) -> Markup {
+    // Per class and destination: how many, and the oldest first_seen.
+    let mut groups: BTreeMap<(&str, &str), (TriageClass, usize, String)> = BTreeMap::new();
+    for item in o.held {
+        let key = (
+            item.class.as_str(),
+            item.destination.as_deref().unwrap_or(""),
+        );
+        let first = item.first_seen.utc();
+        let entry = groups.entry(key).or_insert((item.class, 0, first.clone()));
+        entry.1 += 1;
+        entry.2 = entry.2.clone().min(first);
+    }
+    let s = o.stats;
+    let oldest = s
+        .oldest_pending_action_age_secs
+        .map_or_else(|| "none".to_owned(), age);
+    let rows: Vec<Vec<Markup>> = groups
+        .iter()
+        .map(|((_, destination), (class, n, since))| {
+            let filter = format!(
+                "class={}&destination={}",
+                url(class.as_str()),
+                url(destination)
+            );
+            vec![
+                html! { (class) },
+                html! { (if destination.is_empty() { "-" } else { destination }) },
+                html! { (n) },
+                html! { (since) },
+                html! {
+                    a href={ "/triage?" (filter) } { "list" }
+                    @if bulk_approvable(*class) {
+                        " · " a href={ "/triage/plan?" (filter) } { "plan an approval of all" }
+                    } @else {
+                        " · approved one by one"
+                    }
+                },
+            ]
+        })
+        .collect();
+    html! {
+        div.cards {
+            (card("held-count", &o.held.len().to_string(), "held for a decision"))
+            (card(
+                "duplicate-rate",
+                &format!("{:.1}%", s.duplicate_rate * 100.0),
+                &format!(
+                    "duplicate deliveries ({} of {}, last {})",
+                    s.duplicates,
+                    s.deliveries,
+                    age(s.since_secs)
+                ),
+            ))
+            (card("oldest-pending", &oldest, "oldest pending action"))
+            (card(
+                "uncertain-count",
+                &s.open(ActionStatus::Uncertain).to_string(),
+                "actions UNCERTAIN (to reconcile)",
+            ))
+            (card("failed-count", &s.open(ActionStatus::Failed).to_string(), "actions FAILED (held)"))
+        }
+        h2 { "Held, by class and destination" }
+        (table("held-groups", &["class", "destination", "items", "held since", ""], &rows))
+        h2 { "Deliveries and completed actions, last " (o.hours.len()) " hours (UTC)" }
+        (activity(o.hours))
+        h2 { "Alarms" }
+        @match o.alarms {
+            None => p.empty #alarms {
+                "Not read: start the console with " code { "--stack NAME" }
+                " to show the deployed stack's alarms."
+            },
+            Some(alarms) => {
+                @let rows: Vec<Vec<Markup>> = alarms
+                    .iter()
+                    .map(|(name, state)| vec![html! { (state) }, html! { (name) }])
+                    .collect();
+                (table("alarms", &["state", "alarm"], &rows))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cards_read_the_figures_and_the_alarms_their_states() {
+        let stats = Stats {
+            since_secs: 86_400,
+            events: 3,
+            deliveries: 4,
+            duplicates: 1,
+            duplicate_rate: 0.25,
+            collisions: 0,
+            triage_by_class: BTreeMap::new(),
+            open_actions: BTreeMap::from([("UNCERTAIN", 1), ("FAILED", 2)]),
+            oldest_pending_action_age_secs: Some(90),
+        };
+        let alarms = [("hookgate-prod-Dlq".to_owned(), "<ALARM>".to_owned())];
+        let page = overview(&Overview {
+            held: &[],
+            stats: &stats,
+            hours: &[],
+            alarms: Some(&alarms),
+        })
+        .into_string();
+        for card in [
+            "<div class=\"figure\">25.0%</div><div class=\"label\">duplicate deliveries (1 of 4, last 1d 0h)</div>",
+            "<div class=\"figure\">1m 30s</div>",
+            "<div class=\"card\" id=\"uncertain-count\"><div class=\"figure\">1</div>",
+            "<div class=\"card\" id=\"failed-count\"><div class=\"figure\">2</div>",
+            "<p class=\"empty\" id=\"held-groups\">Nothing here.</p>",
+            "<td>&lt;ALARM&gt;</td><td>hookgate-prod-Dlq</td>",
+        ] {
+            assert!(page.contains(card), "{card} in {page}");
+        }
+    }
+}
