@@ -232,7 +232,7 @@ MUTATED := inbox ledger worker approval triage destination
 mutants: $(CARGO_MUTANTS)
 	SIM_CASES=2000 PATH=$(CURDIR)/.tools/bin:$$PATH cargo mutants \
 		$(foreach f,$(MUTATED),-f core/src/$(f).rs) \
-		--test-package hookgate-core --test-package hookgate-memory -o target/mutants
+		--test-package hookgate-core --test-package hookgate-operator --test-package hookgate-memory -o target/mutants
 
 $(CARGO_MUTANTS):
 	cargo install cargo-mutants --version 27.1.0 --locked --root $(CURDIR)/.tools

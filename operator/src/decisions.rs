@@ -158,16 +158,23 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         })
     }
 
-    /// The item's workspace once the caller is checked against it.
+    /// `Ok` when item `id` exists and `caller` may decide for its
+    /// workspace. An absent item is checked as one of no workspace first,
+    /// so a caller limited to some workspaces cannot learn which ids exist.
     async fn scoped_item(&self, caller: &Caller, id: &str) -> Result<(), DecisionError> {
         let item = self
             .approvals
             .triage()
             .get(id)
             .await
-            .map_err(ApprovalError::from)?
-            .ok_or_else(|| ApprovalError::NotFound(id.to_owned()))?;
-        self.in_scope(caller, item.workspace.as_deref())
+            .map_err(ApprovalError::from)?;
+        match item {
+            Some(item) => self.in_scope(caller, item.workspace.as_deref()),
+            None => {
+                self.in_scope(caller, None)?;
+                Err(ApprovalError::NotFound(id.to_owned()).into())
+            }
+        }
     }
 }
 
@@ -208,6 +215,7 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress> 
         request: &Reconcile,
         now: Timestamp,
     ) -> Result<Reconciled, DecisionError> {
+        self.in_scope(caller, Some(request.key.workspace()))?;
         if request
             .found
             .as_deref()
@@ -217,7 +225,6 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress> 
                 "found: the destination's id of the effect is required; nothing was decided".into(),
             ));
         }
-        self.in_scope(caller, Some(request.key.workspace()))?;
         Ok(self
             .approvals
             .reconcile(

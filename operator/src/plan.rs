@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 
 /// A bulk approval's plan: exactly the items its dry run showed. The CLI
 /// writes it with `--plan-out FILE` and executes exactly it with `--execute
-/// --plan FILE`, and the console's plan page carries it in its form, so what
-/// an operator reviewed is what runs: an item held after the dry run is not
+/// --plan FILE` (the console's plan page carries its ids in the form), so
+/// what an operator reviewed is what runs: an item held after the dry run is not
 /// in it, and one decided meanwhile is reported, not re-decided.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Plan {

@@ -47,8 +47,10 @@ pub struct Console<E> {
     alarm_prefix: Option<String>,
     /// Approvals per second at most, in a plan.
     rate: u32,
-    /// Who decides, as shown in the header (read once at start).
-    identity: String,
+    /// Who decides, as read once at start: shown in the header, and the
+    /// identity a dry run's plan is checked as (each decision reads it
+    /// again).
+    caller: hookgate_operator::Caller,
     jobs: jobs::Jobs,
     /// When the next approval may start (`rate` across all plans).
     pace: tokio::sync::Mutex<tokio::time::Instant>,
@@ -67,14 +69,14 @@ impl<E: EventIngress + 'static> Console<E> {
         alarm_prefix: Option<String>,
         rate: u32,
     ) -> anyhow::Result<Self> {
-        let identity = ops.decider(by).await?.recorded;
+        let caller = ops.decider(by).await?;
         Ok(Self {
             ops,
             guard,
             by: by.to_owned(),
             alarm_prefix,
             rate: rate.max(1),
-            identity,
+            caller,
             jobs: jobs::Jobs::default(),
             pace: tokio::sync::Mutex::new(tokio::time::Instant::now()),
             stopping: std::sync::atomic::AtomicBool::new(false),

@@ -267,3 +267,46 @@ fn plan_of(dry_run: &Output, reason: &str) -> Plan {
         reason: reason.to_owned(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::exit;
+    use hookgate_core::{
+        approval::ApprovalError,
+        ports::{Store, StoreError},
+    };
+
+    #[test]
+    fn a_refusal_exits_as_scripts_expect_and_a_failed_store_is_an_error() {
+        let missing = DecisionError::Refused(ApprovalError::NotFound("x".into()));
+        let out = refusal(missing, || "no triage item x".into()).unwrap();
+        assert_eq!(
+            (out.code, out.text.as_str()),
+            (exit::NOT_FOUND, "no triage item x\n")
+        );
+        let decided = DecisionError::Refused(ApprovalError::AlreadyDecided {
+            id: "x".into(),
+            status: TriageStatus::Discarded,
+        });
+        let out = refusal(decided, String::new).unwrap();
+        assert_eq!(out.code, exit::FAILED);
+        assert_eq!(
+            out.json["error"],
+            "triage item x is DISCARDED, not HELD: decided already"
+        );
+        let scope = DecisionError::OutOfScope {
+            caller: "arn:aws:iam::1:user/ana".into(),
+            workspace: "ws-1".into(),
+        };
+        assert_eq!(refusal(scope, String::new).unwrap().code, exit::FAILED);
+        let store = DecisionError::Refused(ApprovalError::Store(StoreError::Unavailable {
+            store: Store::Triage,
+            detail: "throttled".into(),
+        }));
+        assert!(
+            refusal(store, String::new).is_err(),
+            "exit 1 through the error path"
+        );
+    }
+}

@@ -224,13 +224,14 @@ async fn deciders_bind_every_decision_and_a_refusal_changes_nothing() {
     let m = Memory::with_config(config_with(|text| {
         format!(
             "{text}\n[[ops.deciders]]\nprincipal = \"{ANA}\"\nworkspaces = [\"ws-2\"]\n\
-             [[ops.deciders]]\nprincipal = \"arn:aws:iam::123456789012:user/lead\"\nworkspaces = [\"ws-1\"]\n"
+             [[ops.deciders]]\nprincipal = \"arn:aws:iam::123456789012:user/lead\"\nworkspaces = [\"ws-1\"]\n\
+             [[ops.deciders]]\nprincipal = \"arn:aws:iam::123456789012:user/admin\"\nworkspaces = [\"*\"]\n"
         )
     }));
     let id = outage(&m, "sc1").await;
     let (_, decisions) = surfaces(&m);
     let (ana, lead) = (caller(ANA), caller("arn:aws:iam::123456789012:user/lead"));
-    let before = statuses(&m);
+    let before = (statuses(&m), m.queue.sent().len());
     let out_of_scope = DecisionError::OutOfScope {
         caller: ANA.into(),
         workspace: "ws-1".into(),
@@ -264,8 +265,33 @@ async fn deciders_bind_every_decision_and_a_refusal_changes_nothing() {
         Err(out_of_scope.clone())
     );
     assert_eq!(out_of_scope.status(), 403);
-    assert_eq!(statuses(&m), before);
-    assert!(m.queue.sent().len() <= 1, "only the event's first queueing");
+    let unknown = Approve {
+        id: "nope".into(),
+        reason: "?".into(),
+    };
+    // An unknown id has no workspace: only a decider of every workspace
+    // learns that it names nothing.
+    for limited in [&ana, &lead] {
+        let refused = decisions
+            .approve(limited, &unknown, at(60))
+            .await
+            .unwrap_err();
+        assert_eq!(refused.status(), 403, "{refused}");
+    }
+    let admin = caller("arn:aws:iam::123456789012:user/admin");
+    assert_eq!(
+        decisions
+            .approve(&admin, &unknown, at(60))
+            .await
+            .unwrap_err()
+            .status(),
+        404
+    );
+    assert_eq!(
+        (statuses(&m), m.queue.sent().len()),
+        before,
+        "refusals change nothing"
+    );
     decisions.reject(&lead, &reject, at(60)).await.unwrap();
     let item = m.triage.get(&id).await.unwrap().unwrap();
     assert_eq!(

@@ -2,6 +2,7 @@
 //! checklist.
 
 use hookgate_core::{
+    Provider,
     doctor::Check,
     inbox::InboxRecord,
     ledger::{ActionRecord, ActionStatus},
@@ -68,7 +69,10 @@ pub fn lookup(
     html! {
         form.filters method="get" action="/inbox" {
             label { "workspace" input name="workspace" required value=(workspace); }
-            label { "provider" input name="provider" required value=(provider); }
+            label { "provider" input name="provider" list="providers" required value=(provider); }
+            datalist #providers {
+                @for p in Provider::ALL { option value=(p.as_str()); }
+            }
             label { "event key" input name="key" required value=(key); }
             button type="submit" { "Look up" }
         }
@@ -87,5 +91,56 @@ pub fn doctor(checks: &[Check]) -> Markup {
                 li.check.ok[c.ok].fail[!c.ok] { strong { (c.name) } ": " (c.message) }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lookup_offers_every_provider_and_says_why_nothing_was_found() {
+        let page = lookup(
+            "ws-1",
+            "bland",
+            "<k>",
+            Some(Err("no inbox record ws-1#bland#<k>")),
+        )
+        .into_string();
+        for p in Provider::ALL {
+            assert!(
+                page.contains(&format!("<option value=\"{}\">", p.as_str())),
+                "{p:?}"
+            );
+        }
+        assert!(
+            page.contains("name=\"key\" required value=\"&lt;k&gt;\""),
+            "{page}"
+        );
+        assert!(
+            page.contains("id=\"lookup-error\">no inbox record ws-1#bland#&lt;k&gt;</p>"),
+            "{page}"
+        );
+    }
+
+    #[test]
+    fn the_doctor_lists_each_check_passed_or_failed() {
+        let checks = [
+            Check {
+                name: "inbox TTL",
+                ok: true,
+                message: "2 days".into(),
+            },
+            Check {
+                name: "alarms",
+                ok: false,
+                message: "no alarm on <the DLQ>".into(),
+            },
+        ];
+        assert_eq!(
+            doctor(&checks).into_string(),
+            "<ul id=\"checks\"><li class=\"check ok\"><strong>inbox TTL</strong>: 2 days</li>\
+             <li class=\"check fail\"><strong>alarms</strong>: no alarm on &lt;the DLQ&gt;</li></ul>"
+        );
     }
 }

@@ -155,6 +155,34 @@ fn select(name: &str, current: &str, options: &[&str]) -> Markup {
     }
 }
 
+/// A held item for the views' tests: `id` of `class`, first seen at
+/// `first_seen`, its original message a script element.
+#[cfg(test)]
+pub(crate) fn held_item(
+    id: &str,
+    class: hookgate_core::triage::TriageClass,
+    first_seen: hookgate_core::Timestamp,
+) -> hookgate_core::triage::TriageItem {
+    use hookgate_core::triage::{Evidence, TriageItem, TriageSource, TriageStatus};
+    TriageItem {
+        id: id.into(),
+        class,
+        status: TriageStatus::Held,
+        source: TriageSource::ActionDlq,
+        workspace: Some("ws-1".into()),
+        destination: Some("crm".into()),
+        inbox_pk: None,
+        evidence: Evidence::default(),
+        original_body: "<script>alert(1)</script>".into(),
+        original_attributes: String::new(),
+        first_seen,
+        last_seen: first_seen,
+        decided_by: None,
+        decided_at: None,
+        reason: None,
+    }
+}
+
 /// The console's style sheet (served as `/console.css`: the pages carry no
 /// inline style, so the content security policy can forbid it).
 pub const CSS: &str = include_str!("console.css");

@@ -151,4 +151,49 @@ mod tests {
             assert!(page.contains(card), "{card} in {page}");
         }
     }
+
+    #[test]
+    fn held_items_are_grouped_with_their_oldest_and_bulk_offered_only_where_allowed() {
+        use crate::views::held_item;
+        use hookgate_core::Timestamp;
+        let at = |hour: i64| Timestamp::from_millis(1_764_576_000_000 + hour * 3_600_000);
+        let held = [
+            held_item("a", TriageClass::DownstreamOutage, at(10)),
+            held_item("b", TriageClass::DownstreamOutage, at(9)),
+            held_item("c", TriageClass::Poison, at(11)),
+        ];
+        let stats = Stats {
+            since_secs: 86_400,
+            events: 0,
+            deliveries: 0,
+            duplicates: 0,
+            duplicate_rate: 0.0,
+            collisions: 0,
+            triage_by_class: BTreeMap::new(),
+            open_actions: BTreeMap::new(),
+            oldest_pending_action_age_secs: None,
+        };
+        let page = overview(&Overview {
+            held: &held,
+            stats: &stats,
+            hours: &[],
+            alarms: None,
+        })
+        .into_string();
+        for row in [
+            "<div class=\"card\" id=\"held-count\"><div class=\"figure\">3</div>",
+            "<div class=\"figure\">none</div><div class=\"label\">oldest pending action",
+            "<tr><td>downstream-outage</td><td>crm</td><td>2</td><td>2025-12-01T17:00:00Z</td>",
+            "<a href=\"/triage/plan?class=downstream-outage&amp;destination=crm\">plan an approval of all</a>",
+            "<tr><td>poison</td><td>crm</td><td>1</td><td>2025-12-01T19:00:00Z</td>\
+             <td><a href=\"/triage?class=poison&amp;destination=crm\">list</a> · approved one by one</td></tr>",
+            "--stack NAME",
+        ] {
+            assert!(page.contains(row), "{row} in {page}");
+        }
+        assert!(
+            !page.contains("/triage/plan?class=poison"),
+            "poison is never planned in bulk"
+        );
+    }
 }

@@ -267,29 +267,9 @@ pub fn job(job: &Job) -> Markup {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hookgate_core::triage::{Evidence as Facts, TriageSource};
+    use crate::views::held_item as held;
 
     const T: Timestamp = Timestamp::from_millis(1_764_590_400_000); // 2025-12-01T12:00:00Z
-
-    fn held(id: &str, class: TriageClass, first_seen: Timestamp) -> TriageItem {
-        TriageItem {
-            id: id.into(),
-            class,
-            status: TriageStatus::Held,
-            source: TriageSource::ActionDlq,
-            workspace: Some("ws-1".into()),
-            destination: Some("crm".into()),
-            inbox_pk: None,
-            evidence: Facts::default(),
-            original_body: "<script>alert(1)</script>".into(),
-            original_attributes: String::new(),
-            first_seen,
-            last_seen: first_seen,
-            decided_by: None,
-            decided_at: None,
-            reason: None,
-        }
-    }
 
     fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
         list.iter()

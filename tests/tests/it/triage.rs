@@ -1040,10 +1040,16 @@ async fn a_decider_scoped_to_other_workspaces_is_refused_and_nothing_changes() {
         p.triage.get(&id).await.unwrap().unwrap().status,
         TriageStatus::Held
     );
-    let mut reconcile = ops_request(&id, "approve", true);
-    *reconcile.uri_mut() = "/ops/actions/ws-1%23create_followup_task%23cb-sc/reconcile"
-        .parse()
-        .unwrap();
-    *reconcile.body_mut() = lambda_http::Body::Text(r#"{"not_found": true}"#.into());
-    assert_eq!(p.ops_call(reconcile).await.0, 403);
+    let reconcile = |body: &str| {
+        let mut request = ops_request(&id, "approve", true);
+        *request.uri_mut() = "/ops/actions/ws-1%23create_followup_task%23cb-sc/reconcile"
+            .parse()
+            .unwrap();
+        *request.body_mut() = lambda_http::Body::Text(body.into());
+        request
+    };
+    // A body that says neither found nor not found is refused before
+    // anything is read, whoever sends it; a well-formed one out of scope, 403.
+    assert_eq!(p.ops_call(reconcile(r#"{"reason": "x"}"#)).await.0, 400);
+    assert_eq!(p.ops_call(reconcile(r#"{"not_found": true}"#)).await.0, 403);
 }

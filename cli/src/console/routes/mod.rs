@@ -61,7 +61,7 @@ impl<E> Console<E> {
         refresh: Option<u32>,
         body: &Markup,
     ) -> Response {
-        let page = views::page(title, nav, &self.identity, refresh, body);
+        let page = views::page(title, nav, &self.caller.recorded, refresh, body);
         (
             status,
             [(header::CONTENT_TYPE, "text/html; charset=utf-8")],

@@ -12,7 +12,7 @@ use axum::{
 };
 use hookgate_core::{Timestamp, ports::EventIngress, triage::TriageStatus};
 use hookgate_operator::{
-    Decisions,
+    Caller, Decisions,
     decisions::{Approve, Reject, reason},
     jobs::Step,
     plan::{Selection, parse_age},
@@ -23,17 +23,13 @@ use super::{Shared, first, pairs};
 use crate::console::{Console, Posted};
 
 impl<E: EventIngress + 'static> Console<E> {
-    /// The page refusing a plan of `ids`, when the port refuses it.
-    async fn refuse_plan(&self, ids: &[String], title: &str) -> Option<Response> {
-        let who = match self.ops.decider(&self.by).await {
-            Ok(who) => who,
-            Err(e) => return Some(self.failed(Nav::Triage, &e)),
-        };
-        match self.ops.decisions.check_plan(&who, ids).await {
+    /// The page refusing a plan of `ids` by `who`, when the port refuses it:
+    /// 400 for a plan that cannot run as it is, 403 out of the deciders'
+    /// scope, 502 when a store failed.
+    async fn refuse_plan(&self, ids: &[String], title: &str, who: &Caller) -> Option<Response> {
+        match self.ops.decisions.check_plan(who, ids).await {
             Ok(()) => None,
-            Err(e) if e.is_unavailable() => Some(self.failed(Nav::Triage, &e.into())),
-            // A plan that cannot run is a request to change, whatever the item.
-            Err(e) => Some(self.bad_request(title, Nav::Triage, &e.to_string(), "/triage")),
+            Err(e) => Some(self.refused(title, Nav::Triage, e, "/triage")),
         }
     }
 
@@ -151,7 +147,8 @@ pub(super) async fn plan<E: EventIngress + 'static>(
             );
         }
     }
-    if let Some(refused) = c.refuse_plan(&ids, "Approval plan").await {
+    // A dry run decides nothing: it is checked as the identity read at start.
+    if let Some(refused) = c.refuse_plan(&ids, "Approval plan", &c.caller).await {
         return refused;
     }
     let mut previews = Vec::with_capacity(ids.len());
@@ -193,13 +190,13 @@ pub(super) async fn approve<E: EventIngress + 'static>(
         Ok(reason) => reason.to_owned(),
         Err(e) => return c.bad_request("Approve", Nav::Triage, &e.to_string(), "/triage"),
     };
-    if let Some(refused) = c.refuse_plan(&ids, "Approve").await {
-        return refused;
-    }
     let who = match c.ops.decider(&c.by).await {
         Ok(who) => who,
         Err(e) => return c.failed(Nav::Triage, &e),
     };
+    if let Some(refused) = c.refuse_plan(&ids, "Approve", &who).await {
+        return refused;
+    }
     let job = c
         .jobs
         .start(who.recorded.clone(), reason.clone(), ids.clone());
@@ -220,7 +217,7 @@ async fn carry_out<E: EventIngress + 'static>(
     c: Arc<Console<E>>,
     job: usize,
     ids: Vec<String>,
-    who: hookgate_operator::Caller,
+    who: Caller,
     reason: String,
 ) {
     for (n, id) in ids.iter().enumerate() {
@@ -296,15 +293,15 @@ pub(super) async fn reject<E: EventIngress + 'static>(
             tracing::info!(item = %id, who = %who.recorded, "console rejection");
             Redirect::to(&format!("{back}?note=rejected")).into_response()
         }
-        Err(e) if e.is_unavailable() => c.failed(Nav::Triage, &e.into()),
-        Err(e) if e.is_not_found() => c.refused("Reject", Nav::Triage, e, "/triage"),
-        Err(e) if e.status() == 400 => c.refused("Reject", Nav::Triage, e, &back),
-        Err(e) => c.message(
+        // Refused by the item's state: what stands in the way.
+        Err(e) if e.status() == 409 => c.message(
             StatusCode::CONFLICT,
             "Reject",
             Nav::Triage,
             &format!("not rejected: {e}"),
             &back,
         ),
+        Err(e) if e.is_not_found() => c.refused("Reject", Nav::Triage, e, "/triage"),
+        Err(e) => c.refused("Reject", Nav::Triage, e, &back),
     }
 }
