@@ -5,15 +5,17 @@ use aws_sdk_dynamodb::{
     Client,
     error::{DisplayErrorContext, ProvideErrorMetadata, SdkError},
     operation::{
-        put_item::PutItemError, scan::builders::ScanFluentBuilder, update_item::UpdateItemError,
+        put_item::PutItemError, query::builders::QueryFluentBuilder,
+        scan::builders::ScanFluentBuilder, update_item::UpdateItemError,
     },
 };
 use hookgate_core::{
+    page::{Cursor, Page, Position, Run, merge},
     ports::{Store, StoreError},
     shard,
 };
 
-use crate::attrs::{Item, s};
+use crate::attrs::{Item, n, s};
 
 /// `map_err(unavailable(store))`: a storage error of any DynamoDB operation
 /// on `store`, with its context.
@@ -127,10 +129,36 @@ pub(crate) fn write_token() -> String {
     format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..))
 }
 
+/// A query of one partition (`{attribute} = bucket`) of `index`; with
+/// `projection`, only those attributes of each item.
+fn shard_query(
+    client: &Client,
+    table: &str,
+    index: &str,
+    (attribute, bucket): (&str, &str),
+    projection: &[&str],
+) -> QueryFluentBuilder {
+    let mut query = client
+        .query()
+        .table_name(table)
+        .index_name(index)
+        .key_condition_expression(format!("{attribute} = :bucket"))
+        .expression_attribute_values(":bucket", s(bucket));
+    if !projection.is_empty() {
+        // Every name through a placeholder: some are reserved words.
+        let names: Vec<String> = (0..projection.len()).map(|i| format!("#p{i}")).collect();
+        query = query.projection_expression(names.join(", "));
+        for (name, attribute) in names.into_iter().zip(projection) {
+            query = query.expression_attribute_names(name, *attribute);
+        }
+    }
+    query
+}
+
 /// Every item of a sharded sparse index whose partition (`{attribute}`) is
-/// one of `value`'s buckets (`hookgate_core::shard`): each shard queried,
-/// each page followed by the SDK's paginator. With `projection`, only
-/// those attributes of each item.
+/// one of `value`'s buckets (`hookgate_core::shard`): the shards queried
+/// together, each page followed by the SDK's paginator. With `projection`,
+/// only those attributes of each item.
 pub(crate) async fn query_shards(
     store: Store,
     client: &Client,
@@ -139,30 +167,53 @@ pub(crate) async fn query_shards(
     (attribute, value): (&str, &str),
     projection: &[&str],
 ) -> Result<Vec<Item>, StoreError> {
-    let mut items = Vec::new();
-    for bucket in shard::buckets(value) {
-        let mut query = client
-            .query()
-            .table_name(table)
-            .index_name(index)
-            .key_condition_expression(format!("{attribute} = :bucket"))
-            .expression_attribute_values(":bucket", s(bucket));
-        if !projection.is_empty() {
-            // Every name through a placeholder: some are reserved words.
-            let names: Vec<String> = (0..projection.len()).map(|i| format!("#p{i}")).collect();
-            query = query.projection_expression(names.join(", "));
-            for (name, attribute) in names.into_iter().zip(projection) {
-                query = query.expression_attribute_names(name, *attribute);
-            }
-        }
-        let page: Vec<Item> = query
+    let reads = shard::buckets(value).map(|bucket| async move {
+        shard_query(client, table, index, (attribute, &bucket), projection)
             .into_paginator()
             .items()
             .send()
-            .collect::<Result<_, _>>()
+            .collect::<Result<Vec<Item>, _>>()
             .await
-            .map_err(unavailable(store))?;
-        items.extend(page);
-    }
-    Ok(items)
+            .map_err(unavailable(store))
+    });
+    let shards = futures_util::future::try_join_all(reads).await?;
+    Ok(shards.into_iter().flatten().collect())
+}
+
+/// One page of a sharded index whose range key is a time (`range`): for
+/// each shard `cursor` has not read to its end, at most `limit` items after
+/// its position, the shards queried together, then merged
+/// (`hookgate_core::page::merge`) by `order`.
+pub(crate) async fn page_shards<T>(
+    client: &Client,
+    (store, table, index): (Store, &str, &str),
+    (attribute, value, range): (&str, &str, &str),
+    projection: &[&str],
+    (limit, cursor): (usize, &Cursor),
+    read: impl Fn(&Item) -> Result<T, StoreError>,
+    order: impl Fn(&T) -> (i64, String),
+) -> Result<Page<T>, StoreError> {
+    let limit = limit.max(1);
+    let reads = cursor.open().map(|(shard, position)| {
+        let bucket = format!("{value}#{shard}");
+        let mut query = shard_query(client, table, index, (attribute, &bucket), projection)
+            .limit(i32::try_from(limit).unwrap_or(i32::MAX));
+        if let Position::After { at, key } = position {
+            query = query
+                .exclusive_start_key("pk", s(key))
+                .exclusive_start_key(attribute, s(&bucket))
+                .exclusive_start_key(range, n(*at));
+        }
+        let read = &read;
+        async move {
+            let out = query.send().await.map_err(unavailable(store))?;
+            Ok::<_, StoreError>(Run {
+                shard,
+                items: out.items().iter().map(read).collect::<Result<_, _>>()?,
+                more: out.last_evaluated_key().is_some(),
+            })
+        }
+    });
+    let runs = futures_util::future::try_join_all(reads).await?;
+    Ok(merge(cursor, runs, limit, order).0)
 }

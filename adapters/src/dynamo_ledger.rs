@@ -20,13 +20,14 @@ use hookgate_core::{
     InboxPk, Timestamp,
     action::{ActionKey, ActionRequest},
     ledger::{ActionRecord, ActionStatus, Claim, ErrorKind, claim},
+    page::{Cursor, Page},
     ports::{Attempt, Lease, Ledger, LedgerReads, Reserve, Settle, Store, StoreError},
     shard,
 };
 
 use crate::{
     attrs::{Item, get_n, get_s, n, opt_n, opt_s, s},
-    ddb::{applied, own_write, query_shards, stamped, unavailable, write_token},
+    ddb::{applied, own_write, page_shards, query_shards, stamped, unavailable, write_token},
 };
 
 const STORE: Store = Store::Ledger;
@@ -78,6 +79,38 @@ impl LedgerReads for DynamoLedger {
         }
         records.sort_by_key(|r| r.created_at);
         Ok(records)
+    }
+
+    /// A page of the keys-only `open` index, then one read per action (the
+    /// reads together).
+    async fn open_page(
+        &self,
+        status: ActionStatus,
+        limit: usize,
+        cursor: &Cursor,
+    ) -> Result<Page<ActionRecord>, StoreError> {
+        let keys = page_shards(
+            &self.client,
+            (STORE, &self.table, crate::schema::OPEN_INDEX),
+            ("open_bucket", status.as_str(), "created_at"),
+            &["pk", "created_at"],
+            (limit, cursor),
+            |item| {
+                let key = ActionKey::parse(get_s(item, "pk").map_err(StoreError::corrupt(STORE))?)
+                    .map_err(StoreError::corrupt(STORE))?;
+                let at = get_n(item, "created_at").map_err(StoreError::corrupt(STORE))?;
+                Ok((at, key))
+            },
+            |(at, key): &(i64, ActionKey)| (*at, key.to_string()),
+        )
+        .await?;
+        let reads = keys.items.iter().map(|(_, key)| self.get(key));
+        let records = futures_util::future::try_join_all(reads).await?;
+        Ok(Page {
+            // An action settled since the index was read is gone from it.
+            items: records.into_iter().flatten().collect(),
+            next: keys.next,
+        })
     }
 
     /// A scan, for the operator console's activity chart only (the

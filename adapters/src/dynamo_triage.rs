@@ -17,7 +17,8 @@ use aws_sdk_dynamodb::{
 };
 use hookgate_core::{
     InboxPk, Provider, Timestamp, WorkspaceId,
-    ports::{Filed, Store, StoreError, TriageStore},
+    page::{Cursor, Page},
+    ports::{Filed, Store, StoreError, TriageReads, TriageStore},
     shard,
     streak::{self, FailureStreaks},
     triage::{TriageItem, TriageStatus},
@@ -25,7 +26,9 @@ use hookgate_core::{
 
 use crate::{
     attrs::{Item, get_n, get_s, n, opt_n, opt_s, s},
-    ddb::{TOKEN, applied, own_write, query_shards, stamped, unavailable, write_token},
+    ddb::{
+        TOKEN, applied, own_write, page_shards, query_shards, stamped, unavailable, write_token,
+    },
 };
 
 const STORE: Store = Store::Triage;
@@ -321,6 +324,26 @@ fn to_item(t: &TriageItem) -> Item {
         item.insert("decided_at".into(), n(at.as_millis()));
     }
     item
+}
+
+impl TriageReads for DynamoTriage {
+    async fn page(
+        &self,
+        status: TriageStatus,
+        limit: usize,
+        cursor: &Cursor,
+    ) -> Result<Page<TriageItem>, StoreError> {
+        page_shards(
+            &self.client,
+            (STORE, &self.table, STATUS_INDEX),
+            ("status_bucket", status.as_str(), "first_seen"),
+            LISTED,
+            (limit, cursor),
+            from_item,
+            |i: &TriageItem| (i.first_seen.as_millis(), i.id.clone()),
+        )
+        .await
+    }
 }
 
 /// What a list reads of each item: all but the original message.

@@ -232,6 +232,13 @@ pub enum ActionsCommand {
         /// Only actions older than this (s, m, h, d).
         #[arg(long, value_parser = parse_age, value_name = "AGE")]
         older_than: Option<std::time::Duration>,
+        /// A page of at most N actions (oldest first), and the token of the
+        /// next page.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+        limit: Option<u16>,
+        /// The page after the one that printed this token (with --limit).
+        #[arg(long, value_name = "TOKEN", requires = "limit")]
+        next: Option<String>,
     },
     /// One action's ledger record.
     #[command(after_help = "Example:\n  hookgate actions show 'ws-42#crm.create_task#cb-123'")]
@@ -273,6 +280,13 @@ pub enum TriageCommand {
         /// The items' status.
         #[arg(long, default_value = "HELD", value_parser = named(TriageStatus::ALL, |s| s.as_str()), ignore_case = true)]
         status: TriageStatus,
+        /// A page of at most N items (oldest first), and the token of the
+        /// next page.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+        limit: Option<u16>,
+        /// The page after the one that printed this token (with --limit).
+        #[arg(long, value_name = "TOKEN", requires = "limit")]
+        next: Option<String>,
     },
     /// One item: its facts, what an approval would do, the evidence.
     #[command(after_help = "Example:\n  hookgate triage show 01JD8Z…")]

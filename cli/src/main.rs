@@ -327,8 +327,20 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             let (rt, _, ops) = ops(global)?;
             let output = rt.block_on(async {
                 match command {
-                    ActionsCommand::List { status, older_than } => {
-                        ops.actions_list(status, older_than).await
+                    ActionsCommand::List {
+                        status,
+                        older_than,
+                        limit: None,
+                        ..
+                    } => ops.actions_list(status, older_than).await,
+                    ActionsCommand::List {
+                        status,
+                        older_than,
+                        limit: Some(limit),
+                        next,
+                    } => {
+                        ops.actions_page(status, older_than, limit.into(), next.as_deref())
+                            .await
                     }
                     ActionsCommand::Show { key } => ops.actions_show(&key).await,
                     ActionsCommand::Reconcile {
@@ -356,7 +368,21 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             let (rt, _, ops) = ops(global)?;
             let output = rt.block_on(async {
                 match command {
-                    TriageCommand::List { class, status } => ops.triage_list(status, class).await,
+                    TriageCommand::List {
+                        class,
+                        status,
+                        limit: None,
+                        ..
+                    } => ops.triage_list(status, class).await,
+                    TriageCommand::List {
+                        class,
+                        status,
+                        limit: Some(limit),
+                        next,
+                    } => {
+                        ops.triage_page(status, class, limit.into(), next.as_deref())
+                            .await
+                    }
                     TriageCommand::Show { id } => ops.triage_show(&id).await,
                     TriageCommand::Approve {
                         ids,

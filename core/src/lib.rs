@@ -23,6 +23,7 @@ pub mod message;
 pub mod metrics;
 mod names;
 pub mod pace;
+pub mod page;
 pub mod ports;
 pub mod provider;
 pub mod rules;

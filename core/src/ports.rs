@@ -12,7 +12,8 @@
 //! - [`ActionQueue`]: the action queue;
 //! - [`Ledger`]: the business-action ledger (reserve, settle, reconcile);
 //! - [`TriageStore`]: held failures and alert claims;
-//! - [`InboxReads`], [`LedgerReads`]: what only the operator tools read;
+//! - [`InboxReads`], [`LedgerReads`], [`TriageReads`]: what only the operator
+//!   tools read;
 //! - [`Alerts`]: where triage alerts go;
 //! - [`EventIngress`]: the ingress's EventBridge path, for re-injection.
 //!
@@ -32,6 +33,7 @@ use crate::{
     ledger::{ActionRecord, ActionStatus, Claim, ErrorKind},
     message::{MessageKind, QueueMessage},
     names::names,
+    page::{Cursor, Page},
     triage::{TriageItem, TriageStatus},
 };
 pub use crate::{
@@ -326,12 +328,39 @@ pub trait LedgerReads: Send + Sync {
         status: ActionStatus,
     ) -> impl Future<Output = Result<Vec<ActionRecord>, StoreError>> + Send;
 
+    /// Up to `limit` (at least 1) actions with `status` (not COMPLETED)
+    /// after where `cursor` stands, oldest created first, merged across the
+    /// open index's shards as [`TriageReads::page`] merges.
+    fn open_page(
+        &self,
+        status: ActionStatus,
+        limit: usize,
+        cursor: &Cursor,
+    ) -> impl Future<Output = Result<Page<ActionRecord>, StoreError>> + Send;
+
     /// The actions COMPLETED at `since` or later (by their last update), in
     /// no particular order.
     fn completed_since(
         &self,
         since: Timestamp,
     ) -> impl Future<Output = Result<Vec<ActionRecord>, StoreError>> + Send;
+}
+
+/// What the operator tools read from the triage table page by page.
+pub trait TriageReads: Send + Sync {
+    /// Up to `limit` (at least 1) items with `status` after where `cursor`
+    /// stands, oldest `first_seen` first, each without its original message
+    /// (as [`TriageStore::list`]), merged across the status index's shards
+    /// by [`crate::page::merge`]: a walk from [`Cursor::start`] through each
+    /// page's token lists every item that keeps `status` throughout it
+    /// exactly once. Each page reads at most `limit` items of each shard not
+    /// yet read to its end.
+    fn page(
+        &self,
+        status: TriageStatus,
+        limit: usize,
+        cursor: &Cursor,
+    ) -> impl Future<Output = Result<Page<TriageItem>, StoreError>> + Send;
 }
 
 /// Result of filing a triage item.

@@ -47,3 +47,9 @@ async fn the_memory_stores_read_a_retried_decision_as_their_own() {
 async fn the_memory_stores_honour_the_operator_reads_contract() {
     contract::reads::reads_contract(&MemoryInbox::default(), &MemoryLedger::default(), "mem").await;
 }
+
+#[tokio::test]
+async fn the_memory_stores_honour_the_pages_contract() {
+    contract::pages::triage_pages_contract(&MemoryTriage::default(), "mem").await;
+    contract::pages::ledger_pages_contract(&MemoryLedger::default(), "mem").await;
+}

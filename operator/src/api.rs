@@ -1,7 +1,8 @@
 //! What the ops API speaks: its routes, the bodies it takes and the answers
 //! it gives, as types its server (`functions/ops`) and its clients share.
 //!
-//! - `GET /ops/triage?status=HELD&class=…`, `GET /ops/triage/{id}`;
+//! - `GET /ops/triage?status=HELD&class=…`, or a page of it with
+//!   `&limit=N[&next=TOKEN]` ([`Listed`]); `GET /ops/triage/{id}`;
 //! - `POST /ops/triage/{id}/approve` and `…/reject` with [`DecisionBody`];
 //! - `POST /ops/actions/{key}/reconcile` with [`ReconcileBody`].
 //!
@@ -53,6 +54,25 @@ impl ReconcileBody {
             )),
         }
     }
+}
+
+/// The most items one page of the API holds.
+pub const MAX_LIMIT: usize = 1000;
+
+/// A page of a list: its items, and the token of the next page (`None`: the
+/// last).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Listed<T> {
+    pub items: Vec<T>,
+    pub next: Option<String>,
+}
+
+/// A page's `limit` as a query gives it: 1 to [`MAX_LIMIT`].
+pub fn limit(text: &str) -> Result<usize, DecisionError> {
+    text.parse::<usize>()
+        .ok()
+        .filter(|n| (1..=MAX_LIMIT).contains(n))
+        .ok_or_else(|| DecisionError::Invalid(format!("limit: 1 to {MAX_LIMIT}, not {text:?}")))
 }
 
 /// A decision made: its resulting status, and what it did.

@@ -11,7 +11,8 @@ use hookgate_core::{
     config::Config,
     inbox::InboxRecord,
     ledger::{ActionRecord, ActionStatus},
-    ports::{InboxReads, InboxStore, Ledger, LedgerReads, StoreError, TriageStore},
+    page::{Cursor, Page},
+    ports::{InboxReads, InboxStore, Ledger, LedgerReads, StoreError, TriageReads, TriageStore},
     rules::Decision,
     triage::{TriageClass, TriageItem, TriageStatus},
 };
@@ -112,7 +113,24 @@ impl<I, L, T> Reads<I, L, T> {
     }
 }
 
-impl<I: InboxStore + InboxReads, L: Ledger + LedgerReads, T: TriageStore> Reads<I, L, T> {
+impl<I: InboxStore + InboxReads, L: Ledger + LedgerReads, T: TriageStore + TriageReads>
+    Reads<I, L, T>
+{
+    /// A page of `limit` items with `status` after `cursor`, oldest first,
+    /// those of another class than `class` left out (so a filtered page may
+    /// hold fewer; its token still leads on).
+    pub async fn triage_page(
+        &self,
+        status: TriageStatus,
+        class: Option<TriageClass>,
+        limit: usize,
+        cursor: &Cursor,
+    ) -> Result<Page<TriageItem>, StoreError> {
+        let mut page = self.triage.page(status, limit, cursor).await?;
+        page.items.retain(|i| class.is_none_or(|c| i.class == c));
+        Ok(page)
+    }
+
     /// Items with `status`, optionally of one class, oldest first.
     pub async fn triage_list(
         &self,
@@ -214,6 +232,21 @@ impl<I: InboxStore + InboxReads, L: Ledger + LedgerReads, T: TriageStore> Reads<
         let mut actions = self.ledger.list_open(status).await?;
         actions.retain(|a| older_than.is_none_or(|age| now.since(a.created_at) >= age));
         Ok(actions)
+    }
+
+    /// A page of [`Reads::actions`]: at most `limit` actions read after
+    /// `cursor`, the younger than `older_than` left out.
+    pub async fn actions_page(
+        &self,
+        status: ActionStatus,
+        older_than: Option<Duration>,
+        (limit, cursor): (usize, &Cursor),
+        now: Timestamp,
+    ) -> Result<Page<ActionRecord>, StoreError> {
+        let mut page = self.ledger.open_page(status, limit, cursor).await?;
+        page.items
+            .retain(|a| older_than.is_none_or(|age| now.since(a.created_at) >= age));
+        Ok(page)
     }
 
     /// The statistics of the `since` before `now`.

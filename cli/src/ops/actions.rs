@@ -3,8 +3,13 @@
 use std::time::Duration;
 
 use hookgate_core::{
-    InboxPk, Timestamp, action::ActionKey, approval::Reconciled, ledger::ActionStatus,
-    ports::EventIngress, triage::TriageClass,
+    InboxPk, Timestamp,
+    action::ActionKey,
+    approval::Reconciled,
+    ledger::{ActionRecord, ActionStatus},
+    page::Cursor,
+    ports::EventIngress,
+    triage::TriageClass,
 };
 use hookgate_operator::{
     Caller, Decisions,
@@ -16,6 +21,28 @@ use hookgate_operator::{
 use serde_json::{Value, json};
 
 use super::{Ops, Output, table, triage::refusal, when};
+
+/// Actions as `actions list` prints them.
+fn action_table(actions: &[ActionRecord]) -> String {
+    let rows: Vec<Vec<String>> = actions
+        .iter()
+        .map(|a| {
+            vec![
+                a.key.to_string(),
+                a.status.to_string(),
+                a.attempts.to_string(),
+                a.last_error_kind
+                    .map(|k| k.as_str().to_owned())
+                    .unwrap_or_default(),
+                when(a.created_at.as_millis()),
+            ]
+        })
+        .collect();
+    table(
+        &["ACTION KEY", "STATUS", "ATTEMPTS", "LAST ERROR", "CREATED"],
+        &rows,
+    )
+}
 
 fn to_json(value: impl serde::Serialize) -> Value {
     serde_json::to_value(value).unwrap_or_default()
@@ -44,28 +71,39 @@ impl<E: EventIngress> Ops<E> {
             .reads
             .actions(status, older_than, Timestamp::now())
             .await?;
-        let rows: Vec<Vec<String>> = actions
-            .iter()
-            .map(|a| {
-                vec![
-                    a.key.to_string(),
-                    a.status.to_string(),
-                    a.attempts.to_string(),
-                    a.last_error_kind
-                        .map(|k| k.as_str().to_owned())
-                        .unwrap_or_default(),
-                    when(a.created_at.as_millis()),
-                ]
-            })
-            .collect();
-        let text = table(
-            &["ACTION KEY", "STATUS", "ATTEMPTS", "LAST ERROR", "CREATED"],
-            &rows,
-        );
         Ok(Output::ok(
-            text,
+            action_table(&actions),
             Value::Array(actions.iter().map(|a| to_json(ActionView::of(a))).collect()),
         ))
+    }
+
+    /// A page of [`Ops::actions_list`]: at most `limit` actions read after
+    /// the page whose token is `next` (`--json`: `{"items": […], "next": …}`).
+    pub async fn actions_page(
+        &self,
+        status: ActionStatus,
+        older_than: Option<Duration>,
+        limit: usize,
+        next: Option<&str>,
+    ) -> anyhow::Result<Output> {
+        let cursor = match next {
+            None => Cursor::start(),
+            Some(token) => Cursor::parse(token).map_err(anyhow::Error::msg)?,
+        };
+        let page = self
+            .reads
+            .actions_page(status, older_than, (limit, &cursor), Timestamp::now())
+            .await?;
+        let mut text = action_table(&page.items);
+        if let Some(token) = &page.next {
+            text.push_str(&format!("next page: --next {token}\n"));
+        }
+        let items: Vec<Value> = page
+            .items
+            .iter()
+            .map(|a| to_json(ActionView::of(a)))
+            .collect();
+        Ok(Output::ok(text, json!({"items": items, "next": page.next})))
     }
 
     pub async fn actions_show(&self, key: &str) -> anyhow::Result<Output> {

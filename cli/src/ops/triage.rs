@@ -8,6 +8,7 @@ use anyhow::Context;
 use hookgate_core::{
     Timestamp,
     approval::Reinjected,
+    page::Cursor,
     ports::EventIngress,
     triage::{TriageClass, TriageItem, TriageStatus},
 };
@@ -19,6 +20,34 @@ use hookgate_operator::{
 use serde_json::{Value, json};
 
 use super::{Ops, Output, table, when};
+
+/// Items as `triage list` prints them.
+fn item_table(items: &[TriageItem]) -> String {
+    let rows: Vec<Vec<String>> = items
+        .iter()
+        .map(|i| {
+            vec![
+                i.id.clone(),
+                i.class.to_string(),
+                i.source.to_string(),
+                i.workspace.clone().unwrap_or_default(),
+                i.destination.clone().unwrap_or_default(),
+                when(i.first_seen.as_millis()),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "ID",
+            "CLASS",
+            "SOURCE",
+            "WORKSPACE",
+            "DESTINATION",
+            "FIRST SEEN",
+        ],
+        &rows,
+    )
+}
 
 fn item_json(item: &TriageItem) -> Value {
     serde_json::to_value(item.view()).unwrap_or_default()
@@ -62,34 +91,36 @@ impl<E: EventIngress> Ops<E> {
         class: Option<TriageClass>,
     ) -> anyhow::Result<Output> {
         let items = self.reads.triage_list(status, class).await?;
-        let rows: Vec<Vec<String>> = items
-            .iter()
-            .map(|i| {
-                vec![
-                    i.id.clone(),
-                    i.class.to_string(),
-                    i.source.to_string(),
-                    i.workspace.clone().unwrap_or_default(),
-                    i.destination.clone().unwrap_or_default(),
-                    when(i.first_seen.as_millis()),
-                ]
-            })
-            .collect();
-        let text = table(
-            &[
-                "ID",
-                "CLASS",
-                "SOURCE",
-                "WORKSPACE",
-                "DESTINATION",
-                "FIRST SEEN",
-            ],
-            &rows,
-        );
         Ok(Output::ok(
-            text,
+            item_table(&items),
             Value::Array(items.iter().map(item_json).collect()),
         ))
+    }
+
+    /// A page of [`Ops::triage_list`]: at most `limit` items after the page
+    /// whose token is `next`, and the next page's token (`--json`:
+    /// `{"items": […], "next": token or null}`).
+    pub async fn triage_page(
+        &self,
+        status: TriageStatus,
+        class: Option<TriageClass>,
+        limit: usize,
+        next: Option<&str>,
+    ) -> anyhow::Result<Output> {
+        let cursor = match next {
+            None => Cursor::start(),
+            Some(token) => Cursor::parse(token).map_err(anyhow::Error::msg)?,
+        };
+        let page = self
+            .reads
+            .triage_page(status, class, limit, &cursor)
+            .await?;
+        let mut text = item_table(&page.items);
+        if let Some(token) = &page.next {
+            text.push_str(&format!("next page: --next {token}\n"));
+        }
+        let items: Vec<Value> = page.items.iter().map(item_json).collect();
+        Ok(Output::ok(text, json!({"items": items, "next": page.next})))
     }
 
     pub async fn triage_show(&self, id: &str) -> anyhow::Result<Output> {

@@ -24,12 +24,13 @@ use hookgate_core::{
     Timestamp,
     action::ActionKey,
     config::{Config, ConfigError},
+    page::Cursor,
     ports::EventIngress,
     triage::{TriageClass, TriageStatus},
 };
 use hookgate_operator::{
     Caller, DecisionError, Decisions,
-    api::{self, ApiError, Decided, DecisionBody, ReconcileBody},
+    api::{self, ApiError, Decided, DecisionBody, Listed, ReconcileBody},
     decisions::{Approve, Reject},
 };
 use lambda_http::{RequestExt, request::RequestContext};
@@ -166,6 +167,26 @@ async fn list<E: EventIngress>(
         (Ok(status), Ok(class)) => (status, class),
         (Err(e), _) | (_, Err(e)) => return error(StatusCode::BAD_REQUEST, e),
     };
+    if let Some(limit) = query.get("limit") {
+        let limit = match api::limit(limit) {
+            Ok(limit) => limit,
+            Err(e) => return refused(&e),
+        };
+        let cursor = match query.get("next").map(|t| Cursor::parse(t)).transpose() {
+            Ok(cursor) => cursor.unwrap_or_default(),
+            Err(e) => return error(StatusCode::BAD_REQUEST, e),
+        };
+        return match ops.reads.triage_page(status, class, limit, &cursor).await {
+            Ok(page) => answer(
+                StatusCode::OK,
+                Listed {
+                    items: page.items.iter().map(|i| i.summary()).collect(),
+                    next: page.next,
+                },
+            ),
+            Err(e) => unavailable(&e),
+        };
+    }
     match ops.reads.triage_list(status, class).await {
         Ok(items) => {
             let views: Vec<_> = items.iter().map(|i| i.summary()).collect();

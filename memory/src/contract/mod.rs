@@ -5,6 +5,7 @@
 pub mod inbox;
 pub mod ledger;
 pub mod lost;
+pub mod pages;
 pub mod queue;
 pub mod reads;
 pub mod streak;

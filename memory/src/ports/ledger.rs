@@ -15,6 +15,7 @@ use hookgate_core::{
     InboxPk, Timestamp,
     action::{ActionKey, ActionRequest},
     ledger::{ActionRecord, ActionStatus, Attempt, Claim, ErrorKind, claim, own_attempt},
+    page::{Cursor, Page, Position, Run, merge},
     ports::{Lease, Ledger, LedgerReads, Reserve, Settle, Store, StoreError},
 };
 
@@ -71,6 +72,37 @@ impl LedgerReads for MemoryLedger {
         });
         open.sort_by_key(|a| a.created_at);
         Ok(open)
+    }
+
+    async fn open_page(
+        &self,
+        status: ActionStatus,
+        limit: usize,
+        cursor: &Cursor,
+    ) -> Result<Page<ActionRecord>, StoreError> {
+        let limit = limit.max(1);
+        let open = self.list_open(status).await?;
+        let order = |a: &ActionRecord| (a.created_at.as_millis(), a.key.to_string());
+        let runs = cursor
+            .open()
+            .map(|(shard, position)| {
+                let mut after: Vec<&ActionRecord> = open
+                    .iter()
+                    .filter(|a| hookgate_core::shard::shard(a.key.as_str()) as usize == shard)
+                    .filter(|a| match position {
+                        Position::After { at, key } => order(a) > (*at, key.clone()),
+                        _ => true,
+                    })
+                    .collect();
+                after.sort_by_key(|a| order(a));
+                Run {
+                    shard,
+                    more: after.len() > limit,
+                    items: after.into_iter().take(limit).cloned().collect(),
+                }
+            })
+            .collect();
+        Ok(merge(cursor, runs, limit, order).0)
     }
 
     async fn completed_since(&self, since: Timestamp) -> Result<Vec<ActionRecord>, StoreError> {

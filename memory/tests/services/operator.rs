@@ -461,7 +461,7 @@ async fn each_page_shows_the_state_it_is_given_and_markup_from_senders_as_text()
         .filter(|i| filters.keeps(i, at(60)))
         .cloned()
         .collect();
-    let page = views::triage_list(&kept, &filters).into_string();
+    let page = views::triage_list(&kept, &filters, None).into_string();
     assert!(
         page.contains("<p id=\"triage-count\">1 items</p>"),
         "{page}"
@@ -503,7 +503,11 @@ async fn each_page_shows_the_state_it_is_given_and_markup_from_senders_as_text()
         .actions(ActionStatus::Failed, None, at(60))
         .await
         .unwrap();
-    let page = views::actions_list(ActionStatus::Failed, &failed, "tok").into_string();
+    let page = views::actions_list(ActionStatus::Failed, &failed, "tok", Some("t+1")).into_string();
+    assert!(
+        page.contains("<a id=\"next-page\" href=\"/actions?status=FAILED&amp;next=t%2B1\">"),
+        "{page}"
+    );
     assert!(page.contains("<code>ws-1#create_task#pg2</code>"), "{page}");
     assert!(
         !page.contains("Found: complete"),

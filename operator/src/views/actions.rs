@@ -12,7 +12,13 @@ use maud::{Markup, html};
 use super::{json_block, notice, select, table, token_field};
 use crate::records::InboxView;
 
-pub fn actions_list(status: ActionStatus, actions: &[ActionRecord], token: &str) -> Markup {
+/// One page of open actions (`next`: the token of the page after it).
+pub fn actions_list(
+    status: ActionStatus,
+    actions: &[ActionRecord],
+    token: &str,
+    next: Option<&str>,
+) -> Markup {
     let statuses: Vec<&str> = crate::reads::OPEN_SHOWN
         .iter()
         .map(|s| s.as_str())
@@ -56,6 +62,13 @@ pub fn actions_list(status: ActionStatus, actions: &[ActionRecord], token: &str)
             &["action key", "status", "attempts", "last error", "created", "reconcile"],
             &rows,
         ))
+        @if let Some(next) = next {
+            p {
+                a #next-page href={ "/actions?status=" (status.as_str()) "&next=" (super::url(next)) } {
+                    "Next page"
+                }
+            }
+        }
     }
 }
 

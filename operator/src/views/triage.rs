@@ -68,7 +68,20 @@ fn item_link(id: &str) -> Markup {
     html! { a href={ "/triage/" (url(id)) } { (id) } }
 }
 
-pub fn triage_list(items: &[TriageItem], f: &Filters) -> Markup {
+/// The filters as a query, for links that keep them.
+fn query(f: &Filters) -> String {
+    format!(
+        "status={}&class={}&destination={}&workspace={}&since={}",
+        url(f.status.as_str()),
+        url(f.class.map_or("", TriageClass::as_str)),
+        url(&f.destination),
+        url(&f.workspace),
+        url(&f.since)
+    )
+}
+
+/// One page of the triage list (`next`: the token of the page after it).
+pub fn triage_list(items: &[TriageItem], f: &Filters, next: Option<&str>) -> Markup {
     let mut classes = vec![""];
     classes.extend(TriageClass::ALL.iter().map(|c| c.as_str()));
     let statuses: Vec<&str> = TriageStatus::ALL.iter().map(|s| s.as_str()).collect();
@@ -102,6 +115,9 @@ pub fn triage_list(items: &[TriageItem], f: &Filters) -> Markup {
             &["id", "class", "status", "source", "workspace", "destination", "first seen"],
             &rows,
         ))
+        @if let Some(token) = next {
+            p { a #next-page href={ "/triage?" (query(f)) "&next=" (url(token)) } { "Next page" } }
+        }
         @if f.status == TriageStatus::Held && !items.is_empty() {
             p {
                 a #plan-bulk href={
@@ -346,7 +362,14 @@ mod tests {
     fn the_list_offers_a_bulk_plan_of_its_filters_only_for_held_items() {
         let items = [held("a", TriageClass::DownstreamOutage, T)];
         let f = Filters::parse(&pairs(&[("destination", "crm&co")])).unwrap();
-        let page = triage_list(&items, &f).into_string();
+        let page = triage_list(&items, &f, Some("tok/+")).into_string();
+        assert!(
+            page.contains(
+                "id=\"next-page\" href=\"/triage?status=HELD&amp;class=&amp;destination=crm%26co\
+                 &amp;workspace=&amp;since=&amp;next=tok%2F%2B\">Next page</a>"
+            ),
+            "{page}"
+        );
         assert!(
             page.contains("<p id=\"triage-count\">1 items</p>"),
             "{page}"
@@ -358,7 +381,7 @@ mod tests {
         );
         let decided = Filters::parse(&pairs(&[("status", "DISCARDED")])).unwrap();
         assert!(
-            !triage_list(&items, &decided)
+            !triage_list(&items, &decided, None)
                 .into_string()
                 .contains("plan-bulk")
         );

@@ -75,3 +75,10 @@ async fn the_dynamodb_stores_honour_the_operator_reads_contract() {
     let inbox = DynamoInbox::new(p.stack.ddb.clone(), &p.stack.inbox_table);
     contract::reads::reads_contract(&inbox, &p.ledger, "ddb").await;
 }
+
+#[tokio::test]
+async fn the_dynamodb_stores_honour_the_pages_contract() {
+    let p = Pipeline::new("contract-pages").await;
+    contract::pages::triage_pages_contract(&p.triage, "ddb").await;
+    contract::pages::ledger_pages_contract(&p.ledger, "ddb").await;
+}

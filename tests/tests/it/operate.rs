@@ -4,7 +4,10 @@
 use std::{sync::Arc, time::Duration};
 
 use hookgate_cli::ops::{ApproveRequest, Ops, Selection, exit};
-use hookgate_core::triage::{TriageClass, TriageStatus};
+use hookgate_core::{
+    ledger::ActionStatus,
+    triage::{TriageClass, TriageStatus},
+};
 use hookgate_testkit::sim_crm::{Fault, FaultKind};
 use hookgate_tests::{pipeline::Pipeline, stack::TestIngress};
 
@@ -86,6 +89,29 @@ async fn stats_match_a_scripted_run_and_bulk_approval_after_an_outage_completes_
         "the ingress filed the payload collision"
     );
     assert_eq!(stats.json["open_actions"]["PENDING"], 2);
+    // The open actions a page at a time: each once.
+    let (mut pending, mut next) = (Vec::new(), None::<String>);
+    loop {
+        let page = ops
+            .actions_page(ActionStatus::Pending, None, 1, next.as_deref())
+            .await
+            .unwrap();
+        for action in page.json["items"].as_array().unwrap() {
+            pending.push(action["key"].as_str().unwrap().to_owned());
+        }
+        match page.json["next"].as_str() {
+            Some(token) => next = Some(token.to_owned()),
+            None => break,
+        }
+    }
+    pending.sort();
+    assert_eq!(
+        pending,
+        [
+            "ws-1#create_followup_task#cb-o4",
+            "ws-1#create_followup_task#cb-o5"
+        ]
+    );
     assert!(
         stats
             .text
@@ -102,6 +128,40 @@ async fn stats_match_a_scripted_run_and_bulk_approval_after_an_outage_completes_
     show("triage list --class downstream-outage", &listed);
     assert_eq!(listed.json.as_array().unwrap().len(), 2);
     assert!(listed.text.starts_with("ID"), "{}", listed.text);
+    // The same list a page at a time (`--limit 1 --next TOKEN`): each item once.
+    let (mut paged, mut next) = (Vec::new(), None::<String>);
+    loop {
+        let page = ops
+            .triage_page(
+                TriageStatus::Held,
+                Some(TriageClass::DownstreamOutage),
+                1,
+                next.as_deref(),
+            )
+            .await
+            .unwrap();
+        show("triage list --class downstream-outage --limit 1", &page);
+        for item in page.json["items"].as_array().unwrap() {
+            paged.push(item["id"].as_str().unwrap().to_owned());
+        }
+        match page.json["next"].as_str() {
+            Some(token) => {
+                assert!(page.text.contains(&format!("next page: --next {token}")));
+                next = Some(token.to_owned());
+            }
+            None => break,
+        }
+    }
+    let mut all: Vec<String> = listed
+        .json
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["id"].as_str().unwrap().to_owned())
+        .collect();
+    all.sort();
+    paged.sort();
+    assert_eq!(paged, all);
 
     let collisions = ops
         .triage_list(TriageStatus::Held, Some(TriageClass::KeyCollision))

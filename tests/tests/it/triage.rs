@@ -693,6 +693,22 @@ async fn the_ops_api_records_the_iam_caller_and_refuses_anonymous_callers() {
         (404, json!({"error": "no such route"}))
     );
     assert_eq!(get("/ops/triage?status=NOPE".into()).await.0, 400);
+    // A page of the list: its items and the next page's token, or null.
+    let (status, page) = get("/ops/triage?status=HELD&limit=1".into()).await;
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(page["items"][0]["id"], json!(id), "{page}");
+    if let Some(token) = page["next"].as_str() {
+        let (status, rest) = get(format!("/ops/triage?status=HELD&limit=1&next={token}")).await;
+        assert_eq!(
+            (status, rest["items"].as_array().map(Vec::len)),
+            (200, Some(0)),
+            "{rest}"
+        );
+        assert_eq!(rest["next"], json!(null));
+    }
+    for bad in ["limit=0", "limit=1001", "limit=1&next=forged"] {
+        assert_eq!(get(format!("/ops/triage?{bad}")).await.0, 400, "{bad}");
+    }
 
     assert_eq!(
         call("approve", false).await,

@@ -18,7 +18,7 @@ use axum::{
     routing::{get, post},
 };
 use hookgate_core::{
-    InboxPk, Timestamp, action::ActionKey, ledger::ActionStatus, ports::EventIngress,
+    InboxPk, Timestamp, action::ActionKey, ledger::ActionStatus, page::Cursor, ports::EventIngress,
     triage::TriageStatus,
 };
 use hookgate_operator::{
@@ -29,6 +29,9 @@ use hookgate_operator::{
 use maud::Markup;
 
 use super::{Console, Posted};
+
+/// The items one page of a console list reads.
+const PAGE: usize = 100;
 
 type Shared<E> = State<Arc<Console<E>>>;
 
@@ -175,7 +178,8 @@ async fn actions<E: EventIngress + 'static>(
     State(c): Shared<E>,
     RawQuery(q): RawQuery,
 ) -> Response {
-    let status = first(&pairs(q), "status").to_ascii_uppercase();
+    let q = pairs(q);
+    let status = first(&q, "status").to_ascii_uppercase();
     let parsed: ActionStatus = if status.is_empty() {
         ActionStatus::Uncertain
     } else {
@@ -184,12 +188,23 @@ async fn actions<E: EventIngress + 'static>(
             Err(e) => return c.bad_request("Actions", Nav::Actions, &e, "/actions"),
         }
     };
-    match c.ops.reads.actions(parsed, None, Timestamp::now()).await {
-        Ok(actions) => c.render(
+    let cursor = match Some(first(&q, "next")).filter(|t| !t.is_empty()) {
+        None => Cursor::start(),
+        Some(token) => match Cursor::parse(&token) {
+            Ok(cursor) => cursor,
+            Err(e) => return c.bad_request("Actions", Nav::Actions, &e, "/actions"),
+        },
+    };
+    let read = c
+        .ops
+        .reads
+        .actions_page(parsed, None, (PAGE, &cursor), Timestamp::now());
+    match read.await {
+        Ok(page) => c.render(
             StatusCode::OK,
             "Actions",
             Nav::Actions,
-            &views::actions_list(parsed, &actions, c.guard.token()),
+            &views::actions_list(parsed, &page.items, c.guard.token(), page.next.as_deref()),
         ),
         Err(e) => c.failed(Nav::Actions, &e.into()),
     }

@@ -10,7 +10,7 @@ use axum::{
     http::StatusCode,
     response::{IntoResponse, Redirect, Response},
 };
-use hookgate_core::{Timestamp, ports::EventIngress, triage::TriageStatus};
+use hookgate_core::{Timestamp, page::Cursor, ports::EventIngress, triage::TriageStatus};
 use hookgate_operator::{
     Caller, Decisions,
     decisions::{Approve, Reject, reason},
@@ -19,7 +19,7 @@ use hookgate_operator::{
     views::{self, Filters, Nav, url},
 };
 
-use super::{Shared, first, pairs};
+use super::{PAGE, Shared, first, pairs};
 use crate::console::{Console, Posted};
 
 impl<E: EventIngress + 'static> Console<E> {
@@ -46,21 +46,33 @@ pub(super) async fn list<E: EventIngress + 'static>(
     State(c): Shared<E>,
     RawQuery(q): RawQuery,
 ) -> Response {
-    let filters = match Filters::parse(&pairs(q)) {
+    let q = pairs(q);
+    let filters = match Filters::parse(&q) {
         Ok(filters) => filters,
         Err(e) => return c.bad_request("Triage", Nav::Triage, &e, "/triage"),
     };
+    let cursor = match Some(first(&q, "next")).filter(|t| !t.is_empty()) {
+        None => Cursor::start(),
+        Some(token) => match Cursor::parse(&token) {
+            Ok(cursor) => cursor,
+            Err(e) => return c.bad_request("Triage", Nav::Triage, &e, "/triage"),
+        },
+    };
     let now = Timestamp::now();
-    let mut items = match c.ops.reads.triage_list(filters.status, None).await {
-        Ok(items) => items,
+    let read = c
+        .ops
+        .reads
+        .triage_page(filters.status, filters.class, PAGE, &cursor);
+    let mut page = match read.await {
+        Ok(page) => page,
         Err(e) => return c.failed(Nav::Triage, &e.into()),
     };
-    items.retain(|i| filters.keeps(i, now));
+    page.items.retain(|i| filters.keeps(i, now));
     c.render(
         StatusCode::OK,
         "Triage",
         Nav::Triage,
-        &views::triage_list(&items, &filters),
+        &views::triage_list(&page.items, &filters, page.next.as_deref()),
     )
 }
 
