@@ -129,21 +129,29 @@ pub(crate) fn write_token() -> String {
     format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..))
 }
 
-/// A query of one partition (`{attribute} = bucket`) of `index`; with
-/// `projection`, only those attributes of each item.
+/// A query of one partition (`{attribute} = bucket`) of `index`, from
+/// `from` (`{range} >= value`) when given; with `projection`, only those
+/// attributes of each item.
 fn shard_query(
     client: &Client,
-    table: &str,
-    index: &str,
+    (table, index): (&str, &str),
     (attribute, bucket): (&str, &str),
+    from: Option<(&str, i64)>,
     projection: &[&str],
 ) -> QueryFluentBuilder {
+    let condition = match from {
+        None => format!("{attribute} = :bucket"),
+        Some((range, _)) => format!("{attribute} = :bucket AND {range} >= :from"),
+    };
     let mut query = client
         .query()
         .table_name(table)
         .index_name(index)
-        .key_condition_expression(format!("{attribute} = :bucket"))
+        .key_condition_expression(condition)
         .expression_attribute_values(":bucket", s(bucket));
+    if let Some((_, value)) = from {
+        query = query.expression_attribute_values(":from", n(value));
+    }
     if !projection.is_empty() {
         // Every name through a placeholder: some are reserved words.
         let names: Vec<String> = (0..projection.len()).map(|i| format!("#p{i}")).collect();
@@ -156,25 +164,31 @@ fn shard_query(
 }
 
 /// Every item of a sharded sparse index whose partition (`{attribute}`) is
-/// one of `value`'s buckets (`hookgate_core::shard`): the shards queried
-/// together, each page followed by the SDK's paginator. With `projection`,
-/// only those attributes of each item.
+/// one of `value`'s buckets (`hookgate_core::shard`), from `from` on the
+/// index's range key when given: the shards queried together, each page
+/// followed by the SDK's paginator. With `projection`, only those
+/// attributes of each item.
 pub(crate) async fn query_shards(
-    store: Store,
     client: &Client,
-    table: &str,
-    index: &str,
+    (store, table, index): (Store, &str, &str),
     (attribute, value): (&str, &str),
+    from: Option<(&str, i64)>,
     projection: &[&str],
 ) -> Result<Vec<Item>, StoreError> {
     let reads = shard::buckets(value).map(|bucket| async move {
-        shard_query(client, table, index, (attribute, &bucket), projection)
-            .into_paginator()
-            .items()
-            .send()
-            .collect::<Result<Vec<Item>, _>>()
-            .await
-            .map_err(unavailable(store))
+        shard_query(
+            client,
+            (table, index),
+            (attribute, &bucket),
+            from,
+            projection,
+        )
+        .into_paginator()
+        .items()
+        .send()
+        .collect::<Result<Vec<Item>, _>>()
+        .await
+        .map_err(unavailable(store))
     });
     let shards = futures_util::future::try_join_all(reads).await?;
     Ok(shards.into_iter().flatten().collect())
@@ -196,8 +210,14 @@ pub(crate) async fn page_shards<T>(
     let limit = limit.max(1);
     let reads = cursor.open().map(|(shard, position)| {
         let bucket = format!("{value}#{shard}");
-        let mut query = shard_query(client, table, index, (attribute, &bucket), projection)
-            .limit(i32::try_from(limit).unwrap_or(i32::MAX));
+        let mut query = shard_query(
+            client,
+            (table, index),
+            (attribute, &bucket),
+            None,
+            projection,
+        )
+        .limit(i32::try_from(limit).unwrap_or(i32::MAX));
         if let Position::After { at, key } = position {
             query = query
                 .exclusive_start_key("pk", s(key))

@@ -56,11 +56,10 @@ impl LedgerReads for DynamoLedger {
     /// Every shard of the sparse `open` index, then one read per action.
     async fn list_open(&self, status: ActionStatus) -> Result<Vec<ActionRecord>, StoreError> {
         let items = query_shards(
-            STORE,
             &self.client,
-            &self.table,
-            crate::schema::OPEN_INDEX,
+            (STORE, &self.table, crate::schema::OPEN_INDEX),
             ("open_bucket", status.as_str()),
+            None,
             &[],
         )
         .await?;
@@ -79,6 +78,29 @@ impl LedgerReads for DynamoLedger {
         }
         records.sort_by_key(|r| r.created_at);
         Ok(records)
+    }
+
+    /// The keys-only `open` index alone: its entries' creation times.
+    async fn open_count(
+        &self,
+        status: ActionStatus,
+    ) -> Result<(u64, Option<Timestamp>), StoreError> {
+        let entries = query_shards(
+            &self.client,
+            (STORE, &self.table, crate::schema::OPEN_INDEX),
+            ("open_bucket", status.as_str()),
+            None,
+            &["created_at"],
+        )
+        .await?;
+        let mut oldest: Option<Timestamp> = None;
+        for entry in &entries {
+            let at = get_n(entry, "created_at").map_err(StoreError::corrupt(STORE))?;
+            oldest = Some(oldest.map_or(Timestamp::from_millis(at), |o| {
+                o.min(Timestamp::from_millis(at))
+            }));
+        }
+        Ok((entries.len() as u64, oldest))
     }
 
     /// A page of the keys-only `open` index, then one read per action (the

@@ -328,6 +328,13 @@ pub trait LedgerReads: Send + Sync {
         status: ActionStatus,
     ) -> impl Future<Output = Result<Vec<ActionRecord>, StoreError>> + Send;
 
+    /// How many actions have `status` (not COMPLETED), and when the oldest
+    /// of them was created, without reading any action's record.
+    fn open_count(
+        &self,
+        status: ActionStatus,
+    ) -> impl Future<Output = Result<(u64, Option<Timestamp>), StoreError>> + Send;
+
     /// Up to `limit` (at least 1) actions with `status` (not COMPLETED)
     /// after where `cursor` stands, oldest created first, merged across the
     /// open index's shards as [`TriageReads::page`] merges.
@@ -348,6 +355,16 @@ pub trait LedgerReads: Send + Sync {
 
 /// What the operator tools read from the triage table page by page.
 pub trait TriageReads: Send + Sync {
+    /// The items with `status` first seen at `since` or later, each
+    /// without its original message, in no particular order: a read of the
+    /// index's range, which grows with the window, not with the history the
+    /// table keeps (decided items never expire).
+    fn seen_since(
+        &self,
+        status: TriageStatus,
+        since: Timestamp,
+    ) -> impl Future<Output = Result<Vec<TriageItem>, StoreError>> + Send;
+
     /// Up to `limit` (at least 1) items with `status` after where `cursor`
     /// stands, oldest `first_seen` first, each without its original message
     /// (as [`TriageStore::list`]), merged across the status index's shards

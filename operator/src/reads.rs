@@ -289,22 +289,23 @@ impl<I: InboxStore + InboxReads, L: Ledger + LedgerReads, T: TriageStore + Triag
         let deliveries: u64 = records.iter().map(|r| u64::from(r.delivery_count)).sum();
         let duplicates = deliveries - events;
         let collisions = records.iter().filter(|r| r.collision.is_some()).count() as u64;
+        // Each status's items of the window, by the index's range: decided
+        // items never expire, and a read of all of them would grow with
+        // history.
         let mut triage_by_class = BTreeMap::new();
         for status in TriageStatus::ALL {
-            for item in self.triage.list(*status).await? {
-                if now.since(item.first_seen) <= since {
-                    *triage_by_class.entry(item.class.as_str()).or_insert(0) += 1;
-                }
+            for item in self.triage.seen_since(*status, cutoff).await? {
+                *triage_by_class.entry(item.class.as_str()).or_insert(0) += 1;
             }
         }
         let mut open_actions = BTreeMap::new();
         let mut oldest: Option<Timestamp> = None;
         for status in OPEN {
-            let actions = self.ledger.list_open(status).await?;
+            let (count, first) = self.ledger.open_count(status).await?;
             if matches!(status, ActionStatus::Pending | ActionStatus::InProgress) {
-                oldest = actions.iter().map(|a| a.created_at).chain(oldest).min();
+                oldest = first.into_iter().chain(oldest).min();
             }
-            open_actions.insert(status.as_str(), actions.len() as u64);
+            open_actions.insert(status.as_str(), count);
         }
         Ok(Stats {
             since_secs: since.as_secs(),

@@ -24,7 +24,8 @@ fn at(offset_secs: i64) -> Timestamp {
     Timestamp::from_millis(T0.as_millis() + offset_secs * 1000)
 }
 
-/// Runs every check; the stores must hold none of `ns`'s keys.
+/// Runs every check; the stores must hold none of `ns`'s keys, and the
+/// ledger no open action (its counts are of the whole table).
 pub async fn reads_contract(
     inbox_store: &(impl InboxStore + InboxReads),
     ledger: &(impl Ledger + LedgerReads),
@@ -124,4 +125,17 @@ async fn open_actions_by_status_oldest_first_and_completions_since(
         [key("done")]
     );
     assert!(mine(ledger.completed_since(at(3)).await.unwrap()).is_empty());
+    // Counted from the index alone, with the oldest creation time.
+    for (status, expected) in [
+        (ActionStatus::Uncertain, (2, Some(at(-10)))),
+        (ActionStatus::Failed, (1, Some(at(20)))),
+        (ActionStatus::InProgress, (1, Some(at(30)))),
+        (ActionStatus::Pending, (0, None)),
+    ] {
+        assert_eq!(
+            ledger.open_count(status).await.unwrap(),
+            expected,
+            "{status}"
+        );
+    }
 }

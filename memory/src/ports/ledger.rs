@@ -74,6 +74,15 @@ impl LedgerReads for MemoryLedger {
         Ok(open)
     }
 
+    async fn open_count(
+        &self,
+        status: ActionStatus,
+    ) -> Result<(u64, Option<Timestamp>), StoreError> {
+        let open = self.list_open(status).await?;
+        let oldest = open.iter().map(|a| a.created_at).min();
+        Ok((open.len() as u64, oldest))
+    }
+
     async fn open_page(
         &self,
         status: ActionStatus,

@@ -122,6 +122,16 @@ impl MemoryTriage {
 /// (`hookgate_core::shard`, by its id), each shard in `first_seen` order,
 /// read from its position at most `limit` at a time, then merged.
 impl TriageReads for MemoryTriage {
+    async fn seen_since(
+        &self,
+        status: TriageStatus,
+        since: Timestamp,
+    ) -> Result<Vec<TriageItem>, StoreError> {
+        let mut items = self.list(status).await?;
+        items.retain(|i| i.first_seen >= since);
+        Ok(items)
+    }
+
     async fn page(
         &self,
         status: TriageStatus,
