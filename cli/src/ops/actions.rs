@@ -7,7 +7,6 @@ use hookgate_core::{
     action::ActionKey,
     approval::Reconciled,
     ledger::{ActionRecord, ActionStatus},
-    page::Cursor,
     ports::EventIngress,
     triage::TriageClass,
 };
@@ -86,24 +85,17 @@ impl<E: EventIngress> Ops<E> {
         limit: usize,
         next: Option<&str>,
     ) -> anyhow::Result<Output> {
-        let cursor = match next {
-            None => Cursor::start(),
-            Some(token) => Cursor::parse(token).map_err(anyhow::Error::msg)?,
-        };
+        let cursor = super::cursor(next)?;
         let page = self
             .reads
             .actions_page(status, older_than, (limit, &cursor), Timestamp::now())
             .await?;
-        let mut text = action_table(&page.items);
-        if let Some(token) = &page.next {
-            text.push_str(&format!("next page: --next {token}\n"));
-        }
-        let items: Vec<Value> = page
+        let items = page
             .items
             .iter()
             .map(|a| to_json(ActionView::of(a)))
             .collect();
-        Ok(Output::ok(text, json!({"items": items, "next": page.next})))
+        Ok(super::paged(action_table(&page.items), items, page.next))
     }
 
     pub async fn actions_show(&self, key: &str) -> anyhow::Result<Output> {

@@ -137,6 +137,23 @@ impl<E> Ops<E> {
     }
 }
 
+/// The cursor of `--next TOKEN`, or the first page's.
+fn cursor(next: Option<&str>) -> anyhow::Result<hookgate_core::page::Cursor> {
+    next.map_or_else(
+        || Ok(hookgate_core::page::Cursor::start()),
+        |token| hookgate_core::page::Cursor::parse(token).map_err(anyhow::Error::msg),
+    )
+}
+
+/// A page as a command prints it: `text` (its table) and the next page's
+/// token; `--json`: `{"items": […], "next": token or null}`.
+fn paged(mut text: String, items: Vec<Value>, next: Option<String>) -> Output {
+    if let Some(token) = &next {
+        text.push_str(&format!("next page: --next {token}\n"));
+    }
+    Output::ok(text, serde_json::json!({"items": items, "next": next}))
+}
+
 /// Left-aligned columns, one header row.
 fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
     let mut widths: Vec<usize> = headers.iter().map(|h| h.len()).collect();

@@ -8,7 +8,6 @@ use anyhow::Context;
 use hookgate_core::{
     Timestamp,
     approval::Reinjected,
-    page::Cursor,
     ports::EventIngress,
     triage::{TriageClass, TriageItem, TriageStatus},
 };
@@ -107,20 +106,13 @@ impl<E: EventIngress> Ops<E> {
         limit: usize,
         next: Option<&str>,
     ) -> anyhow::Result<Output> {
-        let cursor = match next {
-            None => Cursor::start(),
-            Some(token) => Cursor::parse(token).map_err(anyhow::Error::msg)?,
-        };
+        let cursor = super::cursor(next)?;
         let page = self
             .reads
             .triage_page(status, class, limit, &cursor)
             .await?;
-        let mut text = item_table(&page.items);
-        if let Some(token) = &page.next {
-            text.push_str(&format!("next page: --next {token}\n"));
-        }
-        let items: Vec<Value> = page.items.iter().map(item_json).collect();
-        Ok(Output::ok(text, json!({"items": items, "next": page.next})))
+        let items = page.items.iter().map(item_json).collect();
+        Ok(super::paged(item_table(&page.items), items, page.next))
     }
 
     pub async fn triage_show(&self, id: &str) -> anyhow::Result<Output> {

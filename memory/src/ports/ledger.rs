@@ -15,7 +15,7 @@ use hookgate_core::{
     InboxPk, Timestamp,
     action::{ActionKey, ActionRequest},
     ledger::{ActionRecord, ActionStatus, Attempt, Claim, ErrorKind, claim, own_attempt},
-    page::{Cursor, Page, Position, Run, merge},
+    page::{Cursor, Page},
     ports::{Lease, Ledger, LedgerReads, Reserve, Settle, Store, StoreError},
 };
 
@@ -89,29 +89,13 @@ impl LedgerReads for MemoryLedger {
         limit: usize,
         cursor: &Cursor,
     ) -> Result<Page<ActionRecord>, StoreError> {
-        let limit = limit.max(1);
         let open = self.list_open(status).await?;
-        let order = |a: &ActionRecord| (a.created_at.as_millis(), a.key.to_string());
-        let runs = cursor
-            .open()
-            .map(|(shard, position)| {
-                let mut after: Vec<&ActionRecord> = open
-                    .iter()
-                    .filter(|a| hookgate_core::shard::shard(a.key.as_str()) as usize == shard)
-                    .filter(|a| match position {
-                        Position::After { at, key } => order(a) > (*at, key.clone()),
-                        _ => true,
-                    })
-                    .collect();
-                after.sort_by_key(|a| order(a));
-                Run {
-                    shard,
-                    more: after.len() > limit,
-                    items: after.into_iter().take(limit).cloned().collect(),
-                }
-            })
-            .collect();
-        Ok(merge(cursor, runs, limit, order).0)
+        Ok(super::paged::page_of(
+            &open,
+            (limit, cursor),
+            |a| a.key.to_string(),
+            |a| a.created_at.as_millis(),
+        ))
     }
 
     async fn completed_since(&self, since: Timestamp) -> Result<Vec<ActionRecord>, StoreError> {

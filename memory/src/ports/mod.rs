@@ -7,6 +7,7 @@
 
 mod inbox;
 mod ledger;
+mod paged;
 mod queue;
 mod replay;
 mod triage;

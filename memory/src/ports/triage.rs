@@ -10,7 +10,7 @@ use std::{
 use hookgate_core::{
     Provider, Timestamp, WorkspaceId,
     hold::Holder,
-    page::{Cursor, Page, Position, Run, merge},
+    page::{Cursor, Page},
     ports::{Alerts, Filed, StoreError, TriageReads, TriageStore},
     streak::FailureStreaks,
     triage::{TriageItem, TriageStatus},
@@ -118,9 +118,7 @@ impl MemoryTriage {
     }
 }
 
-/// Pages as the DynamoDB index gives them: each item in its status's shard
-/// (`hookgate_core::shard`, by its id), each shard in `first_seen` order,
-/// read from its position at most `limit` at a time, then merged.
+/// Pages as the DynamoDB index gives them (`super::paged`).
 impl TriageReads for MemoryTriage {
     async fn seen_since(
         &self,
@@ -138,30 +136,13 @@ impl TriageReads for MemoryTriage {
         limit: usize,
         cursor: &Cursor,
     ) -> Result<Page<TriageItem>, StoreError> {
-        let limit = limit.max(1);
         let listed = self.list(status).await?;
-        let order = |i: &TriageItem| (i.first_seen.as_millis(), i.id.clone());
-        let runs = cursor
-            .open()
-            .map(|(shard, position)| {
-                let mut after: Vec<&TriageItem> = listed
-                    .iter()
-                    .filter(|i| hookgate_core::shard::shard(&i.id) as usize == shard)
-                    .filter(|i| match position {
-                        Position::After { at, key } => order(i) > (*at, key.clone()),
-                        _ => true,
-                    })
-                    .collect();
-                after.sort_by_key(|i| order(i));
-                let more = after.len() > limit;
-                Run {
-                    shard,
-                    items: after.into_iter().take(limit).cloned().collect(),
-                    more,
-                }
-            })
-            .collect();
-        Ok(merge(cursor, runs, limit, order).0)
+        Ok(super::paged::page_of(
+            &listed,
+            (limit, cursor),
+            |i| i.id.clone(),
+            |i| i.first_seen.as_millis(),
+        ))
     }
 }
 
