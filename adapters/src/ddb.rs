@@ -210,6 +210,7 @@ pub(crate) async fn page_shards<T>(
     let limit = limit.max(1);
     let reads = cursor.open().map(|(shard, position)| {
         let bucket = format!("{value}#{shard}");
+        // One more than the page takes, to know whether the shard holds more.
         let mut query = shard_query(
             client,
             (table, index),
@@ -217,7 +218,7 @@ pub(crate) async fn page_shards<T>(
             None,
             projection,
         )
-        .limit(i32::try_from(limit).unwrap_or(i32::MAX));
+        .limit(i32::try_from(limit + 1).unwrap_or(i32::MAX));
         if let Position::After { at, key } = position {
             query = query
                 .exclusive_start_key("pk", s(key))
@@ -227,11 +228,13 @@ pub(crate) async fn page_shards<T>(
         let read = &read;
         async move {
             let out = query.send().await.map_err(unavailable(store))?;
-            Ok::<_, StoreError>(Run {
-                shard,
-                items: out.items().iter().map(read).collect::<Result<_, _>>()?,
-                more: out.last_evaluated_key().is_some(),
-            })
+            let mut items: Vec<T> = out.items().iter().map(read).collect::<Result<_, _>>()?;
+            // More: the extra entry came, or the query stopped at 1 MB (its
+            // last key is then its last item: no filter drops any).
+            let more =
+                !items.is_empty() && (items.len() > limit || out.last_evaluated_key().is_some());
+            items.truncate(limit);
+            Ok::<_, StoreError>(Run { shard, items, more })
         }
     });
     let runs = futures_util::future::try_join_all(reads).await?;

@@ -72,7 +72,8 @@ impl LedgerReads for DynamoLedger {
         }
         let mut records = Vec::with_capacity(keys.len());
         for key in keys {
-            if let Some(record) = self.get(&key).await? {
+            // An action settled since the index was read has another status.
+            if let Some(record) = self.get(&key).await?.filter(|a| a.status == status) {
                 records.push(record);
             }
         }
@@ -126,11 +127,19 @@ impl LedgerReads for DynamoLedger {
             |(at, key): &(i64, ActionKey)| (*at, key.to_string()),
         )
         .await?;
-        let reads = keys.items.iter().map(|(_, key)| self.get(key));
-        let records = futures_util::future::try_join_all(reads).await?;
+        // Sixteen reads at a time, in the page's order.
+        let mut records: Vec<Option<ActionRecord>> = Vec::with_capacity(keys.items.len());
+        for chunk in keys.items.chunks(16) {
+            let reads = chunk.iter().map(|(_, key)| self.get(key));
+            records.extend(futures_util::future::try_join_all(reads).await?);
+        }
         Ok(Page {
-            // An action settled since the index was read is gone from it.
-            items: records.into_iter().flatten().collect(),
+            // An action settled since the index was read has another status.
+            items: records
+                .into_iter()
+                .flatten()
+                .filter(|a| a.status == status)
+                .collect(),
             next: keys.next,
         })
     }

@@ -232,9 +232,9 @@ pub enum ActionsCommand {
         /// Only actions older than this (s, m, h, d).
         #[arg(long, value_parser = parse_age, value_name = "AGE")]
         older_than: Option<std::time::Duration>,
-        /// A page of at most N actions (oldest first), and the token of the
-        /// next page.
-        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+        /// A page of at most N actions (1 to 1000, oldest first), and the
+        /// token of the next page.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1000))]
         limit: Option<u16>,
         /// The page after the one that printed this token (with --limit).
         #[arg(long, value_name = "TOKEN", requires = "limit")]
@@ -280,9 +280,9 @@ pub enum TriageCommand {
         /// The items' status.
         #[arg(long, default_value = "HELD", value_parser = named(TriageStatus::ALL, |s| s.as_str()), ignore_case = true)]
         status: TriageStatus,
-        /// A page of at most N items (oldest first), and the token of the
-        /// next page.
-        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+        /// A page of at most N items (1 to 1000, oldest first), and the token
+        /// of the next page.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1000))]
         limit: Option<u16>,
         /// The page after the one that printed this token (with --limit).
         #[arg(long, value_name = "TOKEN", requires = "limit")]

@@ -9,10 +9,16 @@
 //!
 //! Pure: the stores read each shard's run ([`Run`]) and this module merges.
 
+use std::collections::BTreeMap;
+
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
 use serde::{Deserialize, Serialize};
 
-use crate::shard::SHARDS;
+use crate::{
+    ledger::ActionStatus,
+    shard::{self, SHARDS},
+    triage::TriageStatus,
+};
 
 /// Where one shard's reading stands.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -25,10 +31,32 @@ pub enum Position {
     Done,
 }
 
-/// Each shard's position after a page.
+/// Each shard's position after a page, in one list (`of`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cursor {
+    of: String,
     positions: Vec<Position>,
+}
+
+/// A cursor as its token carries it: only the shards read from.
+#[derive(Serialize, Deserialize)]
+struct Token {
+    of: String,
+    after: BTreeMap<usize, (i64, String)>,
+    done: Vec<usize>,
+}
+
+/// The longest key a position may hold (DynamoDB's partition key limit).
+const MAX_KEY: usize = 2048;
+
+/// The list of triage items with `status`, as a cursor names it.
+pub fn triage_list(status: TriageStatus) -> String {
+    format!("triage/{status}")
+}
+
+/// The list of open actions with `status`, as a cursor names it.
+pub fn open_actions(status: ActionStatus) -> String {
+    format!("actions/{status}")
 }
 
 /// One page: its entries in order, and the token of the next page (`None`:
@@ -40,7 +68,8 @@ pub struct Page<T> {
 }
 
 /// What one shard gave after its position: its next entries in its order
-/// (at most the page's limit), and whether it holds more after them.
+/// (at most the page's limit; at least one when it holds more), and
+/// whether it holds more after them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Run<T> {
     pub shard: usize,
@@ -48,32 +77,41 @@ pub struct Run<T> {
     pub more: bool,
 }
 
-impl Default for Cursor {
-    fn default() -> Self {
-        Self::start()
-    }
-}
-
 impl Cursor {
-    /// Every shard from its start.
-    pub fn start() -> Self {
+    /// Every shard of list `of` (`triage_list`, `open_actions`) from its
+    /// start.
+    pub fn start(of: impl Into<String>) -> Self {
         Self {
+            of: of.into(),
             positions: vec![Position::Start; SHARDS as usize],
         }
     }
 
-    /// The cursor of a token a page gave, or why it is none.
-    pub fn parse(token: &str) -> Result<Self, String> {
+    /// The cursor of a token a page of list `of` gave, or why it is none: a
+    /// token of another list, or one whose positions no page could have
+    /// written, is refused before anything is read.
+    pub fn parse(token: &str, of: &str) -> Result<Self, String> {
         let bad = |why: &str| format!("not a page token ({why}): use the one a page printed");
         let bytes = URL_SAFE_NO_PAD
             .decode(token.trim())
             .map_err(|_| bad("not base64url"))?;
-        let positions: Vec<Position> =
-            serde_json::from_slice(&bytes).map_err(|_| bad("unreadable"))?;
-        if positions.len() != SHARDS as usize {
-            return Err(bad("wrong number of shards"));
+        let token: Token = serde_json::from_slice(&bytes).map_err(|_| bad("unreadable"))?;
+        if token.of != of {
+            return Err(bad(&format!("of the list {}, not {of}", token.of)));
         }
-        Ok(Self { positions })
+        let mut cursor = Self::start(of);
+        for (n, (at, key)) in token.after {
+            let fits = !key.is_empty() && key.len() <= MAX_KEY && shard::shard(&key) as usize == n;
+            let slot = cursor.positions.get_mut(n).filter(|_| fits);
+            *slot.ok_or_else(|| bad("a position outside its shard"))? = Position::After { at, key };
+        }
+        for n in token.done {
+            *cursor
+                .positions
+                .get_mut(n)
+                .ok_or_else(|| bad("no such shard"))? = Position::Done;
+        }
+        Ok(cursor)
     }
 
     /// The token of this cursor; `None` once every shard is read to its end.
@@ -81,7 +119,21 @@ impl Cursor {
         if self.positions.iter().all(|p| *p == Position::Done) {
             return None;
         }
-        let json = serde_json::to_vec(&self.positions).unwrap_or_default();
+        let mut token = Token {
+            of: self.of.clone(),
+            after: BTreeMap::new(),
+            done: Vec::new(),
+        };
+        for (n, position) in self.positions.iter().enumerate() {
+            match position {
+                Position::Start => {}
+                Position::After { at, key } => {
+                    token.after.insert(n, (*at, key.clone()));
+                }
+                Position::Done => token.done.push(n),
+            }
+        }
+        let json = serde_json::to_vec(&token).unwrap_or_default();
         Some(URL_SAFE_NO_PAD.encode(json))
     }
 
@@ -117,6 +169,12 @@ pub fn merge<T>(
         .collect();
     let mut items = Vec::with_capacity(limit);
     while items.len() < limit {
+        // A shard that holds more than it gave may hold an entry older than
+        // any other shard's next: the page stops there, so it stays in order
+        // (DynamoDB gives fewer than asked when a query reaches 1 MB).
+        if queues.iter().any(|(_, more, q)| *more && q.is_empty()) {
+            break;
+        }
         let head = queues
             .iter()
             .enumerate()
@@ -150,6 +208,15 @@ pub fn merge<T>(
 mod tests {
     use super::*;
 
+    /// The `i`th of the keys `k0`, `k1`, … that fall in shard `n`.
+    fn key_in(n: u64, i: usize) -> String {
+        (0..)
+            .map(|k| format!("k{k}"))
+            .filter(|k| shard::shard(k) == n)
+            .nth(i)
+            .unwrap()
+    }
+
     fn run(shard: usize, items: &[(i64, &str)], more: bool) -> Run<(i64, String)> {
         Run {
             shard,
@@ -160,22 +227,18 @@ mod tests {
 
     #[test]
     fn shards_merge_oldest_first_and_each_keeps_where_it_stopped() {
-        let start = Cursor::start();
+        let start = Cursor::start("test");
+        let (a, e) = (key_in(0, 0), key_in(0, 1));
+        let (b, c) = (key_in(1, 0), key_in(1, 1));
         let runs = vec![
-            run(0, &[(1, "a"), (5, "e")], true),
-            run(1, &[(2, "b"), (3, "c")], false),
+            run(0, &[(1, &a), (5, &e)], true),
+            run(1, &[(2, &b), (3, &c)], false),
             run(2, &[], false),
         ];
         let (page, cursor) = merge(&start, runs, 3, Clone::clone);
         let keys: Vec<&str> = page.items.iter().map(|(_, k)| k.as_str()).collect();
-        assert_eq!(keys, ["a", "b", "c"]);
-        assert_eq!(
-            *cursor.position(0),
-            Position::After {
-                at: 1,
-                key: "a".into()
-            }
-        );
+        assert_eq!(keys, [a.as_str(), b.as_str(), c.as_str()]);
+        assert_eq!(*cursor.position(0), Position::After { at: 1, key: a });
         assert_eq!(
             *cursor.position(1),
             Position::Done,
@@ -188,24 +251,51 @@ mod tests {
             "a shard not read stays"
         );
         let token = page.next.unwrap();
-        assert_eq!(Cursor::parse(&token).unwrap(), cursor);
+        assert_eq!(Cursor::parse(&token, "test").unwrap(), cursor);
+        assert!(
+            Cursor::parse(&token, "other").is_err(),
+            "a token of another list"
+        );
+    }
+
+    #[test]
+    fn a_short_run_that_holds_more_stops_the_page_so_it_stays_in_order() {
+        let runs = vec![
+            run(0, &[(1, "a")], true),
+            run(1, &[(2, "b"), (3, "c")], false),
+        ];
+        let (page, cursor) = merge(&Cursor::start("test"), runs, 3, Clone::clone);
+        assert_eq!(
+            page.items,
+            [(1, "a".to_owned())],
+            "b and c wait for shard 0's next"
+        );
+        assert_eq!(*cursor.position(1), Position::Start);
     }
 
     #[test]
     fn the_last_page_has_no_token_and_a_forged_one_is_refused() {
-        let mut cursor = Cursor::start();
+        let mut cursor = Cursor::start("test");
         for p in &mut cursor.positions {
             *p = Position::Done;
         }
-        cursor.positions[7] = Position::After {
-            at: 9,
-            key: "z".into(),
-        };
+        let key = key_in(7, 0);
+        cursor.positions[7] = Position::After { at: 9, key };
         let (page, after) = merge(&cursor, vec![run(7, &[(10, "y")], false)], 5, Clone::clone);
         assert_eq!(page.items.len(), 1);
         assert_eq!((page.next, after.token()), (None, None));
-        for forged in ["", "!!", "bnVsbA", &URL_SAFE_NO_PAD.encode("[\"Start\"]")] {
-            assert!(Cursor::parse(forged).is_err(), "{forged:?}");
+        let forge = |after: &str| {
+            URL_SAFE_NO_PAD.encode(format!(r#"{{"of":"test","after":{after},"done":[]}}"#))
+        };
+        for forged in [
+            String::new(),
+            "!!".into(),
+            "bnVsbA".into(),
+            forge(r#"{"7":[1,""]}"#),
+            forge(r#"{"99":[1,"k"]}"#),
+            forge(&format!(r#"{{"7":[1,"{}"]}}"#, "k".repeat(3000))),
+        ] {
+            assert!(Cursor::parse(&forged, "test").is_err(), "{forged:?}");
         }
     }
 }

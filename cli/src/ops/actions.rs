@@ -85,7 +85,7 @@ impl<E: EventIngress> Ops<E> {
         limit: usize,
         next: Option<&str>,
     ) -> anyhow::Result<Output> {
-        let cursor = super::cursor(next)?;
+        let cursor = super::cursor(hookgate_core::page::open_actions(status), next)?;
         let page = self
             .reads
             .actions_page(status, older_than, (limit, &cursor), Timestamp::now())

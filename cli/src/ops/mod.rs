@@ -137,11 +137,12 @@ impl<E> Ops<E> {
     }
 }
 
-/// The cursor of `--next TOKEN`, or the first page's.
-fn cursor(next: Option<&str>) -> anyhow::Result<hookgate_core::page::Cursor> {
+/// The cursor of `--next TOKEN` in list `of`, or the first page's.
+fn cursor(of: String, next: Option<&str>) -> anyhow::Result<hookgate_core::page::Cursor> {
+    use hookgate_core::page::Cursor;
     next.map_or_else(
-        || Ok(hookgate_core::page::Cursor::start()),
-        |token| hookgate_core::page::Cursor::parse(token).map_err(anyhow::Error::msg),
+        || Ok(Cursor::start(of.clone())),
+        |token| Cursor::parse(token, &of).map_err(anyhow::Error::msg),
     )
 }
 

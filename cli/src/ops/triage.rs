@@ -106,7 +106,7 @@ impl<E: EventIngress> Ops<E> {
         limit: usize,
         next: Option<&str>,
     ) -> anyhow::Result<Output> {
-        let cursor = super::cursor(next)?;
+        let cursor = super::cursor(hookgate_core::page::triage_list(status), next)?;
         let page = self
             .reads
             .triage_page(status, class, limit, &cursor)

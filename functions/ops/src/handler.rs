@@ -24,7 +24,7 @@ use hookgate_core::{
     Timestamp,
     action::ActionKey,
     config::{Config, ConfigError},
-    page::Cursor,
+    page::{self, Cursor},
     ports::EventIngress,
     triage::{TriageClass, TriageStatus},
 };
@@ -167,13 +167,17 @@ async fn list<E: EventIngress>(
         (Ok(status), Ok(class)) => (status, class),
         (Err(e), _) | (_, Err(e)) => return error(StatusCode::BAD_REQUEST, e),
     };
+    if query.contains_key("next") && !query.contains_key("limit") {
+        return error(StatusCode::BAD_REQUEST, "next: only with limit");
+    }
     if let Some(limit) = query.get("limit") {
         let limit = match api::limit(limit) {
             Ok(limit) => limit,
             Err(e) => return refused(&e),
         };
-        let cursor = match query.get("next").map(|t| Cursor::parse(t)).transpose() {
-            Ok(cursor) => cursor.unwrap_or_default(),
+        let of = page::triage_list(status);
+        let cursor = match query.get("next").map(|t| Cursor::parse(t, &of)).transpose() {
+            Ok(cursor) => cursor.unwrap_or_else(|| Cursor::start(of)),
             Err(e) => return error(StatusCode::BAD_REQUEST, e),
         };
         return match ops.reads.triage_page(status, class, limit, &cursor).await {

@@ -697,16 +697,14 @@ async fn the_ops_api_records_the_iam_caller_and_refuses_anonymous_callers() {
     let (status, page) = get("/ops/triage?status=HELD&limit=1".into()).await;
     assert_eq!(status, 200, "{page}");
     assert_eq!(page["items"][0]["id"], json!(id), "{page}");
-    if let Some(token) = page["next"].as_str() {
-        let (status, rest) = get(format!("/ops/triage?status=HELD&limit=1&next={token}")).await;
-        assert_eq!(
-            (status, rest["items"].as_array().map(Vec::len)),
-            (200, Some(0)),
-            "{rest}"
-        );
-        assert_eq!(rest["next"], json!(null));
-    }
-    for bad in ["limit=0", "limit=1001", "limit=1&next=forged"] {
+    assert_eq!(page["next"], json!(null), "the one item's page is the last");
+    let (status, page) = get("/ops/triage?status=DISCARDED&limit=1".into()).await;
+    assert_eq!(
+        (status, page["items"].as_array().map(Vec::len)),
+        (200, Some(0)),
+        "{page}"
+    );
+    for bad in ["limit=0", "limit=1001", "limit=1&next=forged", "next=x"] {
         assert_eq!(get(format!("/ops/triage?{bad}")).await.0, 400, "{bad}");
     }
 

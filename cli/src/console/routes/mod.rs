@@ -18,7 +18,11 @@ use axum::{
     routing::{get, post},
 };
 use hookgate_core::{
-    InboxPk, Timestamp, action::ActionKey, ledger::ActionStatus, page::Cursor, ports::EventIngress,
+    InboxPk, Timestamp,
+    action::ActionKey,
+    ledger::ActionStatus,
+    page::{self, Cursor},
+    ports::EventIngress,
     triage::TriageStatus,
 };
 use hookgate_operator::{
@@ -188,9 +192,10 @@ async fn actions<E: EventIngress + 'static>(
             Err(e) => return c.bad_request("Actions", Nav::Actions, &e, "/actions"),
         }
     };
+    let of = page::open_actions(parsed);
     let cursor = match Some(first(&q, "next")).filter(|t| !t.is_empty()) {
-        None => Cursor::start(),
-        Some(token) => match Cursor::parse(&token) {
+        None => Cursor::start(of),
+        Some(token) => match Cursor::parse(&token, &of) {
             Ok(cursor) => cursor,
             Err(e) => return c.bad_request("Actions", Nav::Actions, &e, "/actions"),
         },

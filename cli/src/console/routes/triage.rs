@@ -10,7 +10,12 @@ use axum::{
     http::StatusCode,
     response::{IntoResponse, Redirect, Response},
 };
-use hookgate_core::{Timestamp, page::Cursor, ports::EventIngress, triage::TriageStatus};
+use hookgate_core::{
+    Timestamp,
+    page::{self, Cursor},
+    ports::EventIngress,
+    triage::TriageStatus,
+};
 use hookgate_operator::{
     Caller, Decisions,
     decisions::{Approve, Reject, reason},
@@ -20,6 +25,9 @@ use hookgate_operator::{
 };
 
 use super::{PAGE, Shared, first, pairs};
+
+/// The most pages one view of the filtered triage list reads.
+const FILL: usize = 10;
 use crate::console::{Console, Posted};
 
 impl<E: EventIngress + 'static> Console<E> {
@@ -51,23 +59,36 @@ pub(super) async fn list<E: EventIngress + 'static>(
         Ok(filters) => filters,
         Err(e) => return c.bad_request("Triage", Nav::Triage, &e, "/triage"),
     };
-    let cursor = match Some(first(&q, "next")).filter(|t| !t.is_empty()) {
-        None => Cursor::start(),
-        Some(token) => match Cursor::parse(&token) {
+    let of = page::triage_list(filters.status);
+    let mut cursor = match Some(first(&q, "next")).filter(|t| !t.is_empty()) {
+        None => Cursor::start(of.clone()),
+        Some(token) => match Cursor::parse(&token, &of) {
             Ok(cursor) => cursor,
             Err(e) => return c.bad_request("Triage", Nav::Triage, &e, "/triage"),
         },
     };
+    // The filters apply to what a page read: read on until a page's worth
+    // matches, the walk ends, or FILL pages were read.
     let now = Timestamp::now();
-    let read = c
-        .ops
-        .reads
-        .triage_page(filters.status, filters.class, PAGE, &cursor);
-    let mut page = match read.await {
-        Ok(page) => page,
-        Err(e) => return c.failed(Nav::Triage, &e.into()),
-    };
-    page.items.retain(|i| filters.keeps(i, now));
+    let (mut items, mut next) = (Vec::new(), None);
+    for _ in 0..FILL {
+        let read = c
+            .ops
+            .reads
+            .triage_page(filters.status, filters.class, PAGE, &cursor);
+        let mut page = match read.await {
+            Ok(page) => page,
+            Err(e) => return c.failed(Nav::Triage, &e.into()),
+        };
+        page.items.retain(|i| filters.keeps(i, now));
+        items.extend(page.items);
+        next = page.next;
+        match next.as_deref().map(|token| Cursor::parse(token, &of)) {
+            Some(Ok(after)) if items.len() < PAGE => cursor = after,
+            _ => break,
+        }
+    }
+    let page = hookgate_core::page::Page { items, next };
     c.render(
         StatusCode::OK,
         "Triage",
