@@ -52,6 +52,35 @@ impl DynamoLedger {
     }
 }
 
+/// The action key an `open` index entry names.
+fn key_of(item: &Item) -> Result<ActionKey, StoreError> {
+    ActionKey::parse(get_s(item, "pk").map_err(StoreError::corrupt(STORE))?)
+        .map_err(StoreError::corrupt(STORE))
+}
+
+impl DynamoLedger {
+    /// The records of `keys` still with `status` (an action settled since
+    /// its index entry was read has another), in `keys`' order, read sixteen
+    /// at a time.
+    async fn records_with(
+        &self,
+        keys: &[ActionKey],
+        status: ActionStatus,
+    ) -> Result<Vec<ActionRecord>, StoreError> {
+        let mut records = Vec::with_capacity(keys.len());
+        for chunk in keys.chunks(16) {
+            let read = futures_util::future::try_join_all(chunk.iter().map(|key| self.get(key)));
+            records.extend(
+                read.await?
+                    .into_iter()
+                    .flatten()
+                    .filter(|a| a.status == status),
+            );
+        }
+        Ok(records)
+    }
+}
+
 impl LedgerReads for DynamoLedger {
     /// Every shard of the sparse `open` index, then one read per action.
     async fn list_open(&self, status: ActionStatus) -> Result<Vec<ActionRecord>, StoreError> {
@@ -63,20 +92,8 @@ impl LedgerReads for DynamoLedger {
             &[],
         )
         .await?;
-        let mut keys = Vec::with_capacity(items.len());
-        for item in &items {
-            keys.push(
-                ActionKey::parse(get_s(item, "pk").map_err(StoreError::corrupt(STORE))?)
-                    .map_err(StoreError::corrupt(STORE))?,
-            );
-        }
-        let mut records = Vec::with_capacity(keys.len());
-        for key in keys {
-            // An action settled since the index was read has another status.
-            if let Some(record) = self.get(&key).await?.filter(|a| a.status == status) {
-                records.push(record);
-            }
-        }
+        let keys = items.iter().map(key_of).collect::<Result<Vec<_>, _>>()?;
+        let mut records = self.records_with(&keys, status).await?;
         records.sort_by_key(|r| r.created_at);
         Ok(records)
     }
@@ -104,8 +121,7 @@ impl LedgerReads for DynamoLedger {
         Ok((entries.len() as u64, oldest))
     }
 
-    /// A page of the keys-only `open` index, then one read per action (the
-    /// reads together).
+    /// A page of the keys-only `open` index, then one read per action.
     async fn open_page(
         &self,
         status: ActionStatus,
@@ -119,27 +135,15 @@ impl LedgerReads for DynamoLedger {
             &["pk", "created_at"],
             (limit, cursor),
             |item| {
-                let key = ActionKey::parse(get_s(item, "pk").map_err(StoreError::corrupt(STORE))?)
-                    .map_err(StoreError::corrupt(STORE))?;
                 let at = get_n(item, "created_at").map_err(StoreError::corrupt(STORE))?;
-                Ok((at, key))
+                Ok((at, key_of(item)?))
             },
             |(at, key): &(i64, ActionKey)| (*at, key.to_string()),
         )
         .await?;
-        // Sixteen reads at a time, in the page's order.
-        let mut records: Vec<Option<ActionRecord>> = Vec::with_capacity(keys.items.len());
-        for chunk in keys.items.chunks(16) {
-            let reads = chunk.iter().map(|(_, key)| self.get(key));
-            records.extend(futures_util::future::try_join_all(reads).await?);
-        }
+        let page: Vec<ActionKey> = keys.items.into_iter().map(|(_, key)| key).collect();
         Ok(Page {
-            // An action settled since the index was read has another status.
-            items: records
-                .into_iter()
-                .flatten()
-                .filter(|a| a.status == status)
-                .collect(),
+            items: self.records_with(&page, status).await?,
             next: keys.next,
         })
     }

@@ -107,10 +107,6 @@ impl<I, L, T> Reads<I, L, T> {
             triage,
         }
     }
-
-    pub fn config(&self) -> &Config {
-        &self.config
-    }
 }
 
 impl<I: InboxStore + InboxReads, L: Ledger + LedgerReads, T: TriageStore + TriageReads>

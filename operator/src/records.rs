@@ -2,13 +2,8 @@
 //! statuses by name, no payload. `hookgate inbox show --json`, `actions
 //! list | show --json` and the console's record blocks print these.
 
-use hookgate_core::{Timestamp, inbox::InboxRecord, ledger::ActionRecord};
+use hookgate_core::{inbox::InboxRecord, ledger::ActionRecord};
 use serde::Serialize;
-
-/// Milliseconds since the epoch as `2026-11-29T12:00:00Z` UTC text.
-pub fn when(t: Timestamp) -> String {
-    t.utc()
-}
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CollisionView {
@@ -42,8 +37,8 @@ impl InboxView {
             origin: r.origin.as_str(),
             status: r.status.as_str(),
             status_reason: r.status_reason.clone(),
-            received_at: when(r.received_at),
-            last_delivery_at: when(r.last_delivery_at),
+            received_at: r.received_at.utc(),
+            last_delivery_at: r.last_delivery_at.utc(),
             delivery_count: r.delivery_count,
             payload_sha256: r.payload_sha256.clone(),
             collision: r.collision.as_ref().map(|c| CollisionView {
@@ -52,7 +47,7 @@ impl InboxView {
             }),
             dispatch_failed: r.dispatch_failed,
             pending: r.pending.is_some(),
-            expires_at: when(r.expires_at),
+            expires_at: r.expires_at.utc(),
         }
     }
 }
@@ -85,8 +80,8 @@ impl ActionView {
             last_error: a.last_error.clone(),
             inbox_pks: a.inbox_pks.iter().map(ToString::to_string).collect(),
             lease_owner: a.lease_owner.clone(),
-            created_at: when(a.created_at),
-            updated_at: when(a.updated_at),
+            created_at: a.created_at.utc(),
+            updated_at: a.updated_at.utc(),
         }
     }
 }

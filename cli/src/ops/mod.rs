@@ -152,7 +152,8 @@ fn paged(mut text: String, items: Vec<Value>, next: Option<String>) -> Output {
     if let Some(token) = &next {
         text.push_str(&format!("next page: --next {token}\n"));
     }
-    Output::ok(text, serde_json::json!({"items": items, "next": next}))
+    let json = serde_json::to_value(hookgate_operator::api::Listed { items, next });
+    Output::ok(text, json.unwrap_or_default())
 }
 
 /// Left-aligned columns, one header row.

@@ -88,12 +88,11 @@ pub(super) async fn list<E: EventIngress + 'static>(
             _ => break,
         }
     }
-    let page = hookgate_core::page::Page { items, next };
     c.render(
         StatusCode::OK,
         "Triage",
         Nav::Triage,
-        &views::triage_list(&page.items, &filters, page.next.as_deref()),
+        &views::triage_list(&items, &filters, next.as_deref()),
     )
 }
 
