@@ -10,8 +10,12 @@ Why a wrapper and not `moto_server`:
 * Port 0 picks a free port; the chosen one is printed as the first line,
   `listening 127.0.0.1:PORT`, for the harness to read.
 * `GET /_hookgate/requests` answers how many requests it served, per client
-  app (the `app/NAME` the AWS SDK puts in its User-Agent) and operation, so
-  `make demo` can state AWS requests per delivery as AWS would bill them.
+  app (the `app/NAME` the AWS SDK puts in its User-Agent) and operation
+  (`requests`), so `make demo` can state AWS requests per delivery as AWS
+  would bill them; and the read units of each app's DynamoDB reads
+  (`read_units`), computed from the items returned (`read_units()` says
+  how). An app named `NAME.tag` is counted apart and is NAME in the call
+  log, so a test meters its own calls under its function's policy.
 * The server exits when its standard input closes, so it never outlives the
   test process or `make` recipe that started it, even after a crash.
 * `POST /_hookgate/faults` makes the next DynamoDB write of an operation on
@@ -19,8 +23,9 @@ Why a wrapper and not `moto_server`:
   committed conditional write, for the tests. With `hold_ms` the 500 comes
   that much later, outside the DynamoDB lock, so other requests (another
   delivery of the same event) are served between the write and its retry.
-* CloudWatch's DescribeAlarms is answered in Smithy RPC v2 CBOR, the protocol
-  the Rust SDK speaks and moto does not (`CloudWatchCbor`).
+* CloudWatch's DescribeAlarms, PutMetricData and GetMetricData are answered
+  in Smithy RPC v2 CBOR, the protocol the Rust SDK speaks and moto does not
+  (`CloudWatchCbor`).
 * With `HOOKGATE_CALL_LOG=PATH` every request is appended to PATH as one JSON
   line, `{"app": "ingress", "action": "dynamodb:PutItem", "resources":
   ["arn:aws:dynamodb:us-east-1:123456789012:table/NAME"]}`: the IAM action the
@@ -38,6 +43,9 @@ moto never expires TTL items; the inbox's conditional put copes with that
 """
 
 import argparse
+import base64
+import datetime
+import gzip
 import io
 import json
 import os
@@ -72,37 +80,131 @@ class SerializeDynamoDB:
 APP = re.compile(r"\bapp/([^ ]+)")
 
 
+def app_of(environ):
+    """The client app: the `app/NAME` the AWS SDK puts in its User-Agent."""
+    agent = environ.get("HTTP_X_AMZ_USER_AGENT", "") + " " + environ.get("HTTP_USER_AGENT", "")
+    match = APP.search(agent)
+    return match.group(1) if match else "other"
+
+
+# DynamoDB's reads, whose read units CountRequests computes.
+DYNAMODB_READS = {"GetItem", "BatchGetItem", "Query", "Scan"}
+READ_UNIT_BYTES = 4096
+
+
+def number_size(text):
+    """A number's stored size: 1 byte per two significant digits, plus 1."""
+    digits = text.lstrip("-").replace(".", "").lstrip("0").rstrip("0") or "0"
+    return (len(digits) + 1) // 2 + 1
+
+
+def value_size(value):
+    """An attribute value's size as DynamoDB bills it (its item-size rules)."""
+    (kind, v), = value.items()
+    if kind == "S":
+        return len(v.encode())
+    if kind == "N":
+        return number_size(v)
+    if kind == "B":
+        return len(base64.b64decode(v))
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind == "SS":
+        return sum(len(s.encode()) for s in v)
+    if kind == "NS":
+        return sum(number_size(n) for n in v)
+    if kind == "BS":
+        return sum(len(base64.b64decode(b)) for b in v)
+    if kind == "L":
+        return 3 + sum(1 + value_size(e) for e in v)
+    if kind == "M":
+        return 3 + sum(1 + len(k.encode()) + value_size(e) for k, e in v.items())
+    return 0
+
+
+def item_size(item):
+    return sum(len(name.encode()) + value_size(value) for name, value in item.items())
+
+
+def read_units(op, request, answer):
+    """The read request units one DynamoDB read consumes, from the items it
+    returned, as on-demand capacity bills them: a Query or Scan the size of
+    its items together rounded up to 4 KB (one unit at least), each item of
+    a GetItem or BatchGetItem rounded up on its own (a missing one still
+    one); a unit per 4 KB strongly consistent, half that eventually. Items
+    a filter expression discarded were read too but are not in the answer:
+    this counts only what was returned."""
+    def units(size, consistent):
+        chunks = max(1, -(-size // READ_UNIT_BYTES))
+        return chunks if consistent else chunks / 2
+
+    if op in ("Query", "Scan"):
+        size = sum(item_size(i) for i in answer.get("Items", []))
+        return units(size, request.get("ConsistentRead", False))
+    if op == "GetItem":
+        return units(item_size(answer.get("Item", {})), request.get("ConsistentRead", False))
+    total = 0
+    for table, keys in request.get("RequestItems", {}).items():
+        consistent = keys.get("ConsistentRead", False)
+        found = answer.get("Responses", {}).get(table, [])
+        total += sum(units(item_size(i), consistent) for i in found)
+        total += units(0, consistent) * (len(keys.get("Keys", [])) - len(found)
+                                         - len(answer.get("UnprocessedKeys", {}).get(table, {}).get("Keys", [])))
+    return total
+
+
 class CountRequests:
-    """WSGI middleware: counts requests per client app and operation."""
+    """WSGI middleware: counts requests per client app and operation, and the
+    read units of each app's DynamoDB reads (`read_units`)."""
 
     def __init__(self, app):
         self.app = app
         self.lock = threading.Lock()
         self.counts = {}
+        self.units = {}
 
     @staticmethod
     def operation(environ):
         target = environ.get("HTTP_X_AMZ_TARGET", "")
         if target:
             return target.rsplit(".", 1)[-1]
+        path = environ.get("PATH_INFO", "")
+        if path.startswith("/service/") and "/operation/" in path:
+            return path.rsplit("/", 1)[-1]  # Smithy RPC v2 CBOR
         # REST protocols (Lambda): the method and the path's first segments.
-        path = environ.get("PATH_INFO", "").split("/")[1:3]
+        path = path.split("/")[1:3]
         return environ.get("REQUEST_METHOD", "") + " /" + "/".join(path)
 
     def __call__(self, environ, start_response):
         if environ.get("PATH_INFO") == "/_hookgate/requests":
             with self.lock:
-                body = json.dumps(self.counts).encode()
+                body = json.dumps({"requests": self.counts, "read_units": self.units}).encode()
             start_response("200 OK", [("Content-Type", "application/json")])
             return [body]
-        agent = environ.get("HTTP_X_AMZ_USER_AGENT", "") + " " + environ.get("HTTP_USER_AGENT", "")
-        match = APP.search(agent)
-        app = match.group(1) if match else "other"
+        app = app_of(environ)
         op = self.operation(environ)
         with self.lock:
             per_app = self.counts.setdefault(app, {})
             per_app[op] = per_app.get(op, 0) + 1
-        return self.app(environ, start_response)
+        if op not in DYNAMODB_READS or not environ.get("HTTP_X_AMZ_TARGET", "").startswith("DynamoDB"):
+            return self.app(environ, start_response)
+        request = json_body(RecordCalls.read_body(environ))
+        status = []
+
+        def started(code, headers, *rest):
+            status.append(code)
+            return start_response(code, headers, *rest)
+
+        answer = b"".join(self.app(environ, started))
+        if status and status[0].startswith("200"):
+            try:
+                units = read_units(op, request, json.loads(answer))
+            except (ValueError, KeyError, TypeError, AttributeError) as error:
+                print(f"read units: {error!r}", file=sys.stderr, flush=True)
+                units = 0
+            with self.lock:
+                self.units[app] = self.units.get(app, 0) + units
+        return [answer]
 
 
 ACCOUNT = "123456789012"
@@ -419,9 +521,8 @@ class RecordCalls:
     def __call__(self, environ, start_response):
         try:
             body = self.read_body(environ)
-            agent = environ.get("HTTP_X_AMZ_USER_AGENT", "") + " " + environ.get("HTTP_USER_AGENT", "")
-            match = APP.search(agent)
-            app = match.group(1) if match else "other"
+            # `NAME.tag` is NAME's client, counted apart (a test's meter).
+            app = app_of(environ).split(".", 1)[0]
             lines = []
             calls = describe(environ, body)
             for action, resources in calls:
@@ -453,16 +554,25 @@ class RecordCalls:
 
 
 class CloudWatchCbor:
-    """WSGI middleware: the CloudWatch reads `hookgate doctor` makes, in the
+    """WSGI middleware: the CloudWatch calls the Rust code makes, in the
     protocol the Rust SDK speaks.
 
     aws-sdk-cloudwatch sends Smithy RPC v2 CBOR (`POST /service/
     GraniteServiceVersion20100801/operation/DescribeAlarms`, header
     `smithy-protocol: rpc-v2-cbor`); moto 5.2.5 only parses the query
-    protocol, so such a request answers 500. This answers DescribeAlarms from
-    moto's own CloudWatch backend, encoded as CBOR; other CBOR operations get
-    a clear 501. Alarms are created through the query protocol (boto3,
-    `scripts/provision.py`).
+    protocol, so such a request answers 500. This answers, from moto's own
+    CloudWatch backend, encoded as CBOR:
+    - DescribeAlarms (`hookgate doctor`, the console's alarms). Alarms are
+      created through the query protocol (boto3, `scripts/provision.py`);
+    - PutMetricData (the local runner and the tests send the functions' EMF
+      values with it, as CloudWatch Logs extracts them on AWS). The SDK
+      gzips a body above 10 KB (`Content-Encoding: gzip`);
+    - GetMetricData with MetricStat queries (the overview's figures). moto
+      compares naive UTC times and CBOR's decode timezone-aware, so every
+      time is made naive UTC on the way in and tagged epoch seconds (CBOR
+      tag 1) on the way out. moto has no percentiles, and ignores the
+      namespace when a query names dimensions.
+    Other CBOR operations get a clear 501.
     """
 
     PATH = "/service/GraniteServiceVersion20100801/operation/"
@@ -477,15 +587,34 @@ class CloudWatchCbor:
         operation = path[len(self.PATH):]
         length = int(environ.get("CONTENT_LENGTH") or 0)
         body = environ["wsgi.input"].read(length) if length else b""
+        if "gzip" in environ.get("HTTP_CONTENT_ENCODING", ""):
+            body = gzip.decompress(body)
         request = cbor2.loads(body) if body else {}
         scope = re.search(r"Credential=[^/]+/[^/]+/([^/]+)/", environ.get("HTTP_AUTHORIZATION", ""))
         backend = cloudwatch_backends["123456789012"][scope.group(1) if scope else "us-east-1"]
-        if operation != "DescribeAlarms":
-            status, answer = "501 Not Implemented", {"__type": "NotImplemented", "message": operation}
-        else:
-            prefix = request.get("AlarmNamePrefix", "")
-            alarms = [a for a in backend.describe_alarms() if a.name.startswith(prefix) and not a.rule]
-            status, answer = "200 OK", {"MetricAlarms": [self.alarm(a) for a in alarms], "CompositeAlarms": []}
+        try:
+            if operation == "DescribeAlarms":
+                prefix = request.get("AlarmNamePrefix", "")
+                alarms = [a for a in backend.describe_alarms() if a.name.startswith(prefix) and not a.rule]
+                status, answer = "200 OK", {"MetricAlarms": [self.alarm(a) for a in alarms], "CompositeAlarms": []}
+            elif operation == "PutMetricData":
+                data = [dict(d, Timestamp=naive(d["Timestamp"])) if "Timestamp" in d else d
+                        for d in request.get("MetricData", [])]
+                backend.put_metric_data(request["Namespace"], data)
+                status, answer = "200 OK", {}
+            elif operation == "GetMetricData":
+                results = backend.get_metric_data(
+                    request["MetricDataQueries"], naive(request["StartTime"]), naive(request["EndTime"]),
+                    request.get("ScanBy", "TimestampAscending"))
+                status, answer = "200 OK", {"MetricDataResults": [{
+                    "Id": r["id"], "Label": r["label"], "StatusCode": r["status_code"],
+                    "Timestamps": [epoch(t) for t in r["timestamps"]],
+                    "Values": [float(v) for v in r["values"]],
+                } for r in results], "Messages": []}
+            else:
+                status, answer = "501 Not Implemented", {"__type": "NotImplemented", "message": operation}
+        except (KeyError, TypeError, ValueError) as error:
+            status, answer = "400 Bad Request", {"__type": "InvalidParameterValue", "message": repr(error)}
         start_response(status, [("Content-Type", "application/cbor"), ("smithy-protocol", "rpc-v2-cbor")])
         return [cbor2.dumps(answer)]
 
@@ -500,6 +629,20 @@ class CloudWatchCbor:
             "AlarmActions": list(a.alarm_actions or []),
         }
         return {k: v for k, v in fields.items() if v is not None}
+
+
+def naive(t):
+    """A CBOR time (tag 1: a timezone-aware datetime) as moto keeps times:
+    naive UTC."""
+    if isinstance(t, (int, float)):
+        return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).replace(tzinfo=None)
+    return t.astimezone(datetime.timezone.utc).replace(tzinfo=None) if t.tzinfo else t
+
+
+def epoch(t):
+    """A moto time (naive UTC) as Smithy RPC v2 CBOR sends one: tag 1."""
+    aware = t.replace(tzinfo=datetime.timezone.utc) if t.tzinfo is None else t
+    return cbor2.CBORTag(1, aware.timestamp())
 
 
 class LoseAnswers:

@@ -256,7 +256,7 @@ secrets = ["env:PERF_SECRET"]
         verdict = json.loads(answer.get("body") or "{}").get("verdict", "-")
         verdicts[verdict] = verdicts.get(verdict, 0) + 1
 
-    counts = json.loads(urllib.request.urlopen(endpoint + "/_hookgate/requests").read())
+    counts = json.loads(urllib.request.urlopen(endpoint + "/_hookgate/requests").read())["requests"]
     ingress_requests = counts.get("ingress", {})
     queued = int(sqs.get_queue_attributes(
         QueueUrl=queue_url, AttributeNames=["ApproximateNumberOfMessages"])

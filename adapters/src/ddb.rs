@@ -5,8 +5,7 @@ use aws_sdk_dynamodb::{
     Client,
     error::{DisplayErrorContext, ProvideErrorMetadata, SdkError},
     operation::{
-        put_item::PutItemError, query::builders::QueryFluentBuilder,
-        scan::builders::ScanFluentBuilder, update_item::UpdateItemError,
+        put_item::PutItemError, query::builders::QueryFluentBuilder, update_item::UpdateItemError,
     },
 };
 use hookgate_core::{
@@ -28,20 +27,6 @@ where
         store,
         detail: DisplayErrorContext(e).to_string(),
     }
-}
-
-/// Every item of `scan` (its filter set by the caller), page after page: the
-/// operator's statistics only (the functions never scan).
-pub(crate) async fn scan_all(
-    store: Store,
-    scan: ScanFluentBuilder,
-) -> Result<Vec<Item>, StoreError> {
-    scan.into_paginator()
-        .items()
-        .send()
-        .collect::<Result<_, _>>()
-        .await
-        .map_err(unavailable(store))
 }
 
 /// Whether `e` is DynamoDB refusing a write because its condition failed.
@@ -129,29 +114,20 @@ pub(crate) fn write_token() -> String {
     format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..))
 }
 
-/// A query of one partition (`{attribute} = bucket`) of `index`, from
-/// `from` (`{range} >= value`) when given; with `projection`, only those
-/// attributes of each item.
+/// A query of one partition (`{attribute} = bucket`) of `index`; with
+/// `projection`, only those attributes of each item.
 fn shard_query(
     client: &Client,
     (table, index): (&str, &str),
     (attribute, bucket): (&str, &str),
-    from: Option<(&str, i64)>,
     projection: &[&str],
 ) -> QueryFluentBuilder {
-    let condition = match from {
-        None => format!("{attribute} = :bucket"),
-        Some((range, _)) => format!("{attribute} = :bucket AND {range} >= :from"),
-    };
     let mut query = client
         .query()
         .table_name(table)
         .index_name(index)
-        .key_condition_expression(condition)
+        .key_condition_expression(format!("{attribute} = :bucket"))
         .expression_attribute_values(":bucket", s(bucket));
-    if let Some((_, value)) = from {
-        query = query.expression_attribute_values(":from", n(value));
-    }
     if !projection.is_empty() {
         // Every name through a placeholder: some are reserved words.
         let names: Vec<String> = (0..projection.len()).map(|i| format!("#p{i}")).collect();
@@ -164,31 +140,23 @@ fn shard_query(
 }
 
 /// Every item of a sharded sparse index whose partition (`{attribute}`) is
-/// one of `value`'s buckets (`hookgate_core::shard`), from `from` on the
-/// index's range key when given: the shards queried together, each page
-/// followed by the SDK's paginator. With `projection`, only those
-/// attributes of each item.
+/// one of `value`'s buckets (`hookgate_core::shard`): the shards queried
+/// together, each page followed by the SDK's paginator. With `projection`,
+/// only those attributes of each item.
 pub(crate) async fn query_shards(
     client: &Client,
     (store, table, index): (Store, &str, &str),
     (attribute, value): (&str, &str),
-    from: Option<(&str, i64)>,
     projection: &[&str],
 ) -> Result<Vec<Item>, StoreError> {
     let reads = shard::buckets(value).map(|bucket| async move {
-        shard_query(
-            client,
-            (table, index),
-            (attribute, &bucket),
-            from,
-            projection,
-        )
-        .into_paginator()
-        .items()
-        .send()
-        .collect::<Result<Vec<Item>, _>>()
-        .await
-        .map_err(unavailable(store))
+        shard_query(client, (table, index), (attribute, &bucket), projection)
+            .into_paginator()
+            .items()
+            .send()
+            .collect::<Result<Vec<Item>, _>>()
+            .await
+            .map_err(unavailable(store))
     });
     let shards = futures_util::future::try_join_all(reads).await?;
     Ok(shards.into_iter().flatten().collect())
@@ -211,14 +179,8 @@ pub(crate) async fn page_shards<T>(
     let reads = cursor.open().map(|(shard, position)| {
         let bucket = format!("{value}#{shard}");
         // One more than the page takes, to know whether the shard holds more.
-        let mut query = shard_query(
-            client,
-            (table, index),
-            (attribute, &bucket),
-            None,
-            projection,
-        )
-        .limit(i32::try_from(limit + 1).unwrap_or(i32::MAX));
+        let mut query = shard_query(client, (table, index), (attribute, &bucket), projection)
+            .limit(i32::try_from(limit + 1).unwrap_or(i32::MAX));
         if let Position::After { at, key } = position {
             query = query
                 .exclusive_start_key("pk", s(key))

@@ -23,7 +23,7 @@ use hookgate_core::{
     inbox::{
         Collision, InboxRecord, InboxStatus, Origin, Pending, REASON_UNHANDLED_TYPE, Reopener,
     },
-    ports::{InboxReads, InboxStore, Store, StoreError, SweepMarks, Upserted},
+    ports::{InboxStore, Store, StoreError, SweepMarks, Upserted},
     sweep::shares,
 };
 
@@ -47,20 +47,6 @@ impl DynamoInbox {
             client,
             table: table.into(),
         }
-    }
-}
-
-/// A scan, for the operator's statistics only (the functions never scan).
-impl InboxReads for DynamoInbox {
-    async fn received_since(&self, since: Timestamp) -> Result<Vec<InboxRecord>, StoreError> {
-        let scan = self
-            .client
-            .scan()
-            .table_name(&self.table)
-            .filter_expression("received_at >= :since")
-            .expression_attribute_values(":since", n(since.as_millis()));
-        let items = crate::ddb::scan_all(STORE, scan).await?;
-        items.iter().map(from_item).collect()
     }
 }
 

@@ -88,7 +88,6 @@ impl LedgerReads for DynamoLedger {
             &self.client,
             (STORE, &self.table, crate::schema::OPEN_INDEX),
             ("open_bucket", status.as_str()),
-            None,
             &[],
         )
         .await?;
@@ -107,7 +106,6 @@ impl LedgerReads for DynamoLedger {
             &self.client,
             (STORE, &self.table, crate::schema::OPEN_INDEX),
             ("open_bucket", status.as_str()),
-            None,
             &["created_at"],
         )
         .await?;
@@ -146,21 +144,6 @@ impl LedgerReads for DynamoLedger {
             items: self.records_with(&page, status).await?,
             next: keys.next,
         })
-    }
-
-    /// A scan, for the operator console's activity chart only (the
-    /// functions never scan; `list_open` serves everything else).
-    async fn completed_since(&self, since: Timestamp) -> Result<Vec<ActionRecord>, StoreError> {
-        let scan = self
-            .client
-            .scan()
-            .table_name(&self.table)
-            .filter_expression("#status = :done AND updated_at >= :since")
-            .expression_attribute_names("#status", "status")
-            .expression_attribute_values(":done", s(ActionStatus::Completed.as_str()))
-            .expression_attribute_values(":since", n(since.as_millis()));
-        let items = crate::ddb::scan_all(STORE, scan).await?;
-        items.iter().map(from_item).collect()
     }
 }
 

@@ -138,7 +138,6 @@ impl TriageStore for DynamoTriage {
             &self.client,
             (STORE, &self.table, STATUS_INDEX),
             ("status_bucket", status.as_str()),
-            None,
             LISTED,
         )
         .await?
@@ -326,25 +325,6 @@ fn to_item(t: &TriageItem) -> Item {
 }
 
 impl TriageReads for DynamoTriage {
-    /// The index's range from `since`, every shard together.
-    async fn seen_since(
-        &self,
-        status: TriageStatus,
-        since: Timestamp,
-    ) -> Result<Vec<TriageItem>, StoreError> {
-        query_shards(
-            &self.client,
-            (STORE, &self.table, STATUS_INDEX),
-            ("status_bucket", status.as_str()),
-            Some(("first_seen", since.as_millis())),
-            LISTED,
-        )
-        .await?
-        .iter()
-        .map(from_item)
-        .collect()
-    }
-
     async fn page(
         &self,
         status: TriageStatus,

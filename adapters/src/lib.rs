@@ -17,6 +17,7 @@ pub mod alerts;
 pub mod attrs;
 pub mod batch;
 pub mod clients;
+pub mod cloudwatch;
 pub mod counter;
 pub mod crm;
 mod ddb;

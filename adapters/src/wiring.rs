@@ -25,7 +25,7 @@ use hookgate_operator::{InProcess, Reads};
 
 use crate::{
     AwsSecrets, CrmDestination, DynamoInbox, DynamoLedger, DynamoTriage, SqsActionQueue,
-    alerts::EventBridgeAlerts,
+    alerts::EventBridgeAlerts, cloudwatch::CloudWatchMetrics,
 };
 
 /// The AWS clients one function uses.
@@ -98,7 +98,9 @@ pub type ApprovalsService<E> =
 pub type DecisionsService<E> =
     InProcess<DynamoTriage, DynamoInbox, DynamoLedger, SqsActionQueue, E>;
 /// The operator's reads as deployed.
-pub type ReadsService = Reads<DynamoInbox, DynamoLedger, DynamoTriage>;
+pub type ReadsService = Reads<DynamoInbox, DynamoLedger, DynamoTriage, CloudWatchMetrics>;
+/// The operator's reads of the tables alone, as the ops API serves them.
+pub type TableReadsService = Reads<DynamoInbox, DynamoLedger, DynamoTriage, ()>;
 /// The sweep as deployed.
 pub type SweeperService = Sweeper<DynamoInbox, SqsActionQueue>;
 
@@ -219,13 +221,28 @@ pub fn decisions<E: EventIngress>(
     Ok(InProcess::new(approvals(config, clients, ingress)?))
 }
 
-/// The operator's reads of the tables.
-pub fn reads(config: Arc<Config>, clients: &Clients) -> Result<ReadsService, ConfigError> {
+/// The operator's reads of the tables and of the stack's `metrics`.
+pub fn reads(
+    config: Arc<Config>,
+    clients: &Clients,
+    metrics: CloudWatchMetrics,
+) -> Result<ReadsService, ConfigError> {
+    Ok(table_reads(config, clients)?.with_metrics(metrics))
+}
+
+/// The operator's reads of the tables alone.
+pub fn table_reads(
+    config: Arc<Config>,
+    clients: &Clients,
+) -> Result<TableReadsService, ConfigError> {
     Ok(Reads::new(
         config.clone(),
-        clients.inbox(&config),
-        clients.ledger(&config)?,
-        clients.triage(&config)?,
+        (
+            clients.inbox(&config),
+            clients.ledger(&config)?,
+            clients.triage(&config)?,
+        ),
+        (),
     ))
 }
 

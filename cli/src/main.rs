@@ -126,7 +126,7 @@ fn require_config(global: &Global, what: &str) -> anyhow::Result<()> {
 fn ops(global: &Global) -> anyhow::Result<(tokio::runtime::Runtime, Session, DeployedOps)> {
     let (runtime, session) = session(global)?;
     let config = session.config(global.config.as_deref())?;
-    let ops = DeployedOps::connect(Arc::new(config), &session.aws)?;
+    let ops = DeployedOps::connect(Arc::new(config), &session.aws)?.metrics_of(&session.service());
     Ok((runtime, session, ops))
 }
 

@@ -88,6 +88,19 @@ impl Session {
         }
     }
 
+    /// The stack's `service` (its metrics' dimension): the stack's
+    /// `Service` output, else $HOOKGATE_SERVICE, else the default.
+    pub fn service(&self) -> String {
+        let settings = self
+            .stack
+            .as_ref()
+            .map(Deployed::settings)
+            .unwrap_or_default();
+        stack::lookup(&settings, |name| std::env::var(name).ok())("HOOKGATE_SERVICE")
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| hookgate_core::metrics::DEFAULT_SERVICE.to_owned())
+    }
+
     /// The Region the clients call.
     pub fn region(&self) -> String {
         self.aws

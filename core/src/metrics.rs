@@ -98,16 +98,130 @@ pub fn tap(f: impl Fn(&str) + Send + Sync + 'static) {
     let _ = TAP.set(Box::new(f));
 }
 
+/// A thread's taps, by id.
+type ThreadTaps = Vec<(u64, std::rc::Rc<dyn Fn(&str)>)>;
+
+thread_local! {
+    static THREAD_TAPS: std::cell::RefCell<ThreadTaps> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Removes its thread tap when dropped.
+#[must_use = "the tap is removed when this is dropped"]
+#[derive(Debug)]
+pub struct ThreadTap(u64);
+
+impl Drop for ThreadTap {
+    fn drop(&mut self) {
+        THREAD_TAPS.with(|t| t.borrow_mut().retain(|(id, _)| *id != self.0));
+    }
+}
+
+/// Also hands the lines emitted on this thread to `f` until the guard
+/// drops: a host running several stacks in one process (the memory
+/// harness, the integration tests, each on a current-thread runtime) tells
+/// one stack's lines from another's.
+pub fn tap_thread(f: impl Fn(&str) + 'static) -> ThreadTap {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    THREAD_TAPS.with(|t| t.borrow_mut().push((id, std::rc::Rc::new(f))));
+    ThreadTap(id)
+}
+
 /// Writes one EMF line to stdout (where Lambda sends it to CloudWatch Logs),
-/// and to the tap if one is installed (muted or not).
+/// and to the taps installed (muted or not).
 pub fn emit(dimensions: &[(&str, &str)], metrics: &[(&str, f64)], now: Timestamp) {
     let line = render(dimensions, metrics, now);
     if let Some(tap) = TAP.get() {
         tap(&line);
     }
+    let taps: Vec<_> = THREAD_TAPS.with(|t| t.borrow().iter().map(|(_, f)| f.clone()).collect());
+    for tap in taps {
+        tap(&line);
+    }
     if !MUTED.load(std::sync::atomic::Ordering::Relaxed) {
         println!("{line}");
     }
+}
+
+/// One value of one series, as CloudWatch extracts it from an EMF line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Datum {
+    pub namespace: String,
+    pub metric: String,
+    /// Name and value, in the dimension set's order.
+    pub dimensions: Vec<(String, String)>,
+    pub value: f64,
+    pub at: Timestamp,
+}
+
+/// The values an EMF line publishes, as CloudWatch Logs extracts them: each
+/// metric of each directive, under each of its dimension sets, with the
+/// line's dimension values; a metric whose value is a list gives one value
+/// per member. A line that is not EMF, or names a dimension or metric it
+/// does not carry, is refused whole (CloudWatch drops such a line too).
+pub fn datums(line: &str) -> Result<Vec<Datum>, String> {
+    let v: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
+    let aws = v.get("_aws").ok_or("no _aws member")?;
+    let at = aws
+        .get("Timestamp")
+        .and_then(Value::as_i64)
+        .ok_or("no _aws.Timestamp")?;
+    let directives = aws
+        .get("CloudWatchMetrics")
+        .and_then(Value::as_array)
+        .ok_or("no _aws.CloudWatchMetrics")?;
+    let text = |name: &str| {
+        v.get(name)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| format!("dimension {name} has no string value"))
+    };
+    let mut out = Vec::new();
+    for directive in directives {
+        let namespace = directive
+            .get("Namespace")
+            .and_then(Value::as_str)
+            .ok_or("a directive without Namespace")?;
+        let sets = directive
+            .get("Dimensions")
+            .and_then(Value::as_array)
+            .ok_or("a directive without Dimensions")?;
+        let metrics = directive
+            .get("Metrics")
+            .and_then(Value::as_array)
+            .ok_or("a directive without Metrics")?;
+        for metric in metrics {
+            let name = metric
+                .get("Name")
+                .and_then(Value::as_str)
+                .ok_or("a metric without Name")?;
+            let values: Vec<f64> = match v.get(name) {
+                Some(Value::Array(list)) => list.iter().filter_map(Value::as_f64).collect(),
+                Some(value) => value.as_f64().into_iter().collect(),
+                None => return Err(format!("metric {name} has no value")),
+            };
+            for set in sets {
+                let names = set.as_array().ok_or("a dimension set is not a list")?;
+                let dimensions = names
+                    .iter()
+                    .map(|n| {
+                        let n = n.as_str().ok_or("a dimension name is not a string")?;
+                        Ok((n.to_owned(), text(n)?))
+                    })
+                    .collect::<Result<Vec<_>, String>>()?;
+                for value in &values {
+                    out.push(Datum {
+                        namespace: namespace.to_owned(),
+                        metric: name.to_owned(),
+                        dimensions: dimensions.clone(),
+                        value: *value,
+                        at: Timestamp::from_millis(at),
+                    });
+                }
+            }
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -134,6 +248,95 @@ mod tests {
                 "Deliveries": 1.0, "Duplicates": 1.0,
             })
         );
+    }
+
+    #[test]
+    fn a_line_gives_each_metric_under_each_dimension_set() {
+        let line = render(
+            &[("class", "poison")],
+            &[("TriageItems", 1.0), ("Reinjections", 2.0)],
+            Timestamp::from_millis(60_000),
+        );
+        let got = datums(&line).unwrap();
+        let dims = |d: &[(&str, &str)]| -> Vec<(String, String)> {
+            d.iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect()
+        };
+        let datum = |metric: &str, d: &[(&str, &str)], value: f64| Datum {
+            namespace: "hookgate".into(),
+            metric: metric.into(),
+            dimensions: dims(d),
+            value,
+            at: Timestamp::from_millis(60_000),
+        };
+        let both = [("class", "poison"), ("service", "hookgate")];
+        let service = [("service", "hookgate")];
+        assert_eq!(
+            got,
+            vec![
+                datum("TriageItems", &both, 1.0),
+                datum("TriageItems", &service, 1.0),
+                datum("Reinjections", &both, 2.0),
+                datum("Reinjections", &service, 2.0),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_line_that_is_not_emf_or_lacks_a_value_is_refused_whole() {
+        assert!(datums("plain text").is_err());
+        assert!(datums(r#"{"level":"INFO"}"#).is_err());
+        let line = render(
+            &[("class", "poison")],
+            &[("TriageItems", 1.0)],
+            Timestamp::from_millis(1),
+        );
+        let mut v: Value = serde_json::from_str(&line).unwrap();
+        v.as_object_mut().unwrap().remove("class");
+        assert!(datums(&v.to_string()).unwrap_err().contains("class"));
+        v["class"] = json!("poison");
+        v.as_object_mut().unwrap().remove("TriageItems");
+        assert!(datums(&v.to_string()).unwrap_err().contains("TriageItems"));
+        // A list is one value per member.
+        v["TriageItems"] = json!([1.0, 3.0]);
+        let values: Vec<f64> = datums(&v.to_string())
+            .unwrap()
+            .iter()
+            .map(|d| d.value)
+            .collect();
+        assert_eq!(values, [1.0, 3.0, 1.0, 3.0]);
+    }
+
+    #[test]
+    fn a_thread_tap_sees_its_thread_s_lines_until_it_drops() {
+        let seen = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        let here = seen.clone();
+        let tap = tap_thread(move |line| here.borrow_mut().push(line.to_owned()));
+        mute();
+        emit(
+            &[],
+            &[("SweepDispatchFailures", 1.0)],
+            Timestamp::from_millis(1),
+        );
+        std::thread::spawn(|| {
+            emit(
+                &[],
+                &[("SweepDispatchFailures", 2.0)],
+                Timestamp::from_millis(2),
+            )
+        })
+        .join()
+        .unwrap();
+        drop(tap);
+        emit(
+            &[],
+            &[("SweepDispatchFailures", 3.0)],
+            Timestamp::from_millis(3),
+        );
+        let seen = seen.borrow();
+        assert_eq!(seen.len(), 1, "{seen:?}");
+        assert_eq!(datums(&seen[0]).unwrap()[0].value, 1.0);
     }
 
     #[test]

@@ -47,6 +47,7 @@ pub enum Store {
     Ledger,
     Triage,
     Alerts,
+    Metrics,
 }
 
 names!(Store "store" {
@@ -54,6 +55,7 @@ names!(Store "store" {
     Ledger => "action ledger",
     Triage => "triage table",
     Alerts => "alert bus",
+    Metrics => "metrics",
 });
 
 /// A store could not be read or written (the ingress answers 503 so the
@@ -309,16 +311,6 @@ pub trait Ledger: Send + Sync {
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 }
 
-/// What the operator tools read from the inbox, and no function does: the
-/// figures of `hookgate stats` and the console's chart.
-pub trait InboxReads: Send + Sync {
-    /// Every record received at `since` or later, in no particular order.
-    fn received_since(
-        &self,
-        since: Timestamp,
-    ) -> impl Future<Output = Result<Vec<InboxRecord>, StoreError>> + Send;
-}
-
 /// What the operator tools read from the ledger, and no function does.
 pub trait LedgerReads: Send + Sync {
     /// The actions with `status` (any but COMPLETED, which no index keeps),
@@ -344,27 +336,45 @@ pub trait LedgerReads: Send + Sync {
         limit: usize,
         cursor: &Cursor,
     ) -> impl Future<Output = Result<Page<ActionRecord>, StoreError>> + Send;
+}
 
-    /// The actions COMPLETED at `since` or later (by their last update), in
-    /// no particular order.
-    fn completed_since(
+/// One series of this stack's metrics: a metric of the `hookgate`
+/// namespace under `dimensions` and the stack's `service` (docs/operations.md,
+/// "Metric schema"; no dimensions: the `[service]` series).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Series {
+    pub metric: &'static str,
+    pub dimensions: Vec<(&'static str, String)>,
+}
+
+impl Series {
+    /// The metric's `[service]` series.
+    pub fn service(metric: &'static str) -> Self {
+        Self {
+            metric,
+            dimensions: Vec::new(),
+        }
+    }
+}
+
+/// What the operator tools read from the metrics the functions emit (EMF
+/// lines, CloudWatch on AWS): figures whose cost does not grow with the
+/// tables' history.
+pub trait MetricReads: Send + Sync {
+    /// For each of `series`, its Sum per `period` from `from` (a multiple of
+    /// `period`) up to `to`, oldest first: the period's start and the sum,
+    /// periods without data left out.
+    fn sums(
         &self,
-        since: Timestamp,
-    ) -> impl Future<Output = Result<Vec<ActionRecord>, StoreError>> + Send;
+        series: &[Series],
+        from: Timestamp,
+        to: Timestamp,
+        period: Duration,
+    ) -> impl Future<Output = Result<Vec<Vec<(Timestamp, f64)>>, StoreError>> + Send;
 }
 
 /// What the operator tools read from the triage table page by page.
 pub trait TriageReads: Send + Sync {
-    /// The items with `status` first seen at `since` or later, each
-    /// without its original message, in no particular order: a read of the
-    /// index's range, which grows with the window, not with the history the
-    /// table keeps (decided items never expire).
-    fn seen_since(
-        &self,
-        status: TriageStatus,
-        since: Timestamp,
-    ) -> impl Future<Output = Result<Vec<TriageItem>, StoreError>> + Send;
-
     /// Up to `limit` (at least 1) items with `status` after where `cursor`
     /// stands, oldest `first_seen` first, each without its original message
     /// (as [`TriageStore::list`]), merged across the status index's shards

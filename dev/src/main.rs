@@ -74,6 +74,10 @@ fn main() -> anyhow::Result<()> {
                 &hookgate_adapters::clients::for_function(&aws, "hookgate-local"),
             );
             tokio::spawn(hookgate_dev::logs::ship(logs, limits.log_groups(), lines));
+            let cloudwatch = aws_sdk_cloudwatch::Client::new(
+                &hookgate_adapters::clients::for_function(&aws, "hookgate-local"),
+            );
+            tokio::spawn(hookgate_dev::metrics::ship(cloudwatch, hookgate_dev::metrics::tap()));
             let queues = LocalQueues {
                 events: var("HOOKGATE_LOCAL_EVENTS_URL")?,
             };

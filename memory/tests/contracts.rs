@@ -1,10 +1,11 @@
 //! The contract suites on the memory ports (the same suites run on the
-//! DynamoDB adapters in `tests/tests/it/contracts.rs`).
+//! AWS adapters in `tests/tests/it/contracts.rs`).
 
 use std::sync::Arc;
 
+use hookgate_core::Timestamp;
 use hookgate_memory::{
-    LoseAnswers, MemoryInbox, MemoryLedger, MemoryQueue, MemoryTriage, contract,
+    LoseAnswers, MemoryInbox, MemoryLedger, MemoryMetrics, MemoryQueue, MemoryTriage, contract,
 };
 
 #[tokio::test]
@@ -45,7 +46,19 @@ async fn the_memory_stores_read_a_retried_decision_as_their_own() {
 
 #[tokio::test]
 async fn the_memory_stores_honour_the_operator_reads_contract() {
-    contract::reads::reads_contract(&MemoryInbox::default(), &MemoryLedger::default(), "mem").await;
+    contract::reads::reads_contract(&MemoryLedger::default(), "mem").await;
+}
+
+#[tokio::test]
+async fn the_memory_metrics_honour_the_metrics_contract() {
+    let metrics = MemoryMetrics::new("mem-stack");
+    let publish = |lines: Vec<String>| {
+        for line in &lines {
+            metrics.record(line).unwrap();
+        }
+        async {}
+    };
+    contract::metrics::metrics_contract(&metrics, publish, "mem-stack", Timestamp::now()).await;
 }
 
 #[tokio::test]

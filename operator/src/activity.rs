@@ -1,8 +1,10 @@
 //! Deliveries against completed actions, hour by hour: the console's chart of
-//! whether work is flowing. Counted from the tables (the scan `stats` makes,
-//! and one of the actions), so it works on the emulator as on AWS.
+//! whether work is flowing, from the `[service]` series of `Deliveries` and
+//! `ActionsCompleted` (one metrics read, whatever the tables hold).
 
-use hookgate_core::{Timestamp, inbox::InboxRecord, ledger::ActionRecord};
+use std::time::Duration;
+
+use hookgate_core::Timestamp;
 
 pub(crate) const HOUR_MS: i64 = 3_600_000;
 
@@ -15,112 +17,86 @@ pub struct Hour {
     pub completed: u64,
 }
 
-/// The last `hours` whole hours up to and including the one holding `now`,
-/// oldest first. A record's first delivery counts in the hour it was received
-/// and its repeats in the hour of its latest delivery (the inbox keeps no
-/// other delivery times, so repeats spread over hours are drawn late); an
-/// action counts in the hour it was last updated, when it completed.
+/// The start of the chart of the last `hours` (at most 14 days) whole hours
+/// up to and including the one holding `now`, and its period: an hour.
+pub fn chart_start(now: Timestamp, hours: usize) -> (Timestamp, Duration) {
+    let hours = hours.clamp(1, 24 * 14) as i64;
+    let last = now.as_millis().div_euclid(HOUR_MS) * HOUR_MS;
+    (
+        Timestamp::from_millis(last - HOUR_MS * (hours - 1)),
+        Duration::from_secs(3600),
+    )
+}
+
+/// The chart from the hourly sums of deliveries and of completed actions
+/// (each `(hour start, sum)`), oldest first; an hour without a value is 0,
+/// and a sum outside the chart's hours is left out.
 pub fn hourly(
     now: Timestamp,
     hours: usize,
-    records: &[InboxRecord],
-    completed: &[ActionRecord],
+    deliveries: &[(Timestamp, f64)],
+    completed: &[(Timestamp, f64)],
 ) -> Vec<Hour> {
-    let last = now.as_millis().div_euclid(HOUR_MS) * HOUR_MS;
-    let first = last - HOUR_MS * (hours.max(1) as i64 - 1);
-    let mut out: Vec<Hour> = (0..hours.max(1) as i64)
+    let (first, _) = chart_start(now, hours);
+    let first = first.as_millis();
+    let mut out: Vec<Hour> = (0..hours.clamp(1, 24 * 14) as i64)
         .map(|i| Hour {
             start: first + i * HOUR_MS,
             ..Hour::default()
         })
         .collect();
+    let len = out.len();
     let slot = |t: Timestamp| {
-        let at = t.as_millis();
-        (first..last + HOUR_MS)
-            .contains(&at)
-            .then(|| usize::try_from((at - first) / HOUR_MS).unwrap_or(0))
+        let i = (t.as_millis() - first).div_euclid(HOUR_MS);
+        usize::try_from(i).ok().filter(|i| *i < len)
     };
-    for r in records {
-        if let Some(i) = slot(r.received_at) {
-            out[i].deliveries += 1;
+    let mut add = |sums: &[(Timestamp, f64)], deliveries: bool| {
+        for (at, sum) in sums {
+            if let Some(i) = slot(*at) {
+                let hour = &mut out[i];
+                let count = if deliveries {
+                    &mut hour.deliveries
+                } else {
+                    &mut hour.completed
+                };
+                *count += *sum as u64;
+            }
         }
-        if r.delivery_count > 1
-            && let Some(i) = slot(r.last_delivery_at)
-        {
-            out[i].deliveries += u64::from(r.delivery_count - 1);
-        }
-    }
-    for a in completed {
-        if let Some(i) = slot(a.updated_at) {
-            out[i].completed += 1;
-        }
-    }
+    };
+    add(deliveries, true);
+    add(completed, false);
     out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hookgate_core::{InboxPk, inbox::InboxStatus, ledger::ActionStatus};
 
     fn at(ms: i64) -> Timestamp {
         Timestamp::from_millis(ms)
     }
 
-    fn record(received: i64, last: i64, count: u32) -> InboxRecord {
-        InboxRecord {
-            pk: InboxPk::parse("ws#stripe#evt").unwrap(),
-            event_type: "t".into(),
-            origin: hookgate_core::inbox::Origin::Http,
-            received_at: at(received),
-            last_delivery_at: at(last),
-            delivery_count: count,
-            payload: String::new(),
-            payload_sha256: String::new(),
-            status: InboxStatus::Processed,
-            status_reason: None,
-            collision: None,
-            dispatch_failed: false,
-            pending: None,
-            expires_at: at(0),
-            reopens: 0,
-            reopened_by: None,
-        }
-    }
-
-    fn done(updated: i64) -> ActionRecord {
-        ActionRecord {
-            key: hookgate_core::action::ActionKey::parse("ws#a#b").unwrap(),
-            status: ActionStatus::Completed,
-            request_sha256: String::new(),
-            attempts: 1,
-            lease_owner: None,
-            lease_expires_at: None,
-            inbox_pks: Vec::new(),
-            destination: "crm".into(),
-            destination_ref: None,
-            last_error_kind: None,
-            last_error: None,
-            created_at: at(updated),
-            updated_at: at(updated),
-            expires_at: at(0),
-        }
-    }
-
     #[test]
-    fn deliveries_and_completions_fall_in_their_hours_and_older_ones_drop() {
+    fn sums_fall_in_their_hours_and_older_ones_drop() {
         let now = at(10 * HOUR_MS + 1_000);
+        let (first, period) = chart_start(now, 3);
+        assert_eq!(
+            (first, period),
+            (at(8 * HOUR_MS), Duration::from_secs(3600))
+        );
         let series = hourly(
             now,
             3,
             &[
-                // received in hour 8, repeated twice more in hour 10
-                record(8 * HOUR_MS + 5, 10 * HOUR_MS, 3),
-                // received before the window: only its repeat counts
-                record(7 * HOUR_MS, 9 * HOUR_MS + 1, 2),
-                record(10 * HOUR_MS + 999, 10 * HOUR_MS + 999, 1),
+                (at(7 * HOUR_MS), 4.0),
+                (at(8 * HOUR_MS), 1.0),
+                (at(10 * HOUR_MS), 3.0),
             ],
-            &[done(9 * HOUR_MS), done(10 * HOUR_MS + 1), done(HOUR_MS)],
+            &[
+                (at(9 * HOUR_MS), 1.0),
+                (at(10 * HOUR_MS), 1.0),
+                (at(11 * HOUR_MS), 9.0),
+            ],
         );
         assert_eq!(
             series,
@@ -132,7 +108,7 @@ mod tests {
                 },
                 Hour {
                     start: 9 * HOUR_MS,
-                    deliveries: 1,
+                    deliveries: 0,
                     completed: 1
                 },
                 Hour {

@@ -12,14 +12,16 @@ use hookgate_core::{
     inbox::InboxRecord,
     ledger::{ActionRecord, ActionStatus},
     page::{Cursor, Page},
-    ports::{InboxReads, InboxStore, Ledger, LedgerReads, StoreError, TriageReads, TriageStore},
+    ports::{
+        InboxStore, Ledger, LedgerReads, MetricReads, Series, StoreError, TriageReads, TriageStore,
+    },
     rules::Decision,
     triage::{TriageClass, TriageItem, TriageStatus},
 };
 use serde::Serialize;
 
 use crate::{
-    activity::{HOUR_MS, Hour, hourly},
+    activity::{Hour, chart_start, hourly},
     plan::{Selection, before},
 };
 
@@ -42,17 +44,27 @@ pub struct Evidence {
     pub rows: Vec<PreviewRow>,
 }
 
-/// `hookgate stats`: deliveries and duplicates in a window, collisions,
-/// triage items by class, open actions and the oldest pending one.
+/// `hookgate stats`: what the ingress received and the worker completed in
+/// a window, from the metrics (docs/operations.md, "Metric schema"), with the
+/// open actions and the oldest pending one from the ledger's open index.
+/// Neither read grows with the tables' history.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Stats {
     pub since_secs: u64,
-    pub events: u64,
+    /// Every request the ingress answered (`Deliveries`), refused ones too.
     pub deliveries: u64,
+    /// Repeats of an event already received (`Duplicates`).
     pub duplicates: u64,
+    /// `duplicates` / `deliveries`, as the dashboard draws it.
     pub duplicate_rate: f64,
+    /// Repeats with another payload (`Collisions`).
     pub collisions: u64,
-    /// Items first seen in the window, by class (only classes with items).
+    /// Refused with a 4xx: forged, stale, malformed (`Rejected`).
+    pub rejected: u64,
+    /// Actions the worker completed (`ActionsCompleted`).
+    pub completed: u64,
+    /// Items held in the window, by class (`TriageItems`; only classes with
+    /// items).
     pub triage_by_class: BTreeMap<&'static str, u64>,
     /// Every open status, with its count.
     pub open_actions: BTreeMap<&'static str, u64>,
@@ -91,27 +103,39 @@ pub const OPEN_SHOWN: [ActionStatus; 4] = [
 
 /// The operator's reads of one deployment.
 #[derive(Debug)]
-pub struct Reads<I, L, T> {
+pub struct Reads<I, L, T, M> {
     config: Arc<Config>,
     inbox: I,
     ledger: L,
     triage: T,
+    metrics: M,
 }
 
-impl<I, L, T> Reads<I, L, T> {
-    pub fn new(config: Arc<Config>, inbox: I, ledger: L, triage: T) -> Self {
+impl<I, L, T, M> Reads<I, L, T, M> {
+    pub fn new(config: Arc<Config>, (inbox, ledger, triage): (I, L, T), metrics: M) -> Self {
         Self {
             config,
             inbox,
             ledger,
             triage,
+            metrics,
+        }
+    }
+
+    /// The same reads over other metrics.
+    pub fn with_metrics<N>(self, metrics: N) -> Reads<I, L, T, N> {
+        Reads {
+            config: self.config,
+            inbox: self.inbox,
+            ledger: self.ledger,
+            triage: self.triage,
+            metrics,
         }
     }
 }
 
-impl<I: InboxStore + InboxReads, L: Ledger + LedgerReads, T: TriageStore + TriageReads>
-    Reads<I, L, T>
-{
+/// The reads of the tables (the ops API serves these; `M` may be `()`).
+impl<I: InboxStore, L: Ledger + LedgerReads, T: TriageStore + TriageReads, M> Reads<I, L, T, M> {
     /// A page of `limit` items with `status` after `cursor`, oldest first,
     /// those of another class than `class` left out (so a filtered page may
     /// hold fewer; its token still leads on).
@@ -244,54 +268,40 @@ impl<I: InboxStore + InboxReads, L: Ledger + LedgerReads, T: TriageStore + Triag
             .retain(|a| older_than.is_none_or(|age| now.since(a.created_at) >= age));
         Ok(page)
     }
+}
 
-    /// The statistics of the `since` before `now`.
+/// The figures, which read the metrics too.
+impl<I: InboxStore, L: Ledger + LedgerReads, T: TriageStore + TriageReads, M: MetricReads>
+    Reads<I, L, T, M>
+{
+    /// The statistics of the `since` before `now` (its start rounded down to
+    /// the minute).
     pub async fn stats(&self, now: Timestamp, since: Duration) -> Result<Stats, StoreError> {
-        let records = self.inbox.received_since(before(now, since)).await?;
-        self.stats_of(now, since, &records).await
+        Ok(self.overview(now, since, 0).await?.0)
     }
 
     /// [`Reads::stats`] over `since`, and the deliveries and completed
-    /// actions per hour over the last `hours` (at most 14 days), from one
-    /// read of the inbox: the console's overview.
+    /// actions per hour over the last `hours` (at most 14 days; none for 0):
+    /// the console's overview. One read of the metrics for each, and one of
+    /// the open index per open status.
     pub async fn overview(
         &self,
         now: Timestamp,
         since: Duration,
         hours: usize,
     ) -> Result<(Stats, Vec<Hour>), StoreError> {
-        let hours = hours.clamp(1, 24 * 14);
-        let chart_since = Timestamp::from_millis(
-            (now.as_millis().div_euclid(HOUR_MS) - (hours as i64 - 1)) * HOUR_MS,
-        );
-        let from = chart_since.min(before(now, since));
-        let records = self.inbox.received_since(from).await?;
-        let stats = self.stats_of(now, since, &records).await?;
-        let completed = self.ledger.completed_since(chart_since).await?;
-        Ok((stats, hourly(now, hours, &records, &completed)))
-    }
-
-    /// The statistics over inbox records already read: those received
-    /// since `since` before `now` count.
-    async fn stats_of(
-        &self,
-        now: Timestamp,
-        since: Duration,
-        read: &[InboxRecord],
-    ) -> Result<Stats, StoreError> {
-        let cutoff = before(now, since);
-        let records: Vec<&InboxRecord> = read.iter().filter(|r| r.received_at >= cutoff).collect();
-        let events = records.len() as u64;
-        let deliveries: u64 = records.iter().map(|r| u64::from(r.delivery_count)).sum();
-        let duplicates = deliveries - events;
-        let collisions = records.iter().filter(|r| r.collision.is_some()).count() as u64;
-        // Each status's items of the window, by the index's range: decided
-        // items never expire, and a read of all of them would grow with
-        // history.
+        let (series, period) = (window_series(), window_period(since));
+        let from = floor(before(now, since), period);
+        let sums = self
+            .metrics
+            .sums(&series, from, ceil(now, period), period)
+            .await?;
+        let total = |i: usize| sums[i].iter().map(|(_, v)| *v).sum::<f64>() as u64;
         let mut triage_by_class = BTreeMap::new();
-        for status in TriageStatus::ALL {
-            for item in self.triage.seen_since(*status, cutoff).await? {
-                *triage_by_class.entry(item.class.as_str()).or_insert(0) += 1;
+        for (i, class) in TriageClass::ALL.iter().enumerate() {
+            let held = total(WINDOW_METRICS.len() + i);
+            if held > 0 {
+                triage_by_class.insert(class.as_str(), held);
             }
         }
         let mut open_actions = BTreeMap::new();
@@ -303,9 +313,9 @@ impl<I: InboxStore + InboxReads, L: Ledger + LedgerReads, T: TriageStore + Triag
             }
             open_actions.insert(status.as_str(), count);
         }
-        Ok(Stats {
+        let (deliveries, duplicates) = (total(0), total(1));
+        let stats = Stats {
             since_secs: since.as_secs(),
-            events,
             deliveries,
             duplicates,
             duplicate_rate: if deliveries == 0 {
@@ -313,10 +323,72 @@ impl<I: InboxStore + InboxReads, L: Ledger + LedgerReads, T: TriageStore + Triag
             } else {
                 duplicates as f64 / deliveries as f64
             },
-            collisions,
+            collisions: total(2),
+            rejected: total(3),
+            completed: total(4),
             triage_by_class,
             open_actions,
             oldest_pending_action_age_secs: oldest.map(|t| now.since(t).as_secs()),
-        })
+        };
+        if hours == 0 {
+            return Ok((stats, Vec::new()));
+        }
+        let (first, hour) = chart_start(now, hours);
+        let chart = [
+            Series::service("Deliveries"),
+            Series::service("ActionsCompleted"),
+        ];
+        let sums = self
+            .metrics
+            .sums(&chart, first, ceil(now, hour), hour)
+            .await?;
+        Ok((stats, hourly(now, hours, &sums[0], &sums[1])))
     }
+}
+
+/// The `[service]` metrics the statistics sum, in [`Stats`]' order.
+const WINDOW_METRICS: [&str; 5] = [
+    "Deliveries",
+    "Duplicates",
+    "Collisions",
+    "Rejected",
+    "ActionsCompleted",
+];
+
+/// The statistics' series: [`WINDOW_METRICS`], then `TriageItems` of each
+/// class in [`TriageClass::ALL`]'s order.
+fn window_series() -> Vec<Series> {
+    let mut series: Vec<Series> = WINDOW_METRICS.iter().map(|m| Series::service(m)).collect();
+    series.extend(TriageClass::ALL.iter().map(|class| Series {
+        metric: "TriageItems",
+        dimensions: vec![("class", class.as_str().to_owned())],
+    }));
+    series
+}
+
+/// The period a window is summed over: a minute up to a day (1,440 values a
+/// series), five up to five days, then an hour, so a read stays far below
+/// GetMetricData's 100,800 values.
+fn window_period(since: Duration) -> Duration {
+    let minutes = match since.as_secs() {
+        0..=86_400 => 1,
+        86_401..=432_000 => 5,
+        _ => 60,
+    };
+    Duration::from_secs(60 * minutes)
+}
+
+/// `t` rounded down to a multiple of `period`.
+fn floor(t: Timestamp, period: Duration) -> Timestamp {
+    let ms = i64::try_from(period.as_millis()).unwrap_or(i64::MAX).max(1);
+    Timestamp::from_millis(t.as_millis().div_euclid(ms) * ms)
+}
+
+/// The end of the period holding `t`: a read ends there, not at `t`, so its
+/// times align with the period as CloudWatch advises, and a value of the
+/// last second is not cut off where the end is truncated to the second
+/// (moto does; nothing later than `t` exists to be read).
+fn ceil(t: Timestamp, period: Duration) -> Timestamp {
+    let ms = i64::try_from(period.as_millis()).unwrap_or(i64::MAX).max(1);
+    Timestamp::from_millis(floor(t, period).as_millis() + ms)
 }

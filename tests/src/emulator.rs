@@ -5,6 +5,7 @@
 //! then the server stops by itself.
 
 use std::{
+    collections::BTreeMap,
     sync::{Mutex, OnceLock},
     time::Duration,
 };
@@ -77,6 +78,30 @@ impl Emulator {
             .await
             .and_then(reqwest::Response::error_for_status)
             .expect("arm the emulator's fault");
+    }
+
+    /// What the emulator served to client app `app` so far: its requests
+    /// per operation, and the read units of its DynamoDB reads (computed
+    /// from the items returned, `emulator/server.py` `read_units`). Name a
+    /// client `FUNCTION.tag` ([`Emulator::function_config`]) to meter it
+    /// apart from the other tests while its calls stay FUNCTION's.
+    pub async fn served(&self, app: &str) -> (BTreeMap<String, u64>, f64) {
+        let url = format!("{}/_hookgate/requests", self.endpoint);
+        let served: serde_json::Value = reqwest::get(&url)
+            .await
+            .expect("the emulator's counts")
+            .json()
+            .await
+            .expect("JSON counts");
+        let requests = served["requests"][app]
+            .as_object()
+            .map(|ops| {
+                ops.iter()
+                    .map(|(op, n)| (op.clone(), n.as_u64().unwrap_or(0)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        (requests, served["read_units"][app].as_f64().unwrap_or(0.0))
     }
 
     /// An SDK config for one function's clients (`ingress`, `action`,

@@ -32,6 +32,41 @@ pub fn install() {
     });
 }
 
+/// The metric lines emitted on one thread (a test's, on its current-thread
+/// runtime) while its tap lives, and how many of them went to CloudWatch.
+#[derive(Debug, Clone, Default)]
+pub struct Recorded {
+    lines: std::sync::Arc<Mutex<Vec<String>>>,
+    sent: std::sync::Arc<Mutex<usize>>,
+}
+
+impl Recorded {
+    /// Records this thread's lines until the tap drops.
+    pub fn start() -> (Recorded, hookgate_core::metrics::ThreadTap) {
+        let recorded = Recorded::default();
+        let lines = recorded.lines.clone();
+        let tap = hookgate_core::metrics::tap_thread(move |line| {
+            lines.lock().expect("metric lines").push(line.to_owned());
+        });
+        (recorded, tap)
+    }
+
+    /// Sends the lines not sent yet to the emulator's CloudWatch as stack
+    /// `service`'s (their `service` dimension replaced), as CloudWatch Logs
+    /// would extract them from the function's log on AWS.
+    pub async fn publish(&self, cloudwatch: &aws_sdk_cloudwatch::Client, service: &str) {
+        let lines: Vec<String> = {
+            let sent = *self.sent.lock().expect("sent");
+            self.lines.lock().expect("metric lines")[sent..].to_vec()
+        };
+        let skipped = hookgate_adapters::cloudwatch::publish(cloudwatch, &lines, Some(service))
+            .await
+            .expect("PutMetricData");
+        assert_eq!(skipped, 0, "every metric line is EMF");
+        *self.sent.lock().expect("sent") += lines.len();
+    }
+}
+
 /// Every line emitted in this process so far, parsed.
 pub fn lines() -> Vec<serde_json::Value> {
     LINES

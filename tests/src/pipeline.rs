@@ -164,6 +164,9 @@ pub struct Pipeline {
     /// The event source mappings' clients: they poll with the function's role.
     action_sqs: aws_sdk_sqs::Client,
     triage_sqs: aws_sdk_sqs::Client,
+    /// The metric lines this test's thread emitted.
+    metrics: crate::metrics::Recorded,
+    _metrics_tap: hookgate_core::metrics::ThreadTap,
 }
 
 pub type TestTriager = TriagerService;
@@ -357,7 +360,10 @@ impl Pipeline {
             stack.ingress.clone(),
         )
         .expect("wire approvals");
+        let (metrics, _metrics_tap) = crate::metrics::Recorded::start();
         Pipeline {
+            metrics,
+            _metrics_tap,
             holder,
             triager,
             approvals,
@@ -376,6 +382,18 @@ impl Pipeline {
             action_sqs: aws_sdk_sqs::Client::new(&action_aws),
             triage_sqs: aws_sdk_sqs::Client::new(&triage_aws),
         }
+    }
+
+    /// Sends the metric lines this test emitted so far to the emulator's
+    /// CloudWatch, as those of a stack of its own: returns that stack's
+    /// `service` (read them with `Ops::metrics_of`).
+    pub async fn publish_metrics(&self) -> String {
+        let aws = crate::emulator::Emulator::shared().sdk_config().await;
+        let service = self.stack.queue_name.clone();
+        self.metrics
+            .publish(&aws_sdk_cloudwatch::Client::new(&aws), &service)
+            .await;
+        service
     }
 
     /// One invocation of the action function as its SQS event source makes

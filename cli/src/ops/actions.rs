@@ -135,9 +135,10 @@ impl<E: EventIngress> Ops<E> {
         }
     }
 
-    /// Figures from the tables (so they work locally too): deliveries and
-    /// duplicates since `since`, collisions, triage items by class, open
-    /// actions by status and the oldest pending one.
+    /// Figures of the `since` before now: deliveries, duplicates,
+    /// collisions, refusals, completed actions and held items by class from
+    /// the metrics; open actions by status and the oldest pending one from
+    /// the ledger's open index.
     pub async fn stats(&self, since: Duration) -> anyhow::Result<Output> {
         let stats = self.reads.stats(Timestamp::now(), since).await?;
         Ok(stats_output(&stats))
@@ -159,13 +160,14 @@ pub fn reconciled_text(key: &ActionKey, done: &Reconciled) -> String {
 /// `stats` as printed.
 pub fn stats_output(s: &Stats) -> Output {
     let mut rows = vec![
-        vec!["events".to_owned(), s.events.to_string()],
         vec!["deliveries".to_owned(), s.deliveries.to_string()],
         vec![
             "duplicates".to_owned(),
             format!("{} ({:.1}%)", s.duplicates, s.duplicate_rate * 100.0),
         ],
         vec!["payload collisions".to_owned(), s.collisions.to_string()],
+        vec!["rejected (4xx)".to_owned(), s.rejected.to_string()],
+        vec!["actions completed".to_owned(), s.completed.to_string()],
     ];
     for class in TriageClass::ALL {
         rows.push(vec![

@@ -14,9 +14,10 @@ use std::sync::Arc;
 use hookgate_adapters::{
     AwsSecrets,
     clients::SdkConfig,
+    cloudwatch::CloudWatchMetrics,
     wiring::{self, Clients, DecisionsService, IngressService, ReadsService},
 };
-use hookgate_core::{config::Config, ports::EventIngress};
+use hookgate_core::{config::Config, metrics, ports::EventIngress};
 use hookgate_operator::Caller;
 use serde_json::Value;
 
@@ -109,8 +110,10 @@ impl<E: EventIngress> Ops<E> {
         clients: Clients,
         ingress: E,
     ) -> anyhow::Result<Self> {
+        let cloudwatch = aws_sdk_cloudwatch::Client::new(aws);
+        let metrics = CloudWatchMetrics::new(cloudwatch.clone(), metrics::DEFAULT_SERVICE);
         Ok(Self {
-            reads: wiring::reads(config.clone(), &clients)?,
+            reads: wiring::reads(config.clone(), &clients, metrics)?,
             decisions: wiring::decisions(config.clone(), &clients, ingress)?,
             secrets: clients.secrets(&config),
             config,
@@ -118,9 +121,19 @@ impl<E: EventIngress> Ops<E> {
             sqs: clients.sqs,
             events: clients.events,
             lambda: aws_sdk_lambda::Client::new(aws),
-            cloudwatch: aws_sdk_cloudwatch::Client::new(aws),
+            cloudwatch,
             sts: aws_sdk_sts::Client::new(aws),
         })
+    }
+
+    /// Reads the metrics of stack `service` (its name, the metrics'
+    /// `service` dimension), not the default's.
+    #[must_use]
+    pub fn metrics_of(mut self, service: &str) -> Self {
+        self.reads = self
+            .reads
+            .with_metrics(CloudWatchMetrics::new(self.cloudwatch.clone(), service));
+        self
     }
 }
 

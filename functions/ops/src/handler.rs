@@ -19,7 +19,7 @@ use axum::{
     response::{IntoResponse, Response},
     routing::{get, post},
 };
-use hookgate_adapters::wiring::{self, Clients, DecisionsService, ReadsService};
+use hookgate_adapters::wiring::{self, Clients, DecisionsService, TableReadsService};
 use hookgate_core::{
     Timestamp,
     action::ActionKey,
@@ -40,7 +40,7 @@ use lambda_http::{RequestExt, request::RequestContext};
 #[derive(Debug)]
 pub struct Ops<E> {
     pub decisions: DecisionsService<E>,
-    pub reads: ReadsService,
+    pub reads: TableReadsService,
 }
 
 impl<E: EventIngress> Ops<E> {
@@ -48,7 +48,7 @@ impl<E: EventIngress> Ops<E> {
     /// this, so neither wires it by hand.
     pub fn wire(config: Arc<Config>, clients: &Clients, ingress: E) -> Result<Self, ConfigError> {
         Ok(Self {
-            reads: wiring::reads(config.clone(), clients)?,
+            reads: wiring::table_reads(config.clone(), clients)?,
             decisions: wiring::decisions(config, clients, ingress)?,
         })
     }

@@ -1,10 +1,11 @@
 //! Contract suites: what every implementation of a port must do, written
 //! once and run on the memory ports (`memory/tests/contracts.rs`) and on the
-//! DynamoDB adapters against the emulator (`tests/tests/it/contracts.rs`).
+//! AWS adapters against the emulator (`tests/tests/it/contracts.rs`).
 
 pub mod inbox;
 pub mod ledger;
 pub mod lost;
+pub mod metrics;
 pub mod pages;
 pub mod queue;
 pub mod reads;

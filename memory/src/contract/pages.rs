@@ -70,34 +70,6 @@ pub async fn triage_pages_contract(store: &(impl TriageStore + TriageReads), ns:
             held.insert(filed.id);
         }
     }
-    // A window of first-seen times, read from the index's range.
-    let held_ids = &held;
-    let since = |status, secs| async move {
-        let from = T0.plus(Duration::from_secs(secs));
-        let mut ids: Vec<String> = store
-            .seen_since(status, from)
-            .await
-            .unwrap()
-            .into_iter()
-            .filter(|i: &TriageItem| {
-                held_ids.contains(&i.id) || i.status == TriageStatus::Discarded
-            })
-            .map(|i| i.id)
-            .collect();
-        ids.sort();
-        ids
-    };
-    let mut recent: Vec<String> = [2u64, 3, 6, 7, 10]
-        .iter()
-        .map(|n| item(ns, &format!("page-{n}"), T0).id)
-        .collect();
-    recent.sort();
-    assert_eq!(since(TriageStatus::Held, 2).await, recent);
-    assert_eq!(since(TriageStatus::Held, 4).await, Vec::<String>::new());
-    assert_eq!(
-        since(TriageStatus::Discarded, 1).await,
-        [item(ns, "page-11", T0).id]
-    );
     for limit in [1, 3, 50] {
         let (seen, pages) = walk(store, TriageStatus::Held, limit, &held).await;
         let ids: Vec<&str> = seen.iter().map(|i| i.id.as_str()).collect();

@@ -11,7 +11,7 @@ use std::{
 use hookgate_core::{
     InboxPk, Timestamp,
     inbox::{Collision, InboxRecord, InboxStatus, Origin, Pending, Reopener, pending_bucket},
-    ports::{InboxReads, InboxStore, Store, StoreError, SweepMarks, Upserted},
+    ports::{InboxStore, Store, StoreError, SweepMarks, Upserted},
     sweep::shares,
 };
 
@@ -77,18 +77,6 @@ impl SweepMarks for MemoryInbox {
                 }
                 None => false,
             }
-        }))
-    }
-}
-
-impl InboxReads for MemoryInbox {
-    async fn received_since(&self, since: Timestamp) -> Result<Vec<InboxRecord>, StoreError> {
-        Ok(self.with(|records| {
-            records
-                .values()
-                .filter(|r| r.received_at >= since)
-                .cloned()
-                .collect()
         }))
     }
 }

@@ -97,16 +97,6 @@ impl LedgerReads for MemoryLedger {
             |a| a.created_at.as_millis(),
         ))
     }
-
-    async fn completed_since(&self, since: Timestamp) -> Result<Vec<ActionRecord>, StoreError> {
-        Ok(self.with(|r| {
-            r.values()
-                .map(|s| &s.record)
-                .filter(|a| a.status == ActionStatus::Completed && a.updated_at >= since)
-                .cloned()
-                .collect()
-        }))
-    }
 }
 
 fn add_pk(record: &mut ActionRecord, pk: &InboxPk) {

@@ -1,5 +1,5 @@
 //! Honest in-memory ports: the inbox, the ledger, the queue, the triage
-//! table and the alert channel as maps and lists behind locks, for tests that run the core's services in
+//! table, the alert channel and the metrics as maps and lists behind locks, for tests that run the core's services in
 //! milliseconds. "Honest" means checked: the suites in `crate::contract` run
 //! on these and, in the integration tests, on the DynamoDB adapters against
 //! the emulator, so a behaviour the real store has and these lack fails a
@@ -7,6 +7,7 @@
 
 mod inbox;
 mod ledger;
+mod metrics;
 mod paged;
 mod queue;
 mod replay;
@@ -14,6 +15,7 @@ mod triage;
 
 pub use inbox::MemoryInbox;
 pub use ledger::MemoryLedger;
+pub use metrics::MemoryMetrics;
 pub use queue::MemoryQueue;
 pub use replay::{LoseAnswers, Replays};
 pub use triage::{MemoryAlerts, MemoryHolder, MemoryTriage, holder};

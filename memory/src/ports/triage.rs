@@ -120,16 +120,6 @@ impl MemoryTriage {
 
 /// Pages as the DynamoDB index gives them (`super::paged`).
 impl TriageReads for MemoryTriage {
-    async fn seen_since(
-        &self,
-        status: TriageStatus,
-        since: Timestamp,
-    ) -> Result<Vec<TriageItem>, StoreError> {
-        let mut items = self.list(status).await?;
-        items.retain(|i| i.first_seen >= since);
-        Ok(items)
-    }
-
     async fn page(
         &self,
         status: TriageStatus,

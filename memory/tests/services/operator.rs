@@ -17,7 +17,7 @@ use hookgate_core::{
     ports::TriageStore,
     triage::{TriageClass, TriageItem, TriageSource, TriageStatus},
 };
-use hookgate_memory::{MemoryInbox, MemoryLedger, MemoryQueue, MemoryTriage};
+use hookgate_memory::{MemoryInbox, MemoryLedger, MemoryMetrics, MemoryQueue, MemoryTriage};
 use hookgate_operator::{
     Caller, DecisionError, Decisions, InProcess, Reads,
     decisions::{Approve, Reconcile, Reject},
@@ -30,7 +30,7 @@ use crate::support::{Memory, MemoryIngress, NOW, SECRET, analyzed, config_with, 
 
 type MemoryDecisions =
     InProcess<MemoryTriage, MemoryInbox, MemoryLedger, MemoryQueue, Arc<MemoryIngress>>;
-type MemoryReads = Reads<MemoryInbox, MemoryLedger, MemoryTriage>;
+type MemoryReads = Reads<MemoryInbox, MemoryLedger, MemoryTriage, MemoryMetrics>;
 
 fn at(secs: u64) -> Timestamp {
     NOW.plus(Duration::from_secs(secs))
@@ -49,9 +49,8 @@ fn surfaces(m: &Memory) -> (MemoryReads, MemoryDecisions) {
     (
         Reads::new(
             m.config.clone(),
-            m.inbox.clone(),
-            m.ledger.clone(),
-            m.triage.clone(),
+            (m.inbox.clone(), m.ledger.clone(), m.triage.clone()),
+            m.metrics.clone(),
         ),
         InProcess::new(m.approvals()),
     )
@@ -383,7 +382,7 @@ async fn reconcile_found_completes_once_and_asking_again_is_refused() {
 }
 
 #[tokio::test]
-async fn statistics_count_deliveries_duplicates_held_and_open_work() {
+async fn statistics_count_deliveries_duplicates_held_and_open_work_from_the_metrics() {
     let m = Memory::new();
     let ingress = m.ingress();
     for _ in 0..3 {
@@ -395,9 +394,15 @@ async fn statistics_count_deliveries_duplicates_held_and_open_work() {
         .stats(at(60), Duration::from_secs(3600))
         .await
         .unwrap();
+    // From the metrics the services emitted: every delivery, the repeats.
     assert_eq!(
-        (stats.events, stats.deliveries, stats.duplicates),
-        (2, 4, 2)
+        (
+            stats.deliveries,
+            stats.duplicates,
+            stats.collisions,
+            stats.rejected
+        ),
+        (4, 2, 0, 0)
     );
     assert!((stats.duplicate_rate - 0.5).abs() < 1e-9);
     assert_eq!(stats.triage(TriageClass::DownstreamOutage), 1);
@@ -410,9 +415,20 @@ async fn statistics_count_deliveries_duplicates_held_and_open_work() {
         .await
         .unwrap();
     assert_eq!(
-        (later.events, later.triage(TriageClass::DownstreamOutage)),
+        (
+            later.deliveries,
+            later.triage(TriageClass::DownstreamOutage)
+        ),
         (0, 0)
     );
+    // A forged delivery is a delivery, rejected.
+    let (status, _) = post(&ingress, &analyzed("st3"), "not-the-secret").await;
+    assert_eq!(status, 401);
+    let with_forged = reads
+        .stats(at(60), Duration::from_secs(3600))
+        .await
+        .unwrap();
+    assert_eq!((with_forged.deliveries, with_forged.rejected), (5, 1));
     let json = serde_json::to_value(&stats).unwrap();
     assert_eq!(json["open_actions"]["UNCERTAIN"], 0);
     assert_eq!(json["triage_by_class"], json!({"downstream-outage": 1}));

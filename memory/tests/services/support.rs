@@ -21,8 +21,8 @@ use hookgate_core::{
     worker::Worker,
 };
 use hookgate_memory::{
-    self as memory, MemoryAlerts, MemoryHolder, MemoryInbox, MemoryLedger, MemoryQueue,
-    MemoryTriage,
+    self as memory, MemoryAlerts, MemoryHolder, MemoryInbox, MemoryLedger, MemoryMetrics,
+    MemoryQueue, MemoryTriage,
 };
 
 pub type MemoryIngress = Ingress<MemoryInbox, MemoryQueue, TestSecrets, MemoryHolder>;
@@ -92,6 +92,10 @@ pub struct Memory {
     pub triage: MemoryTriage,
     pub alerts: MemoryAlerts,
     pub crm: ScriptedCrm,
+    /// The metrics its services emit on this thread (the test's).
+    pub metrics: MemoryMetrics,
+    /// Keeps recording them while a clone lives.
+    pub _recording: Arc<hookgate_core::metrics::ThreadTap>,
     /// The configuration every service of it runs with.
     pub config: Arc<Config>,
 }
@@ -108,7 +112,10 @@ impl Memory {
     pub fn with_config(config: Arc<Config>) -> Self {
         hookgate_core::metrics::set_service(SERVICE);
         let (holder, triage, alerts) = memory::holder();
+        let metrics = MemoryMetrics::new(SERVICE);
         Memory {
+            _recording: Arc::new(metrics.tap()),
+            metrics,
             inbox: MemoryInbox::default(),
             queue: MemoryQueue::default(),
             ledger: MemoryLedger::default(),

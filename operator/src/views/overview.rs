@@ -86,6 +86,11 @@ pub fn overview(o: &Overview<'_>) -> Markup {
                     age(s.since_secs)
                 ),
             ))
+            (card(
+                "completed-count",
+                &s.completed.to_string(),
+                &format!("actions completed (last {})", age(s.since_secs)),
+            ))
             (card("oldest-pending", &oldest, "oldest pending action"))
             (card(
                 "uncertain-count",
@@ -96,6 +101,18 @@ pub fn overview(o: &Overview<'_>) -> Markup {
         }
         h2 { "Held, by class and destination" }
         (table("held-groups", &["class", "destination", "items", "held since", ""], &rows))
+        p #held-by-class {
+            "Held in the last " (age(s.since_secs)) ": "
+            @if s.triage_by_class.is_empty() {
+                "none."
+            } @else {
+                @for (i, (class, n)) in s.triage_by_class.iter().enumerate() {
+                    @if i > 0 { ", " }
+                    (class) " " (n)
+                }
+                "."
+            }
+        }
         h2 { "Deliveries and completed actions, last " (o.hours.len()) " hours (UTC)" }
         (activity(o.hours))
         h2 { "Alarms" }
@@ -123,12 +140,13 @@ mod tests {
     fn the_cards_read_the_figures_and_the_alarms_their_states() {
         let stats = Stats {
             since_secs: 86_400,
-            events: 3,
             deliveries: 4,
             duplicates: 1,
             duplicate_rate: 0.25,
             collisions: 0,
-            triage_by_class: BTreeMap::new(),
+            rejected: 0,
+            completed: 7,
+            triage_by_class: BTreeMap::from([("poison", 1), ("downstream-outage", 2)]),
             open_actions: BTreeMap::from([("UNCERTAIN", 1), ("FAILED", 2)]),
             oldest_pending_action_age_secs: Some(90),
         };
@@ -146,6 +164,9 @@ mod tests {
             "<div class=\"card\" id=\"uncertain-count\"><div class=\"figure\">1</div>",
             "<div class=\"card\" id=\"failed-count\"><div class=\"figure\">2</div>",
             "<p class=\"empty\" id=\"held-groups\">Nothing here.</p>",
+            "<div class=\"card\" id=\"completed-count\"><div class=\"figure\">7</div>\
+             <div class=\"label\">actions completed (last 1d 0h)</div>",
+            "<p id=\"held-by-class\">Held in the last 1d 0h: downstream-outage 2, poison 1.</p>",
             "<td>&lt;ALARM&gt;</td><td>hookgate-prod-Dlq</td>",
         ] {
             assert!(page.contains(card), "{card} in {page}");
@@ -164,11 +185,12 @@ mod tests {
         ];
         let stats = Stats {
             since_secs: 86_400,
-            events: 0,
             deliveries: 0,
             duplicates: 0,
             duplicate_rate: 0.0,
             collisions: 0,
+            rejected: 0,
+            completed: 0,
             triage_by_class: BTreeMap::new(),
             open_actions: BTreeMap::new(),
             oldest_pending_action_age_secs: None,
@@ -188,6 +210,7 @@ mod tests {
             "<tr><td>poison</td><td>crm</td><td>1</td><td>2025-12-01T19:00:00Z</td>\
              <td><a href=\"/triage?class=poison&amp;destination=crm\">list</a> · approved one by one</td></tr>",
             "--stack NAME",
+            "Held in the last 1d 0h: none.",
         ] {
             assert!(page.contains(row), "{row} in {page}");
         }

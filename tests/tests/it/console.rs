@@ -26,14 +26,14 @@ use hookgate_tests::{
 use crate::{analyzed, stripe};
 
 const IDLE: Duration = Duration::from_secs(30);
-const TOKEN: &str = "console-test-token";
+pub(crate) const TOKEN: &str = "console-test-token";
 /// The session cookie's value, and the one-time login link's key.
-const SESSION: &str = "console-test-session";
-const LOGIN: &str = "console-test-login";
+pub(crate) const SESSION: &str = "console-test-session";
+pub(crate) const LOGIN: &str = "console-test-login";
 
 /// An HTTP client holding the console's session cookie, as the operator's
 /// browser does once it opened the login link.
-fn with_session() -> reqwest::Client {
+pub(crate) fn with_session() -> reqwest::Client {
     let mut headers = reqwest::header::HeaderMap::new();
     headers.insert(
         reqwest::header::COOKIE,
@@ -44,7 +44,7 @@ fn with_session() -> reqwest::Client {
         .build()
         .unwrap()
 }
-const BY: &str = "ops@example.com";
+pub(crate) const BY: &str = "ops@example.com";
 /// The emulator's caller identity, with the operator's note.
 const WHO: &str =
     "arn:aws:sts::123456789012:user/moto (userId AKIAIOSFODNN7EXAMPLE, by ops@example.com)";
@@ -58,7 +58,7 @@ async fn ops(p: &Pipeline) -> Ops<Arc<TestIngress>> {
 
 /// Holds `calls`' follow-ups as outages: the CRM answers 503 until they are
 /// dead-lettered and triaged.
-async fn hold_outage(p: &Pipeline, calls: &[(&str, &str)]) {
+pub(crate) async fn hold_outage(p: &Pipeline, calls: &[(&str, &str)]) {
     let deliveries: Vec<Delivery> = calls.iter().map(|(c, r)| analyzed(c, r)).collect();
     p.sim
         .add_fault(Fault::new("/tasks", FaultKind::Status).status(503));
@@ -115,7 +115,9 @@ async fn an_outage_is_held_shown_and_approved_once_and_a_reject_sticks_in_a_real
     let p = Pipeline::new("console").await;
     let check = ops(&p).await;
     hold_outage(&p, &[("call_c1", "cb-c1"), ("call_c2", "cb-c2")]).await;
-    let console = serve(ops(&p).await).await;
+    // The overview's figures are the metrics this test's stack emitted.
+    let service = p.publish_metrics().await;
+    let console = serve(ops(&p).await.metrics_of(&service)).await;
     let base = console.base.clone();
     let b = Browser::start().await;
 
@@ -207,9 +209,11 @@ async fn an_outage_is_held_shown_and_approved_once_and_a_reject_sticks_in_a_real
         assert_eq!(item["decided_by"], WHO);
         assert_eq!(item["reason"], "CRM recovered");
     }
+    p.publish_metrics().await;
     b.goto(&format!("{base}/")).await;
     let chart = b.text("#activity-chart").await;
     assert!(chart.contains("completed actions (2)"), "{chart}");
+    assert_eq!(b.text("#completed-count .figure").await, "2");
 
     // The third outage: still HELD. Forged requests first, then a real reject.
     let held = check

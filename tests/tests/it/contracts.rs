@@ -1,11 +1,18 @@
-//! The contract suites on the DynamoDB adapters, against the emulator: the
+//! The contract suites on the AWS adapters, against the emulator: the
 //! same suites the memory ports pass (`memory/tests/contracts.rs`), so the
 //! fast tests' stores behave as the real ones do.
 
 use std::sync::Arc;
 
-use hookgate_adapters::{dynamo_inbox::DynamoInbox, sqs_queue::SqsActionQueue};
-use hookgate_core::message::{MessageKind, QueueMessage};
+use hookgate_adapters::{
+    cloudwatch::{CloudWatchMetrics, publish},
+    dynamo_inbox::DynamoInbox,
+    sqs_queue::SqsActionQueue,
+};
+use hookgate_core::{
+    Timestamp,
+    message::{MessageKind, QueueMessage},
+};
 use hookgate_memory::contract::{self, lost::Write};
 use hookgate_tests::{emulator::Emulator, pipeline::Pipeline, stack::Stack};
 
@@ -72,8 +79,26 @@ async fn the_sqs_action_queue_honours_the_action_queue_contract() {
 #[tokio::test]
 async fn the_dynamodb_stores_honour_the_operator_reads_contract() {
     let p = Pipeline::new("contract-reads").await;
-    let inbox = DynamoInbox::new(p.stack.ddb.clone(), &p.stack.inbox_table);
-    contract::reads::reads_contract(&inbox, &p.ledger, "ddb").await;
+    contract::reads::reads_contract(&p.ledger, "ddb").await;
+}
+
+#[tokio::test]
+async fn cloudwatch_honours_the_metrics_contract() {
+    let emulator = Emulator::shared();
+    // Read as the operator tools read (their policy), sent as the Logs agent
+    // sends (the harness).
+    let operator = aws_sdk_cloudwatch::Client::new(&emulator.function_config("operator").await);
+    let agent = aws_sdk_cloudwatch::Client::new(&emulator.sdk_config().await);
+    let service = hookgate_tests::stack::unique("contract-metrics", "Stack");
+    let metrics = CloudWatchMetrics::new(operator, &service);
+    let publish = |lines: Vec<String>| {
+        let agent = agent.clone();
+        async move {
+            let skipped = publish(&agent, &lines, None).await.unwrap();
+            assert_eq!(skipped, 0);
+        }
+    };
+    contract::metrics::metrics_contract(&metrics, publish, &service, Timestamp::now()).await;
 }
 
 #[tokio::test]
