@@ -133,7 +133,9 @@ def read_units(op, request, answer):
     a GetItem or BatchGetItem rounded up on its own (a missing one still
     one); a unit per 4 KB strongly consistent, half that eventually. Items
     a filter expression discarded were read too but are not in the answer:
-    this counts only what was returned."""
+    this counts only what was returned. So does a projection: a Query of an
+    index or a read with a ProjectionExpression is billed for the whole
+    index entry or item, and counted here for the attributes returned."""
     def units(size, consistent):
         chunks = max(1, -(-size // READ_UNIT_BYTES))
         return chunks if consistent else chunks / 2
@@ -567,11 +569,12 @@ class CloudWatchCbor:
     - PutMetricData (the local runner and the tests send the functions' EMF
       values with it, as CloudWatch Logs extracts them on AWS). The SDK
       gzips a body above 10 KB (`Content-Encoding: gzip`);
-    - GetMetricData with MetricStat queries (the overview's figures). moto
-      compares naive UTC times and CBOR's decode timezone-aware, so every
-      time is made naive UTC on the way in and tagged epoch seconds (CBOR
-      tag 1) on the way out. moto has no percentiles, and ignores the
-      namespace when a query names dimensions.
+    - GetMetricData with MetricStat queries (the overview's figures): Sum
+      queries summed here (`metric_sums`), others by moto. moto compares
+      naive UTC times and CBOR's decode timezone-aware, so every time is
+      made naive UTC on the way in and tagged epoch seconds (CBOR tag 1) on
+      the way out. moto has no percentiles, ignores the namespace when a
+      query names dimensions, and truncates the end time to the second.
     Other CBOR operations get a clear 501.
     """
 
@@ -603,9 +606,11 @@ class CloudWatchCbor:
                 backend.put_metric_data(request["Namespace"], data)
                 status, answer = "200 OK", {}
             elif operation == "GetMetricData":
-                results = backend.get_metric_data(
-                    request["MetricDataQueries"], naive(request["StartTime"]), naive(request["EndTime"]),
-                    request.get("ScanBy", "TimestampAscending"))
+                start, end = naive(request["StartTime"]), naive(request["EndTime"])
+                scan_by = request.get("ScanBy", "TimestampAscending")
+                queries = request["MetricDataQueries"]
+                results = (metric_sums(backend, queries, start, end, scan_by)
+                           or backend.get_metric_data(queries, start, end, scan_by))
                 status, answer = "200 OK", {"MetricDataResults": [{
                     "Id": r["id"], "Label": r["label"], "StatusCode": r["status_code"],
                     "Timestamps": [epoch(t) for t in r["timestamps"]],
@@ -613,8 +618,8 @@ class CloudWatchCbor:
                 } for r in results], "Messages": []}
             else:
                 status, answer = "501 Not Implemented", {"__type": "NotImplemented", "message": operation}
-        except (KeyError, TypeError, ValueError) as error:
-            status, answer = "400 Bad Request", {"__type": "InvalidParameterValue", "message": repr(error)}
+        except Exception as error:  # moto's own errors too: a CBOR answer, never an HTML 500
+            status, answer = "400 Bad Request", {"__type": type(error).__name__, "message": str(error)}
         start_response(status, [("Content-Type", "application/cbor"), ("smithy-protocol", "rpc-v2-cbor")])
         return [cbor2.dumps(answer)]
 
@@ -629,6 +634,36 @@ class CloudWatchCbor:
             "AlarmActions": list(a.alarm_actions or []),
         }
         return {k: v for k, v in fields.items() if v is not None}
+
+
+def metric_sums(backend, queries, start, end, scan_by):
+    """GetMetricData's Sum queries, each value read once and bucketed by
+    arithmetic: moto's own loop compares every value with every period of
+    every query (1,441 periods for a day by the minute), and ignores the
+    namespace when a query names dimensions. None (moto answers) when a
+    query is not a MetricStat Sum."""
+    results = []
+    for q in queries:
+        stat = q.get("MetricStat")
+        if not stat or stat.get("Stat") != "Sum":
+            return None
+        metric = stat["Metric"]
+        dims = sorted((d["Name"], d["Value"]) for d in metric.get("Dimensions", []))
+        period = int(stat["Period"])
+        sums = {}
+        for md in backend.metric_data:
+            if (md.namespace != metric["Namespace"] or md.name != metric["MetricName"]
+                    or not start <= md.timestamp < end
+                    or sorted((d.name, d.value) for d in md.dimensions) != dims):
+                continue
+            slot = int((md.timestamp - start).total_seconds() // period)
+            at = start + datetime.timedelta(seconds=slot * period)
+            value = md.value if hasattr(md, "value") else md.sum_stat
+            sums[at] = sums.get(at, 0.0) + float(value)
+        times = sorted(sums, reverse=scan_by == "TimestampDescending")
+        results.append({"id": q["Id"], "label": q.get("Label") or q["Id"], "status_code": "Complete",
+                        "timestamps": times, "values": [sums[t] for t in times]})
+    return results
 
 
 def naive(t):

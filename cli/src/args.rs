@@ -327,9 +327,10 @@ pub enum TriageCommand {
         /// With --execute: approve exactly the plan's items.
         #[arg(long, value_name = "FILE", conflicts_with_all = ["ids", "class", "destination", "workspace", "since"])]
         plan: Option<PathBuf>,
-        /// Why: recorded with the decision.
-        #[arg(long)]
-        reason: String,
+        /// Why: recorded with the decision. With --plan, the plan's reason
+        /// (give none, or the same).
+        #[arg(long, required_unless_present = "plan")]
+        reason: Option<String>,
         /// Approvals per second at most.
         #[arg(long, default_value_t = 10, value_name = "N")]
         rate: u32,

@@ -10,7 +10,7 @@ use hookgate_adapters::clients::Overrides;
 use hookgate_cli::{
     args::{ActionsCommand, Cli, Command, Global, InboxCommand, TriageCommand},
     errors,
-    ops::{ApproveRequest, DeployedOps, Output, Selection},
+    ops::{ApproveRequest, DeployedOps, Live, Output, Selection},
     session::Session,
 };
 
@@ -83,6 +83,7 @@ fn print(output: Output, json: bool) -> i32 {
         (true, code, Some(message)) if code != 0 => {
             eprintln!("{}", errors::of_output(code, message).json());
         }
+        (true, _, _) if output.lines => println!("{}", output.json),
         (true, _, _) => println!(
             "{}",
             serde_json::to_string_pretty(&output.json).unwrap_or_default()
@@ -126,7 +127,10 @@ fn require_config(global: &Global, what: &str) -> anyhow::Result<()> {
 fn ops(global: &Global) -> anyhow::Result<(tokio::runtime::Runtime, Session, DeployedOps)> {
     let (runtime, session) = session(global)?;
     let config = session.config(global.config.as_deref())?;
-    let ops = DeployedOps::connect(Arc::new(config), &session.aws)?.metrics_of(&session.service());
+    let mut ops = DeployedOps::connect(Arc::new(config), &session.aws)?;
+    if let Some(service) = session.service() {
+        ops = ops.metrics_of(&service);
+    }
     Ok((runtime, session, ops))
 }
 
@@ -412,8 +416,23 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                             reason,
                             rate,
                         };
-                        ops.triage_approve_command(request, &ops.decider(&global.by).await?)
-                            .await
+                        // Each item's line as it is decided; SIGINT or SIGTERM
+                        // ends the run after the item under way.
+                        let mut live = Live::new(
+                            |text: &str, line: &serde_json::Value| {
+                                use std::io::Write;
+                                let mut out = std::io::stdout().lock();
+                                let _ = if json {
+                                    writeln!(out, "{line}")
+                                } else {
+                                    write!(out, "{text}")
+                                };
+                                let _ = out.flush();
+                            },
+                            interrupted(),
+                        );
+                        let who = ops.decider(&global.by).await?;
+                        ops.triage_approve_command(request, &who, &mut live).await
                     }
                     TriageCommand::Reject { id, reason } => {
                         ops.triage_reject(&id, &ops.decider(&global.by).await?, &reason)
@@ -431,6 +450,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         } => {
             require_config(global, "doctor")?;
             let (rt, session, ops) = ops(global)?;
+            let ops = ops.metrics_of(&session.metrics_service());
             let prefix = session
                 .stack
                 .as_ref()
@@ -452,7 +472,8 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             0
         }
         Command::Stats { since } => {
-            let (rt, _, ops) = ops(global)?;
+            let (rt, session, ops) = ops(global)?;
+            let ops = ops.metrics_of(&session.metrics_service());
             print(rt.block_on(ops.stats(since))?, json)
         }
     })

@@ -179,5 +179,6 @@ where
         } else {
             exit::FAILED
         },
+        lines: false,
     })
 }

@@ -89,8 +89,9 @@ impl Session {
     }
 
     /// The stack's `service` (its metrics' dimension): the stack's
-    /// `Service` output, else $HOOKGATE_SERVICE, else the default.
-    pub fn service(&self) -> String {
+    /// `Service` output, else $HOOKGATE_SERVICE; `None` when neither names
+    /// one (the functions then use `hookgate`).
+    pub fn service(&self) -> Option<String> {
         let settings = self
             .stack
             .as_ref()
@@ -98,7 +99,18 @@ impl Session {
             .unwrap_or_default();
         stack::lookup(&settings, |name| std::env::var(name).ok())("HOOKGATE_SERVICE")
             .filter(|s| !s.is_empty())
-            .unwrap_or_else(|| hookgate_core::metrics::DEFAULT_SERVICE.to_owned())
+    }
+
+    /// The service whose metrics the figures read, with a warning when no
+    /// stack names it: a stack of another name would read as all zeros.
+    pub fn metrics_service(&self) -> String {
+        self.service().unwrap_or_else(|| {
+            let default = hookgate_core::metrics::DEFAULT_SERVICE;
+            self.warn(&format!(
+                "no --stack and no HOOKGATE_SERVICE: the figures are those of the metrics of service \"{default}\" (a stack's name)"
+            ));
+            default.to_owned()
+        })
     }
 
     /// The Region the clients call.

@@ -47,6 +47,7 @@ pub fn report(region: &str, caller: &Caller, stack: Option<&Deployed>) -> Output
             text,
             json: json!({ "region": region, "account": caller.account, "caller": caller.arn, "stack": null }),
             code: exit::OK,
+            lines: false,
         };
     };
     text.push_str(&format!("stack     {} ({})\n", stack.name, stack.status));
@@ -74,6 +75,7 @@ pub fn report(region: &str, caller: &Caller, stack: Option<&Deployed>) -> Output
             },
         }),
         code: exit::OK,
+        lines: false,
     }
 }
 

@@ -111,8 +111,10 @@ thread_local! {
 pub struct ThreadTap(u64);
 
 impl Drop for ThreadTap {
+    /// Removes the tap from the dropping thread's list: drop it on the
+    /// thread that made it (elsewhere it stays where it was, harmlessly).
     fn drop(&mut self) {
-        THREAD_TAPS.with(|t| t.borrow_mut().retain(|(id, _)| *id != self.0));
+        let _ = THREAD_TAPS.try_with(|t| t.borrow_mut().retain(|(id, _)| *id != self.0));
     }
 }
 

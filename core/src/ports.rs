@@ -12,8 +12,8 @@
 //! - [`ActionQueue`]: the action queue;
 //! - [`Ledger`]: the business-action ledger (reserve, settle, reconcile);
 //! - [`TriageStore`]: held failures and alert claims;
-//! - [`InboxReads`], [`LedgerReads`], [`TriageReads`]: what only the operator
-//!   tools read;
+//! - [`LedgerReads`], [`TriageReads`]: what only the operator tools read;
+//! - [`MetricReads`]: the sums of the stack's metrics the operator tools show;
 //! - [`Alerts`]: where triage alerts go;
 //! - [`EventIngress`]: the ingress's EventBridge path, for re-injection.
 //!

@@ -108,12 +108,11 @@ impl Jobs {
     }
 }
 
-/// A stopped job, as the operator reads it on stderr: what was decided, and
-/// every item that was not.
-pub fn report(job: &Job) -> String {
+/// A job cut short (`what` says how: "console stopped during approval 3"),
+/// as the operator reads it: what was decided, and every item that was not.
+pub fn report(job: &Job, what: &str) -> String {
     let mut out = format!(
-        "console stopped during approval {} ({} of {} items reached):",
-        job.id,
+        "{what} ({} of {} items reached):",
         job.done(),
         job.steps.len()
     );
@@ -143,12 +142,12 @@ mod tests {
         let stopped = jobs.unfinished();
         assert_eq!(stopped.len(), 1);
         assert_eq!(
-            report(&stopped[0]),
+            report(&stopped[0], "console stopped during approval 1"),
             "console stopped during approval 1 (1 of 2 items reached):\n  a: approved: re-queued\n  b: NOT decided (still HELD)"
         );
         jobs.record(id, 1, Step::Running);
         assert!(jobs.running());
-        assert!(report(&jobs.unfinished()[0]).ends_with(
+        assert!(report(&jobs.unfinished()[0], "stopped").ends_with(
             "b: outcome unknown (its approval was under way): see hookgate triage show b"
         ));
         jobs.abandon(id, "task failed");

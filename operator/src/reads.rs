@@ -21,6 +21,7 @@ use hookgate_core::{
 use serde::Serialize;
 
 use crate::{
+    Caller,
     activity::{Hour, chart_start, hourly},
     plan::{Selection, before},
 };
@@ -120,6 +121,25 @@ impl<I, L, T, M> Reads<I, L, T, M> {
             triage,
             metrics,
         }
+    }
+
+    /// Whether `caller` may read what belongs to `workspace`: the deciders'
+    /// rule (`[[ops.deciders]]`), for reads as for decisions, where the ops
+    /// API and the console serve them. Without deciders everyone may; what
+    /// names no workspace (or an id that does not exist) only a `*` decider.
+    pub fn may_read(&self, caller: &Caller, workspace: Option<&str>) -> bool {
+        self.config.may_decide(&caller.arn, workspace)
+    }
+
+    /// Why `caller` may not read what belongs to `workspace`, if it may not.
+    pub fn out_of_scope(&self, caller: &Caller, workspace: Option<&str>) -> Option<String> {
+        (!self.may_read(caller, workspace)).then(|| {
+            format!(
+                "{} may not read workspace {}",
+                caller.arn,
+                workspace.unwrap_or("(none)")
+            )
+        })
     }
 
     /// The same reads over other metrics.
@@ -275,7 +295,7 @@ impl<I: InboxStore, L: Ledger + LedgerReads, T: TriageStore + TriageReads, M: Me
     Reads<I, L, T, M>
 {
     /// The statistics of the `since` before `now` (its start rounded down to
-    /// the minute).
+    /// the window's period: a minute up to a day, see [`window_period`]).
     pub async fn stats(&self, now: Timestamp, since: Duration) -> Result<Stats, StoreError> {
         Ok(self.overview(now, since, 0).await?.0)
     }

@@ -386,7 +386,9 @@ impl Pipeline {
 
     /// Sends the metric lines this test emitted so far to the emulator's
     /// CloudWatch, as those of a stack of its own: returns that stack's
-    /// `service` (read them with `Ops::metrics_of`).
+    /// `service` (read them with `Ops::metrics_of`). Only lines emitted on
+    /// the test's thread are the test's: use it from a current-thread
+    /// runtime (`#[tokio::test]`), with one pipeline in the test.
     pub async fn publish_metrics(&self) -> String {
         let aws = crate::emulator::Emulator::shared().sdk_config().await;
         let service = self.stack.queue_name.clone();

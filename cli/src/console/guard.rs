@@ -18,8 +18,8 @@
 //!
 //! Another site may still link to a page (a top-level navigation, as if the
 //! operator typed the address), but not load one inside its own: an image or
-//! frame pointed at the console would make it scan the tables with the
-//! operator's credentials on every view of that site.
+//! frame pointed at the console would make it read the tables and metrics
+//! with the operator's credentials on every view of that site.
 
 use subtle::ConstantTimeEq;
 

@@ -119,7 +119,8 @@ pub async fn serve<E: EventIngress + 'static>(
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     for job in console.jobs.unfinished() {
-        eprintln!("{}", jobs::report(&job));
+        let what = format!("console stopped during approval {}", job.id);
+        eprintln!("{}", jobs::report(&job, &what));
     }
     Ok(())
 }

@@ -6,6 +6,7 @@
 //! JSON for `--json`, and the exit code scripts can rely on.
 
 mod actions;
+mod approve;
 mod doctor;
 mod triage;
 
@@ -22,8 +23,8 @@ use hookgate_operator::Caller;
 use serde_json::Value;
 
 pub use actions::reconciled_text;
+pub use approve::{ApproveRequest, Live, approved};
 pub use hookgate_operator::plan::{Plan, Selection, parse_age};
-pub use triage::{ApproveRequest, approved};
 
 /// Exit codes.
 pub mod exit {
@@ -33,6 +34,8 @@ pub mod exit {
     pub const FAILED: i32 = 1;
     /// Nothing matched (no such item, action or record).
     pub const NOT_FOUND: i32 = 3;
+    /// Stopped by SIGINT or SIGTERM before it finished (128 + SIGINT).
+    pub const INTERRUPTED: i32 = 130;
 }
 
 /// What a command prints, and how it exits.
@@ -41,6 +44,9 @@ pub struct Output {
     pub text: String,
     pub json: Value,
     pub code: i32,
+    /// Its items were printed as they went: `json` is the last line of JSON
+    /// Lines, printed on one line.
+    pub lines: bool,
 }
 
 impl Output {
@@ -49,6 +55,7 @@ impl Output {
             text,
             json,
             code: exit::OK,
+            lines: false,
         }
     }
 
@@ -57,6 +64,7 @@ impl Output {
             json: serde_json::json!({ "error": what }),
             text: format!("{what}\n"),
             code: exit::NOT_FOUND,
+            lines: false,
         }
     }
 
@@ -65,6 +73,7 @@ impl Output {
             json: serde_json::json!({ "error": what }),
             text: format!("{what}\n"),
             code: exit::FAILED,
+            lines: false,
         }
     }
 }

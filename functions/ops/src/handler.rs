@@ -26,7 +26,7 @@ use hookgate_core::{
     config::{Config, ConfigError},
     page::{self, Cursor},
     ports::EventIngress,
-    triage::{TriageClass, TriageStatus},
+    triage::{TriageClass, TriageItem, TriageStatus},
 };
 use hookgate_operator::{
     Caller, DecisionError, Decisions,
@@ -151,10 +151,14 @@ fn body<T: serde::de::DeserializeOwned + Default>(body: &Bytes) -> T {
     serde_json::from_slice(body).unwrap_or_default()
 }
 
+/// The caller's items only: another workspace's are left out (a page may
+/// hold fewer; its token still leads on).
 async fn list<E: EventIngress>(
     State(ops): State<Arc<Ops<E>>>,
+    Extension(caller): Extension<Caller>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
+    let mine = |i: &TriageItem| ops.reads.may_read(&caller, i.workspace.as_deref());
     let status = query
         .get("status")
         .map_or("HELD", String::as_str)
@@ -184,7 +188,12 @@ async fn list<E: EventIngress>(
             Ok(page) => answer(
                 StatusCode::OK,
                 Listed {
-                    items: page.items.iter().map(|i| i.summary()).collect(),
+                    items: page
+                        .items
+                        .iter()
+                        .filter(|i| mine(i))
+                        .map(|i| i.summary())
+                        .collect(),
                     next: page.next,
                 },
             ),
@@ -193,17 +202,34 @@ async fn list<E: EventIngress>(
     }
     match ops.reads.triage_list(status, class).await {
         Ok(items) => {
-            let views: Vec<_> = items.iter().map(|i| i.summary()).collect();
+            let views: Vec<_> = items
+                .iter()
+                .filter(|i| mine(i))
+                .map(|i| i.summary())
+                .collect();
             answer(StatusCode::OK, views)
         }
         Err(e) => unavailable(&e),
     }
 }
 
-async fn show<E: EventIngress>(State(ops): State<Arc<Ops<E>>>, Path(id): Path<String>) -> Response {
+/// One item, its payload included: 403 when it is another workspace's, and
+/// for an id that does not exist unless the caller may read every
+/// workspace (so a limited caller cannot learn which ids exist).
+async fn show<E: EventIngress>(
+    State(ops): State<Arc<Ops<E>>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> Response {
     match ops.reads.triage_item(&id).await {
-        Ok(Some(item)) => answer(StatusCode::OK, item.view()),
-        Ok(None) => error(StatusCode::NOT_FOUND, format!("no triage item {id}")),
+        Ok(Some(item)) => match ops.reads.out_of_scope(&caller, item.workspace.as_deref()) {
+            None => answer(StatusCode::OK, item.view()),
+            Some(why) => error(StatusCode::FORBIDDEN, why),
+        },
+        Ok(None) => match ops.reads.out_of_scope(&caller, None) {
+            None => error(StatusCode::NOT_FOUND, format!("no triage item {id}")),
+            Some(why) => error(StatusCode::FORBIDDEN, why),
+        },
         Err(e) => unavailable(&e),
     }
 }

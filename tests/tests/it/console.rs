@@ -81,14 +81,14 @@ pub(crate) async fn hold_outage(p: &Pipeline, calls: &[(&str, &str)]) {
 }
 
 /// A running console: its base URL, and how to stop it as Ctrl-C does.
-struct Served {
-    base: String,
-    stop: tokio::sync::oneshot::Sender<()>,
-    serving: tokio::task::JoinHandle<std::io::Result<()>>,
+pub(crate) struct Served {
+    pub(crate) base: String,
+    pub(crate) stop: tokio::sync::oneshot::Sender<()>,
+    pub(crate) serving: tokio::task::JoinHandle<std::io::Result<()>>,
 }
 
 /// The console on a free loopback port.
-async fn serve(ops: Ops<Arc<TestIngress>>) -> Served {
+pub(crate) async fn serve(ops: Ops<Arc<TestIngress>>) -> Served {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let guard = Guard::new(port, TOKEN.into(), SESSION.into(), LOGIN.into());

@@ -3,7 +3,7 @@
 
 use std::{sync::Arc, time::Duration};
 
-use hookgate_cli::ops::{ApproveRequest, Ops, Selection, exit};
+use hookgate_cli::ops::{ApproveRequest, Live, Ops, Selection, exit};
 use hookgate_core::{
     ledger::ActionStatus,
     triage::{TriageClass, TriageStatus},
@@ -227,13 +227,14 @@ async fn stats_match_a_scripted_run_and_bulk_approval_after_an_outage_completes_
                 execute,
                 plan_out: plan_out.map(Into::into),
                 plan: plan.map(Into::into),
-                reason: "CRM recovered".into(),
+                reason: Some("CRM recovered".into()),
                 rate: 100,
             }
         };
+    let quiet = &mut Live::quiet();
     // A bulk --execute without a reviewed plan is refused, and changes nothing.
     let unreviewed = ops
-        .triage_approve_command(request(true, None, None), &who)
+        .triage_approve_command(request(true, None, None), &who, quiet)
         .await
         .unwrap_err()
         .to_string();
@@ -242,7 +243,7 @@ async fn stats_match_a_scripted_run_and_bulk_approval_after_an_outage_completes_
         "{unreviewed}"
     );
     let dry = ops
-        .triage_approve_command(request(false, Some(&plan_path), None), &who)
+        .triage_approve_command(request(false, Some(&plan_path), None), &who, quiet)
         .await
         .unwrap();
     show(
@@ -280,16 +281,40 @@ async fn stats_match_a_scripted_run_and_bulk_approval_after_an_outage_completes_
         (shown, "CRM recovered")
     );
     assert_eq!(written.ids.len(), 2, "{written:?}");
+    // A plan runs with the reason it was reviewed with: another is refused.
+    let other = ApproveRequest {
+        reason: Some("something else".into()),
+        ..request(true, None, Some(&plan_path))
+    };
+    let refused = ops
+        .triage_approve_command(other, &who, quiet)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("is not the plan's reason"), "{refused}");
+    assert_eq!(p.queue_depth(&p.stack.queue_url).await, 0);
+    // Each item's line as it is decided, then the count.
+    let mut lines = Vec::new();
+    let mut live = Live::new(
+        |text: &str, _: &serde_json::Value| lines.push(text.to_owned()),
+        std::future::pending(),
+    );
+    let plan_alone = ApproveRequest {
+        reason: None,
+        ..request(true, None, Some(&plan_path))
+    };
     let done = ops
-        .triage_approve_command(request(true, None, Some(&plan_path)), &who)
+        .triage_approve_command(plan_alone, &who, &mut live)
         .await
         .unwrap();
-    show(
-        "triage approve --execute --plan plan.json --reason 'CRM recovered'",
-        &done,
+    drop(live);
+    show("triage approve --execute --plan plan.json", &done);
+    assert_eq!(
+        (done.code, done.text.as_str()),
+        (exit::OK, "2 of 2 approved\n")
     );
-    assert_eq!(done.code, exit::OK, "{}", done.text);
-    assert!(done.text.contains("[2/2]"), "{}", done.text);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(lines[1].starts_with("[2/2] "), "{lines:?}");
     std::fs::remove_dir_all(&dir).unwrap();
     p.run_until_idle(IDLE).await;
     for key in [
@@ -307,6 +332,109 @@ async fn stats_match_a_scripted_run_and_bulk_approval_after_an_outage_completes_
         .unwrap();
     assert_eq!(again.code, exit::NOT_FOUND);
     assert_eq!(p.sim.tasks().total, 2);
+}
+
+#[tokio::test]
+async fn a_bulk_approval_stopped_midway_reports_exactly_what_it_decided_and_the_ledger_agrees() {
+    let p = Pipeline::new("o-stop").await;
+    let ops = ops(&p).await;
+    let who = ops.decider("ops@example.com").await.unwrap();
+    let calls = [
+        ("call_s1", "cb-s1"),
+        ("call_s2", "cb-s2"),
+        ("call_s3", "cb-s3"),
+    ];
+    crate::console::hold_outage(&p, &calls).await;
+    let dir = std::env::temp_dir().join(format!("hookgate-stop-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let plan_path = dir.join("plan.json");
+    let request = |execute: bool| ApproveRequest {
+        ids: Vec::new(),
+        selection: Selection {
+            class: Some(TriageClass::DownstreamOutage),
+            ..Selection::default()
+        },
+        dry_run: false,
+        execute,
+        plan_out: (!execute).then(|| plan_path.clone()),
+        plan: execute.then(|| plan_path.clone()),
+        reason: (!execute).then(|| "CRM back".to_owned()),
+        rate: 100,
+    };
+    let dry = ops
+        .triage_approve_command(request(false), &who, &mut Live::quiet())
+        .await
+        .unwrap();
+    assert_eq!(dry.json.as_array().unwrap().len(), 3, "{}", dry.text);
+
+    // SIGINT arrives as the first item's line is printed: as `main` wires
+    // it, a stop future that resolves.
+    let (interrupt, interrupted) = tokio::sync::oneshot::channel::<()>();
+    let mut interrupt = Some(interrupt);
+    let mut lines = Vec::new();
+    let mut live = Live::new(
+        |_: &str, line: &serde_json::Value| {
+            lines.push(line.clone());
+            if let Some(signal) = interrupt.take() {
+                let _ = signal.send(());
+            }
+        },
+        async move {
+            let _ = interrupted.await;
+        },
+    );
+    let stopped = ops
+        .triage_approve_command(request(true), &who, &mut live)
+        .await
+        .unwrap();
+    drop(live);
+    std::fs::remove_dir_all(&dir).unwrap();
+    show(
+        "triage approve --execute --plan plan.json   # then Ctrl-C",
+        &stopped,
+    );
+    assert_eq!(stopped.code, exit::INTERRUPTED, "{}", stopped.text);
+    assert_eq!(lines.len(), 1, "no item starts after the stop: {lines:?}");
+    let approved: Vec<String> = serde_json::from_value(stopped.json["approved"].clone()).unwrap();
+    let not: Vec<String> = serde_json::from_value(stopped.json["not_approved"].clone()).unwrap();
+    assert_eq!((approved.len(), not.len()), (1, 2), "{}", stopped.text);
+    assert_eq!(lines[0]["id"], approved[0].as_str());
+    for id in &not {
+        assert!(
+            stopped
+                .text
+                .contains(&format!("{id}: NOT decided (still HELD)")),
+            "{}",
+            stopped.text
+        );
+    }
+    // What the report says is what the triage table and the ledger hold.
+    let status = |id: String| {
+        let ops = &ops;
+        async move { ops.triage_show(&id).await.unwrap().json }
+    };
+    let decided = status(approved[0].clone()).await;
+    assert_eq!(decided["status"], "REINJECTED");
+    assert_eq!(decided["reason"], "CRM back", "the plan's reason");
+    for id in &not {
+        assert_eq!(status(id.clone()).await["status"], "HELD");
+    }
+    p.run_until_idle(IDLE).await;
+    let tasks = p.sim.tasks();
+    assert_eq!(tasks.total, 1, "{tasks:?}");
+    let call = decided["inbox_pk"]
+        .as_str()
+        .unwrap()
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .to_owned();
+    let (_, callback) = calls.iter().find(|(c, _)| *c == call).unwrap();
+    for (_, cb) in calls {
+        let key = format!("ws-1#create_followup_task#{cb}");
+        let completed = ops.actions_show(&key).await.unwrap().json["status"] == "COMPLETED";
+        assert_eq!(completed, cb == *callback, "{key}");
+    }
 }
 
 /// A config for the pipeline's tables with only Retell and an EventBridge

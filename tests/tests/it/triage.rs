@@ -1066,4 +1066,64 @@ async fn a_decider_scoped_to_other_workspaces_is_refused_and_nothing_changes() {
     // anything is read, whoever sends it; a well-formed one out of scope, 403.
     assert_eq!(p.ops_call(reconcile(r#"{"reason": "x"}"#)).await.0, 400);
     assert_eq!(p.ops_call(reconcile(r#"{"not_found": true}"#)).await.0, 403);
+
+    // Reads are scoped as decisions are: ws-1's item and its payload are
+    // not this caller's; an unknown id is a 403 too (no probing for ids);
+    // the lists leave ws-1's items out.
+    let get = |uri: &str| {
+        let mut request = ops_request(&id, "approve", true);
+        *request.method_mut() = lambda_http::http::Method::GET;
+        *request.uri_mut() = uri.parse().unwrap();
+        *request.body_mut() = lambda_http::Body::Empty;
+        request
+    };
+    assert_eq!(
+        p.ops_call(get(&format!("/ops/triage/{id}"))).await,
+        (
+            403,
+            json!({"error": "arn:aws:sts::123456789012:assumed-role/hookgate-operator/oncall \
+                may not read workspace ws-1"})
+        )
+    );
+    assert_eq!(p.ops_call(get("/ops/triage/no-such-item")).await.0, 403);
+    assert_eq!(p.ops_call(get("/ops/triage")).await, (200, json!([])));
+    let (status, page) = p.ops_call(get("/ops/triage?limit=10")).await;
+    assert_eq!((status, &page["items"]), (200, &json!([])));
+
+    // The console, run by an identity no decider names (the emulator's
+    // caller), shows nothing of ws-1 either.
+    let operator = hookgate_tests::emulator::Emulator::shared()
+        .function_config("operator")
+        .await;
+    let ops =
+        hookgate_cli::ops::Ops::new(p.stack.config.clone(), &operator, p.stack.ingress.clone())
+            .unwrap();
+    let console = crate::console::serve(ops).await;
+    let browser = crate::console::with_session();
+    let page = |path: String| {
+        let (browser, base) = (&browser, &console.base);
+        async move {
+            let answer = browser.get(format!("{base}{path}")).send().await.unwrap();
+            (answer.status().as_u16(), answer.text().await.unwrap())
+        }
+    };
+    let (status, item) = page(format!("/triage/{id}")).await;
+    assert_eq!(status, 403, "{item}");
+    assert!(item.contains("may not read workspace ws-1"), "{item}");
+    assert!(!item.contains("call_sc"), "no payload: {item}");
+    let (status, list) = page("/triage".into()).await;
+    assert_eq!(status, 200);
+    assert!(!list.contains(&id), "{list}");
+    let (status, overview) = page("/".into()).await;
+    assert_eq!(status, 200);
+    assert!(!overview.contains("crm</td>"), "no held group: {overview}");
+    let (status, lookup) =
+        page("/inbox?workspace=ws-1&provider=retell&key=call_analyzed%3Acall_sc".into()).await;
+    assert_eq!(status, 403, "{lookup}");
+    assert_eq!(
+        page("/triage/plan?class=downstream-outage".into()).await.0,
+        404
+    );
+    let _ = console.stop.send(());
+    console.serving.await.unwrap().unwrap();
 }

@@ -151,7 +151,8 @@ async fn css() -> Response {
 async fn overview<E: EventIngress + 'static>(State(c): Shared<E>) -> Response {
     let now = Timestamp::now();
     let read = async {
-        let held = c.ops.reads.triage_list(TriageStatus::Held, None).await?;
+        let mut held = c.ops.reads.triage_list(TriageStatus::Held, None).await?;
+        held.retain(|i| c.ops.reads.may_read(&c.caller, i.workspace.as_deref()));
         let (stats, hours) = c
             .ops
             .reads
@@ -205,12 +206,16 @@ async fn actions<E: EventIngress + 'static>(
         .reads
         .actions_page(parsed, None, (PAGE, &cursor), Timestamp::now());
     match read.await {
-        Ok(page) => c.render(
-            StatusCode::OK,
-            "Actions",
-            Nav::Actions,
-            &views::actions_list(parsed, &page.items, c.guard.token(), page.next.as_deref()),
-        ),
+        Ok(mut page) => {
+            page.items
+                .retain(|a| c.ops.reads.may_read(&c.caller, Some(a.key.workspace())));
+            c.render(
+                StatusCode::OK,
+                "Actions",
+                Nav::Actions,
+                &views::actions_list(parsed, &page.items, c.guard.token(), page.next.as_deref()),
+            )
+        }
         Err(e) => c.failed(Nav::Actions, &e.into()),
     }
 }
@@ -279,6 +284,9 @@ async fn lookup<E: EventIngress + 'static>(State(c): Shared<E>, RawQuery(q): Raw
         Ok(pk) => pk,
         Err(e) => return render(StatusCode::BAD_REQUEST, Some(Err(&e.to_string()))),
     };
+    if let Some(why) = c.ops.reads.out_of_scope(&c.caller, Some(&workspace)) {
+        return render(StatusCode::FORBIDDEN, Some(Err(&why)));
+    }
     match c.ops.reads.inbox_record(&pk).await {
         Ok(Some(record)) => render(StatusCode::OK, Some(Ok(&record))),
         Ok(None) => render(

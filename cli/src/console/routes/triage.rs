@@ -80,7 +80,10 @@ pub(super) async fn list<E: EventIngress + 'static>(
             Ok(page) => page,
             Err(e) => return c.failed(Nav::Triage, &e.into()),
         };
-        page.items.retain(|i| filters.keeps(i, now));
+        // Another workspace's items are not the caller's to read.
+        page.items.retain(|i| {
+            filters.keeps(i, now) && c.ops.reads.may_read(&c.caller, i.workspace.as_deref())
+        });
         items.extend(page.items);
         next = page.next;
         match next.as_deref().map(|token| Cursor::parse(token, &of)) {
@@ -102,17 +105,28 @@ pub(super) async fn detail<E: EventIngress + 'static>(
     RawQuery(q): RawQuery,
 ) -> Response {
     let evidence = match c.ops.reads.evidence(&id).await {
-        Ok(Some(evidence)) => evidence,
-        Ok(None) => {
-            return c.message(
-                StatusCode::NOT_FOUND,
-                "Triage",
-                Nav::Triage,
-                &format!("no triage item {id}"),
-                "/triage",
-            );
-        }
+        Ok(evidence) => evidence,
         Err(e) => return c.failed(Nav::Triage, &e.into()),
+    };
+    // Another workspace's item, or (for a limited caller) an unknown id: 403.
+    let workspace = evidence.as_ref().map(|e| e.item.workspace.as_deref());
+    if let Some(why) = c.ops.reads.out_of_scope(&c.caller, workspace.flatten()) {
+        return c.message(
+            StatusCode::FORBIDDEN,
+            "Triage",
+            Nav::Triage,
+            &why,
+            "/triage",
+        );
+    }
+    let Some(evidence) = evidence else {
+        return c.message(
+            StatusCode::NOT_FOUND,
+            "Triage",
+            Nav::Triage,
+            &format!("no triage item {id}"),
+            "/triage",
+        );
     };
     // Only what the record shows: a link elsewhere cannot fake the notice.
     let note = match first(&pairs(q), "note").as_str() {
@@ -165,7 +179,14 @@ pub(super) async fn plan<E: EventIngress + 'static>(
             return c.bad_request("Approval plan", Nav::Triage, &why, "/triage");
         }
         match c.ops.reads.selected(&selection, Timestamp::now()).await {
-            Ok(items) => ids = items.into_iter().map(|i| i.id).collect(),
+            // The caller's workspaces' items only.
+            Ok(items) => {
+                ids = items
+                    .into_iter()
+                    .filter(|i| c.ops.reads.may_read(&c.caller, i.workspace.as_deref()))
+                    .map(|i| i.id)
+                    .collect();
+            }
             Err(e) => return c.failed(Nav::Triage, &e.into()),
         }
         if ids.is_empty() {
