@@ -172,7 +172,8 @@ build:
 
 ## local-smoke: make local's script, one signed webhook twice: new, duplicate,
 ## one CRM task; then hookgate --stack hookgate-local: status, send, logs,
-## triage list, stats, doctor and the console.
+## triage list, stats, doctor, a bulk approval interrupted by SIGINT (its
+## report as the triage table) and the console.
 local-smoke: venv
 	cargo build --workspace --bins
 	scripts/local-smoke.sh

@@ -618,8 +618,14 @@ class CloudWatchCbor:
                 } for r in results], "Messages": []}
             else:
                 status, answer = "501 Not Implemented", {"__type": "NotImplemented", "message": operation}
-        except Exception as error:  # moto's own errors too: a CBOR answer, never an HTML 500
-            status, answer = "400 Bad Request", {"__type": type(error).__name__, "message": str(error)}
+        except (KeyError, TypeError, ValueError) as error:  # a request without what it needs
+            status, answer = "400 Bad Request", {"__type": "InvalidParameterValue", "message": repr(error)}
+        except Exception as error:  # moto's own errors keep their status; anything else is ours
+            code, kind = getattr(error, "code", None), getattr(error, "error_type", None)
+            if isinstance(code, int) and kind:
+                status, answer = f"{code} Error", {"__type": kind, "message": getattr(error, "message", str(error))}
+            else:
+                status, answer = "500 Internal Server Error", {"__type": "InternalFailure", "message": repr(error)}
         start_response(status, [("Content-Type", "application/cbor"), ("smithy-protocol", "rpc-v2-cbor")])
         return [cbor2.dumps(answer)]
 
@@ -658,7 +664,7 @@ def metric_sums(backend, queries, start, end, scan_by):
                 continue
             slot = int((md.timestamp - start).total_seconds() // period)
             at = start + datetime.timedelta(seconds=slot * period)
-            value = md.value if hasattr(md, "value") else md.sum_stat
+            value = md.value if hasattr(md, "value") else md.sum  # StatisticValues
             sums[at] = sums.get(at, 0.0) + float(value)
         times = sorted(sums, reverse=scan_by == "TimestampDescending")
         results.append({"id": q["Id"], "label": q.get("Label") or q["Id"], "status_code": "Complete",

@@ -4,8 +4,8 @@
 # — then one signed webhook sent twice over HTTP: `new`, then `duplicate`,
 # and exactly one CRM task; then the operator's commands against the stack
 # by its name (`--stack`, from the emulator's CloudFormation): status, send,
-# logs of what send caused, triage list, stats, doctor, the console. Stops
-# everything it started.
+# logs of what send caused, triage list, stats, doctor, a bulk approval
+# interrupted by SIGINT, the console. Stops everything it started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -115,6 +115,36 @@ grep -q '^ok    every failure class has an alarm' "$WORK/doctor.txt" || fail "do
 if hg doctor > "$WORK/doctor-bare.txt" 2>&1; then fail "doctor ran without --config"; fi
 grep -q 'pass --config FILE' "$WORK/doctor-bare.txt" || fail "doctor without --config said: $(cat "$WORK/doctor-bare.txt")"
 
+# A bulk approval stopped by SIGINT: three callbacks held by a CRM outage,
+# their plan approved at one a second and interrupted after the first item's
+# line. The report and the triage table must agree: one approved, two HELD.
+crm_faults() { curl -sS -X "$1" "http://127.0.0.1:$HOOKGATE_CRM_PORT/_sim/faults" -H 'content-type: application/json' "${@:2}" > /dev/null; }
+crm_faults POST -d '{"path":"/tasks","kind":"status","status":503}'
+for call in c-int-1 c-int-2 c-int-3; do
+  printf '%s' '{"event":"call_analyzed","call":{"call_id":"'$call'","metadata":{"workspace":"ws-42"},"call_analysis":{"call_summary":"int","custom_analysis_data":{"callback_requested":true,"callback_request_id":"cb-'$call'"}}}}' > "$WORK/$call.json"
+  hg send --provider retell --workspace ws-42 --secret key_local_ws42_retell --body "$WORK/$call.json" > /dev/null || fail "hookgate send $call"
+done
+held() { hg triage list --class downstream-outage --json | python3 -c 'import json, sys; print(" ".join(sorted(i["id"] for i in json.load(sys.stdin))))'; }
+for _ in $(seq 80); do [[ $(held | wc -w) == 3 ]] && break; sleep 0.5; done
+[[ $(held | wc -w) == 3 ]] || fail "the outage held $(held | wc -w) items, not 3"
+crm_faults DELETE
+hg --config .local/local.toml triage approve --class downstream-outage --reason 'CRM back' --plan-out "$WORK/plan.json" > /dev/null 2>&1 \
+  || fail "the bulk dry run failed"
+target/debug/hookgate --config .local/local.toml --json triage approve --execute --plan "$WORK/plan.json" --rate 1 \
+  > "$WORK/approve.jsonl" 2> "$WORK/approve.err" &
+APPROVE=$!
+for _ in $(seq 100); do [[ -s $WORK/approve.jsonl ]] && break; sleep 0.1; done
+kill -INT "$APPROVE"; code=0; wait "$APPROVE" || code=$?
+[[ $code == 130 ]] || fail "the interrupted approval exited $code: $(cat "$WORK/approve.jsonl" "$WORK/approve.err")"
+python3 - "$WORK/approve.jsonl" "$(held)" <<'EOF' || fail "the interrupted approval's report and the triage table disagree: $(cat "$WORK/approve.jsonl") / HELD: $(held)"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+items, summary = lines[:-1], lines[-1]
+assert [i["id"] for i in items] == summary["approved"], lines
+assert len(summary["approved"]) == 1 and summary["stopped"] is True, lines
+assert sorted(summary["not_approved"]) == sys.argv[2].split(), (summary, sys.argv[2])
+EOF
+
 # The binary itself in the background (not the hg function: its subshell's
 # PID would be killed and the console left running).
 target/debug/hookgate console --config .local/local.toml --port 0 > "$WORK/console.out" 2> "$WORK/console.err" &
@@ -127,4 +157,5 @@ kill "$CONSOLE"; wait "$CONSOLE" 2>/dev/null || true
 grep -q 'hookgate-local-' "$WORK/overview.html" || fail "the console's overview shows no alarm of the stack: $(head -c 2000 "$WORK/overview.html")"
 
 echo "local-smoke ok: make local served a signed webhook: new, then duplicate, one CRM task;"
-echo "  hookgate --stack hookgate-local: status, send (202 new, one more task), logs (its ingress and action lines), triage list, stats, doctor, console"
+echo "  hookgate --stack hookgate-local: status, send (202 new, one more task), logs (its ingress and action lines), triage list, stats, doctor,"
+echo "  a bulk approval interrupted by SIGINT (its report as the triage table), console"

@@ -450,7 +450,6 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         } => {
             require_config(global, "doctor")?;
             let (rt, session, ops) = ops(global)?;
-            let ops = ops.metrics_of(&session.metrics_service());
             let prefix = session
                 .stack
                 .as_ref()
@@ -463,6 +462,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Console { port, rate } => {
             require_config(global, "console")?;
             let (rt, session, ops) = ops(global)?;
+            let ops = ops.metrics_of(&session.metrics_service());
             let prefix = session
                 .stack
                 .as_ref()
@@ -480,6 +480,10 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
 }
 
 fn main() {
+    // The decisions' code emits EMF lines (Reinjections, TriageItems): a
+    // Lambda's stdout is CloudWatch Logs, this one is the operator's output
+    // (and `--json` a program's input), which they would corrupt.
+    hookgate_core::metrics::mute();
     let json = std::env::args_os().any(|a| a == "--json");
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

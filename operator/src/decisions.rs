@@ -121,10 +121,12 @@ pub trait Decisions: Send + Sync {
     ) -> impl Future<Output = Result<Reconciled, DecisionError>> + Send;
 
     /// Whether a plan of `ids` may be approved by `caller`, before any of it
-    /// is: it names an item; each exists, is HELD and is in the caller's
-    /// workspaces; and a plan of several holds only classes approved in
-    /// bulk (outages, unknown failures). One item is decided whatever its
-    /// class. A plan is then approved item by item, at the surface's rate.
+    /// is: it names an item; each is in the caller's workspaces (checked
+    /// first: an unknown id is one of no workspace), exists, and is HELD or
+    /// left APPROVED by a failed re-injection; and a plan of several holds
+    /// only classes approved in bulk (outages, unknown failures). One item
+    /// is decided whatever its class. A plan is then approved item by item,
+    /// at the surface's rate.
     fn check_plan(
         &self,
         caller: &Caller,
@@ -243,16 +245,24 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress> 
             ));
         }
         for id in ids {
-            let item = self
+            // The caller's scope first: what is not theirs, or does not
+            // exist, tells them nothing more (a 403 for a limited caller).
+            let Some(item) = self
                 .approvals
                 .triage()
                 .get(id)
                 .await
                 .map_err(ApprovalError::from)?
-                .ok_or_else(|| {
-                    DecisionError::Invalid(format!("no triage item {id}; nothing was decided"))
-                })?;
-            if item.status != TriageStatus::Held {
+            else {
+                self.in_scope(caller, None)?;
+                return Err(DecisionError::Invalid(format!(
+                    "no triage item {id}; nothing was decided"
+                )));
+            };
+            self.in_scope(caller, item.workspace.as_deref())?;
+            // APPROVED: an approval whose re-injection failed; approving it
+            // again finishes it.
+            if !matches!(item.status, TriageStatus::Held | TriageStatus::Approved) {
                 return Err(DecisionError::Invalid(format!(
                     "{id} is {}, not HELD: decided already. Nothing was decided",
                     item.status
@@ -265,7 +275,6 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress> 
                     item.class
                 )));
             }
-            self.in_scope(caller, item.workspace.as_deref())?;
         }
         Ok(())
     }

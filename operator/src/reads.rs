@@ -131,15 +131,17 @@ impl<I, L, T, M> Reads<I, L, T, M> {
         self.config.may_decide(&caller.arn, workspace)
     }
 
-    /// Why `caller` may not read what belongs to `workspace`, if it may not.
-    pub fn out_of_scope(&self, caller: &Caller, workspace: Option<&str>) -> Option<String> {
-        (!self.may_read(caller, workspace)).then(|| {
-            format!(
-                "{} may not read workspace {}",
-                caller.arn,
-                workspace.unwrap_or("(none)")
-            )
-        })
+    /// Why `caller` may not read `what` (as asked for: "triage item X"),
+    /// which belongs to `workspace`, if it may not. The answer names only
+    /// what was asked, never the workspace found, so an id's existence and
+    /// owner cannot be probed.
+    pub fn out_of_scope(
+        &self,
+        caller: &Caller,
+        workspace: Option<&str>,
+        what: &str,
+    ) -> Option<String> {
+        (!self.may_read(caller, workspace)).then(|| format!("{} may not read {what}", caller.arn))
     }
 
     /// The same reads over other metrics.

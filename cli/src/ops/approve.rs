@@ -105,6 +105,9 @@ impl<E: EventIngress> Ops<E> {
                 ),
             };
             let dry = request.dry_run || !request.execute;
+            if let (false, Err(e)) = (dry, reason_of(&reason)) {
+                return Ok(Output::failed(e.to_string()));
+            }
             return self
                 .approve_items(&plan.ids, None, dry, (who, &reason, rate), live)
                 .await;
@@ -119,6 +122,13 @@ impl<E: EventIngress> Ops<E> {
         }
         let selection = bulk.then_some(&request.selection);
         let dry = request.dry_run || (bulk && !request.execute);
+        if request.plan_out.is_some() && !dry {
+            anyhow::bail!("--plan-out writes a dry run's plan: add --dry-run");
+        }
+        // Checked before anything is decided or a plan written with it.
+        if let Err(e) = reason_of(&reason) {
+            return Ok(Output::failed(e.to_string()));
+        }
         let output = self
             .approve_items(&request.ids, selection, dry, (who, &reason, rate), live)
             .await?;
@@ -176,7 +186,10 @@ impl<E: EventIngress> Ops<E> {
                 if let Some(why) = selection.refusal() {
                     return Ok(Output::failed(why));
                 }
-                self.reads.selected(selection, now).await?
+                // The caller's workspaces' items only, as the console plans.
+                let mut items = self.reads.selected(selection, now).await?;
+                items.retain(|i| self.reads.may_read(who, i.workspace.as_deref()));
+                items
             }
         };
         if items.is_empty() {
@@ -199,6 +212,13 @@ impl<E: EventIngress> Ops<E> {
         let pause = Duration::from_secs(1) / per_second.max(1);
         let mut stopped = false;
         for n in 0..ids.len() {
+            // A stop that came already (before the first item too: a
+            // signal's handler is in place from this first poll on) starts
+            // no item.
+            stopped = stopped || stop_came(&mut live.stop).await;
+            if stopped {
+                break;
+            }
             let request = Approve {
                 id: ids[n].clone(),
                 reason: why.to_owned(),
@@ -217,6 +237,9 @@ impl<E: EventIngress> Ops<E> {
             };
             let (step, result) = match decided {
                 Ok(done) => (Step::Approved(approved(&done)), approved(&done)),
+                // A store or the queue failed: the item may be left
+                // APPROVED, which approving it again finishes.
+                Err(e) if e.is_unavailable() => (Step::Running, format!("outcome unknown: {e}")),
                 Err(e) => (Step::Refused(e.to_string()), format!("not approved: {e}")),
             };
             job.steps[n].1 = step;
@@ -257,6 +280,21 @@ impl<E: EventIngress> Ops<E> {
     }
 }
 
+/// Whether `stop` has resolved, without waiting: polled once. Never called
+/// again once it returned `true`.
+async fn stop_came(stop: &mut Pin<Box<dyn Future<Output = ()> + Send + '_>>) -> bool {
+    tokio::select! {
+        biased;
+        () = stop => true,
+        () = std::future::ready(()) => false,
+    }
+}
+
+/// A reason as decisions take it, checked before anything is decided.
+fn reason_of(text: &str) -> Result<&str, hookgate_operator::DecisionError> {
+    hookgate_operator::decisions::reason(text)
+}
+
 /// The end of a carried-out approval, its items' lines already reported:
 /// how many were approved, and when it was stopped or an item refused,
 /// every item with what became of it. Exit 0 when all were approved, 1 when
@@ -268,13 +306,16 @@ fn summary(job: &Job, stopped: bool) -> Output {
         .filter(|(_, s)| matches!(s, Step::Approved(_)))
         .map(|(id, _)| id.as_str())
         .collect();
-    let not_decided: Vec<&str> = job
-        .steps
-        .iter()
-        .filter(|(_, s)| !matches!(s, Step::Approved(_)))
-        .map(|(id, _)| id.as_str())
-        .collect();
-    let complete = not_decided.is_empty();
+    let of = |keep: fn(&Step) -> bool| -> Vec<&str> {
+        job.steps
+            .iter()
+            .filter(|(_, s)| keep(s))
+            .map(|(id, _)| id.as_str())
+            .collect()
+    };
+    let not_decided = of(|s| matches!(s, Step::Waiting | Step::Refused(_)));
+    let unknown = of(|s| matches!(s, Step::Running));
+    let complete = not_decided.is_empty() && unknown.is_empty();
     let mut text = format!("{} of {} approved\n", approved.len(), job.steps.len());
     if !complete {
         let what = if stopped {
@@ -290,6 +331,7 @@ fn summary(job: &Job, stopped: bool) -> Output {
         json: json!({
             "approved": approved,
             "not_approved": not_decided,
+            "unknown": unknown,
             "stopped": stopped,
         }),
         code: match (complete, stopped) {
@@ -361,7 +403,7 @@ mod tests {
         );
         assert_eq!(
             out.json,
-            json!({"approved": ["a"], "not_approved": ["b"], "stopped": true})
+            json!({"approved": ["a"], "not_approved": ["b"], "unknown": [], "stopped": true})
         );
         assert!(out.lines, "one JSON line, after the items' lines");
     }
@@ -378,6 +420,17 @@ mod tests {
         assert!(
             out.text
                 .contains("b: not approved: triage item b is DISCARDED")
+        );
+        let failed = job(&[("a", Step::Running)]);
+        let out = summary(&failed, false);
+        assert_eq!(
+            (out.code, &out.json["unknown"]),
+            (exit::FAILED, &json!(["a"]))
+        );
+        assert!(
+            out.text.contains("a: outcome unknown"),
+            "a failed store is not called a refusal: {}",
+            out.text
         );
         let done = job(&[("a", Step::Approved("ingested (new)".into()))]);
         let out = summary(&done, false);

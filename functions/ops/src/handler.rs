@@ -221,12 +221,16 @@ async fn show<E: EventIngress>(
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
 ) -> Response {
+    let what = format!("triage item {id}");
     match ops.reads.triage_item(&id).await {
-        Ok(Some(item)) => match ops.reads.out_of_scope(&caller, item.workspace.as_deref()) {
+        Ok(Some(item)) => match ops
+            .reads
+            .out_of_scope(&caller, item.workspace.as_deref(), &what)
+        {
             None => answer(StatusCode::OK, item.view()),
             Some(why) => error(StatusCode::FORBIDDEN, why),
         },
-        Ok(None) => match ops.reads.out_of_scope(&caller, None) {
+        Ok(None) => match ops.reads.out_of_scope(&caller, None, &what) {
             None => error(StatusCode::NOT_FOUND, format!("no triage item {id}")),
             Some(why) => error(StatusCode::FORBIDDEN, why),
         },

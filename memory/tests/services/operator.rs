@@ -290,11 +290,35 @@ async fn deciders_bind_every_decision_and_a_refusal_changes_nothing() {
         before,
         "refusals change nothing"
     );
+    // A plan is checked for scope before anything else about an item: a
+    // limited caller learns neither that an id names nothing nor another
+    // workspace's item's status.
+    for limited in [&ana, &lead] {
+        let unknown = decisions
+            .check_plan(limited, &["nope".to_owned()])
+            .await
+            .unwrap_err();
+        assert_eq!(unknown.status(), 403, "{unknown}");
+    }
     decisions.reject(&lead, &reject, at(60)).await.unwrap();
     let item = m.triage.get(&id).await.unwrap().unwrap();
     assert_eq!(
         (item.status, item.decided_by.as_deref()),
         (TriageStatus::Discarded, Some(lead.recorded.as_str()))
+    );
+    let decided = decisions
+        .check_plan(&ana, std::slice::from_ref(&id))
+        .await
+        .unwrap_err();
+    assert_eq!(decided, out_of_scope, "not that it is DISCARDED");
+    assert_eq!(
+        decisions
+            .check_plan(&admin, &["nope".to_owned()])
+            .await
+            .unwrap_err()
+            .status(),
+        400,
+        "a decider of every workspace is told the id names nothing"
     );
 }
 

@@ -367,21 +367,42 @@ async fn a_bulk_approval_stopped_midway_reports_exactly_what_it_decided_and_the_
         .unwrap();
     assert_eq!(dry.json.as_array().unwrap().len(), 3, "{}", dry.text);
 
-    // SIGINT arrives as the first item's line is printed: as `main` wires
-    // it, a stop future that resolves.
-    let (interrupt, interrupted) = tokio::sync::oneshot::channel::<()>();
-    let mut interrupt = Some(interrupt);
+    // A SIGINT that came before the run (as `main` wires it: the stop
+    // future has resolved) decides nothing.
+    let early = ops
+        .triage_approve_command(
+            request(true),
+            &who,
+            &mut Live::new(|_, _| {}, std::future::ready(())),
+        )
+        .await
+        .unwrap();
+    assert_eq!(early.code, exit::INTERRUPTED, "{}", early.text);
+    assert_eq!(early.json["approved"], serde_json::json!([]));
+    assert_eq!(early.json["not_approved"].as_array().unwrap().len(), 3);
+    assert_eq!(
+        p.queue_depth(&p.stack.queue_url).await,
+        0,
+        "nothing re-queued"
+    );
+
+    // One that arrives while the first approval is under way: the stop
+    // future is ready from its second poll, made while that approval waits
+    // on DynamoDB. The approval finishes; nothing after it starts.
+    let mut polls = 0;
+    let during_the_first = std::future::poll_fn(move |cx| {
+        polls += 1;
+        if polls >= 2 {
+            std::task::Poll::Ready(())
+        } else {
+            cx.waker().wake_by_ref();
+            std::task::Poll::Pending
+        }
+    });
     let mut lines = Vec::new();
     let mut live = Live::new(
-        |_: &str, line: &serde_json::Value| {
-            lines.push(line.clone());
-            if let Some(signal) = interrupt.take() {
-                let _ = signal.send(());
-            }
-        },
-        async move {
-            let _ = interrupted.await;
-        },
+        |_: &str, line: &serde_json::Value| lines.push(line.clone()),
+        during_the_first,
     );
     let stopped = ops
         .triage_approve_command(request(true), &who, &mut live)

@@ -284,7 +284,8 @@ async fn lookup<E: EventIngress + 'static>(State(c): Shared<E>, RawQuery(q): Raw
         Ok(pk) => pk,
         Err(e) => return render(StatusCode::BAD_REQUEST, Some(Err(&e.to_string()))),
     };
-    if let Some(why) = c.ops.reads.out_of_scope(&c.caller, Some(&workspace)) {
+    let what = format!("workspace {workspace}");
+    if let Some(why) = c.ops.reads.out_of_scope(&c.caller, Some(&workspace), &what) {
         return render(StatusCode::FORBIDDEN, Some(Err(&why)));
     }
     match c.ops.reads.inbox_record(&pk).await {

@@ -110,7 +110,12 @@ pub(super) async fn detail<E: EventIngress + 'static>(
     };
     // Another workspace's item, or (for a limited caller) an unknown id: 403.
     let workspace = evidence.as_ref().map(|e| e.item.workspace.as_deref());
-    if let Some(why) = c.ops.reads.out_of_scope(&c.caller, workspace.flatten()) {
+    let what = format!("triage item {id}");
+    if let Some(why) = c
+        .ops
+        .reads
+        .out_of_scope(&c.caller, workspace.flatten(), &what)
+    {
         return c.message(
             StatusCode::FORBIDDEN,
             "Triage",
