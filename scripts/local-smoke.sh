@@ -133,7 +133,8 @@ hg --config .local/local.toml triage approve --class downstream-outage --reason 
 target/debug/hookgate --config .local/local.toml --json triage approve --execute --plan "$WORK/plan.json" --rate 1 \
   > "$WORK/approve.jsonl" 2> "$WORK/approve.err" &
 APPROVE=$!
-for _ in $(seq 100); do [[ -s $WORK/approve.jsonl ]] && break; sleep 0.1; done
+for _ in $(seq 600); do [[ -s $WORK/approve.jsonl ]] && break; sleep 0.1; done
+[[ -s $WORK/approve.jsonl ]] || { kill "$APPROVE"; fail "the approval printed no item in 60 s: $(cat "$WORK/approve.err")"; }
 kill -INT "$APPROVE"; code=0; wait "$APPROVE" || code=$?
 [[ $code == 130 ]] || fail "the interrupted approval exited $code: $(cat "$WORK/approve.jsonl" "$WORK/approve.err")"
 python3 - "$WORK/approve.jsonl" "$(held)" <<'EOF' || fail "the interrupted approval's report and the triage table disagree: $(cat "$WORK/approve.jsonl") / HELD: $(held)"
@@ -141,7 +142,9 @@ import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
 items, summary = lines[:-1], lines[-1]
 assert [i["id"] for i in items] == summary["approved"], lines
-assert len(summary["approved"]) == 1 and summary["stopped"] is True, lines
+# The signal lands in the second's pause after the first item, or (on a
+# slow machine) during the second item, which then finishes.
+assert 1 <= len(summary["approved"]) <= 2 and summary["stopped"] is True, lines
 assert sorted(summary["not_approved"]) == sys.argv[2].split(), (summary, sys.argv[2])
 EOF
 

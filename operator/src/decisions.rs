@@ -54,8 +54,11 @@ pub enum DecisionError {
     #[error("{0}")]
     Invalid(String),
     /// `[[ops.deciders]]` does not let the caller decide there.
-    #[error("{caller} may not decide for workspace {workspace}")]
-    OutOfScope { caller: String, workspace: String },
+    /// Names what was asked for, never the workspace found: a caller
+    /// limited to some workspaces learns neither an id's owner nor whether
+    /// it exists.
+    #[error("{caller} may not decide {what}")]
+    OutOfScope { caller: String, what: String },
     /// The core refused it, or a store failed.
     #[error(transparent)]
     Refused(#[from] ApprovalError),
@@ -149,14 +152,20 @@ impl<T, S, L, Q, E> InProcess<T, S, L, Q, E> {
 impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
     InProcess<T, S, L, Q, E>
 {
-    /// `Err` unless `caller` may decide for `workspace`.
-    fn in_scope(&self, caller: &Caller, workspace: Option<&str>) -> Result<(), DecisionError> {
+    /// `Err` unless `caller` may decide `what` (as asked for: "triage item
+    /// X"), which belongs to `workspace`.
+    fn in_scope(
+        &self,
+        caller: &Caller,
+        workspace: Option<&str>,
+        what: &str,
+    ) -> Result<(), DecisionError> {
         if self.approvals.config().may_decide(&caller.arn, workspace) {
             return Ok(());
         }
         Err(DecisionError::OutOfScope {
             caller: caller.arn.clone(),
-            workspace: workspace.unwrap_or("(none)").to_owned(),
+            what: what.to_owned(),
         })
     }
 
@@ -170,10 +179,11 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
             .get(id)
             .await
             .map_err(ApprovalError::from)?;
+        let what = format!("triage item {id}");
         match item {
-            Some(item) => self.in_scope(caller, item.workspace.as_deref()),
+            Some(item) => self.in_scope(caller, item.workspace.as_deref(), &what),
             None => {
-                self.in_scope(caller, None)?;
+                self.in_scope(caller, None, &what)?;
                 Err(ApprovalError::NotFound(id.to_owned()).into())
             }
         }
@@ -217,7 +227,8 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress> 
         request: &Reconcile,
         now: Timestamp,
     ) -> Result<Reconciled, DecisionError> {
-        self.in_scope(caller, Some(request.key.workspace()))?;
+        let what = format!("action {}", request.key);
+        self.in_scope(caller, Some(request.key.workspace()), &what)?;
         if request
             .found
             .as_deref()
@@ -254,12 +265,16 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress> 
                 .await
                 .map_err(ApprovalError::from)?
             else {
-                self.in_scope(caller, None)?;
+                self.in_scope(caller, None, &format!("triage item {id}"))?;
                 return Err(DecisionError::Invalid(format!(
                     "no triage item {id}; nothing was decided"
                 )));
             };
-            self.in_scope(caller, item.workspace.as_deref())?;
+            self.in_scope(
+                caller,
+                item.workspace.as_deref(),
+                &format!("triage item {id}"),
+            )?;
             // APPROVED: an approval whose re-injection failed; approving it
             // again finishes it.
             if !matches!(item.status, TriageStatus::Held | TriageStatus::Approved) {

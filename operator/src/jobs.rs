@@ -16,6 +16,9 @@ pub enum Step {
     Approved(String),
     /// Not approved: why.
     Refused(String),
+    /// Its approval failed on a store or the queue: it may be left
+    /// APPROVED, which approving it again finishes. Why.
+    Unknown(String),
 }
 
 /// One approval plan being carried out.
@@ -118,12 +121,15 @@ pub fn report(job: &Job, what: &str) -> String {
     );
     for (id, step) in &job.steps {
         let line = match step {
-            Step::Waiting => "NOT decided (still HELD)".to_owned(),
+            Step::Waiting => "NOT decided (left as it was)".to_owned(),
             Step::Running => format!(
                 "outcome unknown (its approval was under way): see hookgate triage show {id}"
             ),
             Step::Approved(what) => format!("approved: {what}"),
             Step::Refused(why) => format!("not approved: {why}"),
+            Step::Unknown(why) => format!(
+                "outcome unknown ({why}): see hookgate triage show {id}; approving it again finishes it"
+            ),
         };
         out.push_str(&format!("\n  {id}: {line}"));
     }
@@ -143,7 +149,7 @@ mod tests {
         assert_eq!(stopped.len(), 1);
         assert_eq!(
             report(&stopped[0], "console stopped during approval 1"),
-            "console stopped during approval 1 (1 of 2 items reached):\n  a: approved: re-queued\n  b: NOT decided (still HELD)"
+            "console stopped during approval 1 (1 of 2 items reached):\n  a: approved: re-queued\n  b: NOT decided (left as it was)"
         );
         jobs.record(id, 1, Step::Running);
         assert!(jobs.running());

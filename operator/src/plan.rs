@@ -13,8 +13,9 @@ use serde::{Deserialize, Serialize};
 /// writes it with `--plan-out FILE` and executes exactly it with `--execute
 /// --plan FILE` (the console's plan page carries its ids in the form), so
 /// what an operator reviewed is what runs: an item held after the dry run is not
-/// in it, and one decided meanwhile refuses the whole plan before anything
-/// is decided (`Decisions::check_plan`).
+/// in it, and one decided meanwhile (other than left APPROVED by a failed
+/// re-injection) refuses the whole plan before anything is decided
+/// (`Decisions::check_plan`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Plan {
     pub ids: Vec<String>,

@@ -239,7 +239,10 @@ impl<E: EventIngress> Ops<E> {
                 Ok(done) => (Step::Approved(approved(&done)), approved(&done)),
                 // A store or the queue failed: the item may be left
                 // APPROVED, which approving it again finishes.
-                Err(e) if e.is_unavailable() => (Step::Running, format!("outcome unknown: {e}")),
+                Err(e) if e.is_unavailable() => (
+                    Step::Unknown(e.to_string()),
+                    format!("outcome unknown: {e}"),
+                ),
                 Err(e) => (Step::Refused(e.to_string()), format!("not approved: {e}")),
             };
             job.steps[n].1 = step;
@@ -314,7 +317,7 @@ fn summary(job: &Job, stopped: bool) -> Output {
             .collect()
     };
     let not_decided = of(|s| matches!(s, Step::Waiting | Step::Refused(_)));
-    let unknown = of(|s| matches!(s, Step::Running));
+    let unknown = of(|s| matches!(s, Step::Running | Step::Unknown(_)));
     let complete = not_decided.is_empty() && unknown.is_empty();
     let mut text = format!("{} of {} approved\n", approved.len(), job.steps.len());
     if !complete {
@@ -399,7 +402,7 @@ mod tests {
         assert_eq!(
             out.text,
             "1 of 2 approved\napproval interrupted (1 of 2 items reached):\n  \
-             a: approved: re-queued x (re-opened 1)\n  b: NOT decided (still HELD)\n"
+             a: approved: re-queued x (re-opened 1)\n  b: NOT decided (left as it was)\n"
         );
         assert_eq!(
             out.json,
@@ -421,7 +424,7 @@ mod tests {
             out.text
                 .contains("b: not approved: triage item b is DISCARDED")
         );
-        let failed = job(&[("a", Step::Running)]);
+        let failed = job(&[("a", Step::Unknown("triage table unavailable".into()))]);
         let out = summary(&failed, false);
         assert_eq!(
             (out.code, &out.json["unknown"]),

@@ -143,7 +143,7 @@ mod tests {
         );
         let scope = DecisionError::OutOfScope {
             caller: "arn:aws:iam::1:user/ana".into(),
-            workspace: "ws-1".into(),
+            what: "triage item x".into(),
         };
         assert_eq!(refusal(scope, String::new).unwrap().code, exit::FAILED);
         let store = DecisionError::Refused(ApprovalError::Store(StoreError::Unavailable {

@@ -230,10 +230,11 @@ async fn deciders_bind_every_decision_and_a_refusal_changes_nothing() {
     let (_, decisions) = surfaces(&m);
     let (ana, lead) = (caller(ANA), caller("arn:aws:iam::123456789012:user/lead"));
     let before = (statuses(&m), m.queue.sent().len());
-    let out_of_scope = DecisionError::OutOfScope {
+    let out_of_scope = |what: &str| DecisionError::OutOfScope {
         caller: ANA.into(),
-        workspace: "ws-1".into(),
+        what: what.into(),
     };
+    let item = format!("triage item {id}");
     let approve = Approve {
         id: id.clone(),
         reason: "CRM back".into(),
@@ -248,21 +249,27 @@ async fn deciders_bind_every_decision_and_a_refusal_changes_nothing() {
     };
     assert_eq!(
         decisions.approve(&ana, &approve, at(60)).await,
-        Err(out_of_scope.clone())
+        Err(out_of_scope(&item))
     );
     assert_eq!(
         decisions.reject(&ana, &reject, at(60)).await,
-        Err(out_of_scope.clone())
+        Err(out_of_scope(&item))
     );
     assert_eq!(
         decisions.reconcile(&ana, &reconcile, at(60)).await,
-        Err(out_of_scope.clone())
+        Err(out_of_scope("action ws-1#create_task#sc1"))
     );
     assert_eq!(
         decisions.check_plan(&ana, std::slice::from_ref(&id)).await,
-        Err(out_of_scope.clone())
+        Err(out_of_scope(&item))
     );
-    assert_eq!(out_of_scope.status(), 403);
+    assert_eq!(out_of_scope(&item).status(), 403);
+    // The refusal names what was asked, not the workspace found: the same
+    // words for an id that names nothing.
+    assert_eq!(
+        out_of_scope(&item).to_string(),
+        format!("{ANA} may not decide triage item {id}")
+    );
     let unknown = Approve {
         id: "nope".into(),
         reason: "?".into(),
@@ -275,6 +282,12 @@ async fn deciders_bind_every_decision_and_a_refusal_changes_nothing() {
             .await
             .unwrap_err();
         assert_eq!(refused.status(), 403, "{refused}");
+        assert!(
+            refused
+                .to_string()
+                .ends_with("may not decide triage item nope"),
+            "{refused}"
+        );
     }
     let admin = caller("arn:aws:iam::123456789012:user/admin");
     assert_eq!(
@@ -301,16 +314,16 @@ async fn deciders_bind_every_decision_and_a_refusal_changes_nothing() {
         assert_eq!(unknown.status(), 403, "{unknown}");
     }
     decisions.reject(&lead, &reject, at(60)).await.unwrap();
-    let item = m.triage.get(&id).await.unwrap().unwrap();
+    let rejected = m.triage.get(&id).await.unwrap().unwrap();
     assert_eq!(
-        (item.status, item.decided_by.as_deref()),
+        (rejected.status, rejected.decided_by.as_deref()),
         (TriageStatus::Discarded, Some(lead.recorded.as_str()))
     );
     let decided = decisions
         .check_plan(&ana, std::slice::from_ref(&id))
         .await
         .unwrap_err();
-    assert_eq!(decided, out_of_scope, "not that it is DISCARDED");
+    assert_eq!(decided, out_of_scope(&item), "not that it is DISCARDED");
     assert_eq!(
         decisions
             .check_plan(&admin, &["nope".to_owned()])

@@ -258,6 +258,7 @@ pub fn job(job: &Job) -> Markup {
                 Step::Running => ("under way", ""),
                 Step::Approved(what) => ("approved", what.as_str()),
                 Step::Refused(why) => ("NOT approved", why.as_str()),
+                Step::Unknown(why) => ("outcome unknown: approve it again", why.as_str()),
             };
             vec![item_link(id), html! { (state) }, html! { (detail) }]
         })

@@ -424,7 +424,7 @@ async fn a_bulk_approval_stopped_midway_reports_exactly_what_it_decided_and_the_
         assert!(
             stopped
                 .text
-                .contains(&format!("{id}: NOT decided (still HELD)")),
+                .contains(&format!("{id}: NOT decided (left as it was)")),
             "{}",
             stopped.text
         );

@@ -1060,8 +1060,8 @@ async fn a_decider_scoped_to_other_workspaces_is_refused_and_nothing_changes() {
         p.ops_call(ops_request(&id, "approve", true)).await,
         (
             403,
-            json!({"error": "arn:aws:sts::123456789012:assumed-role/hookgate-operator/oncall \
-                may not decide for workspace ws-1"})
+            json!({"error": format!("arn:aws:sts::123456789012:assumed-role/hookgate-operator/oncall \
+                may not decide triage item {id}")})
         )
     );
     assert_eq!(

@@ -295,6 +295,7 @@ async fn carry_out<E: EventIngress + 'static>(
             .await
         {
             Ok(done) => Step::Approved(crate::ops::approved(&done)),
+            Err(e) if e.is_unavailable() => Step::Unknown(e.to_string()),
             Err(e) => Step::Refused(format!("not approved: {e}")),
         };
         tracing::info!(job, item = %id, ?step, "console approval step");
