@@ -12,10 +12,10 @@ Why a wrapper and not `moto_server`:
 * `GET /_hookgate/requests` answers how many requests it served, per client
   app (the `app/NAME` the AWS SDK puts in its User-Agent) and operation
   (`requests`), so `make demo` can state AWS requests per delivery as AWS
-  would bill them; and the read units of each app's DynamoDB reads
-  (`read_units`), computed from the items returned (`read_units()` says
-  how). An app named `NAME.tag` is counted apart and is NAME in the call
-  log, so a test meters its own calls under its function's policy.
+  would bill them. An app named `NAME.tag` is counted apart, with the read
+  units of its DynamoDB reads (`read_units`, computed from the items
+  returned: `read_units()` says how), and is NAME in the call log, so a
+  test meters its own calls under its function's policy.
 * The server exits when its standard input closes, so it never outlives the
   test process or `make` recipe that started it, even after a crash.
 * `POST /_hookgate/faults` makes the next DynamoDB write of an operation on
@@ -157,7 +157,8 @@ def read_units(op, request, answer):
 
 class CountRequests:
     """WSGI middleware: counts requests per client app and operation, and the
-    read units of each app's DynamoDB reads (`read_units`)."""
+    read units of the DynamoDB reads of each app metered apart (`NAME.tag`,
+    `read_units`)."""
 
     def __init__(self, app):
         self.app = app
@@ -188,7 +189,10 @@ class CountRequests:
         with self.lock:
             per_app = self.counts.setdefault(app, {})
             per_app[op] = per_app.get(op, 0) + 1
-        if op not in DYNAMODB_READS or not environ.get("HTTP_X_AMZ_TARGET", "").startswith("DynamoDB"):
+        # Only a client metered apart (`NAME.tag`) has its reads sized: the
+        # other requests are served as they come.
+        if ("." not in app or op not in DYNAMODB_READS
+                or not environ.get("HTTP_X_AMZ_TARGET", "").startswith("DynamoDB")):
             return self.app(environ, start_response)
         request = json_body(RecordCalls.read_body(environ))
         status = []

@@ -127,10 +127,7 @@ fn require_config(global: &Global, what: &str) -> anyhow::Result<()> {
 fn ops(global: &Global) -> anyhow::Result<(tokio::runtime::Runtime, Session, DeployedOps)> {
     let (runtime, session) = session(global)?;
     let config = session.config(global.config.as_deref())?;
-    let mut ops = DeployedOps::connect(Arc::new(config), &session.aws)?;
-    if let Some(service) = session.service() {
-        ops = ops.metrics_of(&service);
-    }
+    let ops = DeployedOps::connect(Arc::new(config), &session.aws)?;
     Ok((runtime, session, ops))
 }
 

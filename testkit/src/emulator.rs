@@ -83,18 +83,10 @@ impl Emulator {
     /// Requests the emulator served, per app and operation
     /// (`GET /_hookgate/requests`, its `requests`).
     pub async fn requests(&self) -> anyhow::Result<serde_json::Value> {
-        Ok(self.served().await?["requests"].take())
-    }
-
-    /// The read units of each app's DynamoDB reads, computed from the items
-    /// they returned (`GET /_hookgate/requests`, its `read_units`).
-    pub async fn read_units(&self) -> anyhow::Result<serde_json::Value> {
-        Ok(self.served().await?["read_units"].take())
-    }
-
-    async fn served(&self) -> anyhow::Result<serde_json::Value> {
         let url = format!("{}/_hookgate/requests", self.endpoint);
-        Ok(reqwest::get(&url).await?.error_for_status()?.json().await?)
+        let mut served: serde_json::Value =
+            reqwest::get(&url).await?.error_for_status()?.json().await?;
+        Ok(served["requests"].take())
     }
 
     /// Creates the stack's tables and queues under `prefix` from the template;

@@ -84,7 +84,8 @@ impl Emulator {
     /// per operation, and the read units of its DynamoDB reads (computed
     /// from the items returned, `emulator/server.py` `read_units`). Name a
     /// client `FUNCTION.tag` ([`Emulator::function_config`]) to meter it
-    /// apart from the other tests while its calls stay FUNCTION's.
+    /// apart from the other tests while its calls stay FUNCTION's: only
+    /// such a client's read units are counted.
     pub async fn served(&self, app: &str) -> (BTreeMap<String, u64>, f64) {
         let url = format!("{}/_hookgate/requests", self.endpoint);
         let served: serde_json::Value = reqwest::get(&url)

@@ -325,17 +325,23 @@ impl Stack {
             .item
     }
 
-    /// How many items the inbox table holds.
+    /// How many items the inbox table holds, every page of the scan
+    /// counted (a page stops at 1 MB read).
     pub async fn inbox_count(&self) -> i32 {
-        self.ddb
+        let pages: Vec<_> = self
+            .ddb
             .scan()
             .table_name(&self.inbox_table)
             .select(Select::Count)
             .consistent_read(true)
+            .into_paginator()
             .send()
-            .await
-            .expect("scan inbox")
-            .count()
+            .collect()
+            .await;
+        pages
+            .into_iter()
+            .map(|page| page.expect("scan inbox").count())
+            .sum()
     }
 
     /// Drains the action queue: every message body, parsed, with its `kind`.

@@ -236,7 +236,10 @@ impl<E: EventIngress> Ops<E> {
                 }
             };
             let (step, result) = match decided {
-                Ok(done) => (Step::Approved(approved(&done)), approved(&done)),
+                Ok(done) => {
+                    let words = approved(&done);
+                    (Step::Approved(words.clone()), words)
+                }
                 // A store or the queue failed: the item may be left
                 // APPROVED, which approving it again finishes.
                 Err(e) if e.is_unavailable() => (
@@ -253,13 +256,11 @@ impl<E: EventIngress> Ops<E> {
             if stopped || n + 1 == ids.len() {
                 break;
             }
+            // The next turn's check ends the run if the stop came meanwhile.
             tokio::select! {
                 biased;
                 () = &mut live.stop => stopped = true,
                 () = tokio::time::sleep(pause) => {}
-            }
-            if stopped {
-                break;
             }
         }
         Ok(summary(&job, stopped))

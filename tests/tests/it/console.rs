@@ -23,7 +23,7 @@ use hookgate_tests::{
     webhook::Delivery,
 };
 
-use crate::{analyzed, stripe};
+use crate::{analyzed, operator_ops, stripe};
 
 const IDLE: Duration = Duration::from_secs(30);
 pub(crate) const TOKEN: &str = "console-test-token";
@@ -48,13 +48,6 @@ pub(crate) const BY: &str = "ops@example.com";
 /// The emulator's caller identity, with the operator's note.
 const WHO: &str =
     "arn:aws:sts::123456789012:user/moto (userId AKIAIOSFODNN7EXAMPLE, by ops@example.com)";
-
-async fn ops(p: &Pipeline) -> Ops<Arc<TestIngress>> {
-    let operator = hookgate_tests::emulator::Emulator::shared()
-        .function_config("operator")
-        .await;
-    Ops::new(p.stack.config.clone(), &operator, p.stack.ingress.clone()).unwrap()
-}
 
 /// Holds `calls`' follow-ups as outages: the CRM answers 503 until they are
 /// dead-lettered and triaged.
@@ -113,11 +106,11 @@ fn screenshot(name: &str) -> std::path::PathBuf {
 #[tokio::test]
 async fn an_outage_is_held_shown_and_approved_once_and_a_reject_sticks_in_a_real_browser() {
     let p = Pipeline::new("console").await;
-    let check = ops(&p).await;
+    let check = operator_ops(&p, "operator").await;
     hold_outage(&p, &[("call_c1", "cb-c1"), ("call_c2", "cb-c2")]).await;
     // The overview's figures are the metrics this test's stack emitted.
     let service = p.publish_metrics().await;
-    let console = serve(ops(&p).await.metrics_of(&service)).await;
+    let console = serve(operator_ops(&p, "operator").await.metrics_of(&service)).await;
     let base = console.base.clone();
     let b = Browser::start().await;
 
@@ -436,7 +429,7 @@ async fn forged_requests_change_nothing(b: &Browser, base: &str, id: &str, p: &P
         .post(stripe("evt_console", marked, 6).request())
         .await;
     let queued = p.queue_depth(&p.stack.queue_url).await;
-    let check = ops(p).await;
+    let check = operator_ops(p, "operator").await;
     let collisions = check
         .triage_list(TriageStatus::Held, Some(TriageClass::KeyCollision))
         .await
@@ -492,7 +485,7 @@ async fn forged_requests_change_nothing(b: &Browser, base: &str, id: &str, p: &P
 #[tokio::test]
 async fn an_uncertain_action_is_reconciled_and_an_event_looked_up_in_a_real_browser() {
     let p = Pipeline::new("console-actions").await;
-    let check = ops(&p).await;
+    let check = operator_ops(&p, "operator").await;
     // The CRM commits the task and the answer is lost, then its lookup
     // fails: the action is UNCERTAIN, its task exists once.
     p.sim
@@ -513,7 +506,7 @@ async fn an_uncertain_action_is_reconciled_and_an_event_looked_up_in_a_real_brow
         "UNCERTAIN"
     );
     let task = p.sim.tasks().tasks[0].id.clone();
-    let console = serve(ops(&p).await).await;
+    let console = serve(operator_ops(&p, "operator").await).await;
     let base = console.base.clone();
     let b = Browser::start().await;
 
@@ -595,7 +588,7 @@ async fn an_uncertain_action_is_reconciled_and_an_event_looked_up_in_a_real_brow
 #[tokio::test]
 async fn without_the_session_a_local_process_reads_nothing_and_decides_nothing() {
     let p = Pipeline::new("consess").await;
-    let console = serve(ops(&p).await).await;
+    let console = serve(operator_ops(&p, "operator").await).await;
     let base = console.base.clone();
     let plain = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())

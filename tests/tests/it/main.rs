@@ -26,8 +26,24 @@ mod streak;
 mod triage;
 mod worker;
 
+use std::sync::Arc;
+
+use hookgate_cli::ops::Ops;
 use hookgate_core::{Provider, Timestamp};
-use hookgate_tests::{stack::test_secret, webhook::Delivery};
+use hookgate_tests::{
+    emulator::Emulator,
+    pipeline::Pipeline,
+    stack::{TestIngress, test_secret},
+    webhook::Delivery,
+};
+
+/// The operator tools (`hookgate`'s `Ops`) over `p`'s stack, their calls
+/// tagged `app`: `operator` (held against the operator policy), or
+/// `operator.TAG` to be metered apart too (`Emulator::served`).
+pub async fn operator_ops(p: &Pipeline, app: &str) -> Ops<Arc<TestIngress>> {
+    let operator = Emulator::shared().function_config(app).await;
+    Ops::new(p.stack.config.clone(), &operator, p.stack.ingress.clone()).unwrap()
+}
 
 /// A Retell delivery for ws-1 with `event` for `call_id`.
 pub fn retell(event: &str, call_id: &str, extra: &str) -> Delivery {

@@ -9,9 +9,9 @@ use hookgate_core::{
     triage::{TriageClass, TriageStatus},
 };
 use hookgate_testkit::sim_crm::{Fault, FaultKind};
-use hookgate_tests::{pipeline::Pipeline, stack::TestIngress};
+use hookgate_tests::pipeline::Pipeline;
 
-use crate::{analyzed, retell, stripe};
+use crate::{analyzed, operator_ops, retell, stripe};
 
 const IDLE: Duration = Duration::from_secs(30);
 
@@ -28,19 +28,10 @@ async fn operator() -> aws_config::SdkConfig {
         .await
 }
 
-async fn ops(p: &Pipeline) -> Ops<Arc<TestIngress>> {
-    Ops::new(
-        p.stack.config.clone(),
-        &operator().await,
-        p.stack.ingress.clone(),
-    )
-    .unwrap()
-}
-
 #[tokio::test]
 async fn stats_match_a_scripted_run_and_bulk_approval_after_an_outage_completes_each_action_once() {
     let p = Pipeline::new("o-script").await;
-    let ops = ops(&p).await;
+    let ops = operator_ops(&p, "operator").await;
     // Who decides is the credentials' STS identity; `--by` only a note.
     let who = ops.decider("ops@example.com").await.unwrap();
     assert_eq!(
@@ -337,7 +328,7 @@ async fn stats_match_a_scripted_run_and_bulk_approval_after_an_outage_completes_
 #[tokio::test]
 async fn a_bulk_approval_stopped_midway_reports_exactly_what_it_decided_and_the_ledger_agrees() {
     let p = Pipeline::new("o-stop").await;
-    let ops = ops(&p).await;
+    let ops = operator_ops(&p, "operator").await;
     let who = ops.decider("ops@example.com").await.unwrap();
     let calls = [
         ("call_s1", "cb-s1"),

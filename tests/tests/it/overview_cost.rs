@@ -10,17 +10,19 @@
 use std::collections::BTreeMap;
 
 use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
-use hookgate_cli::ops::Ops;
 use hookgate_tests::{emulator::Emulator, pipeline::Pipeline};
 
-use crate::console::{hold_outage, serve, with_session};
+use crate::{
+    console::{hold_outage, serve, with_session},
+    operator_ops,
+};
 
 const APP: &str = "operator.overview";
 
 /// Writes copies of one of the inbox's records under new keys until the
 /// table holds `total`.
 async fn fill_inbox(p: &Pipeline, total: usize) {
-    let have = count(p).await;
+    let have = usize::try_from(p.stack.inbox_count().await).unwrap();
     let template = p
         .stack
         .ddb
@@ -60,25 +62,7 @@ async fn fill_inbox(p: &Pipeline, total: usize) {
                 .and_then(|mut u| u.remove(&p.stack.inbox_table));
         }
     }
-    assert_eq!(count(p).await, total);
-}
-
-/// How many records the inbox holds, every page of the scan counted.
-async fn count(p: &Pipeline) -> usize {
-    let pages: Vec<_> = p
-        .stack
-        .ddb
-        .scan()
-        .table_name(&p.stack.inbox_table)
-        .select(aws_sdk_dynamodb::types::Select::Count)
-        .into_paginator()
-        .send()
-        .collect()
-        .await;
-    pages
-        .into_iter()
-        .map(|page| usize::try_from(page.unwrap().count()).unwrap())
-        .sum()
+    assert_eq!(p.stack.inbox_count().await, i32::try_from(total).unwrap());
 }
 
 /// One GET of the overview: the console's requests per operation and read
@@ -107,9 +91,7 @@ async fn an_overview_costs_the_same_over_100_inbox_records_as_over_10_000() {
     let p = Pipeline::new("ov-cost").await;
     // The same held items and open actions under both inboxes.
     hold_outage(&p, &[("call_ov1", "cb-ov1"), ("call_ov2", "cb-ov2")]).await;
-    let operator = Emulator::shared().function_config(APP).await;
-    let ops = Ops::new(p.stack.config.clone(), &operator, p.stack.ingress.clone()).unwrap();
-    let console = serve(ops).await;
+    let console = serve(operator_ops(&p, APP).await).await;
     let base = console.base.clone();
 
     fill_inbox(&p, 100).await;

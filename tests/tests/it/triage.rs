@@ -906,12 +906,7 @@ async fn an_item_left_approved_by_a_failed_reinjection_is_approved_again_keeping
     // ids checked whole first: APPROVED items pass the check): re-injected,
     // and the record still names who approved it first.
     p.stack.create_queue().await;
-    let operator = hookgate_tests::emulator::Emulator::shared()
-        .function_config("operator")
-        .await;
-    let ops =
-        hookgate_cli::ops::Ops::new(p.stack.config.clone(), &operator, p.stack.ingress.clone())
-            .unwrap();
+    let ops = crate::operator_ops(&p, "operator").await;
     let who = ops.decider("bob@example.com").await.unwrap();
     let ids: Vec<String> = held.iter().map(|i| i.id.clone()).collect();
     let again = ops
@@ -1114,13 +1109,7 @@ async fn a_decider_scoped_to_other_workspaces_is_refused_and_nothing_changes() {
 
     // The console, run by an identity no decider names (the emulator's
     // caller), shows nothing of ws-1 either.
-    let operator = hookgate_tests::emulator::Emulator::shared()
-        .function_config("operator")
-        .await;
-    let ops =
-        hookgate_cli::ops::Ops::new(p.stack.config.clone(), &operator, p.stack.ingress.clone())
-            .unwrap();
-    let console = crate::console::serve(ops).await;
+    let console = crate::console::serve(crate::operator_ops(&p, "operator").await).await;
     let browser = crate::console::with_session();
     let page = |path: String| {
         let (browser, base) = (&browser, &console.base);
