@@ -5,7 +5,8 @@ is not the target's, at the targets' clock (fuzz_targets/common.rs): it
 reaches the signature comparison and must fail there.
 
 Seeds not written here (twilio-repeated-pair, repeated-callsid,
-upstream-invalid-host, upstream-raw-query, eventbridge/float-roundtrip) are inputs the
+upstream-invalid-host, upstream-raw-query, reserialized-header-case,
+v1-query-order, v1-query-order-host, eventbridge/float-roundtrip) are inputs the
 fuzzer found, kept as regressions.
 
 Run from the repository root: python3 fuzz/seeds.py

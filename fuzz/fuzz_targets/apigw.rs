@@ -14,6 +14,15 @@
 //!   v2 raw query appended as it came, with a raw space, seed
 //!   `upstream-raw-query`; a Host with a backtick) panics.
 //!
+//! What the comparison leaves aside, since an event is compared with itself
+//! re-serialized: a REST (v1) event's query is a map lambda_http re-encodes
+//! in a random order, so its pairs are compared sorted (split at `&` and `?`) (the ingress handler
+//! refuses a provider that signs its URL behind v1 with two or more); and
+//! the text and base64 forms are both decoded from the re-serialized event,
+//! since re-serializing sorts the keys and collapses duplicates (`host`
+//! before `Host` then changes which one the headers keep; seed
+//! `reserialized-header-case`). API Gateway sends neither.
+//!
 //! lambda_runtime turns a panic into a failed invocation (a 500, the
 //! provider retries, nothing written). The target lets a panic raised inside
 //! lambda_http unwind and skips that event, so that it can look past them;
@@ -22,6 +31,7 @@
 
 use base64::Engine;
 use hookgate_core::ingress::webhook_route;
+use lambda_http::request::RequestContext;
 use lambda_http::{Body, RequestExt};
 use libfuzzer_sys::fuzz_target;
 
@@ -34,7 +44,19 @@ fn decoded(text: &str) -> Option<Decoded> {
         .path_parameters_ref()
         .and_then(|p| p.first("provider").zip(p.first("workspace")));
     let (provider, workspace) = webhook_route(params, request.uri().path());
-    let query = request.uri().query().map(str::to_owned);
+    let mut query = request.uri().query().map(str::to_owned);
+    if matches!(
+        request.request_context_ref(),
+        Some(RequestContext::ApiGatewayV1(_))
+    ) {
+        // The map's order is random from one decoding to the next, and
+        // comes after whatever a `?` in the Host put in the query.
+        query = query.map(|q| {
+            let mut pairs: Vec<&str> = q.split(['&', '?']).collect();
+            pairs.sort_unstable();
+            pairs.join("&")
+        });
+    }
     let body = match request.body() {
         Body::Text(text) => text.as_bytes().to_vec(),
         Body::Binary(bytes) => bytes.clone(),
@@ -67,11 +89,17 @@ fuzz_target!(init: pass_upstream_panics(), |data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    let Some(first) = decoded_upstream(text) else {
+    if decoded_upstream(text).is_none() {
+        return;
+    }
+    // The same event, re-serialized, with its text body sent as text and as
+    // base64.
+    let Ok(mut event) = serde_json::from_str::<serde_json::Value>(text) else {
         return;
     };
-    // The same event with its text body sent as base64.
-    let Ok(mut event) = serde_json::from_str::<serde_json::Value>(text) else {
+    // Re-serialized, keys are sorted and duplicates collapse: an event
+    // lambda_http then refuses (or panics on) has nothing to compare.
+    let Some(first) = decoded_upstream(&event.to_string()) else {
         return;
     };
     let Some(object) = event.as_object_mut() else {
@@ -91,10 +119,6 @@ fuzz_target!(init: pass_upstream_panics(), |data: &[u8]| {
     let encoded = base64::engine::general_purpose::STANDARD.encode(body.as_bytes());
     object.insert("body".into(), encoded.into());
     object.insert("isBase64Encoded".into(), true.into());
-    // Re-serialized, duplicate keys collapse: an event lambda_http then
-    // refuses (or panics on) has nothing to compare.
-    let Some(again) = decoded_upstream(&event.to_string()) else {
-        return;
-    };
-    assert_eq!(again, first, "one delivery, decoded two ways");
+    let again = decoded_upstream(&event.to_string());
+    assert_eq!(again, Some(first), "one delivery, decoded two ways");
 });
