@@ -77,7 +77,7 @@ NO_VALUE = object()
 # value, and an entry here for one is refused, as is an Output with neither.
 LOCAL_OUTPUTS = {
     "WebhookBaseUrl": "{webhook_url}",
-    "OpsApiUrl": "https://ops-api.not-served-locally.invalid/ops",
+    "OpsApiUrl": "{webhook_url}/ops",
     "ConfigLayerVersionArn": "arn:aws:lambda:us-east-1:123456789012:layer:{stack}-config:0",
     "IngressFunctionName": "{stack}-IngressFunction",
     "ActionFunctionName": "{stack}-ActionFunction",

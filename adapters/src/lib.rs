@@ -24,6 +24,7 @@ mod ddb;
 pub mod dynamo_inbox;
 pub mod dynamo_ledger;
 pub mod dynamo_triage;
+pub mod ops_api;
 pub mod payload;
 pub mod schema;
 pub mod secrets;

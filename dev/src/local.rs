@@ -9,7 +9,9 @@
 //!   under each function's template limits (`hookgate_testkit::limits`);
 //! - the EventBridge rule targets a queue (the emulator cannot invoke a
 //!   Lambda target) whose events go to the ingress's EventBridge path;
-//! - the sweep runs on a timer.
+//! - the sweep runs on a timer;
+//! - the ops API is served under `/ops` on the same address, behind the
+//!   front that names callers from their SigV4 access keys (`ops_front`).
 
 use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
 
@@ -112,7 +114,13 @@ impl Local {
 
         let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
+        // The ops API beside the webhooks, as on the stack's HTTP API: its
+        // front names each caller as API Gateway's IAM authorizer would.
+        let ops = hookgate_ops::Ops::wire(config.clone(), &clients_of("ops"), ingress.clone())?;
+        let (ops_api, _) = crate::ops_front::front(hookgate_ops::router(Arc::new(ops)), aws);
         let app = axum::Router::new()
+            .route_service("/ops", ops_api.clone())
+            .route_service("/ops/{*route}", ops_api)
             .fallback(webhook)
             .with_state(ingress.clone());
         tasks.spawn(async move {

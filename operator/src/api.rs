@@ -4,7 +4,9 @@
 //! - `GET /ops/triage?status=HELD&class=…`, or a page of it with
 //!   `&limit=N[&next=TOKEN]` ([`Listed`]); `GET /ops/triage/{id}`;
 //! - `POST /ops/triage/{id}/approve` and `…/reject` with [`DecisionBody`];
-//! - `POST /ops/actions/{key}/reconcile` with [`ReconcileBody`].
+//! - `POST /ops/actions/{key}/reconcile` with [`ReconcileBody`];
+//! - `POST /ops/plans/check` with [`PlanBody`]: whether a plan may be
+//!   approved, checked whole before any item is (`Decisions::check_plan`).
 //!
 //! Every answer is JSON: a [`Decided`] for a decision made, an [`ApiError`]
 //! otherwise.
@@ -19,6 +21,39 @@ pub const TRIAGE_ITEM: &str = "/ops/triage/{id}";
 pub const APPROVE: &str = "/ops/triage/{id}/approve";
 pub const REJECT: &str = "/ops/triage/{id}/reject";
 pub const RECONCILE: &str = "/ops/actions/{key}/reconcile";
+pub const PLAN_CHECK: &str = "/ops/plans/check";
+
+/// The most ids one plan check takes: a client splits a larger plan into
+/// checks of this size or less (`plan_chunks`), so each stays well inside
+/// API Gateway's 29-second limit.
+pub const MAX_PLAN: usize = 1000;
+
+/// `ids` in checks of at most [`MAX_PLAN`], none of a single id when there
+/// are several: a plan of several is held to the bulk rules in every check.
+pub fn plan_chunks(ids: &[String]) -> Vec<&[String]> {
+    let mut chunks: Vec<&[String]> = ids.chunks(MAX_PLAN).collect();
+    if let [.., before, last] = chunks.as_mut_slice()
+        && last.len() == 1
+    {
+        let whole = &ids[ids.len() - before.len() - 1..];
+        let split = whole.len() - 2;
+        (*before, *last) = whole.split_at(split);
+    }
+    chunks
+}
+
+/// A plan's ids, to check before any is approved.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanBody {
+    #[serde(default)]
+    pub ids: Vec<String>,
+}
+
+/// A plan that may be approved: how many items it names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanChecked {
+    pub checked: usize,
+}
 
 /// An approval's or a rejection's body. Absent or unreadable reads as no
 /// reason, which is refused.
@@ -189,6 +224,22 @@ mod tests {
                 "{neither}"
             );
         }
+    }
+
+    #[test]
+    fn a_plan_is_checked_in_chunks_none_of_one_id_when_there_are_several() {
+        let ids = |n: usize| (0..n).map(|i| format!("t{i}")).collect::<Vec<_>>();
+        for n in [1, 2, MAX_PLAN, MAX_PLAN + 1, 2 * MAX_PLAN + 1, 3 * MAX_PLAN] {
+            let plan = ids(n);
+            let chunks = plan_chunks(&plan);
+            assert_eq!(chunks.concat(), plan, "{n}: every id once, in order");
+            assert!(chunks.iter().all(|c| c.len() <= MAX_PLAN), "{n}");
+            if n > 1 {
+                assert!(chunks.iter().all(|c| c.len() > 1), "{n}: no chunk of one");
+            }
+        }
+        assert_eq!(plan_chunks(&ids(MAX_PLAN + 1)).len(), 2);
+        assert!(plan_chunks(&[]).is_empty());
     }
 
     #[test]

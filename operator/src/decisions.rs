@@ -62,6 +62,15 @@ pub enum DecisionError {
     /// The core refused it, or a store failed.
     #[error(transparent)]
     Refused(#[from] ApprovalError),
+    /// The ops API answered `status` with this error (a client of the API
+    /// has its text, not the refusal's type); 503 when it did not answer.
+    #[error("{error}")]
+    Answered { status: u16, error: String },
+    /// The decision asked for stands, made by this caller: its first answer
+    /// was lost, and the retry found it made. A surface shows it as done
+    /// ("already decided by you"), not as a refusal.
+    #[error("already decided by you: {what} is {status}")]
+    DecidedByYou { what: String, status: String },
 }
 
 impl DecisionError {
@@ -75,6 +84,8 @@ impl DecisionError {
             Self::Refused(ApprovalError::NotFound(_) | ApprovalError::NoAction(_)) => 404,
             Self::Refused(ApprovalError::Reinjection(_) | ApprovalError::Store(_)) => 503,
             Self::Refused(_) => 409,
+            Self::Answered { status, .. } => *status,
+            Self::DecidedByYou { .. } => 200,
         }
     }
 

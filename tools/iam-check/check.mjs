@@ -42,9 +42,11 @@ export const APP_FUNCTIONS = {
 export const OPERATOR_APP = 'operator'
 // The callers that are not a function: the tests' and the demo's own setup
 // and inspection, the local runner's stand-in for EventBridge invoking the
-// ingress, and boto3 provisioning (no app name). Any other app is a finding:
-// a function's code path whose clients are not tagged would otherwise escape.
-export const HARNESS_APPS = new Set(['hookgate-tests', 'hookgate-demo', 'hookgate-local', 'local-rule', 'other'])
+// ingress, the local front of the ops API naming callers as API Gateway's
+// IAM authorizer does (STS GetCallerIdentity), and boto3 provisioning (no app
+// name). Any other app is a finding: a function's code path whose clients
+// are not tagged would otherwise escape.
+export const HARNESS_APPS = new Set(['hookgate-tests', 'hookgate-demo', 'hookgate-local', 'local-rule', 'local-front', 'other'])
 // Requests the emulator serves for itself (request counts), not AWS APIs.
 const EMULATOR_PREFIX = 'hookgate-emulator:'
 
@@ -134,6 +136,13 @@ export function deployedArn(template, recorded) {
     // Any stack: the local stack's name stands for the stack's
     // (scripts/provision.py registers the local stack under it).
     return { arn: template.pseudo['AWS::StackId'] }
+  }
+  const api = recorded.match(/^arn:aws:execute-api:[^:]*:[^:]*:[^/]+\/([^/]+)\/(.+)$/)
+  if (api) {
+    // The local front's API (dev/src/ops_front.rs) stands for the stack's
+    // HTTP API; the stage and `METHOD/path` are kept.
+    const id = template.ref('WebhookApi')
+    return { arn: `arn:${PARTITION}:execute-api:${REGION}:${ACCOUNT}:${id}/${api[1]}/${api[2]}`, logical: 'WebhookApi' }
   }
   const secret = recorded.match(/^arn:aws:secretsmanager:[^:]*:[^:]*:secret:(.+)$/)
   if (secret) {

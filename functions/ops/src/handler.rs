@@ -30,7 +30,7 @@ use hookgate_core::{
 };
 use hookgate_operator::{
     Caller, DecisionError, Decisions,
-    api::{self, ApiError, Decided, DecisionBody, Listed, ReconcileBody},
+    api::{self, ApiError, Decided, DecisionBody, Listed, PlanBody, PlanChecked, ReconcileBody},
     decisions::{Approve, Reject},
 };
 use lambda_http::{RequestExt, request::RequestContext};
@@ -63,6 +63,7 @@ pub fn router<E: EventIngress + 'static>(ops: Arc<Ops<E>>) -> Router {
         .route(api::APPROVE, post(approve::<E>))
         .route(api::REJECT, post(reject::<E>))
         .route(api::RECONCILE, post(reconcile::<E>))
+        .route(api::PLAN_CHECK, post(check_plan::<E>))
         .fallback(|| async { error(StatusCode::NOT_FOUND, "no such route") })
         .layer(middleware::from_fn(require_caller))
         .with_state(ops)
@@ -293,6 +294,30 @@ async fn reconcile<E: EventIngress>(
         .await
     {
         Ok(done) => answer(StatusCode::OK, Decided::reconciled(&done)),
+        Err(e) => refused(&e),
+    }
+}
+
+/// Whether the plan may be approved, whole: 200 with its size, else the
+/// first reason it may not (nothing is decided either way).
+async fn check_plan<E: EventIngress>(
+    State(ops): State<Arc<Ops<E>>>,
+    Extension(caller): Extension<Caller>,
+    bytes: Bytes,
+) -> Response {
+    let PlanBody { ids } = body(&bytes);
+    if ids.len() > api::MAX_PLAN {
+        return error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "a plan check takes at most {} ids, not {}: check it in parts",
+                api::MAX_PLAN,
+                ids.len()
+            ),
+        );
+    }
+    match ops.decisions.check_plan(&caller, &ids).await {
+        Ok(()) => answer(StatusCode::OK, PlanChecked { checked: ids.len() }),
         Err(e) => refused(&e),
     }
 }

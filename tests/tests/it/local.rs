@@ -5,8 +5,10 @@
 use std::{sync::Arc, time::Duration};
 
 use aws_sdk_ssm::types::ParameterType;
+use hookgate_adapters::ops_api::ApiDecisions;
 use hookgate_core::{Provider, secret::Secret};
 use hookgate_dev::local::{Local, LocalQueues};
+use hookgate_operator::{Caller, DecisionError, Decisions};
 use hookgate_testkit::{limits::StackLimits, sim_crm::SimCrm};
 use hookgate_tests::{emulator::Emulator, webhook::Delivery};
 
@@ -179,5 +181,29 @@ async fn the_local_stack_provisioned_from_the_template_turns_a_signed_webhook_in
             .creations_by_external_ref
             .get("ws-1#create_followup_task#cb-local"),
         Some(&1)
+    );
+
+    // The ops API beside the webhooks, where the stack's `OpsApiUrl` points:
+    // unsigned, API Gateway's 403; signed, the ops function's own answer to
+    // a plan naming no item, for the caller STS names.
+    let ops_url = format!("http://{}/ops", local.addr);
+    let unsigned = client
+        .post(format!("{ops_url}/plans/check"))
+        .body(r#"{"ids":["nope"]}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unsigned.status(), 403);
+    let decisions = ApiDecisions::new(&ops_url, &aws).unwrap();
+    let caller = Caller {
+        arn: "sent by the signature, not by this".into(),
+        recorded: String::new(),
+    };
+    assert_eq!(
+        decisions.check_plan(&caller, &["nope".into()]).await,
+        Err(DecisionError::Answered {
+            status: 400,
+            error: "no triage item nope; nothing was decided".into()
+        })
     );
 }

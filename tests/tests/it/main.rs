@@ -17,6 +17,7 @@ mod local;
 mod logs;
 mod lost_answers;
 mod operate;
+mod ops_api;
 mod overview_cost;
 mod rejects;
 mod secrets;

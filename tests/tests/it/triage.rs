@@ -22,7 +22,7 @@ use crate::{analyzed, bland, payment};
 const IDLE: Duration = Duration::from_secs(30);
 
 /// Polls the action queue until `n` messages sit in the DLQ.
-async fn until_dead_lettered(p: &Pipeline, n: u64) {
+pub(crate) async fn until_dead_lettered(p: &Pipeline, n: u64) {
     let deadline = tokio::time::Instant::now() + IDLE;
     while p.queue_depth(&p.dlq_url).await < n {
         assert!(

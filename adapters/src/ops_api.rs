@@ -1,0 +1,490 @@
+//! The `Decisions` port over the ops API: every decision a surface makes,
+//! sent as an HTTPS request signed with SigV4 (`aws-sigv4`, service
+//! `execute-api`) under the operator's own credentials. API Gateway's IAM
+//! authorizer checks the signature, and the ops function decides with the
+//! caller it names, so `[[ops.deciders]]`, the recorded identity and the
+//! audit line are the ops function's for every surface.
+//!
+//! What can go wrong on the way is met here:
+//! - **a lost answer** (no answer, a 5xx): the request is sent again, signed
+//!   again. A decision the first one made is then refused as decided; the
+//!   item is read back, and when this access key decided it the way it was
+//!   asked, the answer is [`DecisionError::DecidedByYou`], not a refusal;
+//! - **429**: backs off (`Retry-After` when given) and sends again;
+//! - everything else is the API's answer, as [`DecisionError::Answered`].
+
+use std::time::{Duration, SystemTime};
+
+use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider};
+use aws_sigv4::{
+    http_request::{SignableBody, SignableRequest, SigningSettings, sign},
+    sign::v4,
+};
+use hookgate_core::{
+    Timestamp,
+    approval::{Reconciled, Reinjected},
+    inbox::Verdict,
+};
+use hookgate_operator::{
+    Caller, DecisionError, Decisions,
+    api::{self, ApiError, Decided, DecisionBody, PlanBody, ReconcileBody},
+    decisions::{Approve, Reconcile, Reject},
+};
+
+use crate::clients::SdkConfig;
+
+/// How often a request is sent before its last answer stands.
+pub const ATTEMPTS: u32 = 6;
+
+/// The wait before attempt `attempt + 1` (0-based): the API's
+/// `Retry-After` when it gave one (at most a minute), else 200 ms doubled
+/// at each attempt, up to 10 s, with up to a fifth added at random so
+/// clients that failed together do not return together.
+pub fn backoff(attempt: u32, retry_after: Option<Duration>, jitter: f64) -> Duration {
+    if let Some(wait) = retry_after {
+        return wait.min(Duration::from_secs(60));
+    }
+    let base = Duration::from_millis(200)
+        .saturating_mul(1 << attempt.min(10))
+        .min(Duration::from_secs(10));
+    base.mul_f64(1.0 + jitter.clamp(0.0, 1.0) / 5.0)
+}
+
+/// Decisions made by the ops API at `base`: the stack's `OpsApiUrl`, or
+/// the API's root.
+#[derive(Debug, Clone)]
+pub struct ApiDecisions {
+    base: String,
+    region: String,
+    credentials: SharedCredentialsProvider,
+    http: reqwest::Client,
+    /// The first wait between attempts; [`backoff`]'s scale.
+    pause: f64,
+}
+
+/// One answer of the API.
+struct Answer {
+    status: u16,
+    body: serde_json::Value,
+    /// An earlier attempt may have been carried out: its answer was lost.
+    after_loss: bool,
+}
+
+impl ApiDecisions {
+    /// A client for the API at `base`, signing with `aws`'s credentials
+    /// for `aws`'s Region.
+    pub fn new(base: &str, aws: &SdkConfig) -> Result<Self, String> {
+        let region = aws
+            .region()
+            .map(ToString::to_string)
+            .ok_or("the ops API is signed for a Region: pass --region")?;
+        let credentials = aws
+            .credentials_provider()
+            .ok_or("the ops API is signed with AWS credentials: none are configured")?;
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(35))
+            .build()
+            .map_err(|e| format!("an HTTP client: {e}"))?;
+        Ok(Self {
+            base: api_root(base),
+            region,
+            credentials,
+            http,
+            pause: 1.0,
+        })
+    }
+
+    /// The same client with waits scaled by `pause` (tests wait less).
+    pub fn with_pause(mut self, pause: f64) -> Self {
+        self.pause = pause;
+        self
+    }
+
+    /// One signed request; `Err` when no answer came (the text says why).
+    async fn send_once(
+        &self,
+        method: &str,
+        path: &str,
+        body: &[u8],
+    ) -> Result<(u16, Option<Duration>, Vec<u8>), String> {
+        let credentials = self
+            .credentials
+            .provide_credentials()
+            .await
+            .map_err(|e| format!("no AWS credentials to sign with: {e}"))?;
+        let identity = credentials.into();
+        let params = v4::SigningParams::builder()
+            .identity(&identity)
+            .region(&self.region)
+            .name("execute-api")
+            .time(SystemTime::now())
+            .settings(SigningSettings::default())
+            .build()
+            .map_err(|e| format!("signing: {e}"))?
+            .into();
+        let url = format!("{}{path}", self.base);
+        let mut request = http::Request::builder()
+            .method(method)
+            .uri(&url)
+            .header("content-type", "application/json")
+            .body(body.to_vec())
+            .map_err(|e| format!("{method} {url}: {e}"))?;
+        let signable = SignableRequest::new(
+            method,
+            &url,
+            request
+                .headers()
+                .iter()
+                .filter_map(|(k, v)| Some((k.as_str(), v.to_str().ok()?))),
+            SignableBody::Bytes(body),
+        )
+        .map_err(|e| format!("signing: {e}"))?;
+        let (instructions, _) = sign(signable, &params)
+            .map_err(|e| format!("signing: {e}"))?
+            .into_parts();
+        instructions.apply_to_request_http1x(&mut request);
+        let request = reqwest::Request::try_from(request).map_err(|e| format!("{url}: {e}"))?;
+        let response = self
+            .http
+            .execute(request)
+            .await
+            .map_err(|e| format!("{method} {url}: {e}"))?;
+        let status = response.status().as_u16();
+        let retry_after = response
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|e| format!("{method} {url}: the answer was cut: {e}"))?;
+        Ok((status, retry_after, bytes.to_vec()))
+    }
+
+    /// The request, sent again after a lost answer or a 429 (see the
+    /// module's comment), up to [`ATTEMPTS`] times.
+    async fn send(&self, method: &str, path: &str, body: &[u8]) -> Result<Answer, DecisionError> {
+        let mut after_loss = false;
+        let mut attempt = 0;
+        loop {
+            let last = attempt + 1 >= ATTEMPTS;
+            let retry_after = match self.send_once(method, path, body).await {
+                Err(e) if last => {
+                    return Err(DecisionError::Answered {
+                        status: 503,
+                        error: format!("the ops API did not answer ({e}); try again"),
+                    });
+                }
+                Err(_) => {
+                    after_loss = true;
+                    None
+                }
+                Ok((status, retry_after, bytes)) => {
+                    let lost = status >= 500;
+                    if last || !(lost || status == 429) {
+                        let body = serde_json::from_slice(&bytes).unwrap_or_else(
+                            |_| serde_json::json!({"error": String::from_utf8_lossy(&bytes)}),
+                        );
+                        return Ok(Answer {
+                            status,
+                            body,
+                            after_loss,
+                        });
+                    }
+                    after_loss |= lost;
+                    retry_after
+                }
+            };
+            let wait = backoff(attempt, retry_after, fastrand::f64());
+            tokio::time::sleep(wait.mul_f64(self.pause)).await;
+            attempt += 1;
+        }
+    }
+
+    /// `Ok` with the answer's body when it is a 2xx, else the API's error.
+    async fn call<T: serde::de::DeserializeOwned>(
+        &self,
+        method: &str,
+        path: &str,
+        body: &impl serde::Serialize,
+    ) -> Result<(T, bool), (DecisionError, bool)> {
+        let bytes = serde_json::to_vec(body).unwrap_or_default();
+        let answer = self
+            .send(method, path, &bytes)
+            .await
+            .map_err(|e| (e, false))?;
+        if (200..300).contains(&answer.status) {
+            return serde_json::from_value(answer.body)
+                .map(|t| (t, answer.after_loss))
+                .map_err(|e| (unreadable(&e), answer.after_loss));
+        }
+        let error = serde_json::from_value::<ApiError>(answer.body).map_or_else(
+            |_| format!("the ops API answered {}", answer.status),
+            |e| e.error,
+        );
+        Err((
+            DecisionError::Answered {
+                status: answer.status,
+                error,
+            },
+            answer.after_loss,
+        ))
+    }
+
+    /// A decision on item `id` refused as decided after a lost answer:
+    /// [`DecisionError::DecidedByYou`] when this access key decided it and
+    /// its status is one of `done`; else the refusal as it came.
+    async fn decided_by_me(
+        &self,
+        id: &str,
+        refusal: DecisionError,
+        done: &[&str],
+    ) -> DecisionError {
+        let Ok(credentials) = self.credentials.provide_credentials().await else {
+            return refusal;
+        };
+        let me = format!("accessKey {},", credentials.access_key_id());
+        let path = format!("/ops/triage/{}", segment(id));
+        let Ok((item, _)) = self.call::<serde_json::Value>("GET", &path, &()).await else {
+            return refusal;
+        };
+        let status = item["status"].as_str().unwrap_or_default();
+        let by = item["decided_by"].as_str().unwrap_or_default();
+        if by.contains(&me) && done.contains(&status) {
+            return DecisionError::DecidedByYou {
+                what: format!("triage item {id}"),
+                status: status.to_owned(),
+            };
+        }
+        refusal
+    }
+
+    /// A decision on triage item `id` at `route` (`…/approve`, `…/reject`).
+    async fn decide(
+        &self,
+        route: &str,
+        id: &str,
+        reason: &str,
+        done: &[&str],
+    ) -> Result<Decided, DecisionError> {
+        let path = route.replace("{id}", &segment(id));
+        let body = DecisionBody {
+            reason: reason.to_owned(),
+        };
+        match self.call::<Decided>("POST", &path, &body).await {
+            Ok((decided, _)) => Ok(decided),
+            Err((refusal, true)) if refusal.status() == 409 => {
+                Err(self.decided_by_me(id, refusal, done).await)
+            }
+            Err((refusal, _)) => Err(refusal),
+        }
+    }
+}
+
+/// The API's root from its URL as given: the stack's `OpsApiUrl` output
+/// ends in `/ops`, which every route already starts with.
+fn api_root(url: &str) -> String {
+    let url = url.trim_end_matches('/');
+    url.strip_suffix("/ops").unwrap_or(url).to_owned()
+}
+
+/// `id` as one path segment: what is not unreserved is percent-encoded.
+fn segment(id: &str) -> String {
+    id.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+fn unreadable(e: &impl std::fmt::Display) -> DecisionError {
+    DecisionError::Answered {
+        status: 502,
+        error: format!("the ops API's answer is not what it documents: {e}"),
+    }
+}
+
+/// An approval's answer as the port's outcome.
+fn reinjected(decided: Decided) -> Result<Reinjected, DecisionError> {
+    match decided {
+        Decided {
+            inbox_pk: Some(inbox_pk),
+            reopened,
+            ..
+        } => Ok(Reinjected::Queued {
+            inbox_pk,
+            reopened: reopened.unwrap_or_default(),
+        }),
+        Decided {
+            verdict: Some(verdict),
+            ..
+        } => verdict
+            .parse::<Verdict>()
+            .map(Reinjected::Ingested)
+            .map_err(|e| unreadable(&e)),
+        other => Err(unreadable(&format!("{other:?}"))),
+    }
+}
+
+/// A reconciliation's answer as the port's outcome.
+fn reconciled(decided: Decided) -> Result<Reconciled, DecisionError> {
+    match decided {
+        Decided {
+            destination_ref: Some(id),
+            ..
+        } => Ok(Reconciled::Completed(id)),
+        Decided {
+            requeued: Some(pk), ..
+        } => Ok(Reconciled::Requeued(pk)),
+        Decided {
+            waiting: Some(inbox_pk),
+            held: Some(reason),
+            ..
+        } => Ok(Reconciled::Waiting { inbox_pk, reason }),
+        other => Err(unreadable(&format!("{other:?}"))),
+    }
+}
+
+/// The caller is who signs: `Caller` is the server's to establish, so the
+/// one passed here is not sent. `now` is the server's clock.
+impl Decisions for ApiDecisions {
+    async fn approve(
+        &self,
+        _caller: &Caller,
+        request: &Approve,
+        _now: Timestamp,
+    ) -> Result<Reinjected, DecisionError> {
+        let done = ["APPROVED", "REINJECTED"];
+        reinjected(
+            self.decide(api::APPROVE, &request.id, &request.reason, &done)
+                .await?,
+        )
+    }
+
+    async fn reject(
+        &self,
+        _caller: &Caller,
+        request: &Reject,
+        _now: Timestamp,
+    ) -> Result<(), DecisionError> {
+        self.decide(api::REJECT, &request.id, &request.reason, &["DISCARDED"])
+            .await
+            .map(drop)
+    }
+
+    async fn reconcile(
+        &self,
+        _caller: &Caller,
+        request: &Reconcile,
+        _now: Timestamp,
+    ) -> Result<Reconciled, DecisionError> {
+        let path = api::RECONCILE.replace("{key}", &segment(&request.key.to_string()));
+        let body = ReconcileBody {
+            not_found: request.found.is_none(),
+            found: request.found.clone(),
+        };
+        let (decided, _) = self
+            .call::<Decided>("POST", &path, &body)
+            .await
+            .map_err(|(e, _)| e)?;
+        reconciled(decided)
+    }
+
+    async fn check_plan(&self, _caller: &Caller, ids: &[String]) -> Result<(), DecisionError> {
+        if ids.is_empty() {
+            return Err(DecisionError::Invalid(
+                "the plan names no item; nothing was decided".into(),
+            ));
+        }
+        for chunk in api::plan_chunks(ids) {
+            let body = PlanBody {
+                ids: chunk.to_vec(),
+            };
+            self.call::<api::PlanChecked>("POST", api::PLAN_CHECK, &body)
+                .await
+                .map_err(|(e, _)| e)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_to_a_cap_and_honours_retry_after() {
+        let at = |attempt| backoff(attempt, None, 0.0);
+        assert_eq!(at(0), Duration::from_millis(200));
+        assert_eq!(at(1), Duration::from_millis(400));
+        assert_eq!(at(5), Duration::from_millis(6400));
+        assert_eq!(at(6), Duration::from_secs(10));
+        assert_eq!(at(40), Duration::from_secs(10));
+        assert_eq!(backoff(0, None, 1.0), Duration::from_millis(240));
+        let told = Some(Duration::from_secs(3));
+        assert_eq!(backoff(4, told, 0.5), Duration::from_secs(3));
+        assert_eq!(
+            backoff(0, Some(Duration::from_secs(3600)), 0.0),
+            Duration::from_secs(60)
+        );
+    }
+
+    #[test]
+    fn the_stack_s_ops_api_url_or_its_root_give_the_same_root() {
+        let root = "https://abc.execute-api.eu-west-1.amazonaws.com";
+        for given in [
+            root,
+            &format!("{root}/"),
+            &format!("{root}/ops"),
+            &format!("{root}/ops/"),
+        ] {
+            assert_eq!(api_root(given), root, "{given}");
+        }
+        assert_eq!(
+            api_root("http://127.0.0.1:8787/ops"),
+            "http://127.0.0.1:8787"
+        );
+    }
+
+    #[test]
+    fn an_id_is_one_path_segment() {
+        assert_eq!(segment("t-1_a.b~"), "t-1_a.b~");
+        assert_eq!(segment("a/b c#d"), "a%2Fb%20c%23d");
+    }
+
+    #[test]
+    fn answers_read_back_as_the_port_s_outcomes() {
+        let queued = Decided::approved(&Reinjected::Queued {
+            inbox_pk: "ws#p#k".into(),
+            reopened: vec!["ws#a#1".into()],
+        });
+        assert_eq!(
+            reinjected(queued).unwrap(),
+            Reinjected::Queued {
+                inbox_pk: "ws#p#k".into(),
+                reopened: vec!["ws#a#1".into()]
+            }
+        );
+        let ingested = Decided::approved(&Reinjected::Ingested(Verdict::Duplicate));
+        assert_eq!(
+            reinjected(ingested).unwrap(),
+            Reinjected::Ingested(Verdict::Duplicate)
+        );
+        for done in [
+            Reconciled::Completed("task-9".into()),
+            Reconciled::Requeued("ws#p#k".into()),
+            Reconciled::Waiting {
+                inbox_pk: "ws#p#k".into(),
+                reason: "held".into(),
+            },
+        ] {
+            assert_eq!(reconciled(Decided::reconciled(&done)).unwrap(), done);
+        }
+        assert_eq!(reinjected(Decided::rejected()).unwrap_err().status(), 502);
+    }
+}

@@ -1,0 +1,179 @@
+//! Decisions through the ops API over SigV4 (`ApiDecisions`), served on
+//! loopback by the local front (`hookgate_dev::ops_front`) in front of the
+//! ops function's own router: callers are the identities STS gives for
+//! their access keys, refused or allowed by `[[ops.deciders]]`; a lost
+//! answer retried reads "already decided by you"; a 429 backs off.
+
+use hookgate_adapters::{clients::SdkConfig, ops_api::ApiDecisions};
+use hookgate_core::{Timestamp, ports::TriageStore, triage::TriageStatus};
+use hookgate_dev::ops_front::Front;
+use hookgate_operator::{Caller, DecisionError, Decisions, decisions::Approve};
+use hookgate_testkit::sim_crm::{Fault, FaultKind};
+use hookgate_tests::{emulator::Emulator, pipeline::Pipeline};
+
+use crate::{analyzed, triage::until_dead_lettered};
+
+/// The SDK configuration of the session `session` of role `role`, assumed
+/// through the emulator's STS.
+async fn assumed(role: &str, session: &str) -> SdkConfig {
+    let base = Emulator::shared().sdk_config().await;
+    let sts = aws_sdk_sts::Client::new(&base);
+    let assumed = sts
+        .assume_role()
+        .role_arn(format!("arn:aws:iam::123456789012:role/{role}"))
+        .role_session_name(session)
+        .send()
+        .await
+        .expect("AssumeRole");
+    let c = assumed.credentials().expect("credentials");
+    let credentials = aws_credential_types::Credentials::new(
+        c.access_key_id(),
+        c.secret_access_key(),
+        Some(c.session_token().to_owned()),
+        None,
+        "assumed",
+    );
+    base.to_builder()
+        .credentials_provider(
+            aws_credential_types::provider::SharedCredentialsProvider::new(credentials),
+        )
+        .build()
+}
+
+/// Ignored by the client: the server names the caller from the signature.
+fn anyone() -> Caller {
+    Caller {
+        arn: "ignored".into(),
+        recorded: "ignored".into(),
+    }
+}
+
+#[tokio::test]
+async fn decisions_over_sigv4_are_scoped_by_the_signer_and_a_lost_answer_reads_decided_by_you() {
+    let p = Pipeline::with_config(
+        "t-sigv4",
+        "[[ops.deciders]]\nprincipal = \"arn:aws:sts::123456789012:assumed-role/decider-ws1/*\"\n\
+         workspaces = [\"ws-1\"]\n\n\
+         [[ops.deciders]]\nprincipal = \"arn:aws:sts::123456789012:assumed-role/decider-ws9/*\"\n\
+         workspaces = [\"ws-9\"]\n",
+    )
+    .await;
+    p.sim
+        .add_fault(Fault::new("/", FaultKind::Status).status(503));
+    p.stack.post(analyzed("call_sv", "cb-sv").request()).await;
+    until_dead_lettered(&p, 1).await;
+    assert_eq!(p.triage_dlq().await, 1);
+    let id = p.triage.list(TriageStatus::Held).await.unwrap()[0]
+        .id
+        .clone();
+    let front = Front::start(
+        p.ops_api().await,
+        &Emulator::shared().sdk_config().await,
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .await
+    .unwrap();
+    let client = |aws: SdkConfig| {
+        ApiDecisions::new(&front.url, &aws)
+            .unwrap()
+            .with_pause(0.01)
+    };
+    let alice = client(assumed("decider-ws1", "alice").await);
+    let bob = client(assumed("decider-ws9", "bob").await);
+    let approve = Approve {
+        id: id.clone(),
+        reason: "CRM recovered".into(),
+    };
+
+    // Without a signature, API Gateway's answer; nothing is decided.
+    let unsigned = reqwest::Client::new()
+        .post(format!("{}/ops/triage/{id}/approve", front.url))
+        .body(r#"{"reason":"x"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unsigned.status().as_u16(), 403);
+    assert_eq!(
+        unsigned.json::<serde_json::Value>().await.unwrap(),
+        serde_json::json!({"message": "Missing Authentication Token"})
+    );
+
+    // Bob may decide only for ws-9: refused, after two 429s that were
+    // backed off from and carried out nothing.
+    front.throttle(2);
+    let served = front.served();
+    let refused = bob
+        .approve(&anyone(), &approve, Timestamp::now())
+        .await
+        .unwrap_err();
+    assert_eq!(front.served() - served, 3, "two 429s, then the refusal");
+    assert_eq!(
+        refused,
+        DecisionError::Answered {
+            status: 403,
+            error: format!(
+                "arn:aws:sts::123456789012:assumed-role/decider-ws9/bob may not decide triage item {id}"
+            ),
+        }
+    );
+    let plan = [id.clone()];
+    assert_eq!(
+        bob.check_plan(&anyone(), &plan).await.unwrap_err().status(),
+        403
+    );
+    let item = p.triage.get(&id).await.unwrap().unwrap();
+    assert_eq!((item.status, item.decided_by), (TriageStatus::Held, None));
+
+    // Alice may: the plan passes, then her approval is carried out but its
+    // answer is lost; the retry is refused as decided, and the client reads
+    // the item back: decided by her key, so "already decided by you".
+    alice.check_plan(&anyone(), &plan).await.unwrap();
+    p.sim.clear_faults();
+    front.lose_answers(1);
+    let served = front.served();
+    let answer = alice
+        .approve(&anyone(), &approve, Timestamp::now())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        answer,
+        DecisionError::DecidedByYou {
+            what: format!("triage item {id}"),
+            status: "REINJECTED".into(),
+        }
+    );
+    assert_eq!(
+        answer.to_string(),
+        format!("already decided by you: triage item {id} is REINJECTED")
+    );
+    assert_eq!(
+        front.served() - served,
+        3,
+        "the approval, its retry, the read-back"
+    );
+    let item = p.triage.get(&id).await.unwrap().unwrap();
+    assert_eq!(item.status, TriageStatus::Reinjected);
+    let by = item.decided_by.unwrap();
+    assert!(
+        by.starts_with("arn:aws:sts::123456789012:assumed-role/decider-ws1/alice (userId "),
+        "{by}"
+    );
+    assert!(
+        by.contains(", accessKey ASIA") && by.ends_with(", sourceIp 127.0.0.1)"),
+        "{by}"
+    );
+    assert_eq!(item.reason.as_deref(), Some("CRM recovered"));
+
+    // Approved again on purpose, it is the core's refusal, not "by you":
+    // no answer was lost.
+    let again = alice
+        .approve(&anyone(), &approve, Timestamp::now())
+        .await
+        .unwrap_err();
+    assert_eq!(again.status(), 409, "{again}");
+
+    // The re-injected action completes, once.
+    p.run_until_idle(std::time::Duration::from_secs(30)).await;
+    let key = "ws-1#create_followup_task#cb-sv";
+    assert_eq!(p.sim.tasks().creations_by_external_ref.get(key), Some(&1));
+}
