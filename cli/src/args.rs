@@ -65,16 +65,12 @@ pub struct Global {
     /// Print JSON instead of a table (errors: JSON on stderr).
     #[arg(long, global = true)]
     pub json: bool,
-    /// A note recorded with the decider's STS caller identity (approvals,
-    /// rejections and reconciliations record who by the credentials).
-    #[arg(
-        long,
-        global = true,
-        env = "USER",
-        default_value = "unknown",
-        value_name = "NOTE"
-    )]
-    pub by: String,
+    /// The ops API every decision goes through (default: the stack's
+    /// `OpsApiUrl` output with --stack, else $HOOKGATE_OPS_URL). Requests
+    /// are signed with SigV4 under your credentials; the API records your
+    /// IAM identity with each decision.
+    #[arg(long, global = true, env = "HOOKGATE_OPS_URL", value_name = "URL")]
+    pub ops_url: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -174,7 +170,7 @@ pub enum Command {
     /// A local web page over these operations (127.0.0.1 only): what is
     /// held, the approval plans, decisions, actions, event lookup, doctor.
     /// Decisions are recorded with your STS identity, as from the CLI.
-    #[command(after_help = "Example:\n  hookgate --stack hookgate-prod console --by alice")]
+    #[command(after_help = "Example:\n  hookgate --stack hookgate-prod console")]
     Console {
         /// The port on 127.0.0.1 (0: any free one).
         #[arg(long, default_value_t = 8790)]

@@ -10,14 +10,13 @@ use hookgate_adapters::clients::Overrides;
 use hookgate_cli::{
     args::{ActionsCommand, Cli, Command, Global, InboxCommand, TriageCommand},
     errors,
-    ops::{ApproveRequest, DeployedOps, Live, Output, Selection},
+    ops::{ApproveRequest, Live, Ops, Output, Selection},
     session::Session,
 };
 
 /// Serves the console on 127.0.0.1:`port` until interrupted.
 async fn console(
-    ops: DeployedOps,
-    by: &str,
+    ops: Ops,
     port: u16,
     alarm_prefix: Option<String>,
     rate: u32,
@@ -36,7 +35,7 @@ async fn console(
     let port = listener.local_addr()?.port();
     let guard = hookgate_cli::console::Guard::random(port)?;
     let login = guard.login_url().unwrap_or_default();
-    let console = hookgate_cli::console::Console::new(ops, guard, by, alarm_prefix, rate).await?;
+    let console = hookgate_cli::console::Console::new(ops, guard, alarm_prefix, rate).await?;
     // The one-time link is the console's only way in: printed to the
     // operator's terminal, never logged.
     println!(
@@ -124,10 +123,11 @@ fn require_config(global: &Global, what: &str) -> anyhow::Result<()> {
 }
 
 /// The session, and the operator's view over its configuration.
-fn ops(global: &Global) -> anyhow::Result<(tokio::runtime::Runtime, Session, DeployedOps)> {
+fn ops(global: &Global) -> anyhow::Result<(tokio::runtime::Runtime, Session, Ops)> {
     let (runtime, session) = session(global)?;
     let config = session.config(global.config.as_deref())?;
-    let ops = DeployedOps::connect(Arc::new(config), &session.aws)?;
+    let url = session.ops_url(global.ops_url.as_deref());
+    let ops = Ops::connect(Arc::new(config), &session.aws, url.as_deref())?;
     Ok((runtime, session, ops))
 }
 
@@ -349,12 +349,8 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                         found,
                         not_found: _,
                     } => {
-                        ops.actions_reconcile(
-                            &key,
-                            found.as_deref(),
-                            &ops.decider(&global.by).await?,
-                        )
-                        .await
+                        ops.actions_reconcile(&key, found.as_deref(), &ops.decider().await?)
+                            .await
                     }
                 }
             })?;
@@ -428,12 +424,11 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                             },
                             interrupted(),
                         );
-                        let who = ops.decider(&global.by).await?;
+                        let who = ops.decider().await?;
                         ops.triage_approve_command(request, &who, &mut live).await
                     }
                     TriageCommand::Reject { id, reason } => {
-                        ops.triage_reject(&id, &ops.decider(&global.by).await?, &reason)
-                            .await
+                        ops.triage_reject(&id, &ops.decider().await?, &reason).await
                     }
                 }
             })?;
@@ -465,7 +460,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 .as_ref()
                 .map(|s| s.alarm_prefix().map(str::to_owned))
                 .transpose()?;
-            rt.block_on(console(ops, &global.by, port, prefix, rate))?;
+            rt.block_on(console(ops, port, prefix, rate))?;
             0
         }
         Command::Stats { since } => {

@@ -113,6 +113,14 @@ impl Session {
         })
     }
 
+    /// The ops API decisions go through: `flag` (`--ops-url`, or
+    /// $HOOKGATE_OPS_URL), else the stack's `OpsApiUrl` output.
+    pub fn ops_url(&self, flag: Option<&str>) -> Option<String> {
+        flag.filter(|u| !u.is_empty())
+            .or_else(|| self.stack.as_ref()?.output("OpsApiUrl"))
+            .map(str::to_owned)
+    }
+
     /// The Region the clients call.
     pub fn region(&self) -> String {
         self.aws
@@ -171,6 +179,30 @@ mod tests {
             "the stack wins over the file"
         );
         assert_eq!(config.workspaces.len(), 1);
+    }
+
+    #[test]
+    fn decisions_go_to_the_flag_s_ops_api_else_the_stack_s() {
+        let stack = Deployed {
+            name: "hg".into(),
+            outputs: [("OpsApiUrl".to_owned(), "https://a.example/ops".to_owned())]
+                .into_iter()
+                .collect(),
+            ..Deployed::default()
+        };
+        let with_stack = session(Some(stack));
+        assert_eq!(
+            with_stack.ops_url(None).as_deref(),
+            Some("https://a.example/ops")
+        );
+        assert_eq!(
+            with_stack
+                .ops_url(Some("http://127.0.0.1:1/ops"))
+                .as_deref(),
+            Some("http://127.0.0.1:1/ops")
+        );
+        assert_eq!(session(None).ops_url(None), None);
+        assert_eq!(session(None).ops_url(Some("")), None);
     }
 
     #[test]

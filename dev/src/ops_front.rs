@@ -46,7 +46,7 @@ pub const STAGE: &str = "$default";
 pub struct Front {
     pub url: String,
     control: Control,
-    task: JoinHandle<()>,
+    task: Option<JoinHandle<()>>,
 }
 
 /// A front's faults and count, for the tests.
@@ -58,7 +58,9 @@ pub struct Control {
 
 impl Drop for Front {
     fn drop(&mut self) {
-        self.task.abort();
+        if let Some(task) = &self.task {
+            task.abort();
+        }
     }
 }
 
@@ -106,7 +108,11 @@ impl Front {
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
-        Ok(Self { url, control, task })
+        Ok(Self {
+            url,
+            control,
+            task: Some(task),
+        })
     }
 
     /// The next `n` requests are carried out and answered 504.
@@ -117,6 +123,13 @@ impl Front {
     /// The next `n` requests are answered 429, not carried out.
     pub fn throttle(&self, n: usize) {
         self.control.faults.throttle.store(n, Ordering::SeqCst);
+    }
+
+    /// Serves on until the runtime ends, with no handle to stop it (a
+    /// test's front, for the clients it gave its URL to).
+    pub fn keep(mut self) {
+        // A dropped JoinHandle detaches its task.
+        self.task.take();
     }
 
     /// How many requests reached the front, answered or not.

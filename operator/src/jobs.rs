@@ -5,6 +5,8 @@
 
 use std::sync::Mutex;
 
+use crate::decisions::DecisionError;
+
 /// What became of one item of a plan.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
@@ -19,6 +21,21 @@ pub enum Step {
     /// Its approval failed on a store or the queue: it may be left
     /// APPROVED, which approving it again finishes. Why.
     Unknown(String),
+}
+
+impl Step {
+    /// What became of an approval that answered `result` (`Ok`: what it did,
+    /// in words): approved; approved too when its answer was lost and it was
+    /// found decided by this caller; unknown when a store, the queue or the
+    /// ops API did not answer; refused otherwise (why).
+    pub fn of(result: Result<String, DecisionError>) -> Self {
+        match result {
+            Ok(words) => Self::Approved(words),
+            Err(e @ DecisionError::DecidedByYou { .. }) => Self::Approved(e.to_string()),
+            Err(e) if e.is_unavailable() => Self::Unknown(e.to_string()),
+            Err(e) => Self::Refused(e.to_string()),
+        }
+    }
 }
 
 /// One approval plan being carried out.

@@ -22,7 +22,6 @@ use axum::{
     middleware::{self, Next},
     response::{IntoResponse, Response},
 };
-use hookgate_core::ports::EventIngress;
 use hookgate_operator::{
     jobs,
     views::{self, Nav},
@@ -37,19 +36,17 @@ const FORM_LIMIT: usize = 256 * 1024;
 
 /// One console process: the operations, its guard, and its jobs.
 #[derive(Debug)]
-pub struct Console<E> {
-    ops: Ops<E>,
+pub struct Console {
+    ops: Ops,
     guard: Guard,
-    /// The operator's note recorded with their STS identity (`--by`).
-    by: String,
     /// What the names of the alarms the overview reads start with (the
     /// AlarmNamePrefix output of the stack `--stack` names).
     alarm_prefix: Option<String>,
     /// Approvals per second at most, in a plan.
     rate: u32,
-    /// Who decides, as read once at start: shown in the header, and the
-    /// identity a dry run's plan is checked as (each decision reads it
-    /// again).
+    /// Who decides, as read once at start: shown in the header, and whose
+    /// workspaces the pages list (the ops API names the caller of each
+    /// decision from its signature).
     caller: hookgate_operator::Caller,
     jobs: jobs::Jobs,
     /// When the next approval may start (`rate` across all plans).
@@ -58,22 +55,20 @@ pub struct Console<E> {
     stopping: std::sync::atomic::AtomicBool,
 }
 
-impl<E: EventIngress + 'static> Console<E> {
+impl Console {
     /// A console over `ops` answering on `guard`'s port; reads the caller
     /// identity once, so missing credentials fail at start, not at the first
     /// decision.
     pub async fn new(
-        ops: Ops<E>,
+        ops: Ops,
         guard: Guard,
-        by: &str,
         alarm_prefix: Option<String>,
         rate: u32,
     ) -> anyhow::Result<Self> {
-        let caller = ops.decider(by).await?;
+        let caller = ops.decider().await?;
         Ok(Self {
             ops,
             guard,
-            by: by.to_owned(),
             alarm_prefix,
             rate: rate.max(1),
             caller,
@@ -85,8 +80,8 @@ impl<E: EventIngress + 'static> Console<E> {
 
     /// The console's routes, behind its guard.
     pub fn router(self: Arc<Self>) -> Router {
-        routes::routes::<E>()
-            .layer(middleware::from_fn_with_state(self.clone(), guarded::<E>))
+        routes::routes()
+            .layer(middleware::from_fn_with_state(self.clone(), guarded))
             .with_state(self)
     }
 }
@@ -100,9 +95,9 @@ const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
 /// item (decided, not decided, or under way with its outcome unknown), so no
 /// partial decision goes unreported. Requests still being answered are not
 /// waited for.
-pub async fn serve<E: EventIngress + 'static>(
+pub async fn serve(
     listener: tokio::net::TcpListener,
-    console: Console<E>,
+    console: Console,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let console = Arc::new(console);
@@ -148,11 +143,7 @@ fn refused(status: StatusCode, why: &str) -> Response {
 /// started must be a top-level navigation; a request that could change state
 /// (anything but GET and HEAD) must come from the console's own origin. Every
 /// answer: no caching, no framing, no script, forms only to the console itself.
-async fn guarded<E: EventIngress + 'static>(
-    State(console): State<Arc<Console<E>>>,
-    request: Request,
-    next: Next,
-) -> Response {
+async fn guarded(State(console): State<Arc<Console>>, request: Request, next: Next) -> Response {
     let headers = request.headers();
     let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
     let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
@@ -252,10 +243,10 @@ impl Posted {
     }
 }
 
-impl<E: EventIngress + 'static> FromRequest<Arc<Console<E>>> for Posted {
+impl FromRequest<Arc<Console>> for Posted {
     type Rejection = Response;
 
-    async fn from_request(request: Request, console: &Arc<Console<E>>) -> Result<Self, Response> {
+    async fn from_request(request: Request, console: &Arc<Console>) -> Result<Self, Response> {
         let bytes = axum::body::to_bytes(request.into_body(), FORM_LIMIT)
             .await
             .map_err(|_| {

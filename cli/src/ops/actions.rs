@@ -7,7 +7,6 @@ use hookgate_core::{
     action::ActionKey,
     approval::Reconciled,
     ledger::{ActionRecord, ActionStatus},
-    ports::EventIngress,
     triage::TriageClass,
 };
 use hookgate_operator::{
@@ -47,7 +46,7 @@ fn to_json(value: impl serde::Serialize) -> Value {
     serde_json::to_value(value).unwrap_or_default()
 }
 
-impl<E: EventIngress> Ops<E> {
+impl Ops {
     pub async fn inbox_show(&self, pk: &str) -> anyhow::Result<Output> {
         let pk = InboxPk::parse(pk).map_err(|e| anyhow::anyhow!("{e}"))?;
         let Some(record) = self.reads.inbox_record(&pk).await? else {

@@ -11,7 +11,7 @@
 use std::{future::Future, path::PathBuf, pin::Pin, time::Duration};
 
 use anyhow::Context;
-use hookgate_core::{Timestamp, approval::Reinjected, ports::EventIngress, triage::TriageItem};
+use hookgate_core::{Timestamp, approval::Reinjected, triage::TriageItem};
 use hookgate_operator::{
     Caller, Decisions,
     decisions::Approve,
@@ -77,7 +77,7 @@ impl std::fmt::Debug for Live<'_> {
     }
 }
 
-impl<E: EventIngress> Ops<E> {
+impl Ops {
     /// `triage approve` as the CLI runs it, `who` deciding: by id (a dry run
     /// with `--dry-run`), a bulk dry run (its plan written with
     /// `--plan-out`), or a reviewed plan carried out (`--execute --plan`,
@@ -235,18 +235,14 @@ impl<E: EventIngress> Ops<E> {
                     approval.await
                 }
             };
-            let (step, result) = match decided {
-                Ok(done) => {
-                    let words = approved(&done);
-                    (Step::Approved(words.clone()), words)
-                }
-                // A store or the queue failed: the item may be left
-                // APPROVED, which approving it again finishes.
-                Err(e) if e.is_unavailable() => (
-                    Step::Unknown(e.to_string()),
-                    format!("outcome unknown: {e}"),
-                ),
-                Err(e) => (Step::Refused(e.to_string()), format!("not approved: {e}")),
+            // A store, the queue or the API failed: the item may be left
+            // APPROVED, which approving it again finishes.
+            let step = Step::of(decided.map(|done| approved(&done)));
+            let result = match &step {
+                Step::Approved(words) => words.clone(),
+                Step::Unknown(e) => format!("outcome unknown: {e}"),
+                Step::Refused(e) => format!("not approved: {e}"),
+                Step::Waiting | Step::Running => String::new(),
             };
             job.steps[n].1 = step;
             (live.line)(

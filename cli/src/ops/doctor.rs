@@ -6,15 +6,12 @@
 use std::time::Duration;
 
 use aws_sdk_sqs::types::QueueAttributeName;
-use hookgate_core::{
-    doctor::{Alarm, Check, Facts, SecretLookup, diagnose, secrets_to_check},
-    ports::EventIngress,
-};
+use hookgate_core::doctor::{Alarm, Check, Facts, SecretLookup, diagnose, secrets_to_check};
 use serde_json::{Value, json};
 
 use super::{Ops, Output, exit, table};
 
-impl<E: EventIngress> Ops<E> {
+impl Ops {
     /// Checks the stack; `rule` names the EventBridge rule (and its bus) whose
     /// target is the ingress, when there is one (its retry window and
     /// dead-letter queue are read); `functions` the deployed ingress and

@@ -16,10 +16,19 @@ use hookgate_adapters::{
     AwsSecrets,
     clients::SdkConfig,
     cloudwatch::CloudWatchMetrics,
-    wiring::{self, Clients, DecisionsService, IngressService, ReadsService},
+    ops_api::ApiDecisions,
+    wiring::{self, Clients, ReadsService},
 };
-use hookgate_core::{config::Config, metrics, ports::EventIngress};
-use hookgate_operator::Caller;
+use hookgate_core::{
+    Timestamp,
+    approval::{Reconciled, Reinjected},
+    config::Config,
+    metrics,
+};
+use hookgate_operator::{
+    Caller, DecisionError, Decisions,
+    decisions::{Approve, Reconcile, Reject},
+};
 use serde_json::Value;
 
 pub use actions::reconciled_text;
@@ -78,11 +87,11 @@ impl Output {
     }
 }
 
-/// The operator's view of one deployment: the reads and decisions every
-/// surface shares (`hookgate_operator`), and the clients `doctor`, `status`
-/// and the alarms need.
+/// The operator's view of one deployment: the reads every surface shares
+/// (`hookgate_operator`), its decisions through the ops API, and the
+/// clients `doctor`, `status` and the alarms need.
 #[derive(Debug)]
-pub struct Ops<E> {
+pub struct Ops {
     config: Arc<Config>,
     sqs: aws_sdk_sqs::Client,
     events: aws_sdk_eventbridge::Client,
@@ -93,37 +102,79 @@ pub struct Ops<E> {
     /// Reads the configuration's secrets for `doctor` (never printed).
     secrets: AwsSecrets,
     pub reads: ReadsService,
-    pub decisions: DecisionsService<E>,
+    pub decisions: Decider,
 }
 
-/// The deployed wiring: EventBridge re-injection through the ingress code.
-pub type DeployedOps = Ops<Arc<IngressService>>;
+/// Every decision goes through the ops API, where the ops function checks
+/// `[[ops.deciders]]` against the identity API Gateway names, and records
+/// it: the CLI, the console and automation decide through the same code.
+/// Without the API's URL, a decision is refused (nothing is decided) and
+/// says what to pass.
+#[derive(Debug)]
+pub struct Decider(Option<ApiDecisions>);
 
-impl DeployedOps {
-    pub fn connect(config: Arc<Config>, aws: &SdkConfig) -> anyhow::Result<Self> {
-        let clients = Clients::new(aws);
-        let ingress = Arc::new(wiring::ingress(config.clone(), &clients)?);
-        Ops::with_clients(config, aws, clients, ingress)
+impl Decider {
+    const NO_API: &str = "decisions go through the stack's ops API: pass --stack NAME (its OpsApiUrl \
+         output) or --ops-url URL (or set HOOKGATE_OPS_URL); nothing was decided";
+
+    fn api(&self) -> Result<&ApiDecisions, DecisionError> {
+        self.0
+            .as_ref()
+            .ok_or_else(|| DecisionError::Invalid(Self::NO_API.into()))
     }
 }
 
-impl<E: EventIngress> Ops<E> {
-    /// The operator's view, with `ingress` re-injecting approved events.
-    pub fn new(config: Arc<Config>, aws: &SdkConfig, ingress: E) -> anyhow::Result<Self> {
-        Self::with_clients(config, aws, Clients::new(aws), ingress)
+impl Decisions for Decider {
+    async fn approve(
+        &self,
+        caller: &Caller,
+        request: &Approve,
+        now: Timestamp,
+    ) -> Result<Reinjected, DecisionError> {
+        self.api()?.approve(caller, request, now).await
     }
 
-    fn with_clients(
+    async fn reject(
+        &self,
+        caller: &Caller,
+        request: &Reject,
+        now: Timestamp,
+    ) -> Result<(), DecisionError> {
+        self.api()?.reject(caller, request, now).await
+    }
+
+    async fn reconcile(
+        &self,
+        caller: &Caller,
+        request: &Reconcile,
+        now: Timestamp,
+    ) -> Result<Reconciled, DecisionError> {
+        self.api()?.reconcile(caller, request, now).await
+    }
+
+    async fn check_plan(&self, caller: &Caller, ids: &[String]) -> Result<(), DecisionError> {
+        self.api()?.check_plan(caller, ids).await
+    }
+}
+
+impl Ops {
+    /// The operator's view over `aws`, deciding through the ops API at
+    /// `ops_url` (the stack's `OpsApiUrl`), signed with `aws`'s credentials.
+    pub fn connect(
         config: Arc<Config>,
         aws: &SdkConfig,
-        clients: Clients,
-        ingress: E,
+        ops_url: Option<&str>,
     ) -> anyhow::Result<Self> {
+        let clients = Clients::new(aws);
         let cloudwatch = aws_sdk_cloudwatch::Client::new(aws);
         let metrics = CloudWatchMetrics::new(cloudwatch.clone(), metrics::DEFAULT_SERVICE);
+        let api = ops_url
+            .map(|url| ApiDecisions::new(url, aws))
+            .transpose()
+            .map_err(anyhow::Error::msg)?;
         Ok(Self {
             reads: wiring::reads(config.clone(), &clients, metrics)?,
-            decisions: wiring::decisions(config.clone(), &clients, ingress)?,
+            decisions: Decider(api),
             secrets: clients.secrets(&config),
             config,
             ddb: clients.ddb,
@@ -146,14 +197,15 @@ impl<E: EventIngress> Ops<E> {
     }
 }
 
-impl<E> Ops<E> {
-    /// Who decides, as recorded: the credentials' STS caller identity (the
-    /// ARN and user id, which no flag can change), with the operator's `by`
-    /// as a note.
-    pub async fn decider(&self, by: &str) -> anyhow::Result<Caller> {
+impl Ops {
+    /// Who decides: the credentials' STS caller identity, the one API
+    /// Gateway names when the ops API is called with them (the API records
+    /// it with the access key and source IP). The console shows it and
+    /// scopes its reads by it.
+    pub async fn decider(&self) -> anyhow::Result<Caller> {
         let me = crate::status::Caller::of(&self.sts).await?;
         Ok(Caller {
-            recorded: format!("{} (userId {}, by {by})", me.arn, me.user_id),
+            recorded: format!("{} (userId {})", me.arn, me.user_id),
             arn: me.arn,
         })
     }
@@ -209,6 +261,31 @@ fn when(ms: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn without_the_ops_api_a_decision_is_refused_and_says_what_to_pass() {
+        let decider = Decider(None);
+        let caller = Caller {
+            arn: "arn:aws:iam::1:user/ana".into(),
+            recorded: String::new(),
+        };
+        let request = Reject {
+            id: "t1".into(),
+            reason: "x".into(),
+        };
+        let refused = decider
+            .reject(&caller, &request, Timestamp::from_millis(0))
+            .await
+            .unwrap_err();
+        assert_eq!(refused.status(), 400);
+        assert!(
+            refused.to_string().contains("pass --stack NAME")
+                && refused.to_string().ends_with("nothing was decided"),
+            "{refused}"
+        );
+        let plan = decider.check_plan(&caller, &["t1".into()]).await;
+        assert_eq!(plan.unwrap_err(), refused);
+    }
 
     #[test]
     fn dates_read_as_utc_text() {

@@ -4,7 +4,6 @@
 
 use hookgate_core::{
     Timestamp,
-    ports::EventIngress,
     triage::{TriageClass, TriageItem, TriageStatus},
 };
 use hookgate_operator::{Caller, DecisionError, Decisions, decisions::Reject};
@@ -45,8 +44,16 @@ pub(super) fn item_json(item: &TriageItem) -> Value {
 }
 
 /// A refused decision as a command's output: nothing found (exit 3) or
-/// refused (exit 1); a store that failed is an error instead.
+/// refused (exit 1); a store that failed is an error instead. A decision
+/// whose answer was lost and that stands, made by this caller, is done
+/// (exit 0: "already decided by you").
 pub(super) fn refusal(e: DecisionError, what: impl FnOnce() -> String) -> anyhow::Result<Output> {
+    if let DecisionError::DecidedByYou { what, status } = &e {
+        return Ok(Output::ok(
+            format!("{e}\n"),
+            json!({"decided_by_you": true, "what": what, "status": status}),
+        ));
+    }
     if e.is_unavailable() {
         return Err(e.into());
     }
@@ -57,7 +64,7 @@ pub(super) fn refusal(e: DecisionError, what: impl FnOnce() -> String) -> anyhow
     })
 }
 
-impl<E: EventIngress> Ops<E> {
+impl Ops {
     /// Items with `status` (HELD by default), optionally of one class.
     pub async fn triage_list(
         &self,
@@ -146,6 +153,19 @@ mod tests {
             what: "triage item x".into(),
         };
         assert_eq!(refusal(scope, String::new).unwrap().code, exit::FAILED);
+        let mine = DecisionError::DecidedByYou {
+            what: "triage item x".into(),
+            status: "DISCARDED".into(),
+        };
+        let out = refusal(mine, String::new).unwrap();
+        assert_eq!(
+            (out.code, out.text.as_str()),
+            (
+                exit::OK,
+                "already decided by you: triage item x is DISCARDED\n"
+            )
+        );
+        assert_eq!(out.json["decided_by_you"], true);
         let store = DecisionError::Refused(ApprovalError::Store(StoreError::Unavailable {
             store: Store::Triage,
             detail: "throttled".into(),

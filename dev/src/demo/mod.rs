@@ -29,7 +29,7 @@ use hookgate_core::config::Config;
 use serde_json::json;
 
 use crate::local::{Local, LocalQueues};
-use hookgate_cli::ops::DeployedOps;
+use hookgate_cli::ops::Ops;
 use hookgate_testkit::{
     emulator::{Emulator, repo_root},
     limits::StackLimits,
@@ -192,7 +192,8 @@ pub async fn run(options: &Options) -> anyhow::Result<Report> {
 
     say(start, "operator: reviewing what triage holds");
     let operator_aws = emulator.sdk_config(OPERATOR_APP).await;
-    let ops = DeployedOps::connect(config.clone(), &operator_aws)?;
+    let ops_url = format!("http://{}/ops", local.addr);
+    let ops = Ops::connect(config.clone(), &operator_aws, Some(&ops_url))?;
     let mut decisions = operator::operate(&ops, &sim.base_url()).await?;
     settle(&sqs, &all_queues).await;
     // A re-queued action may fail again if the operator was early; look once more.

@@ -10,15 +10,16 @@ use hookgate_core::{
 };
 use serde_json::Value;
 
-use hookgate_cli::ops::{DeployedOps, Selection};
+use hookgate_cli::ops::{Ops, Selection};
 
 /// The scripted operator, with the CLI's own operations: approve the outage
 /// in bulk now the CRM is back, re-inject the poison item after "fixing the
 /// CRM's validation rule", reject the collision (the first payload is the
 /// one kept), and reconcile each UNCERTAIN action with what the CRM shows.
-pub async fn operate(ops: &DeployedOps, crm: &str) -> anyhow::Result<BTreeMap<String, u64>> {
-    // Recorded as every operator is: the credentials' STS identity, with a note.
-    let who = ops.decider("demo-operator").await?;
+pub async fn operate(ops: &Ops, crm: &str) -> anyhow::Result<BTreeMap<String, u64>> {
+    // Decided through the local ops API: recorded as every operator is,
+    // with the identity the API names.
+    let who = ops.decider().await?;
     let mut done: BTreeMap<String, u64> = BTreeMap::new();
     let held = ops.triage_list(TriageStatus::Held, None).await?.json;
     let items = held.as_array().cloned().unwrap_or_default();

@@ -5,7 +5,7 @@
 //! token and a rebound host name change nothing. The screenshots in
 //! docs/operations.md are taken by this test.
 
-use std::{sync::Arc, time::Duration};
+use std::time::Duration;
 
 use hookgate_cli::{
     console::{Console, Guard},
@@ -16,12 +16,7 @@ use hookgate_core::{
     triage::{TriageClass, TriageStatus},
 };
 use hookgate_testkit::sim_crm::{Fault, FaultKind};
-use hookgate_tests::{
-    browser::Browser,
-    pipeline::Pipeline,
-    stack::{TestIngress, test_secret},
-    webhook::Delivery,
-};
+use hookgate_tests::{browser::Browser, pipeline::Pipeline, stack::test_secret, webhook::Delivery};
 
 use crate::{analyzed, operator_ops, stripe};
 
@@ -44,10 +39,12 @@ pub(crate) fn with_session() -> reqwest::Client {
         .build()
         .unwrap()
 }
-pub(crate) const BY: &str = "ops@example.com";
-/// The emulator's caller identity, with the operator's note.
-const WHO: &str =
-    "arn:aws:sts::123456789012:user/moto (userId AKIAIOSFODNN7EXAMPLE, by ops@example.com)";
+/// The emulator's caller identity, as the console shows who decides.
+const WHO: &str = "arn:aws:sts::123456789012:user/moto (userId AKIAIOSFODNN7EXAMPLE)";
+/// The same caller as the ops API records it on a decision: the identity
+/// STS gives for the signing access key, with the key and the source IP.
+pub(crate) const RECORDED: &str = "arn:aws:sts::123456789012:user/moto \
+    (userId AKIAIOSFODNN7EXAMPLE, accessKey test, sourceIp 127.0.0.1)";
 
 /// Holds `calls`' follow-ups as outages: the CRM answers 503 until they are
 /// dead-lettered and triaged.
@@ -81,11 +78,11 @@ pub(crate) struct Served {
 }
 
 /// The console on a free loopback port.
-pub(crate) async fn serve(ops: Ops<Arc<TestIngress>>) -> Served {
+pub(crate) async fn serve(ops: Ops) -> Served {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let guard = Guard::new(port, TOKEN.into(), SESSION.into(), LOGIN.into());
-    let console = Console::new(ops, guard, BY, None, 20).await.unwrap();
+    let console = Console::new(ops, guard, None, 20).await.unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel();
     let serving = tokio::spawn(hookgate_cli::console::serve(listener, console, async {
         let _ = stopped.await;
@@ -199,7 +196,7 @@ async fn an_outage_is_held_shown_and_approved_once_and_a_reject_sticks_in_a_real
         .json;
     assert_eq!(approved.as_array().unwrap().len(), 2);
     for item in approved.as_array().unwrap() {
-        assert_eq!(item["decided_by"], WHO);
+        assert_eq!(item["decided_by"], RECORDED);
         assert_eq!(item["reason"], "CRM recovered");
     }
     p.publish_metrics().await;
@@ -236,7 +233,7 @@ async fn an_outage_is_held_shown_and_approved_once_and_a_reject_sticks_in_a_real
     b.wait_for_text("#note", "Rejected: recorded as DISCARDED")
         .await;
     assert_eq!(b.text("#fact-status").await, "DISCARDED");
-    assert_eq!(b.text("#fact-decided-by").await, WHO);
+    assert_eq!(b.text("#fact-decided-by").await, RECORDED);
     assert_eq!(
         b.text("#fact-reason").await,
         "customer cancelled the callback"

@@ -27,23 +27,34 @@ mod streak;
 mod triage;
 mod worker;
 
-use std::sync::Arc;
-
 use hookgate_cli::ops::Ops;
 use hookgate_core::{Provider, Timestamp};
+use hookgate_dev::ops_front::Front;
 use hookgate_tests::{
-    emulator::Emulator,
-    pipeline::Pipeline,
-    stack::{TestIngress, test_secret},
-    webhook::Delivery,
+    emulator::Emulator, pipeline::Pipeline, stack::test_secret, webhook::Delivery,
 };
 
 /// The operator tools (`hookgate`'s `Ops`) over `p`'s stack, their calls
 /// tagged `app`: `operator` (held against the operator policy), or
-/// `operator.TAG` to be metered apart too (`Emulator::served`).
-pub async fn operator_ops(p: &Pipeline, app: &str) -> Ops<Arc<TestIngress>> {
+/// `operator.TAG` to be metered apart too (`Emulator::served`). They decide
+/// through `p`'s ops API, served by the local front until the test ends.
+pub async fn operator_ops(p: &Pipeline, app: &str) -> Ops {
     let operator = Emulator::shared().function_config(app).await;
-    Ops::new(p.stack.config.clone(), &operator, p.stack.ingress.clone()).unwrap()
+    operator_ops_as(p, &operator).await
+}
+
+/// [`operator_ops`] under `aws` (its credentials sign the decisions).
+pub async fn operator_ops_as(p: &Pipeline, aws: &hookgate_adapters::clients::SdkConfig) -> Ops {
+    let front = Front::start(
+        p.ops_api().await,
+        &Emulator::shared().sdk_config().await,
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .await
+    .unwrap();
+    let ops = Ops::connect(p.stack.config.clone(), aws, Some(&front.url)).unwrap();
+    front.keep();
+    ops
 }
 
 /// A Retell delivery for ws-1 with `event` for `call_id`.

@@ -32,11 +32,11 @@ async fn operator() -> aws_config::SdkConfig {
 async fn stats_match_a_scripted_run_and_bulk_approval_after_an_outage_completes_each_action_once() {
     let p = Pipeline::new("o-script").await;
     let ops = operator_ops(&p, "operator").await;
-    // Who decides is the credentials' STS identity; `--by` only a note.
-    let who = ops.decider("ops@example.com").await.unwrap();
+    // Who decides is the credentials' STS identity.
+    let who = ops.decider().await.unwrap();
     assert_eq!(
         who.recorded,
-        "arn:aws:sts::123456789012:user/moto (userId AKIAIOSFODNN7EXAMPLE, by ops@example.com)"
+        "arn:aws:sts::123456789012:user/moto (userId AKIAIOSFODNN7EXAMPLE)"
     );
     // 3 events: one delivered three times, one twice, one with a colliding payload.
     let once = stripe("evt_o1", "charge.refunded", 1);
@@ -329,7 +329,7 @@ async fn stats_match_a_scripted_run_and_bulk_approval_after_an_outage_completes_
 async fn a_bulk_approval_stopped_midway_reports_exactly_what_it_decided_and_the_ledger_agrees() {
     let p = Pipeline::new("o-stop").await;
     let ops = operator_ops(&p, "operator").await;
-    let who = ops.decider("ops@example.com").await.unwrap();
+    let who = ops.decider().await.unwrap();
     let calls = [
         ("call_s1", "cb-s1"),
         ("call_s2", "cb-s2"),
@@ -604,12 +604,7 @@ async fn doctor_fails_a_day_long_rule_with_a_day_of_ttl_and_passes_with_two_days
 
     // The functions believe the rule keeps events an hour; a day of TTL
     // satisfies that belief, not the deployed rule.
-    let short = Ops::new(
-        doctor_config(&p, 86_400, 3_600),
-        &operator().await,
-        p.stack.ingress.clone(),
-    )
-    .unwrap();
+    let short = Ops::connect(doctor_config(&p, 86_400, 3_600), &operator().await, None).unwrap();
     let verdict = short
         .doctor(Some((&rule, "default")), None, None)
         .await
@@ -632,12 +627,7 @@ async fn doctor_fails_a_day_long_rule_with_a_day_of_ttl_and_passes_with_two_days
         verdict.text
     );
 
-    let enough = Ops::new(
-        doctor_config(&p, 172_920, 86_400),
-        &operator().await,
-        p.stack.ingress.clone(),
-    )
-    .unwrap();
+    let enough = Ops::connect(doctor_config(&p, 172_920, 86_400), &operator().await, None).unwrap();
     let verdict = enough
         .doctor(Some((&rule, "default")), None, None)
         .await
@@ -652,7 +642,7 @@ async fn doctor_fails_a_day_long_rule_with_a_day_of_ttl_and_passes_with_two_days
 /// Runs `script` with the project venv's Python (boto3), `{endpoint}`
 /// replaced by the emulator's: for resources the test needs and the Rust SDK
 /// cannot create here (IAM roles, alarms in the query protocol moto speaks).
-fn boto3(script: &str) {
+pub(crate) fn boto3(script: &str) {
     let root = format!("{}/..", env!("CARGO_MANIFEST_DIR"));
     let python = std::env::var("HOOKGATE_EMULATOR_PYTHON")
         .unwrap_or_else(|_| format!("{root}/.venv/bin/python"));
@@ -703,12 +693,7 @@ async fn doctor_reads_the_deployed_async_window_and_timeout_from_lambda() {
     parking(&p).await;
     // The config assumes a 60-second async window and a 10-second timeout;
     // the deployed function keeps events 6 hours and runs up to 25 seconds.
-    let ops = Ops::new(
-        doctor_config(&p, 172_920, 86_400),
-        &operator().await,
-        p.stack.ingress.clone(),
-    )
-    .unwrap();
+    let ops = Ops::connect(doctor_config(&p, 172_920, 86_400), &operator().await, None).unwrap();
     let verdict = ops
         .doctor(None, Some((&ingress, &action)), None)
         .await
@@ -751,14 +736,7 @@ async fn doctor_passes_the_stack_provisioned_from_the_transformed_template_and_f
         |name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()),
     )
     .unwrap();
-    let ops = Ops::new(
-        Arc::new(config),
-        &operator().await,
-        hookgate_tests::stack::Stack::new("o-docstack")
-            .await
-            .ingress,
-    )
-    .unwrap();
+    let ops = Ops::connect(Arc::new(config), &operator().await, None).unwrap();
     let rule = format!("{prefix}-contacts");
     let verdict = ops
         .doctor(Some((&rule, "default")), None, Some(&format!("{prefix}-")))
@@ -866,10 +844,10 @@ async fn doctor_lists_the_secret_references_that_do_not_resolve_by_name_never_by
         auth = "secretsmanager:{crm}#token"
         "#
     );
-    let ops = Ops::new(
+    let ops = Ops::connect(
         doctor_config_with(&p, 172_920, 86_400, &extra),
         &operator().await,
-        p.stack.ingress.clone(),
+        None,
     )
     .unwrap();
     let check = "secret references resolve";

@@ -5,17 +5,36 @@
 //! answer retried reads "already decided by you"; a 429 backs off.
 
 use hookgate_adapters::{clients::SdkConfig, ops_api::ApiDecisions};
-use hookgate_core::{Timestamp, ports::TriageStore, triage::TriageStatus};
+use hookgate_core::{
+    Timestamp,
+    dlq::DeadLetter,
+    ports::TriageStore,
+    triage::{TriageSource, TriageStatus},
+};
 use hookgate_dev::ops_front::Front;
-use hookgate_operator::{Caller, DecisionError, Decisions, decisions::Approve};
+use hookgate_operator::{
+    Caller, DecisionError, Decisions,
+    decisions::{Approve, Reject},
+};
 use hookgate_testkit::sim_crm::{Fault, FaultKind};
 use hookgate_tests::{emulator::Emulator, pipeline::Pipeline};
 
 use crate::{analyzed, triage::until_dead_lettered};
 
 /// The SDK configuration of the session `session` of role `role`, assumed
-/// through the emulator's STS.
+/// through the emulator's STS. The role is created first: for a role that
+/// does not exist, moto's GetCallerIdentity gives a new random role id at
+/// every call, where AWS's is the role's own.
 async fn assumed(role: &str, session: &str) -> SdkConfig {
+    crate::operate::boto3(&format!(
+        r#"
+iam = boto3.client("iam", **aws)
+try:
+    iam.create_role(RoleName="{role}", AssumeRolePolicyDocument=json.dumps({{"Version": "2012-10-17", "Statement": []}}))
+except iam.exceptions.EntityAlreadyExistsException:
+    pass
+"#
+    ));
     let base = Emulator::shared().sdk_config().await;
     let sts = aws_sdk_sts::Client::new(&base);
     let assumed = sts
@@ -176,4 +195,141 @@ async fn decisions_over_sigv4_are_scoped_by_the_signer_and_a_lost_answer_reads_d
     p.run_until_idle(std::time::Duration::from_secs(30)).await;
     let key = "ws-1#create_followup_task#cb-sv";
     assert_eq!(p.sim.tasks().creations_by_external_ref.get(key), Some(&1));
+}
+
+/// A poison item of workspace `ws`: an action message whose inbox record
+/// does not exist, dead-lettered and triaged.
+async fn poison_of(p: &Pipeline, ws: &str, n: usize) -> String {
+    let body = format!(r#"{{"v":2,"inbox_pk":"{ws}#retell#call_ended:gone-{n}","origin":"http"}}"#);
+    let letter = DeadLetter {
+        source: TriageSource::ActionDlq,
+        message_id: &format!("msg-{ws}-{n}"),
+        body: &body,
+        attributes: serde_json::json!({}),
+    };
+    p.triager.triage(&letter, Timestamp::now()).await.unwrap();
+    let held = p.triage.list(TriageStatus::Held).await.unwrap();
+    let item = held
+        .iter()
+        .find(|i| {
+            i.inbox_pk
+                .as_ref()
+                .is_some_and(|k| k.to_string().ends_with(&format!("gone-{n}")))
+        })
+        .expect("the poison item");
+    assert_eq!(item.workspace.as_deref(), Some(ws));
+    item.id.clone()
+}
+
+#[tokio::test]
+async fn a_decider_limited_to_one_workspace_is_refused_elsewhere_and_recorded_alike_through_the_cli_the_console_and_the_api()
+ {
+    let p = Pipeline::with_config(
+        "t-onepath",
+        "[[ops.deciders]]\nprincipal = \"arn:aws:sts::123456789012:assumed-role/decider-ws9/*\"\n\
+         workspaces = [\"ws-9\"]\n",
+    )
+    .await;
+    // Workspace B (ws-1): one held outage. Workspace A (ws-9): three items,
+    // one to decide through each surface.
+    p.sim
+        .add_fault(Fault::new("/", FaultKind::Status).status(503));
+    p.stack.post(analyzed("call_op", "cb-op").request()).await;
+    until_dead_lettered(&p, 1).await;
+    assert_eq!(p.triage_dlq().await, 1);
+    let other = p.triage.list(TriageStatus::Held).await.unwrap()[0]
+        .id
+        .clone();
+    let mut mine = Vec::new();
+    for n in 0..3 {
+        mine.push(poison_of(&p, "ws-9", n).await);
+    }
+
+    let carol = assumed("decider-ws9", "carol").await;
+    let cli = crate::operator_ops_as(&p, &carol).await;
+    let front = Front::start(
+        p.ops_api().await,
+        &Emulator::shared().sdk_config().await,
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .await
+    .unwrap();
+    let api = ApiDecisions::new(&front.url, &carol).unwrap();
+    let console = crate::console::serve(crate::operator_ops_as(&p, &carol).await).await;
+    let browser = crate::console::with_session();
+    let who = cli.decider().await.unwrap();
+    let reject = |id: &str| Reject {
+        id: id.to_owned(),
+        reason: "not ours to replay".into(),
+    };
+    let console_reject = |id: String| {
+        let (browser, base) = (&browser, &console.base);
+        async move {
+            browser
+                .post(format!("{base}/triage/{id}/reject"))
+                .header("origin", base)
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(format!(
+                    "csrf={}&reason=not+ours+to+replay",
+                    crate::console::TOKEN
+                ))
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+
+    // Refused for workspace B, the same words through all three.
+    let refusal = format!(
+        "arn:aws:sts::123456789012:assumed-role/decider-ws9/carol may not decide triage item {other}"
+    );
+    assert_eq!(
+        api.reject(&anyone(), &reject(&other), Timestamp::now())
+            .await,
+        Err(DecisionError::Answered {
+            status: 403,
+            error: refusal.clone()
+        })
+    );
+    let out = cli
+        .triage_reject(&other, &who, "not ours to replay")
+        .await
+        .unwrap();
+    assert_eq!((out.code, out.text.trim()), (1, refusal.as_str()));
+    let answer = console_reject(other.clone()).await;
+    assert_eq!(answer.status().as_u16(), 403);
+    assert!(answer.text().await.unwrap().contains(&refusal));
+    let item = p.triage.get(&other).await.unwrap().unwrap();
+    assert_eq!((item.status, item.decided_by), (TriageStatus::Held, None));
+
+    // Allowed for workspace A through each; recorded alike.
+    api.reject(&anyone(), &reject(&mine[0]), Timestamp::now())
+        .await
+        .unwrap();
+    let out = cli
+        .triage_reject(&mine[1], &who, "not ours to replay")
+        .await
+        .unwrap();
+    assert_eq!(out.code, 0, "{}", out.text);
+    let answer = console_reject(mine[2].clone()).await;
+    assert!(
+        answer.status().is_success() || answer.status().is_redirection(),
+        "{}",
+        answer.status()
+    );
+    let mut recorded = Vec::new();
+    for id in &mine {
+        let item = p.triage.get(id).await.unwrap().unwrap();
+        assert_eq!(item.status, TriageStatus::Discarded, "{id}");
+        assert_eq!(item.reason.as_deref(), Some("not ours to replay"));
+        recorded.push(item.decided_by.unwrap());
+    }
+    assert!(
+        recorded[0]
+            .starts_with("arn:aws:sts::123456789012:assumed-role/decider-ws9/carol (userId "),
+        "{recorded:?}"
+    );
+    assert!(recorded.iter().all(|r| r == &recorded[0]), "{recorded:?}");
+    let _ = console.stop.send(());
+    console.serving.await.unwrap().unwrap();
 }

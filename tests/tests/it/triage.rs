@@ -907,7 +907,7 @@ async fn an_item_left_approved_by_a_failed_reinjection_is_approved_again_keeping
     // and the record still names who approved it first.
     p.stack.create_queue().await;
     let ops = crate::operator_ops(&p, "operator").await;
-    let who = ops.decider("bob@example.com").await.unwrap();
+    let who = ops.decider().await.unwrap();
     let ids: Vec<String> = held.iter().map(|i| i.id.clone()).collect();
     let again = ops
         .triage_approve(&ids, None, false, &who, "retry", 100)

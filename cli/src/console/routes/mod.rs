@@ -22,7 +22,6 @@ use hookgate_core::{
     action::ActionKey,
     ledger::ActionStatus,
     page::{self, Cursor},
-    ports::EventIngress,
     triage::TriageStatus,
 };
 use hookgate_operator::{
@@ -37,25 +36,25 @@ use super::{Console, Posted};
 /// The items one page of a console list reads.
 const PAGE: usize = 100;
 
-type Shared<E> = State<Arc<Console<E>>>;
+type Shared = State<Arc<Console>>;
 
-pub(super) fn routes<E: EventIngress + 'static>() -> Router<Arc<Console<E>>> {
+pub(super) fn routes() -> Router<Arc<Console>> {
     Router::new()
-        .route("/", get(overview::<E>))
+        .route("/", get(overview))
         .route("/console.css", get(css))
-        .route("/triage", get(triage::list::<E>))
-        .route("/triage/plan", get(triage::plan::<E>))
-        .route("/triage/{id}", get(triage::detail::<E>))
-        .route("/triage/{id}/reject", post(triage::reject::<E>))
-        .route("/approve", post(triage::approve::<E>))
-        .route("/jobs/{id}", get(triage::job::<E>))
-        .route("/actions", get(actions::<E>))
-        .route("/actions/reconcile", post(reconcile::<E>))
-        .route("/inbox", get(lookup::<E>))
-        .route("/doctor", get(doctor::<E>))
+        .route("/triage", get(triage::list))
+        .route("/triage/plan", get(triage::plan))
+        .route("/triage/{id}", get(triage::detail))
+        .route("/triage/{id}/reject", post(triage::reject))
+        .route("/approve", post(triage::approve))
+        .route("/jobs/{id}", get(triage::job))
+        .route("/actions", get(actions))
+        .route("/actions/reconcile", post(reconcile))
+        .route("/inbox", get(lookup))
+        .route("/doctor", get(doctor))
 }
 
-impl<E> Console<E> {
+impl Console {
     fn render(&self, status: StatusCode, title: &str, nav: Nav, body: &Markup) -> Response {
         self.render_refreshing(status, title, nav, None, body)
     }
@@ -148,7 +147,7 @@ async fn css() -> Response {
         .into_response()
 }
 
-async fn overview<E: EventIngress + 'static>(State(c): Shared<E>) -> Response {
+async fn overview(State(c): Shared) -> Response {
     let now = Timestamp::now();
     let read = async {
         let mut held = c.ops.reads.triage_list(TriageStatus::Held, None).await?;
@@ -179,10 +178,7 @@ async fn overview<E: EventIngress + 'static>(State(c): Shared<E>) -> Response {
     c.render(StatusCode::OK, "Overview", Nav::Overview, &body)
 }
 
-async fn actions<E: EventIngress + 'static>(
-    State(c): Shared<E>,
-    RawQuery(q): RawQuery,
-) -> Response {
+async fn actions(State(c): Shared, RawQuery(q): RawQuery) -> Response {
     let q = pairs(q);
     let status = first(&q, "status").to_ascii_uppercase();
     let parsed: ActionStatus = if status.is_empty() {
@@ -220,7 +216,7 @@ async fn actions<E: EventIngress + 'static>(
     }
 }
 
-async fn reconcile<E: EventIngress + 'static>(State(c): Shared<E>, form: Posted) -> Response {
+async fn reconcile(State(c): Shared, form: Posted) -> Response {
     let back = "/actions?status=UNCERTAIN";
     let reference = form.get("ref");
     let found = match form.get("outcome").as_str() {
@@ -247,7 +243,7 @@ async fn reconcile<E: EventIngress + 'static>(State(c): Shared<E>, form: Posted)
         Ok(key) => key,
         Err(e) => return c.bad_request("Reconcile", Nav::Actions, &e, back),
     };
-    let who = match c.ops.decider(&c.by).await {
+    let who = match c.ops.decider().await {
         Ok(who) => who,
         Err(e) => return c.failed(Nav::Actions, &e),
     };
@@ -266,7 +262,7 @@ async fn reconcile<E: EventIngress + 'static>(State(c): Shared<E>, form: Posted)
     }
 }
 
-async fn lookup<E: EventIngress + 'static>(State(c): Shared<E>, RawQuery(q): RawQuery) -> Response {
+async fn lookup(State(c): Shared, RawQuery(q): RawQuery) -> Response {
     let q = pairs(q);
     let (workspace, provider, key) = (
         first(&q, "workspace"),
@@ -298,7 +294,7 @@ async fn lookup<E: EventIngress + 'static>(State(c): Shared<E>, RawQuery(q): Raw
     }
 }
 
-async fn doctor<E: EventIngress + 'static>(State(c): Shared<E>) -> Response {
+async fn doctor(State(c): Shared) -> Response {
     match c
         .ops
         .doctor_checks(None, None, c.alarm_prefix.as_deref())

@@ -13,7 +13,6 @@ use axum::{
 use hookgate_core::{
     Timestamp,
     page::{self, Cursor},
-    ports::EventIngress,
     triage::TriageStatus,
 };
 use hookgate_operator::{
@@ -30,7 +29,7 @@ use super::{PAGE, Shared, first, pairs};
 const FILL: usize = 10;
 use crate::console::{Console, Posted};
 
-impl<E: EventIngress + 'static> Console<E> {
+impl Console {
     /// The page refusing a plan of `ids` by `who`, when the port refuses it:
     /// 400 for a plan that cannot run as it is, 403 out of the deciders'
     /// scope, 502 when a store failed.
@@ -50,10 +49,7 @@ impl<E: EventIngress + 'static> Console<E> {
     }
 }
 
-pub(super) async fn list<E: EventIngress + 'static>(
-    State(c): Shared<E>,
-    RawQuery(q): RawQuery,
-) -> Response {
+pub(super) async fn list(State(c): Shared, RawQuery(q): RawQuery) -> Response {
     let q = pairs(q);
     let filters = match Filters::parse(&q) {
         Ok(filters) => filters,
@@ -99,8 +95,8 @@ pub(super) async fn list<E: EventIngress + 'static>(
     )
 }
 
-pub(super) async fn detail<E: EventIngress + 'static>(
-    State(c): Shared<E>,
+pub(super) async fn detail(
+    State(c): Shared,
     Path(id): Path<String>,
     RawQuery(q): RawQuery,
 ) -> Response {
@@ -165,10 +161,7 @@ fn selection(q: &[(String, String)]) -> Result<Selection, String> {
 
 /// The dry run of an approval: by id (`?id=…`, repeatable) or in bulk by
 /// class, destination and age. It decides nothing.
-pub(super) async fn plan<E: EventIngress + 'static>(
-    State(c): Shared<E>,
-    RawQuery(q): RawQuery,
-) -> Response {
+pub(super) async fn plan(State(c): Shared, RawQuery(q): RawQuery) -> Response {
     let q = pairs(q);
     let mut ids: Vec<String> = q
         .iter()
@@ -231,10 +224,7 @@ pub(super) async fn plan<E: EventIngress + 'static>(
 
 /// Carries out exactly the plan's items, in the background, one at a time at
 /// the console's rate; answers with the job's page.
-pub(super) async fn approve<E: EventIngress + 'static>(
-    State(c): Shared<E>,
-    form: Posted,
-) -> Response {
+pub(super) async fn approve(State(c): Shared, form: Posted) -> Response {
     let ids = form.all("id");
     if ids.is_empty() {
         return c.bad_request(
@@ -248,7 +238,7 @@ pub(super) async fn approve<E: EventIngress + 'static>(
         Ok(reason) => reason.to_owned(),
         Err(e) => return c.bad_request("Approve", Nav::Triage, &e.to_string(), "/triage"),
     };
-    let who = match c.ops.decider(&c.by).await {
+    let who = match c.ops.decider().await {
         Ok(who) => who,
         Err(e) => return c.failed(Nav::Triage, &e),
     };
@@ -271,13 +261,7 @@ pub(super) async fn approve<E: EventIngress + 'static>(
     Redirect::to(&format!("/jobs/{job}")).into_response()
 }
 
-async fn carry_out<E: EventIngress + 'static>(
-    c: Arc<Console<E>>,
-    job: usize,
-    ids: Vec<String>,
-    who: Caller,
-    reason: String,
-) {
+async fn carry_out(c: Arc<Console>, job: usize, ids: Vec<String>, who: Caller, reason: String) {
     for (n, id) in ids.iter().enumerate() {
         c.turn().await;
         if c.stopping.load(std::sync::atomic::Ordering::SeqCst) {
@@ -288,25 +272,18 @@ async fn carry_out<E: EventIngress + 'static>(
             id: id.clone(),
             reason: reason.clone(),
         };
-        let step = match c
+        let decided = c
             .ops
             .decisions
             .approve(&who, &request, Timestamp::now())
-            .await
-        {
-            Ok(done) => Step::Approved(crate::ops::approved(&done)),
-            Err(e) if e.is_unavailable() => Step::Unknown(e.to_string()),
-            Err(e) => Step::Refused(format!("not approved: {e}")),
-        };
+            .await;
+        let step = Step::of(decided.map(|done| crate::ops::approved(&done)));
         tracing::info!(job, item = %id, ?step, "console approval step");
         c.jobs.record(job, n, step);
     }
 }
 
-pub(super) async fn job<E: EventIngress + 'static>(
-    State(c): Shared<E>,
-    Path(id): Path<usize>,
-) -> Response {
+pub(super) async fn job(State(c): Shared, Path(id): Path<usize>) -> Response {
     match c.jobs.get(id) {
         None => c.message(
             StatusCode::NOT_FOUND,
@@ -328,13 +305,9 @@ pub(super) async fn job<E: EventIngress + 'static>(
     }
 }
 
-pub(super) async fn reject<E: EventIngress + 'static>(
-    State(c): Shared<E>,
-    Path(id): Path<String>,
-    form: Posted,
-) -> Response {
+pub(super) async fn reject(State(c): Shared, Path(id): Path<String>, form: Posted) -> Response {
     let back = format!("/triage/{}", url(&id));
-    let who = match c.ops.decider(&c.by).await {
+    let who = match c.ops.decider().await {
         Ok(who) => who,
         Err(e) => return c.failed(Nav::Triage, &e),
     };
