@@ -367,9 +367,9 @@ $(IAM_CHECK)/node_modules/.installed: $(IAM_CHECK)/package.json $(IAM_CHECK)/pac
 iam-check: iam-tools infra-transform
 	@mkdir -p target/checks
 	node $(IAM_CHECK)/check.mjs --template $(TRANSFORMED) --calls $(CALL_LOG) \
-		--operator-policy docs/operator-policy.json --report target/checks/iam-report.json
+		--report target/checks/iam-report.json
 	node $(IAM_CHECK)/check.mjs --template $(TRANSFORMED) --calls $(CALL_LOG) \
-		--operator-policy docs/operator-policy.json --self-test ingress=dynamodb:UpdateItem
+		--self-test ingress=dynamodb:UpdateItem
 
 ## alarm-check: every alarm watches a series the captured EMF lines (or a
 ## metric filter) emit; then a copy with one alarm's Dimensions removed must fail.

@@ -81,6 +81,7 @@ ARTIFACT = f"{SAM_BUCKET}/{S}/6f1ed002ab5595859014ebf0951522d9"
 TEMPLATE_OBJECT = f"{SAM_BUCKET}/{S}/0cc175b9c0f1b6a831c399e269772661.template"
 ROLE = f"arn:aws:iam::{A}:role/{S}-IngressRole-AbC1dEf2GhI3"
 SCHEDULER_ROLE = f"arn:aws:iam::{A}:role/{S}-SweepSchedulerRole-JkL4mNo5PqR6"
+MANAGED_POLICY = f"arn:aws:iam::{A}:policy/{S}-OperatorReadPolicy-Z1Y2X3W4V5U6"
 FUNCTION = f"arn:aws:lambda:{R}:{A}:function:{S}-IngressFunction-StU7vWx8YzA9"
 LAYER = f"arn:aws:lambda:{R}:{A}:layer:{S}-config"
 LAYER_VERSION = f"{LAYER}:3"
@@ -157,6 +158,15 @@ REQUIRED = {
                        "UpdateAssumeRolePolicy", "PutRolePolicy", "GetRolePolicy",
                        "DeleteRolePolicy", "ListRolePolicies", "ListAttachedRolePolicies",
                        "TagRole", "UntagRole", "DeleteRole")),
+    },
+    # The operator policies: attached to no role by the stack (operators
+    # attach them), so no Attach*/Detach*; a policy still attached when the
+    # stack is deleted stops the deletion until it is detached.
+    "AWS::IAM::ManagedPolicy": {
+        MANAGED_POLICY: row(iam=("CreatePolicy", "GetPolicy", "GetPolicyVersion",
+                                 "ListPolicyVersions", "CreatePolicyVersion",
+                                 "DeletePolicyVersion", "ListEntitiesForPolicy",
+                                 "DeletePolicy")),
     },
     "AWS::Lambda::EventInvokeConfig": {
         f"{FUNCTION}:$LATEST": row(**{"lambda": (

@@ -85,6 +85,8 @@ LOCAL_OUTPUTS = {
     "SweepFunctionName": "{stack}-SweepFunction",
     "OpsFunctionName": "{stack}-OpsFunction",
     "DashboardUrl": "https://dashboard.not-served-locally.invalid/{stack}-overview",
+    "OperatorReadPolicyArn": "arn:aws:iam::123456789012:policy/{stack}-OperatorReadPolicy",
+    "OperatorDecidePolicyArn": "arn:aws:iam::123456789012:policy/{stack}-OperatorDecidePolicy",
 }
 
 

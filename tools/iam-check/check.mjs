@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // hookgate iam-check: every AWS call the emulator recorded (HOOKGATE_CALL_LOG)
 // is evaluated against the calling function's role in the transformed template
-// (or the operator policy, docs/operator-policy.json) with
+// (or, for the operator tools, the stack's operator policies) with
 // @cloud-copilot/iam-simulate. Fails on any denied call, any recorded resource
 // that is no resource of the template, any AWS managed policy on a role, and
 // any granted (Sid × action × resource) that no call exercised and whose Sid
@@ -13,16 +13,15 @@
 import { readFileSync, writeFileSync, existsSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { runSimulation } from '@cloud-copilot/iam-simulate'
-import { Template, TemplateError, ACCOUNT, REGION, PARTITION, STACK } from './template.mjs'
+import { Template, TemplateError, ACCOUNT, REGION, PARTITION } from './template.mjs'
 
 const USAGE = `usage: node check.mjs [--template target/infra/template.json] [--calls FILE]...
-       [--operator-policy docs/operator-policy.json] [--remove-action APP=ACTION]... [--self-test APP=ACTION] [--app-alias NAME=APP]...
+       [--remove-action APP=ACTION]... [--self-test APP=ACTION] [--app-alias NAME=APP]...
        [--report FILE.json]
 
   --template          the transformed CloudFormation (JSON), default target/infra/template.json
   --calls             a call log written by emulator/server.py (HOOKGATE_CALL_LOG); repeatable;
                       default target/checks/calls.jsonl
-  --operator-policy   the operator CLI's policy, default docs/operator-policy.json
   --remove-action     drop ACTION from APP's policies before checking (a broken copy of the role)
   --self-test         APP=ACTION: --remove-action APP=ACTION, and exit 0 only if the check then
                       reports that APP's ACTION calls as denied (the check has teeth), else 1
@@ -40,6 +39,8 @@ export const APP_FUNCTIONS = {
   ops: 'OpsFunction',
 }
 export const OPERATOR_APP = 'operator'
+// The stack's managed policies the operator tools run with.
+export const OPERATOR_POLICIES = ['OperatorReadPolicy', 'OperatorDecidePolicy']
 // The callers that are not a function: the tests' and the demo's own setup
 // and inspection, the local runner's stand-in for EventBridge invoking the
 // ingress, the local front of the ops API naming callers as API Gateway's
@@ -166,27 +167,28 @@ export function deployedArn(template, recorded) {
 }
 
 /** The principals to check: app -> { role, policies, managed, boundary, reasons }. */
-function principals(template, operatorPath) {
+function principals(template) {
   const out = {}
   for (const [app, fn] of Object.entries(APP_FUNCTIONS)) {
     const role = template.functionRole(fn)
     out[app] = { label: `${fn} (${role})`, arn: template.getAtt(role, 'Arn'), ...template.rolePolicies(role) }
   }
-  if (operatorPath) {
-    const doc = JSON.parse(readFileSync(operatorPath, 'utf8'))
-    const { UnexercisedReasons: reasons = {}, ...policy } = doc
-    // `${Region}`, `${AccountId}`, `${InboxTable}`, `${InboxTable.Arn}`… as in Fn::Sub.
-    const extra = { Region: REGION, AccountId: ACCOUNT, Partition: PARTITION, StackName: STACK }
-    const resolved = JSON.parse(
-      JSON.stringify(policy, (k, v) => (typeof v === 'string' ? template.sub(v, extra) : v)),
-    )
-    out[OPERATOR_APP] = {
-      label: `operator (${operatorPath})`,
-      arn: `arn:${PARTITION}:iam::${ACCOUNT}:role/hookgate-operator`,
-      policies: [{ name: 'operator-policy', policy: resolved }],
-      managed: [],
-      reasons,
-    }
+  // The operator: one identity with both of the stack's operator policies
+  // attached (Read and Decide), the reasons of each.
+  const policies = []
+  let reasons = {}
+  for (const logical of OPERATOR_POLICIES) {
+    const r = template.resources[logical]
+    if (r?.Type !== 'AWS::IAM::ManagedPolicy') throw new TemplateError(`${logical} is not an AWS::IAM::ManagedPolicy of the template`)
+    policies.push({ name: logical, policy: template.resolve(r.Properties.PolicyDocument) })
+    reasons = { ...reasons, ...(r.Metadata?.UnexercisedReasons ?? {}) }
+  }
+  out[OPERATOR_APP] = {
+    label: `operator (${OPERATOR_POLICIES.join(' + ')})`,
+    arn: `arn:${PARTITION}:iam::${ACCOUNT}:role/hookgate-operator`,
+    policies,
+    managed: [],
+    reasons,
   }
   return out
 }
@@ -287,7 +289,6 @@ async function main() {
       options: {
         template: { type: 'string', default: 'target/infra/template.json' },
         calls: { type: 'string', multiple: true },
-        'operator-policy': { type: 'string', default: 'docs/operator-policy.json' },
         'remove-action': { type: 'string', multiple: true, default: [] },
         'self-test': { type: 'string' },
         'app-alias': { type: 'string', multiple: true, default: [] },
@@ -307,7 +308,7 @@ async function main() {
   let template, who
   try {
     template = new Template(JSON.parse(readFileSync(args.template, 'utf8')))
-    who = principals(template, args['operator-policy'])
+    who = principals(template)
   } catch (e) {
     if (e instanceof TemplateError || e instanceof SyntaxError) fail(e.message)
     throw e
