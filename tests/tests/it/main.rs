@@ -43,15 +43,21 @@ pub async fn operator_ops(p: &Pipeline, app: &str) -> Ops {
     operator_ops_as(p, &operator).await
 }
 
-/// [`operator_ops`] under `aws` (its credentials sign the decisions).
-pub async fn operator_ops_as(p: &Pipeline, aws: &hookgate_adapters::clients::SdkConfig) -> Ops {
-    let front = Front::start(
+/// `p`'s ops API behind the local front (`hookgate_dev::ops_front`), on a
+/// free loopback port, naming callers with the emulator's STS.
+pub async fn ops_front(p: &Pipeline) -> Front {
+    Front::start(
         p.ops_api().await,
         &Emulator::shared().sdk_config().await,
         "127.0.0.1:0".parse().unwrap(),
     )
     .await
-    .unwrap();
+    .unwrap()
+}
+
+/// [`operator_ops`] under `aws` (its credentials sign the decisions).
+pub async fn operator_ops_as(p: &Pipeline, aws: &hookgate_adapters::clients::SdkConfig) -> Ops {
+    let front = ops_front(p).await;
     let ops = Ops::connect(p.stack.config.clone(), aws, Some(&front.url)).unwrap();
     front.keep();
     ops

@@ -11,7 +11,6 @@ use hookgate_core::{
     ports::TriageStore,
     triage::{TriageSource, TriageStatus},
 };
-use hookgate_dev::ops_front::Front;
 use hookgate_operator::{
     Caller, DecisionError, Decisions,
     decisions::{Approve, Reject},
@@ -77,21 +76,8 @@ async fn decisions_over_sigv4_are_scoped_by_the_signer_and_a_lost_answer_reads_d
          workspaces = [\"ws-9\"]\n",
     )
     .await;
-    p.sim
-        .add_fault(Fault::new("/", FaultKind::Status).status(503));
-    p.stack.post(analyzed("call_sv", "cb-sv").request()).await;
-    until_dead_lettered(&p, 1).await;
-    assert_eq!(p.triage_dlq().await, 1);
-    let id = p.triage.list(TriageStatus::Held).await.unwrap()[0]
-        .id
-        .clone();
-    let front = Front::start(
-        p.ops_api().await,
-        &Emulator::shared().sdk_config().await,
-        "127.0.0.1:0".parse().unwrap(),
-    )
-    .await
-    .unwrap();
+    let id = held_outage(&p, "sv").await;
+    let front = crate::ops_front(&p).await;
     let client = |aws: SdkConfig| {
         ApiDecisions::new(&front.url, &aws)
             .unwrap()
@@ -197,6 +183,21 @@ async fn decisions_over_sigv4_are_scoped_by_the_signer_and_a_lost_answer_reads_d
     assert_eq!(p.sim.tasks().creations_by_external_ref.get(key), Some(&1));
 }
 
+/// The one item of a CRM outage on ws-1's call `call_{name}`: held, the
+/// fault cleared only later by the test that wants it cleared.
+async fn held_outage(p: &Pipeline, name: &str) -> String {
+    p.sim
+        .add_fault(Fault::new("/", FaultKind::Status).status(503));
+    p.stack
+        .post(analyzed(&format!("call_{name}"), &format!("cb-{name}")).request())
+        .await;
+    until_dead_lettered(p, 1).await;
+    assert_eq!(p.triage_dlq().await, 1);
+    p.triage.list(TriageStatus::Held).await.unwrap()[0]
+        .id
+        .clone()
+}
+
 /// A poison item of workspace `ws`: an action message whose inbox record
 /// does not exist, dead-lettered and triaged.
 async fn poison_of(p: &Pipeline, ws: &str, n: usize) -> String {
@@ -232,14 +233,7 @@ async fn a_decider_limited_to_one_workspace_is_refused_elsewhere_and_recorded_al
     .await;
     // Workspace B (ws-1): one held outage. Workspace A (ws-9): three items,
     // one to decide through each surface.
-    p.sim
-        .add_fault(Fault::new("/", FaultKind::Status).status(503));
-    p.stack.post(analyzed("call_op", "cb-op").request()).await;
-    until_dead_lettered(&p, 1).await;
-    assert_eq!(p.triage_dlq().await, 1);
-    let other = p.triage.list(TriageStatus::Held).await.unwrap()[0]
-        .id
-        .clone();
+    let other = held_outage(&p, "op").await;
     let mut mine = Vec::new();
     for n in 0..3 {
         mine.push(poison_of(&p, "ws-9", n).await);
@@ -247,13 +241,7 @@ async fn a_decider_limited_to_one_workspace_is_refused_elsewhere_and_recorded_al
 
     let carol = assumed("decider-ws9", "carol").await;
     let cli = crate::operator_ops_as(&p, &carol).await;
-    let front = Front::start(
-        p.ops_api().await,
-        &Emulator::shared().sdk_config().await,
-        "127.0.0.1:0".parse().unwrap(),
-    )
-    .await
-    .unwrap();
+    let front = crate::ops_front(&p).await;
     let api = ApiDecisions::new(&front.url, &carol).unwrap();
     let console = crate::console::serve(crate::operator_ops_as(&p, &carol).await).await;
     let browser = crate::console::with_session();
