@@ -363,13 +363,16 @@ $(IAM_CHECK)/node_modules/.installed: $(IAM_CHECK)/package.json $(IAM_CHECK)/pac
 
 ## iam-check: every recorded AWS call allowed by its function's role (or the
 ## operator policy) in the transformed template; unexercised grants need a
-## reason. Then the broken copy (ingress without dynamodb:UpdateItem) must fail.
+## reason. Then the broken copies (ingress without dynamodb:UpdateItem, the
+## operator without execute-api:Invoke) must fail.
 iam-check: iam-tools infra-transform
 	@mkdir -p target/checks
 	node $(IAM_CHECK)/check.mjs --template $(TRANSFORMED) --calls $(CALL_LOG) \
 		--report target/checks/iam-report.json
 	node $(IAM_CHECK)/check.mjs --template $(TRANSFORMED) --calls $(CALL_LOG) \
 		--self-test ingress=dynamodb:UpdateItem
+	node $(IAM_CHECK)/check.mjs --template $(TRANSFORMED) --calls $(CALL_LOG) \
+		--self-test operator=execute-api:Invoke
 
 ## alarm-check: every alarm watches a series the captured EMF lines (or a
 ## metric filter) emit; then a copy with one alarm's Dimensions removed must fail.

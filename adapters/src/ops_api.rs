@@ -7,9 +7,13 @@
 //!
 //! What can go wrong on the way is met here:
 //! - **a lost answer** (no answer, a 5xx): the request is sent again, signed
-//!   again. A decision the first one made is then refused as decided; the
-//!   item is read back, and when this access key decided it the way it was
-//!   asked, the answer is [`DecisionError::DecidedByYou`], not a refusal;
+//!   again. An approval or rejection whose answer was lost is then read
+//!   back: decided by this caller the way it was asked, it is
+//!   [`DecisionError::DecidedByYou`], not a refusal; otherwise the last
+//!   answer stands when the state explains it (a 409: decided by someone
+//!   else), and the outcome is unknown (503) when it does not. A
+//!   reconciliation is not read back: a retried one that was made reads as
+//!   refused (409, not UNCERTAIN);
 //! - **429**: backs off (`Retry-After` when given) and sends again;
 //! - everything else is the API's answer, as [`DecisionError::Answered`].
 
@@ -27,7 +31,7 @@ use hookgate_core::{
 };
 use hookgate_operator::{
     Caller, DecisionError, Decisions,
-    api::{self, ApiError, Decided, DecisionBody, PlanBody, ReconcileBody},
+    api::{self, Decided, DecisionBody, PlanBody, ReconcileBody},
     decisions::{Approve, Reconcile, Reject},
 };
 
@@ -203,16 +207,17 @@ impl ApiDecisions {
         }
     }
 
-    /// `Ok` with the answer's body when it is a 2xx, else the API's error.
+    /// `Ok` with the answer's body when it is a 2xx, else the API's error
+    /// (its `error`, or API Gateway's own `message`); with whether an
+    /// earlier attempt's answer was lost.
     async fn call<T: serde::de::DeserializeOwned>(
         &self,
         method: &str,
         path: &str,
-        body: &impl serde::Serialize,
+        body: &[u8],
     ) -> Result<(T, bool), (DecisionError, bool)> {
-        let bytes = serde_json::to_vec(body).unwrap_or_default();
         let answer = self
-            .send(method, path, &bytes)
+            .send(method, path, body)
             .await
             .map_err(|e| (e, false))?;
         if (200..300).contains(&answer.status) {
@@ -220,10 +225,10 @@ impl ApiDecisions {
                 .map(|t| (t, answer.after_loss))
                 .map_err(|e| (unreadable(&e), answer.after_loss));
         }
-        let error = serde_json::from_value::<ApiError>(answer.body).map_or_else(
-            |_| format!("the ops API answered {}", answer.status),
-            |e| e.error,
-        );
+        let said = |key: &str| answer.body[key].as_str().map(str::to_owned);
+        let error = said("error")
+            .or_else(|| said("message"))
+            .unwrap_or_else(|| format!("the ops API answered {}", answer.status));
         Err((
             DecisionError::Answered {
                 status: answer.status,
@@ -233,37 +238,48 @@ impl ApiDecisions {
         ))
     }
 
-    /// A decision on item `id` refused as decided after a lost answer:
-    /// [`DecisionError::DecidedByYou`] when this access key decided it and
-    /// its status is one of `done`; else the refusal as it came.
-    async fn decided_by_me(
+    /// What became of a decision on item `id` whose answer was lost on the
+    /// way and whose last answer is `refusal`: the item is read back, and
+    /// when `caller` decided it into one of `done`, it stands
+    /// ([`DecisionError::DecidedByYou`]); a refusal the state explains (400,
+    /// 403, 404, 409) stays one; anything else (a 5xx, a 429, no read-back)
+    /// is an unknown outcome (503), never "not decided".
+    async fn after_loss(
         &self,
+        caller: &Caller,
         id: &str,
         refusal: DecisionError,
         done: &[&str],
     ) -> DecisionError {
-        let Ok(credentials) = self.credentials.provide_credentials().await else {
-            return refusal;
-        };
-        let me = format!("accessKey {},", credentials.access_key_id());
         let path = format!("/ops/triage/{}", segment(id));
-        let Ok((item, _)) = self.call::<serde_json::Value>("GET", &path, &()).await else {
-            return refusal;
-        };
-        let status = item["status"].as_str().unwrap_or_default();
-        let by = item["decided_by"].as_str().unwrap_or_default();
-        if by.contains(&me) && done.contains(&status) {
-            return DecisionError::DecidedByYou {
-                what: format!("triage item {id}"),
-                status: status.to_owned(),
-            };
+        let item = self.call::<serde_json::Value>("GET", &path, &[]).await;
+        if let Ok((item, _)) = &item {
+            let status = item["status"].as_str().unwrap_or_default();
+            let by = item["decided_by"].as_str().unwrap_or_default();
+            if by.starts_with(&format!("{} (", caller.arn)) && done.contains(&status) {
+                return DecisionError::DecidedByYou {
+                    what: format!("triage item {id}"),
+                    status: status.to_owned(),
+                };
+            }
         }
-        refusal
+        match refusal.status() {
+            400 | 403 | 404 | 409 => refusal,
+            _ => DecisionError::Answered {
+                status: 503,
+                error: format!(
+                    "the outcome is unknown: an answer was lost, then {refusal}; read the item \
+                     back before deciding again"
+                ),
+            },
+        }
     }
 
-    /// A decision on triage item `id` at `route` (`…/approve`, `…/reject`).
+    /// A decision on triage item `id` at `route` (`…/approve`, `…/reject`),
+    /// by `caller` (who signs).
     async fn decide(
         &self,
+        caller: &Caller,
         route: &str,
         id: &str,
         reason: &str,
@@ -273,19 +289,21 @@ impl ApiDecisions {
         let body = DecisionBody {
             reason: reason.to_owned(),
         };
-        match self.call::<Decided>("POST", &path, &body).await {
+        match self.call::<Decided>("POST", &path, &json(&body)).await {
             Ok((decided, _)) => Ok(decided),
-            Err((refusal, true)) if refusal.status() == 409 => {
-                Err(self.decided_by_me(id, refusal, done).await)
-            }
-            Err((refusal, _)) => Err(refusal),
+            Err((refusal, true)) => Err(self.after_loss(caller, id, refusal, done).await),
+            Err((refusal, false)) => Err(refusal),
         }
     }
 }
 
+fn json(body: &impl serde::Serialize) -> Vec<u8> {
+    serde_json::to_vec(body).unwrap_or_default()
+}
+
 /// The API's root from its URL as given: the stack's `OpsApiUrl` output
 /// ends in `/ops`, which every route already starts with.
-fn api_root(url: &str) -> String {
+pub fn api_root(url: &str) -> String {
     let url = url.trim_end_matches('/');
     url.strip_suffix("/ops").unwrap_or(url).to_owned()
 }
@@ -350,31 +368,40 @@ fn reconciled(decided: Decided) -> Result<Reconciled, DecisionError> {
     }
 }
 
-/// The caller is who signs: `Caller` is the server's to establish, so the
-/// one passed here is not sent. `now` is the server's clock.
+/// The caller is who signs, as the server establishes it: the `Caller`
+/// passed here is not sent; it only recognises the caller's own decision
+/// after a lost answer (its ARN). `now` is the server's clock.
 impl Decisions for ApiDecisions {
     async fn approve(
         &self,
-        _caller: &Caller,
+        caller: &Caller,
         request: &Approve,
         _now: Timestamp,
     ) -> Result<Reinjected, DecisionError> {
-        let done = ["APPROVED", "REINJECTED"];
+        // APPROVED is not done: its re-injection failed, and approving it
+        // again finishes it.
+        let done = ["REINJECTED"];
         reinjected(
-            self.decide(api::APPROVE, &request.id, &request.reason, &done)
+            self.decide(caller, api::APPROVE, &request.id, &request.reason, &done)
                 .await?,
         )
     }
 
     async fn reject(
         &self,
-        _caller: &Caller,
+        caller: &Caller,
         request: &Reject,
         _now: Timestamp,
     ) -> Result<(), DecisionError> {
-        self.decide(api::REJECT, &request.id, &request.reason, &["DISCARDED"])
-            .await
-            .map(drop)
+        self.decide(
+            caller,
+            api::REJECT,
+            &request.id,
+            &request.reason,
+            &["DISCARDED"],
+        )
+        .await
+        .map(drop)
     }
 
     async fn reconcile(
@@ -389,7 +416,7 @@ impl Decisions for ApiDecisions {
             found: request.found.clone(),
         };
         let (decided, _) = self
-            .call::<Decided>("POST", &path, &body)
+            .call::<Decided>("POST", &path, &json(&body))
             .await
             .map_err(|(e, _)| e)?;
         reconciled(decided)
@@ -405,7 +432,7 @@ impl Decisions for ApiDecisions {
             let body = PlanBody {
                 ids: chunk.to_vec(),
             };
-            self.call::<api::PlanChecked>("POST", api::PLAN_CHECK, &body)
+            self.call::<api::PlanChecked>("POST", api::PLAN_CHECK, &json(&body))
                 .await
                 .map_err(|(e, _)| e)?;
         }

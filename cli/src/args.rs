@@ -65,10 +65,10 @@ pub struct Global {
     /// Print JSON instead of a table (errors: JSON on stderr).
     #[arg(long, global = true)]
     pub json: bool,
-    /// The ops API every decision goes through (default: the stack's
-    /// `OpsApiUrl` output with --stack, else $HOOKGATE_OPS_URL). Requests
-    /// are signed with SigV4 under your credentials; the API records your
-    /// IAM identity with each decision.
+    /// The ops API every decision goes through, without --stack (with it,
+    /// the stack's `OpsApiUrl` output; another URL is refused). Requests are
+    /// signed with SigV4 under your credentials; the API records your IAM
+    /// identity with each decision.
     #[arg(long, global = true, env = "HOOKGATE_OPS_URL", value_name = "URL")]
     pub ops_url: Option<String>,
 }

@@ -126,7 +126,7 @@ fn require_config(global: &Global, what: &str) -> anyhow::Result<()> {
 fn ops(global: &Global) -> anyhow::Result<(tokio::runtime::Runtime, Session, Ops)> {
     let (runtime, session) = session(global)?;
     let config = session.config(global.config.as_deref())?;
-    let url = session.ops_url(global.ops_url.as_deref());
+    let url = session.ops_url(global.ops_url.as_deref())?;
     let ops = Ops::connect(Arc::new(config), &session.aws, url.as_deref())?;
     Ok((runtime, session, ops))
 }
@@ -472,9 +472,9 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
 }
 
 fn main() {
-    // The decisions' code emits EMF lines (Reinjections, TriageItems): a
-    // Lambda's stdout is CloudWatch Logs, this one is the operator's output
-    // (and `--json` a program's input), which they would corrupt.
+    // The core's code the commands run may emit EMF lines: a Lambda's
+    // stdout is CloudWatch Logs, this one is the operator's output (and
+    // `--json` a program's input), which they would corrupt.
     hookgate_core::metrics::mute();
     let json = std::env::args_os().any(|a| a == "--json");
     let cli = match Cli::try_parse() {

@@ -7,7 +7,10 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use hookgate_adapters::clients::{self, Overrides, SdkConfig};
+use hookgate_adapters::{
+    clients::{self, Overrides, SdkConfig},
+    ops_api::api_root,
+};
 use hookgate_core::config::Config;
 
 use crate::stack::{self, Deployed};
@@ -113,12 +116,20 @@ impl Session {
         })
     }
 
-    /// The ops API decisions go through: `flag` (`--ops-url`, or
-    /// $HOOKGATE_OPS_URL), else the stack's `OpsApiUrl` output.
-    pub fn ops_url(&self, flag: Option<&str>) -> Option<String> {
-        flag.filter(|u| !u.is_empty())
-            .or_else(|| self.stack.as_ref()?.output("OpsApiUrl"))
-            .map(str::to_owned)
+    /// The ops API decisions go through: the stack's `OpsApiUrl` output,
+    /// or `flag` (`--ops-url`, or $HOOKGATE_OPS_URL) without a stack. Both
+    /// naming different APIs is refused: decisions would go to one stack
+    /// while the reads come from another.
+    pub fn ops_url(&self, flag: Option<&str>) -> anyhow::Result<Option<String>> {
+        let given = flag.filter(|u| !u.is_empty());
+        let stack = self.stack.as_ref().and_then(|s| s.output("OpsApiUrl"));
+        match (given, stack) {
+            (Some(given), Some(stack)) if api_root(given) != api_root(stack) => anyhow::bail!(
+                "--ops-url (or HOOKGATE_OPS_URL) {given} is not the stack's OpsApiUrl {stack}: \
+                 decisions would go to another API than the stack's; unset one"
+            ),
+            (given, stack) => Ok(stack.or(given).map(str::to_owned)),
+        }
     }
 
     /// The Region the clients call.
@@ -182,7 +193,7 @@ mod tests {
     }
 
     #[test]
-    fn decisions_go_to_the_flag_s_ops_api_else_the_stack_s() {
+    fn decisions_go_to_the_stack_s_ops_api_and_another_url_is_refused() {
         let stack = Deployed {
             name: "hg".into(),
             outputs: [("OpsApiUrl".to_owned(), "https://a.example/ops".to_owned())]
@@ -191,18 +202,30 @@ mod tests {
             ..Deployed::default()
         };
         let with_stack = session(Some(stack));
+        let url = |s: &Session, flag| s.ops_url(flag).unwrap();
         assert_eq!(
-            with_stack.ops_url(None).as_deref(),
+            url(&with_stack, None).as_deref(),
             Some("https://a.example/ops")
         );
         assert_eq!(
-            with_stack
-                .ops_url(Some("http://127.0.0.1:1/ops"))
-                .as_deref(),
+            url(&with_stack, Some("https://a.example/")).as_deref(),
+            Some("https://a.example/ops"),
+            "the same API, written otherwise"
+        );
+        let other = with_stack
+            .ops_url(Some("http://127.0.0.1:1/ops"))
+            .unwrap_err();
+        assert!(
+            other.to_string().contains("is not the stack's OpsApiUrl"),
+            "{other}"
+        );
+        let alone = session(None);
+        assert_eq!(
+            url(&alone, Some("http://127.0.0.1:1/ops")).as_deref(),
             Some("http://127.0.0.1:1/ops")
         );
-        assert_eq!(session(None).ops_url(None), None);
-        assert_eq!(session(None).ops_url(Some("")), None);
+        assert_eq!(url(&alone, None), None);
+        assert_eq!(url(&alone, Some("")), None);
     }
 
     #[test]

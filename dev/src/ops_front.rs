@@ -2,8 +2,10 @@
 //! (`hookgate_ops::router`), as API Gateway's HTTP API serves it on AWS with
 //! the IAM authorizer: a request needs a SigV4 `Authorization` header; the
 //! caller is the identity STS gives for its access key; the router receives
-//! the same v2 event, with `requestContext.authorizer.iam`, that API Gateway
-//! would hand the ops Lambda.
+//! a v2 event as API Gateway builds it for the ops Lambda (method, path,
+//! query, headers, the body, `requestContext.authorizer.iam`), without what
+//! the routes do not read (cookies, `pathParameters`, a repeated header's
+//! earlier values).
 //!
 //! It **identifies callers, it does not authenticate them**: the emulator
 //! (moto) does not verify signatures, so anyone who knows an access key id

@@ -1,7 +1,8 @@
 //! The `Decisions` port: every decision an operator makes (approve, reject,
 //! reconcile) as typed requests, outcomes and errors, whichever surface it
-//! comes from. [`InProcess`] carries them out over the core's ports; the ops
-//! Lambda, the CLI and the console all call it, so the decider check
+//! comes from. [`InProcess`] carries them out over the core's ports, in the
+//! ops Lambda; the CLI and the console reach it through the ops API (the
+//! adapters' `ApiDecisions`, the same port over SigV4), so the decider check
 //! (`[[ops.deciders]]`), the reason and the recorded identity are the same
 //! code for the three.
 
@@ -16,8 +17,8 @@ use hookgate_core::{
 };
 
 /// Who decides: the IAM identity a decider rule matches (`arn`), and the
-/// whole identity recorded with the decision (the ARN with its user id and
-/// the operator's note or the request's access key).
+/// whole identity recorded with the decision (the ARN with its user id, the
+/// request's access key and source IP).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
     pub arn: String,
@@ -89,9 +90,11 @@ impl DecisionError {
         }
     }
 
-    /// A store or the re-injection failed: infrastructure, not a refusal.
+    /// A store, the re-injection or the way to the ops API failed (any
+    /// 5xx): infrastructure, not a refusal; what was asked may have been
+    /// done.
     pub fn is_unavailable(&self) -> bool {
-        self.status() == 503
+        self.status() >= 500
     }
 
     pub fn is_not_found(&self) -> bool {

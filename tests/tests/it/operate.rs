@@ -379,7 +379,7 @@ async fn a_bulk_approval_stopped_midway_reports_exactly_what_it_decided_and_the_
 
     // One that arrives while the first approval is under way: the stop
     // future is ready from its second poll, made while that approval waits
-    // on DynamoDB. The approval finishes; nothing after it starts.
+    // on the ops API. The approval finishes; nothing after it starts.
     let mut polls = 0;
     let during_the_first = std::future::poll_fn(move |cx| {
         polls += 1;

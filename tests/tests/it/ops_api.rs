@@ -4,7 +4,10 @@
 //! their access keys, refused or allowed by `[[ops.deciders]]`; a lost
 //! answer retried reads "already decided by you"; a 429 backs off.
 
-use hookgate_adapters::{clients::SdkConfig, ops_api::ApiDecisions};
+use hookgate_adapters::{
+    clients::SdkConfig,
+    ops_api::{ATTEMPTS, ApiDecisions},
+};
 use hookgate_core::{
     Timestamp,
     dlq::DeadLetter,
@@ -84,6 +87,12 @@ async fn decisions_over_sigv4_are_scoped_by_the_signer_and_a_lost_answer_reads_d
             .with_pause(0.01)
     };
     let alice = client(assumed("decider-ws1", "alice").await);
+    // Sent with nothing: who signs is who decides. Its ARN recognises
+    // alice's own decision after a lost answer.
+    let as_alice = Caller {
+        arn: "arn:aws:sts::123456789012:assumed-role/decider-ws1/alice".into(),
+        recorded: String::new(),
+    };
     let bob = client(assumed("decider-ws9", "bob").await);
     let approve = Approve {
         id: id.clone(),
@@ -137,7 +146,7 @@ async fn decisions_over_sigv4_are_scoped_by_the_signer_and_a_lost_answer_reads_d
     front.lose_answers(1);
     let served = front.served();
     let answer = alice
-        .approve(&anyone(), &approve, Timestamp::now())
+        .approve(&as_alice, &approve, Timestamp::now())
         .await
         .unwrap_err();
     assert_eq!(
@@ -172,10 +181,61 @@ async fn decisions_over_sigv4_are_scoped_by_the_signer_and_a_lost_answer_reads_d
     // Approved again on purpose, it is the core's refusal, not "by you":
     // no answer was lost.
     let again = alice
-        .approve(&anyone(), &approve, Timestamp::now())
+        .approve(&as_alice, &approve, Timestamp::now())
         .await
         .unwrap_err();
     assert_eq!(again.status(), 409, "{again}");
+
+    // Every answer lost: the rejection was made by the first attempt and
+    // each retry's refusal lost too. Read back, it is hers: done, not
+    // "not decided".
+    let poison = poison_of(&p, "ws-1", 0).await;
+    front.lose_answers(ATTEMPTS as usize);
+    let served = front.served();
+    let reject = Reject {
+        id: poison.clone(),
+        reason: "garbage".into(),
+    };
+    let answer = alice
+        .reject(&as_alice, &reject, Timestamp::now())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        answer,
+        DecisionError::DecidedByYou {
+            what: format!("triage item {poison}"),
+            status: "DISCARDED".into(),
+        }
+    );
+    assert_eq!(
+        front.served() - served,
+        ATTEMPTS as usize + 1,
+        "every attempt, then the read-back"
+    );
+    // Bob's lost answers on an item he may not decide: the item says
+    // nothing of him, and the last answer (a 504) leaves the outcome
+    // unknown, never "not decided".
+    let other = poison_of(&p, "ws-1", 1).await;
+    front.lose_answers(ATTEMPTS as usize);
+    let reject = Reject {
+        id: other.clone(),
+        reason: "garbage".into(),
+    };
+    let unknown = bob
+        .reject(&anyone(), &reject, Timestamp::now())
+        .await
+        .unwrap_err();
+    assert!(unknown.is_unavailable(), "{unknown}");
+    assert!(
+        unknown.to_string().contains("the outcome is unknown"),
+        "{unknown}"
+    );
+    let item = p.triage.get(&other).await.unwrap().unwrap();
+    assert_eq!(
+        item.status,
+        TriageStatus::Held,
+        "refused by scope: nothing decided"
+    );
 
     // The re-injected action completes, once.
     p.run_until_idle(std::time::Duration::from_secs(30)).await;
