@@ -293,6 +293,9 @@ async fn a_decider_limited_to_one_workspace_is_refused_elsewhere_and_recorded_al
     .await;
     // Workspace B (ws-1): one held outage. Workspace A (ws-9): three items,
     // one to decide through each surface.
+    // The audit lines of every surface's decision, as the functions write them.
+    let captured = hookgate_tests::logs::Captured::default();
+    let _guard = captured.install();
     let other = held_outage(&p, "op").await;
     let mut mine = Vec::new();
     for n in 0..3 {
@@ -378,6 +381,43 @@ async fn a_decider_limited_to_one_workspace_is_refused_elsewhere_and_recorded_al
         "{recorded:?}"
     );
     assert!(recorded.iter().all(|r| r == &recorded[0]), "{recorded:?}");
+    // The audit line of each rejection, and the ops API's line of each
+    // request: the same identity, whichever surface sent it.
+    let lines = captured.lines();
+    let audit: Vec<_> = mine
+        .iter()
+        .map(|id| {
+            let line = lines
+                .iter()
+                .find(|l| l["message"] == "triage item rejected" && l["triage_id"] == **id)
+                .unwrap_or_else(|| panic!("no audit line for {id}"));
+            (line["decided_by"].clone(), line["reason"].clone())
+        })
+        .collect();
+    assert!(
+        audit.iter().all(|a| a
+            == &(
+                serde_json::json!(recorded[0]),
+                serde_json::json!("not ours to replay")
+            )),
+        "{audit:?}"
+    );
+    let requests: Vec<_> = lines
+        .iter()
+        .filter(|l| l["message"] == "ops request" && l["method"] == "POST")
+        .map(|l| (l["caller"].clone(), l["status"].clone()))
+        .collect();
+    assert_eq!(
+        requests.len(),
+        6,
+        "three refused, three allowed: {requests:?}"
+    );
+    assert!(
+        requests
+            .iter()
+            .all(|(caller, _)| caller == &serde_json::json!(recorded[0])),
+        "{requests:?}"
+    );
     let _ = console.stop.send(());
     console.serving.await.unwrap().unwrap();
 }
