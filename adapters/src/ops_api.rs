@@ -34,6 +34,7 @@ use hookgate_operator::{
     api::{self, Decided, DecisionBody, PlanBody, ReconcileBody},
     decisions::{Approve, Reconcile, Reject},
 };
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
 use crate::clients::SdkConfig;
 
@@ -308,16 +309,16 @@ pub fn api_root(url: &str) -> String {
     url.strip_suffix("/ops").unwrap_or(url).to_owned()
 }
 
+/// What a path segment keeps as it is: RFC 3986's unreserved characters.
+const UNRESERVED: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
 /// `id` as one path segment: what is not unreserved is percent-encoded.
 fn segment(id: &str) -> String {
-    id.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
+    utf8_percent_encode(id, UNRESERVED).to_string()
 }
 
 fn unreadable(e: &impl std::fmt::Display) -> DecisionError {

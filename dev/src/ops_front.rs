@@ -21,10 +21,11 @@
 //! carrying them out.
 
 use std::{
+    collections::HashMap,
     io::Write,
     net::SocketAddr,
     sync::{
-        Arc,
+        Arc, Mutex,
         atomic::{AtomicUsize, Ordering},
     },
 };
@@ -72,10 +73,18 @@ struct Faults {
     throttle: AtomicUsize,
 }
 
+/// A caller as STS names it: ARN, user id, account.
+type Who = (String, String, String);
+/// Callers already named, by access key and session token.
+type Named = Mutex<HashMap<(String, Option<String>), Who>>;
+
 #[derive(Clone)]
 struct Shared {
     router: axum::Router,
     sts: SdkConfig,
+    /// Callers already named, by access key and session token: one STS
+    /// call per key, not one per request.
+    named: Arc<Named>,
     faults: Arc<Faults>,
     served: Arc<AtomicUsize>,
 }
@@ -88,6 +97,7 @@ pub fn front(router: axum::Router, aws: &SdkConfig) -> (axum::Router, Control) {
     let shared = Shared {
         router,
         sts: hookgate_adapters::clients::for_function(aws, "local-front"),
+        named: Arc::default(),
         faults: control.faults.clone(),
         served: control.served.clone(),
     };
@@ -168,11 +178,7 @@ pub fn access_key(authorization: &str) -> Option<&str> {
 
 /// Who signed: the caller's ARN, user id and account, as STS names the
 /// owner of `key` (moto reads only the key id; the secret is not checked).
-async fn identify(
-    sts: &SdkConfig,
-    key: &str,
-    token: Option<&str>,
-) -> Result<(String, String, String), String> {
+async fn identify(sts: &SdkConfig, key: &str, token: Option<&str>) -> Result<Who, String> {
     let credentials = aws_credential_types::Credentials::new(
         key,
         "not-verified-locally",
@@ -229,9 +235,22 @@ async fn serve(State(shared): State<Shared>, request: Request<Body>) -> Response
     let Some(key) = header("authorization").and_then(access_key) else {
         return gateway(StatusCode::FORBIDDEN, "Missing Authentication Token");
     };
-    let (arn, user_id, account) =
-        match identify(&shared.sts, key, header("x-amz-security-token")).await {
-            Ok(who) => who,
+    let token = header("x-amz-security-token");
+    let known = (key.to_owned(), token.map(str::to_owned));
+    let cached = shared
+        .named
+        .lock()
+        .ok()
+        .and_then(|n| n.get(&known).cloned());
+    let (arn, user_id, account) = match cached {
+        Some(who) => who,
+        None => match identify(&shared.sts, key, token).await {
+            Ok(who) => {
+                if let Ok(mut named) = shared.named.lock() {
+                    named.insert(known, who.clone());
+                }
+                who
+            }
             Err(e) => {
                 tracing::warn!(error = e, "local ops API: no identity for the access key");
                 return gateway(
@@ -239,7 +258,8 @@ async fn serve(State(shared): State<Shared>, request: Request<Body>) -> Response
                     "The security token included in the request is invalid.",
                 );
             }
-        };
+        },
+    };
     let region = shared
         .sts
         .region()

@@ -44,9 +44,10 @@ pub struct Console {
     alarm_prefix: Option<String>,
     /// Approvals per second at most, in a plan.
     rate: u32,
-    /// Who decides, as read once at start: shown in the header, and whose
-    /// workspaces the pages list (the ops API names the caller of each
-    /// decision from its signature).
+    /// Who decides, as read once at start: shown in the header, whose
+    /// workspaces the pages list, and the caller each decision passes (the
+    /// ops API names the signer itself; this ARN recognises the console's
+    /// own decision after a lost answer).
     caller: hookgate_operator::Caller,
     jobs: jobs::Jobs,
     /// When the next approval may start (`rate` across all plans).

@@ -243,15 +243,11 @@ async fn reconcile(State(c): Shared, form: Posted) -> Response {
         Ok(key) => key,
         Err(e) => return c.bad_request("Reconcile", Nav::Actions, &e, back),
     };
-    let who = match c.ops.decider().await {
-        Ok(who) => who,
-        Err(e) => return c.failed(Nav::Actions, &e),
-    };
     let request = Reconcile { key, found };
     match c
         .ops
         .decisions
-        .reconcile(&who, &request, Timestamp::now())
+        .reconcile(&c.caller, &request, Timestamp::now())
         .await
     {
         Ok(done) => {
