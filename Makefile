@@ -21,7 +21,7 @@ TRANSFORMED := target/infra/template.json
 export CARGO_PROFILE_DEV_DEBUG ?= 0
 export HOOKGATE_EMULATOR_PYTHON ?= $(VENV_PY)
 
-.PHONY: test check browser-tools console sim mutants fuzz fuzz-smoke fuzz-tools venv tools scan-venv infra-transform infra-check infra-selftest lint docs-check build cli-check local-smoke coldstart-smoke perf perf-smoke invoke-fixtures bench coldstart emulator local demo deploy sam-build deploy-check clean
+.PHONY: test check docs-img browser-tools console sim mutants fuzz fuzz-smoke fuzz-tools venv tools scan-venv infra-transform infra-check infra-selftest lint docs-check build cli-check local-smoke coldstart-smoke perf perf-smoke invoke-fixtures bench coldstart emulator local demo deploy sam-build deploy-check clean
 
 ## test: everything CI checks, cheapest first, so the first failure comes
 ## soonest: (1) make check, the inner loop; (2) the infra and lint stage:
@@ -33,26 +33,30 @@ export HOOKGATE_EMULATOR_PYTHON ?= $(VENV_PY)
 ## CLI against its stack (its AWS calls recorded too), then the IAM and alarm
 ## checks over the recordings; (4) every fixture through cargo lambda, the
 ## operator CLI standing alone, the coldstart, perf and fuzz smoke runs, and
-## make deploy's refusals.
+## make deploy's refusals. Each stage prints its wall time, and the last line
+## the table and the total (scripts/stage.sh).
 SIM_CASES ?= 8000
+STAGE := scripts/stage.sh
 test:
 	@echo "make test: simulator seeds $(SIM_SEED) and $(SIM_TEST_SEED) (replay: make test SIM_SEED=$(SIM_SEED) SIM_TEST_SEED=$(SIM_TEST_SEED))"
-	$(MAKE) check
-	$(MAKE) lint
-	$(MAKE) iam-tools browser-tools
+	@$(STAGE) --start
+	@$(STAGE) check $(MAKE) check
+	@$(STAGE) lint $(MAKE) lint
+	@$(STAGE) tools $(MAKE) iam-tools browser-tools
 	@rm -rf target/checks && mkdir -p target/checks
-	HOOKGATE_CALL_LOG=$(CURDIR)/$(CALL_LOG) HOOKGATE_EMF_LOG=$(CURDIR)/$(EMF_LOG) \
+	@$(STAGE) integration env HOOKGATE_CALL_LOG=$(CURDIR)/$(CALL_LOG) HOOKGATE_EMF_LOG=$(CURDIR)/$(EMF_LOG) \
 		cargo test --workspace --exclude hookgate-core --exclude hookgate-operator --exclude hookgate-memory
-	SIM_SEED=$(SIM_TEST_SEED) SIM_CASES=$(SIM_CASES) cargo test -p hookgate-memory --test sim -- \
+	@$(STAGE) simulator env SIM_SEED=$(SIM_TEST_SEED) SIM_CASES=$(SIM_CASES) cargo test -p hookgate-memory --test sim -- \
 		every_simulated_scenario the_regression_seeds
-	HOOKGATE_CALL_LOG=$(CURDIR)/$(CALL_LOG) $(MAKE) local-smoke
-	$(MAKE) iam-check alarm-check
-	$(MAKE) invoke-fixtures
-	$(MAKE) cli-check
-	$(MAKE) coldstart-smoke
-	$(MAKE) perf-smoke
-	$(MAKE) fuzz-smoke
-	$(MAKE) deploy-check
+	@$(STAGE) local-smoke env HOOKGATE_CALL_LOG=$(CURDIR)/$(CALL_LOG) $(MAKE) local-smoke
+	@$(STAGE) iam-alarm-check $(MAKE) iam-check alarm-check
+	@$(STAGE) invoke-fixtures $(MAKE) invoke-fixtures
+	@$(STAGE) cli-check $(MAKE) cli-check
+	@$(STAGE) coldstart-smoke $(MAKE) coldstart-smoke
+	@$(STAGE) perf-smoke $(MAKE) perf-smoke
+	@$(STAGE) fuzz-smoke $(MAKE) fuzz-smoke
+	@$(STAGE) deploy-check $(MAKE) deploy-check
+	@$(STAGE) --report
 
 ## check: the inner loop, about 11 s on 2 cores after a one-line change in
 ## the core, 41 s from a fresh clone (docs/performance.md, "Build times"). No Python, Node, Chromium
@@ -287,6 +291,12 @@ PORT ?= 5000
 emulator: venv
 	$(VENV_PY) emulator/server.py --port $(PORT) --no-stdin-watch
 
+## docs-img: the console's screenshots in docs/img (docs/operations.md),
+## taken by its browser test; make test writes them under target/screenshots/.
+docs-img: venv browser-tools
+	HOOKGATE_SCREENSHOTS=$(CURDIR)/docs/img cargo test -p hookgate-tests --test it -- \
+		console::an_outage_is_held_shown_and_approved_once_and_a_reject_sticks_in_a_real_browser
+
 ## demo: a realistic day of webhooks through the whole local pipeline, with a
 ## report (target/demo/report.{json,html}); fails on a duplicate effect or a
 ## lost event. `make demo EVENTS=2000` scales it up.
@@ -363,8 +373,10 @@ $(IAM_CHECK)/node_modules/.installed: $(IAM_CHECK)/package.json $(IAM_CHECK)/pac
 
 ## iam-check: every recorded AWS call allowed by its function's role (or the
 ## operator policy) in the transformed template; unexercised grants need a
-## reason. Then the broken copies (ingress without dynamodb:UpdateItem, the
-## operator without execute-api:Invoke) must fail.
+## reason; no operator policy reads a secret or decrypts one. Then the broken
+## copies (ingress without dynamodb:UpdateItem, the operator without
+## execute-api:Invoke, the operator granted ssm:GetParameter or kms:Decrypt)
+## must fail.
 iam-check: iam-tools infra-transform
 	@mkdir -p target/checks
 	node $(IAM_CHECK)/check.mjs --template $(TRANSFORMED) --calls $(CALL_LOG) \
@@ -373,6 +385,12 @@ iam-check: iam-tools infra-transform
 		--self-test ingress=dynamodb:UpdateItem
 	node $(IAM_CHECK)/check.mjs --template $(TRANSFORMED) --calls $(CALL_LOG) \
 		--self-test operator=execute-api:Invoke
+	@# No operator policy may read a secret or decrypt one: broken copies that
+	@# grant it must be reported.
+	node $(IAM_CHECK)/check.mjs --template $(TRANSFORMED) --calls $(CALL_LOG) \
+		--grant-operator ssm:GetParameter
+	node $(IAM_CHECK)/check.mjs --template $(TRANSFORMED) --calls $(CALL_LOG) \
+		--grant-operator kms:Decrypt
 
 ## alarm-check: every alarm watches a series the captured EMF lines (or a
 ## metric filter) emit; then a copy with one alarm's Dimensions removed must fail.

@@ -351,6 +351,8 @@ def events_calls(op, body):
 
 
 def ssm_calls(op, body):
+    if op == "DescribeParameters":  # takes no resource: authorized on "*"
+        return [(op, ["*"])]
     if op == "GetParameters":
         return [(op, [parameter_arn(n) for n in body.get("Names", [])])]
     if op == "GetParametersByPath":

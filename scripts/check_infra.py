@@ -98,6 +98,12 @@ GSI_CONTRACT = {
 SERVICE_PRINCIPAL_CONDITIONS = {"aws:sourcearn", "aws:sourceaccount"}
 SID = re.compile(r"^[A-Za-z0-9]+$")
 XRAY_WRITE = {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
+# Reading a secret's value: a role may do it on its own stack's names only
+# (`hookgate/<stack>/`), so no stack reads another's (docs/deploy.md,
+# "Secrets under the stack's name").
+SECRET_READS = {"ssm:GetParameter", "ssm:GetParameters", "ssm:GetParametersByPath",
+                "secretsmanager:GetSecretValue"}
+STACK_SECRETS = "hookgate/${AWS::StackName}/*"
 
 
 def max_stack_name(template):
@@ -375,6 +381,15 @@ class Checker:
                 xray = bool(actions) and set(actions) <= XRAY_WRITE
                 if "*" in (resources if isinstance(resources, list) else [resources]) and not xray:
                     self.fail(f"role {k} statement {sid}: Resource '*'")
+                if set(actions) & SECRET_READS:
+                    for resource in resources if isinstance(resources, list) else [resources]:
+                        text = json.dumps(resource)
+                        sub = resource.get("Fn::Sub") if isinstance(resource, dict) else None
+                        arn = sub[0] if isinstance(sub, list) else sub
+                        if not isinstance(arn, str) or not re.search(
+                                r":(parameter/|secret:)" + re.escape(STACK_SECRETS) + "$", arn):
+                            self.fail(f"role {k} statement {sid}: reads secrets outside "
+                                      f"{STACK_SECRETS} ({text}): another stack's would be readable")
             reasons = r.get("Metadata", {}).get("UnexercisedReasons", {})
             for sid in set(reasons) - set(sids):
                 self.fail(f"role {k}: UnexercisedReasons names {sid}, which is no statement's Sid")

@@ -41,7 +41,7 @@ expect() {
 # A short InboxTtlSeconds is the least a record lives: each provider's
 # records still live twice its re-delivery window (Stripe's three days).
 expect 0 "at least 7200 s (retell 7200 s, stripe 518400 s)" INBOX_TTL_SECONDS=7200 \
-  STACK_NAME=hg-ttl AWS_REGION=eu-west-1 AWS_ACCOUNT_ID=111122223333
+  AWS_REGION=eu-west-1 AWS_ACCOUNT_ID=111122223333
 # A 4-day rule MaxEventAge: past EventBridge's own limit, refused as a parameter.
 expect 1 "RuleMaxEventAgeSeconds=345600: above its maximum 86400" RULE_MAX_EVENT_AGE_SECONDS=345600
 expect 1 "the template sets no variable HOOKGATE_SECRET_WS42_RETELL" HOOKGATE_DEPLOY_CONFIG=config/hookgate.example.toml
@@ -58,14 +58,18 @@ expect 1 'detail-type "Amazon Connect Contact Event" never arrives' \
 # Secrets the roles cannot read: another account or Region (N10), another prefix.
 expect 1 "the functions' roles read secrets of the stack's account 444455556666 only" \
   HOOKGATE_DEPLOY_CONFIG=infra/fixtures/deploy-connect.toml EVENT_SOURCE=aws.connect \
-  AWS_REGION=eu-west-1 AWS_ACCOUNT_ID=444455556666
+  STACK_NAME=hg-connect AWS_REGION=eu-west-1 AWS_ACCOUNT_ID=444455556666
 expect 1 "the secret is in Region eu-west-1; the functions' roles read secrets of the stack's Region us-east-1 only" \
   HOOKGATE_DEPLOY_CONFIG=infra/fixtures/deploy-connect.toml EVENT_SOURCE=aws.connect \
-  AWS_REGION=us-east-1 AWS_ACCOUNT_ID=111122223333
-expect 1 "the functions' roles read SSM parameters under /hookgate/ only" \
+  STACK_NAME=hg-connect AWS_REGION=us-east-1 AWS_ACCOUNT_ID=111122223333
+# Secrets are the stack's own (/hookgate/<stack>/, hookgate/<stack>/): another
+# stack's, or the prefix every stack shared before, are refused with the name
+# to move them to.
+expect 1 "the functions' roles read SSM parameters under /hookgate/hookgate/ only" \
   HOOKGATE_DEPLOY_CONFIG=infra/fixtures/deploy-unreachable.toml
-expect 1 "the functions' roles read Secrets Manager secrets named hookgate/… only" \
+expect 1 "move it to secretsmanager:hookgate/hookgate/crm#token" \
   HOOKGATE_DEPLOY_CONFIG=infra/fixtures/deploy-unreachable.toml
+expect 1 "move it to ssm:/hookgate/hg-other/ws-42/retell" STACK_NAME=hg-other
 # An event's actions that cannot fit the action function's timeout.
 expect 1 "the action function's timeout of 1000 ms cannot fit" ACTION_TIMEOUT_SECONDS=1 ACTION_QUEUE_VISIBILITY_SECONDS=6
 expect 1 "a key of another Region than the stack's (eu-west-1)" AWS_REGION=eu-west-1 \
@@ -82,9 +86,14 @@ expect 1 "ActionReservedConcurrency=2 is below ActionMaxConcurrency=5" ACTION_RE
 # stack's own values come first: scripts/test_deploy_params.py.)
 mkdir -p "$DEPLOY_STATE_DIR"
 printf '# saved after a deploy\nAlarmEmail=ops@example.com\n' > "$DEPLOY_STATE_DIR/hg-check.env"
-expect 0 "AlarmEmail=ops@example.com" STACK_NAME=hg-check
-expect 0 "AlarmEmail=oncall@example.com" STACK_NAME=hg-check ALARM_EMAIL=oncall@example.com
-out=$(env STACK_NAME=hg-other scripts/deploy.sh 2>&1)
+# The example's secrets, moved under each stack's name.
+for stack in hg-check hg-other; do
+  sed "s#hookgate/hookgate/#hookgate/$stack/#" config/deploy.example.toml > "$DEPLOY_STATE_DIR/$stack.toml"
+done
+expect 0 "AlarmEmail=ops@example.com" STACK_NAME=hg-check HOOKGATE_DEPLOY_CONFIG=$DEPLOY_STATE_DIR/hg-check.toml
+expect 0 "AlarmEmail=oncall@example.com" STACK_NAME=hg-check ALARM_EMAIL=oncall@example.com \
+  HOOKGATE_DEPLOY_CONFIG=$DEPLOY_STATE_DIR/hg-check.toml
+out=$(env STACK_NAME=hg-other HOOKGATE_DEPLOY_CONFIG=$DEPLOY_STATE_DIR/hg-other.toml scripts/deploy.sh 2>&1)
 if ! grep -qx "  AlarmEmail=" <<< "$out"; then
   echo "deploy-check: FAILED: stack hg-other did not start from the default AlarmEmail: $out" >&2
   failed=1

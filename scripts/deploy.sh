@@ -72,7 +72,7 @@ if ! env "${IGNORED_ENV[@]}" HOOKGATE_INBOX_TTL_SECS=${P[InboxTtlSeconds]} \
   HOOKGATE_MAX_RECEIVE_COUNT=${P[MaxReceiveCount]} \
   HOOKGATE_ACTION_TIMEOUT_SECS=${P[ActionTimeoutSeconds]} \
   target/debug/hookgate check-config --config "$CONFIG" --deploy "$TEMPLATE_ENV" \
-    --account "${P[@account]}" --region "${P[@region]}" "${CHECK_PARAMS[@]}"; then
+    --stack-name "$STACK" --account "${P[@account]}" --region "${P[@region]}" "${CHECK_PARAMS[@]}"; then
   echo "make deploy: refusing to deploy $CONFIG as stack $STACK with the parameters above." >&2
   exit 1
 fi

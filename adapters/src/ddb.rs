@@ -162,6 +162,47 @@ pub(crate) async fn query_shards(
     Ok(shards.into_iter().flatten().collect())
 }
 
+/// Up to `limit` items of a sharded index whose range key (`range`, a
+/// time) is before `before`, oldest first: each shard queried by its key
+/// condition (never a filter), at most `limit` from each, together.
+pub(crate) async fn query_shards_before(
+    client: &Client,
+    (store, table, index): (Store, &str, &str),
+    (attribute, value, range): (&str, &str, &str),
+    before: i64,
+    projection: &[&str],
+    limit: usize,
+) -> Result<Vec<Item>, StoreError> {
+    let limit = limit.max(1);
+    let reads = shard::buckets(value).map(|bucket| async move {
+        let mut found = Vec::new();
+        let mut start = None;
+        loop {
+            let out = shard_query(client, (table, index), (attribute, &bucket), projection)
+                .key_condition_expression(format!("{attribute} = :bucket AND {range} < :before"))
+                .expression_attribute_values(":before", n(before))
+                .limit(i32::try_from(limit - found.len()).unwrap_or(i32::MAX))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(unavailable(store))?;
+            found.extend(out.items().iter().cloned());
+            start = out.last_evaluated_key().cloned();
+            if start.is_none() || found.len() >= limit {
+                return Ok::<_, StoreError>(found);
+            }
+        }
+    });
+    let mut items: Vec<Item> = futures_util::future::try_join_all(reads)
+        .await?
+        .into_iter()
+        .flatten()
+        .collect();
+    items.sort_by_key(|i| crate::attrs::get_n(i, range).unwrap_or(i64::MAX));
+    items.truncate(limit);
+    Ok(items)
+}
+
 /// One page of a sharded index whose range key is a time (`range`): for
 /// each shard `cursor` has not read to its end, at most `limit` items after
 /// its position, the shards queried together, then merged

@@ -420,6 +420,30 @@ impl InboxStore for DynamoInbox {
         applied(STORE, request.update_expression(update).send().await).map(|_| ())
     }
 
+    async fn keep_until(
+        &self,
+        pk: &InboxPk,
+        now: Timestamp,
+        until: Timestamp,
+    ) -> Result<(), StoreError> {
+        // Only later, and only a live record: one already kept longer, or
+        // expired (a decision re-opens it no more), is left as it is.
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(pk.to_string()))
+            .condition_expression(
+                "attribute_exists(pk) AND expires_at > :now_secs AND expires_at < :until",
+            )
+            .update_expression("SET expires_at = :until")
+            .expression_attribute_values(":now_secs", n(now.as_secs()))
+            .expression_attribute_values(":until", n(until.as_secs()))
+            .send()
+            .await;
+        applied(STORE, result).map(|_| ())
+    }
+
     async fn discard(&self, pk: &InboxPk, reason: &str) -> Result<(), StoreError> {
         let result = self
             .client

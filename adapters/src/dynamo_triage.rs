@@ -18,7 +18,7 @@ use aws_sdk_dynamodb::{
 use hookgate_core::{
     InboxPk, Provider, Timestamp, WorkspaceId,
     page::{Cursor, Page},
-    ports::{Filed, Store, StoreError, TriageReads, TriageStore},
+    ports::{Filed, HeldBefore, Store, StoreError, TriageReads, TriageStore},
     shard,
     streak::{self, FailureStreaks},
     triage::{TriageItem, TriageStatus},
@@ -27,7 +27,8 @@ use hookgate_core::{
 use crate::{
     attrs::{Item, get_n, get_s, n, opt_n, opt_s, s},
     ddb::{
-        TOKEN, applied, own_write, page_shards, query_shards, stamped, unavailable, write_token,
+        TOKEN, applied, own_write, page_shards, query_shards, query_shards_before, stamped,
+        unavailable, write_token,
     },
 };
 
@@ -341,6 +342,28 @@ impl TriageReads for DynamoTriage {
             |i: &TriageItem| (i.first_seen.as_millis(), i.id.clone()),
         )
         .await
+    }
+}
+
+impl HeldBefore for DynamoTriage {
+    async fn seen_before(
+        &self,
+        status: TriageStatus,
+        before: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<TriageItem>, StoreError> {
+        query_shards_before(
+            &self.client,
+            (STORE, &self.table, STATUS_INDEX),
+            ("status_bucket", status.as_str(), "first_seen"),
+            before.as_millis(),
+            LISTED,
+            limit,
+        )
+        .await?
+        .iter()
+        .map(from_item)
+        .collect()
     }
 }
 

@@ -31,7 +31,7 @@ use hookgate_core::{
 };
 use hookgate_operator::{
     Caller, DecisionError, Decisions,
-    api::{self, Decided, DecisionBody, PlanBody, ReconcileBody},
+    api::{self, Decided, DecisionBody, PlanBody, ReconcileBody, SecretResolved},
     decisions::{Approve, Reconcile, Reject},
 };
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
@@ -295,6 +295,17 @@ impl ApiDecisions {
             Err((refusal, true)) => Err(self.after_loss(caller, id, refusal, done).await),
             Err((refusal, false)) => Err(refusal),
         }
+    }
+
+    /// `GET /ops/secrets`: whether each secret reference of the deployed
+    /// configuration that the signer may read resolves with the functions'
+    /// role (yes or no, never a value): `hookgate doctor`'s second secrets
+    /// check.
+    pub async fn secrets_resolved(&self) -> Result<Vec<SecretResolved>, DecisionError> {
+        self.call("GET", api::SECRETS, &[])
+            .await
+            .map(|(resolved, _)| resolved)
+            .map_err(|(e, _)| e)
     }
 }
 

@@ -27,6 +27,7 @@ use std::{
 };
 
 use aws_sdk_secretsmanager::error::DisplayErrorContext;
+use aws_sdk_ssm::types::ParameterStringFilter;
 use hookgate_core::secret::{self, Secret, SecretError, SecretRef, SecretSource};
 
 #[derive(Debug)]
@@ -65,10 +66,62 @@ impl AwsSecrets {
     }
 
     /// Reads `reference` from its store now, past the cache and the
-    /// backoff, and keeps nothing: `hookgate doctor`'s check that it exists
-    /// for these credentials.
+    /// backoff, and keeps nothing: the ops function's answer to whether it
+    /// resolves with the functions' role (`GET /ops/secrets`, yes or no).
     pub async fn read(&self, reference: &SecretRef) -> Result<Secret, SecretError> {
         self.fetch(reference).await
+    }
+
+    /// Whether `reference` exists, asked of its store's metadata only
+    /// (SSM DescribeParameters, Secrets Manager DescribeSecret), so it needs
+    /// no grant on any value: `hookgate doctor`'s check with the operator's
+    /// credentials. An `env:` reference is this process's variable.
+    pub async fn describe(&self, reference: &SecretRef) -> Result<(), SecretError> {
+        let unavailable = |reason: String| SecretError::Unavailable {
+            reference: reference.clone(),
+            reason,
+        };
+        let missing = || SecretError::Missing(reference.clone());
+        match reference {
+            SecretRef::Env(_) => secret::from_env(reference).map(|_| ()),
+            SecretRef::Ssm(name) => {
+                let by_name = ParameterStringFilter::builder()
+                    .key("Name")
+                    .option("Equals")
+                    .values(name)
+                    .build()
+                    .map_err(|e| unavailable(e.to_string()))?;
+                let out = self
+                    .ssm
+                    .describe_parameters()
+                    .parameter_filters(by_name)
+                    .send()
+                    .await
+                    .map_err(|e| unavailable(DisplayErrorContext(e).to_string()))?;
+                if out.parameters().is_empty() {
+                    Err(missing())
+                } else {
+                    Ok(())
+                }
+            }
+            SecretRef::SecretsManager { id, .. } => {
+                let out = self
+                    .secrets_manager
+                    .describe_secret()
+                    .secret_id(id)
+                    .send()
+                    .await
+                    .map_err(|e| match e.as_service_error() {
+                        Some(e) if e.is_resource_not_found_exception() => missing(),
+                        _ => unavailable(DisplayErrorContext(e).to_string()),
+                    })?;
+                // A secret scheduled for deletion cannot be read.
+                match out.deleted_date() {
+                    Some(_) => Err(missing()),
+                    None => Ok(()),
+                }
+            }
+        }
     }
 
     /// The failure of `reference` still within its backoff, if any.

@@ -12,6 +12,7 @@ use aws_config::SdkConfig;
 use hookgate_core::{
     approval::Approvals,
     config::{Config, ConfigError},
+    deadline::Deadlines,
     dlq::Triager,
     hold::Holder,
     ingress::Ingress,
@@ -103,6 +104,8 @@ pub type ReadsService = Reads<DynamoInbox, DynamoLedger, DynamoTriage, CloudWatc
 pub type TableReadsService = Reads<DynamoInbox, DynamoLedger, DynamoTriage, ()>;
 /// The sweep as deployed.
 pub type SweeperService = Sweeper<DynamoInbox, SqsActionQueue>;
+/// The sweep's count of held work nearing its deadline, as deployed.
+pub type DeadlinesService = Deadlines<DynamoTriage, DynamoInbox>;
 
 /// Why a service could not be assembled.
 #[derive(Debug, thiserror::Error)]
@@ -252,6 +255,15 @@ pub fn sweeper(config: &Config, clients: &Clients) -> SweeperService {
         clients.queue(config),
         config.sweep_age,
     )
+}
+
+/// The held items' deadline check the sweep runs after its re-queue.
+pub fn deadlines(config: &Config, clients: &Clients) -> Result<DeadlinesService, ConfigError> {
+    Ok(Deadlines::new(
+        clients.triage(config)?,
+        clients.inbox(config),
+        config,
+    ))
 }
 
 /// What every Lambda entry point starts with: JSON logs, the config from the

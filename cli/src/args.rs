@@ -100,17 +100,23 @@ pub enum Command {
     /// override the file): inbox TTL vs re-delivery windows, rules,
     /// destinations, secret references. `make deploy` runs it first.
     #[command(
-        after_help = "Examples:\n  hookgate check-config --config hookgate.toml\n  hookgate check-config --config hookgate.toml --deploy HOOKGATE_SERVICE --param EventSource=aws.connect --account 111122223333 --region eu-west-1"
+        after_help = "Examples:\n  hookgate check-config --config hookgate.toml\n  hookgate check-config --config hookgate.toml --deploy HOOKGATE_SERVICE --stack-name hookgate-prod --param EventSource=aws.connect --account 111122223333 --region eu-west-1"
     )]
     CheckConfig {
         /// Also refuse what would fail in Lambda: secret references the
         /// deployed roles cannot read (`env:` variables other than these,
-        /// SSM outside /hookgate/, Secrets Manager outside hookgate/),
+        /// SSM outside /hookgate/<stack>/, Secrets Manager outside
+        /// hookgate/<stack>/),
         /// loopback destinations, the placeholder account. The value lists
         /// the variables the template sets, comma-separated; --region is the
         /// Region it deploys to.
-        #[arg(long, value_name = "TEMPLATE_ENV")]
+        #[arg(long, value_name = "TEMPLATE_ENV", requires = "stack_name")]
         deploy: Option<String>,
+        /// With --deploy: the stack's name. Its functions read only the
+        /// secrets under /hookgate/<stack>/ (SSM) and hookgate/<stack>/
+        /// (Secrets Manager).
+        #[arg(long, requires = "deploy", value_name = "STACK")]
+        stack_name: Option<String>,
         /// With --deploy: a stack parameter as it will be deployed
         /// (`EventSource=aws.connect`); repeatable. EventSource and
         /// EventDetailType are checked against the config's EventBridge

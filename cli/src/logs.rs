@@ -87,16 +87,39 @@ pub fn filter_pattern(id: &str) -> anyhow::Result<String> {
     Ok(format!("\"{id}\""))
 }
 
-/// A line as text: time, function, level, message, then its own fields.
+/// `text` safe for a terminal: every control character (C0, DEL, C1: ESC
+/// sequences, carriage returns, newlines, bells) and every bidirectional
+/// override is written as its escape (`\u{1b}`, `\r`, `\n`), never raw. A
+/// line's strings are what senders and CRMs wrote (an error excerpt), and
+/// printed raw they could rewrite the operator's screen or hide text.
+pub fn escape(text: &str) -> String {
+    let bidi = |c: char| matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() || bidi(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A line as text: time, function, level, message, then its own fields,
+/// every string of it [`escape`]d.
 pub fn render(line: &Line) -> String {
     let time = hookgate_core::Timestamp::from_millis(line.timestamp_ms).utc();
     let Ok(Value::Object(fields)) = serde_json::from_str::<Value>(&line.message) else {
-        return format!("{time} {:<10} {}", line.function, line.message.trim_end());
+        return format!(
+            "{time} {:<10} {}",
+            escape(&line.function),
+            escape(line.message.trim_end())
+        );
     };
-    let text = |key: &str| fields.get(key).and_then(Value::as_str).unwrap_or("");
+    let text = |key: &str| escape(fields.get(key).and_then(Value::as_str).unwrap_or(""));
     let mut out = format!(
         "{time} {:<10} {:<5} {}",
-        line.function,
+        escape(&line.function),
         text("level"),
         text("message")
     );
@@ -104,9 +127,11 @@ pub fn render(line: &Line) -> String {
         out.push_str(&format!(" correlation_id={}", text("correlation_id")));
     }
     for (key, value) in fields.iter().filter(|(k, _)| !is_common(k)) {
+        let key = escape(key);
         match value {
-            Value::String(s) => out.push_str(&format!(" {key}={s}")),
-            other => out.push_str(&format!(" {key}={other}")),
+            Value::String(s) => out.push_str(&format!(" {key}={}", escape(s))),
+            // JSON text escapes C0 in its strings, not DEL, C1 or bidi.
+            other => out.push_str(&format!(" {key}={}", escape(&other.to_string()))),
         }
     }
     out
@@ -255,6 +280,35 @@ mod tests {
     fn the_id_is_searched_as_a_quoted_term() {
         assert_eq!(filter_pattern("a:b").unwrap(), "\"a:b\"");
         assert!(filter_pattern("a\"b").is_err());
+    }
+
+    #[test]
+    fn control_characters_of_a_line_are_printed_escaped_never_raw() {
+        // Issue 40: a CRM's error excerpt carried ESC sequences (and a
+        // newline, a carriage return, a bidi override) that rewrote the
+        // operator's terminal.
+        let line = Line {
+            function: "action".into(),
+            timestamp_ms: 1_796_000_000_000,
+            event_id: "1".into(),
+            message: r#"{"level":"WARN\u001b[2J","message":"crm said\r\u001b]0;pwned\u0007","correlation_id":"k\n","error":"HTTP 422: \u001b[31mred\u202e","k\u001bey":1,"nested":["\u009b2J"]}"#.into(),
+        };
+        let text = render(&line);
+        assert_eq!(
+            text,
+            "2026-11-30T00:53:20Z action     WARN\\u{1b}[2J crm said\\r\\u{1b}]0;pwned\\u{7} \
+             correlation_id=k\\n error=HTTP 422: \\u{1b}[31mred\\u{202e} k\\u{1b}ey=1 \
+             nested=[\"\\u{9b}2J\"]"
+        );
+        assert!(!text.chars().any(|c| c.is_control()), "{text:?}");
+        let raw = Line {
+            message: "START \u{1b}[2J\u{9b}31m done\n".into(),
+            ..line
+        };
+        assert_eq!(
+            render(&raw),
+            "2026-11-30T00:53:20Z action     START \\u{1b}[2J\\u{9b}31m done"
+        );
     }
 
     #[test]

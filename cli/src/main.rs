@@ -51,6 +51,7 @@ async fn console(
 /// it deploys.
 fn deploy_stack(
     names: &str,
+    name: String,
     params: &[String],
     account: Option<String>,
     region: Option<String>,
@@ -68,6 +69,7 @@ fn deploy_stack(
         (source.to_owned(), detail_type.to_owned())
     });
     Ok(hookgate_core::deployable::Stack {
+        name,
         env: names.split(',').map(str::to_owned).collect(),
         rule,
         account: account.filter(|a| !a.is_empty()),
@@ -189,6 +191,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::CheckConfig {
             deploy,
+            stack_name,
             params,
             account,
         } => {
@@ -206,7 +209,13 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 eprintln!("warning: {warning}");
             }
             if let Some(names) = deploy {
-                let stack = deploy_stack(&names, &params, account, global.region.clone())?;
+                let stack = deploy_stack(
+                    &names,
+                    stack_name.unwrap_or_default(),
+                    &params,
+                    account,
+                    global.region.clone(),
+                )?;
                 let problems = hookgate_core::deployable::problems(&config, &stack);
                 if !problems.is_empty() {
                     anyhow::bail!(
@@ -263,7 +272,11 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                     std::time::Duration::from_secs(60),
                 );
                 secrets.read(&reference).await.map_err(|e| {
-                    anyhow::anyhow!("cannot read the workspace's secret {reference}: {e}")
+                    anyhow::anyhow!(
+                        "cannot read the workspace's secret {reference} with your credentials: \
+                         {e}\nhint: no operator policy may read a secret (docs/iam.md); pass \
+                         the signing secret yourself with --secret env:NAME"
+                    )
                 })
             };
             let target = hookgate_cli::send::Target {

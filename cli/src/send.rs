@@ -37,7 +37,9 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     event: Option<PathBuf>,
     /// Where to post (default: the stack's WebhookBaseUrl output +
-    /// /webhooks/{provider}/{workspace}).
+    /// /webhooks/{provider}/{workspace}). Plain http:// is refused off
+    /// loopback: a signed delivery replays for as long as some providers'
+    /// secrets live.
     #[arg(long, value_name = "URL")]
     url: Option<String>,
     /// Message or delivery id (Svix/Standard Webhooks `webhook-id`, GitHub
@@ -110,6 +112,22 @@ where
     resolve(reference).await
 }
 
+/// A signed delivery goes over TLS, or stays on this machine: anyone on the
+/// path of a plain `http://` request could replay it, and some providers'
+/// signatures carry no time (docs/providers.md).
+fn refuse_plain_http(url: &str) -> anyhow::Result<()> {
+    let plain = url
+        .get(..7)
+        .is_some_and(|scheme| scheme.eq_ignore_ascii_case("http://"));
+    if plain && !hookgate_core::deployable::is_loopback(url) {
+        anyhow::bail!(
+            "refusing to send a signed delivery over plain http to {url}: use https://, or a \
+             loopback address for a local stack; nothing was sent"
+        );
+    }
+    Ok(())
+}
+
 /// Signs and posts; the answer's status and verdict. A 2xx exits 0, any
 /// other answer 1.
 pub async fn run<F, Fut>(
@@ -127,6 +145,7 @@ where
         .clone()
         .or(target.stack_url)
         .context("no URL: pass --url, or --stack NAME to post to the stack's webhook URL")?;
+    refuse_plain_http(&url)?;
     let body = body(args)?;
     let secret = secret(args, target.config, resolve).await?;
     let sign = crate::sign::Args {
@@ -181,4 +200,32 @@ where
         },
         lines: false,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_signed_delivery_is_refused_over_plain_http_off_loopback() {
+        for refused in [
+            "http://hooks.example.com/webhooks/retell/ws-42",
+            "HTTP://10.0.0.5:8080/webhooks/retell/ws-42",
+        ] {
+            let e = refuse_plain_http(refused).unwrap_err().to_string();
+            assert!(
+                e.contains("refusing to send a signed delivery over plain http"),
+                "{e}"
+            );
+            assert!(e.contains("nothing was sent"), "{e}");
+        }
+        for fine in [
+            "https://abc.execute-api.eu-west-1.amazonaws.com/webhooks/retell/ws-42",
+            "http://127.0.0.1:3000/webhooks/retell/ws-42",
+            "http://localhost:3000/webhooks/retell/ws-42",
+            "http://[::1]:3000/webhooks/retell/ws-42",
+        ] {
+            assert!(refuse_plain_http(fine).is_ok(), "{fine}");
+        }
+    }
 }

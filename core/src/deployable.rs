@@ -4,8 +4,9 @@
 //! every delivery or a worker that cannot start:
 //!
 //! - a secret reference the functions cannot resolve: `env:NAME` that the
-//!   template does not set, an SSM parameter outside `/hookgate/` or a
-//!   Secrets Manager secret outside `hookgate/` (the roles grant only those);
+//!   template does not set, an SSM parameter outside `/hookgate/<stack>/` or
+//!   a Secrets Manager secret outside `hookgate/<stack>/` (the roles grant
+//!   only their own stack's, so no stack reads another's secrets);
 //! - a Secrets Manager ARN of another account or Region than the stack's
 //!   (the roles grant their own only);
 //! - a destination on a loopback address (nothing listens there in Lambda);
@@ -20,9 +21,18 @@ use std::collections::BTreeSet;
 
 use crate::{config::Config, secret::SecretRef};
 
-/// The SSM path and Secrets Manager name prefixes the functions' roles allow.
-pub const SSM_PREFIX: &str = "/hookgate/";
-pub const SECRETS_MANAGER_PREFIX: &str = "hookgate/";
+/// The SSM path prefix the functions' roles of stack `stack` allow:
+/// `/hookgate/<stack>/`. The slash after the name keeps `hookgate` from
+/// reaching `hookgate-staging`'s.
+pub fn ssm_prefix(stack: &str) -> String {
+    format!("/hookgate/{stack}/")
+}
+
+/// The Secrets Manager name prefix the functions' roles of stack `stack`
+/// allow: `hookgate/<stack>/`.
+pub fn secrets_manager_prefix(stack: &str) -> String {
+    format!("hookgate/{stack}/")
+}
 
 /// The account id AWS's documentation uses: a placeholder, never a source.
 const PLACEHOLDER_ACCOUNT: &str = "123456789012";
@@ -30,6 +40,9 @@ const PLACEHOLDER_ACCOUNT: &str = "123456789012";
 /// What the stack gives the functions, as `make deploy` will deploy it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Stack {
+    /// The stack's name: its secrets live under [`ssm_prefix`] and
+    /// [`secrets_manager_prefix`] of it.
+    pub name: String,
     /// The environment variables the template sets on the functions.
     pub env: BTreeSet<String>,
     /// The `source` and `detail-type` the stack's EventBridge rule forwards
@@ -48,7 +61,7 @@ pub fn problems(config: &Config, stack: &Stack) -> Vec<String> {
     let mut found = Vec::new();
     for (user, secret) in config.secret_references() {
         if let Some(why) =
-            unresolvable(secret, template_env).or_else(|| out_of_reach(secret, stack))
+            unresolvable(secret, template_env, &stack.name).or_else(|| out_of_reach(secret, stack))
         {
             found.push(format!("{user}: {secret}: {why}"));
         }
@@ -132,7 +145,8 @@ fn rule_disagreements(config: &Config, rule: Option<&(String, String)>) -> Vec<S
 }
 
 /// Why a Secrets Manager ARN is out of the roles' reach: another account or
-/// Region than the stack's (the roles grant `secret:hookgate/*` of their own).
+/// Region than the stack's (the roles grant `secret:hookgate/<stack>/*` of
+/// their own).
 fn out_of_reach(secret: &SecretRef, stack: &Stack) -> Option<String> {
     let SecretRef::SecretsManager { id, .. } = secret else {
         return None;
@@ -161,29 +175,85 @@ fn out_of_reach(secret: &SecretRef, stack: &Stack) -> Option<String> {
     None
 }
 
-/// Why the deployed functions could not resolve `secret`, if they could not.
-fn unresolvable(secret: &SecretRef, template_env: &BTreeSet<String>) -> Option<String> {
+/// Why the deployed functions of stack `stack` could not resolve `secret`,
+/// if they could not; the reference they could resolve is named.
+fn unresolvable(
+    secret: &SecretRef,
+    template_env: &BTreeSet<String>,
+    stack: &str,
+) -> Option<String> {
+    let (ssm, named) = (ssm_prefix(stack), secrets_manager_prefix(stack));
     match secret {
         SecretRef::Env(name) if !template_env.contains(name) => Some(format!(
-            "the template sets no variable {name}; use ssm:{SSM_PREFIX}… or \
-             secretsmanager:{SECRETS_MANAGER_PREFIX}…"
+            "the template sets no variable {name}; use ssm:{ssm}… or secretsmanager:{named}…"
         )),
-        SecretRef::Ssm(path) if !path.starts_with(SSM_PREFIX) => Some(format!(
-            "the functions' roles read SSM parameters under {SSM_PREFIX} only"
+        SecretRef::Ssm(path) if !path.starts_with(&ssm) => Some(format!(
+            "the functions' roles read SSM parameters under {ssm} only (this stack's); \
+             move it to ssm:{ssm}{} (docs/deploy.md, \"Secrets under the stack's name\")",
+            unprefixed(path.trim_start_matches('/'), stack)
         )),
-        SecretRef::SecretsManager { id, .. }
-            if !id.starts_with(SECRETS_MANAGER_PREFIX)
-                && !id.contains(&format!(":secret:{SECRETS_MANAGER_PREFIX}")) =>
-        {
-            Some(format!(
-                "the functions' roles read Secrets Manager secrets named {SECRETS_MANAGER_PREFIX}… only"
-            ))
-        }
+        SecretRef::SecretsManager { id, json_key } if !in_stack(id, &named) => Some(format!(
+            "the functions' roles read Secrets Manager secrets named {named}… only (this \
+             stack's); move it to secretsmanager:{named}{}{} (docs/deploy.md, \"Secrets under \
+             the stack's name\")",
+            unprefixed(
+                if secret_name(id) == id {
+                    id
+                } else {
+                    without_suffix(secret_name(id))
+                },
+                stack
+            ),
+            json_key
+                .as_ref()
+                .map(|k| format!("#{k}"))
+                .unwrap_or_default()
+        )),
         _ => None,
     }
 }
 
-fn is_loopback(url: &str) -> bool {
+/// Whether Secrets Manager secret `id` (a name or an ARN) is named under
+/// `prefix`.
+fn in_stack(id: &str, prefix: &str) -> bool {
+    secret_name(id).starts_with(prefix)
+}
+
+/// A secret's name: `id` itself, or the name an ARN ends with (its random
+/// six-character suffix kept: the ARN names that one secret).
+fn secret_name(id: &str) -> &str {
+    match id.splitn(7, ':').collect::<Vec<_>>()[..] {
+        ["arn", _, "secretsmanager", _, _, "secret", name] => name,
+        _ => id,
+    }
+}
+
+/// `name` without a leading `hookgate/` (the prefix every release before
+/// stack-scoped names used) or `hookgate/<stack>/`: what goes after the
+/// stack's prefix.
+fn unprefixed<'a>(name: &'a str, stack: &str) -> &'a str {
+    let name = name.strip_prefix("hookgate/").unwrap_or(name);
+    name.strip_prefix(stack)
+        .and_then(|rest| rest.strip_prefix('/'))
+        .unwrap_or(name)
+}
+
+/// A secret's name as an ARN ends it, less the six characters Secrets
+/// Manager appends (`-AbCdEf`): the name a copy is created under.
+fn without_suffix(name: &str) -> &str {
+    match name.rsplit_once('-') {
+        Some((base, suffix))
+            if suffix.len() == 6 && suffix.bytes().all(|b| b.is_ascii_alphanumeric()) =>
+        {
+            base
+        }
+        _ => name,
+    }
+}
+
+/// Whether `url`'s host is a loopback address (or `localhost`, or the
+/// unspecified `0.0.0.0`): reachable only on this machine.
+pub fn is_loopback(url: &str) -> bool {
     let authority = url
         .split("://")
         .nth(1)
@@ -227,6 +297,7 @@ mod tests {
 
     fn stack() -> Stack {
         Stack {
+            name: "hookgate".into(),
             env: template_env(),
             ..Stack::default()
         }
@@ -234,7 +305,7 @@ mod tests {
 
     fn connect(detail_types: &str) -> Config {
         let text = format!(
-            "[workspaces.ws-1.retell]\nsecrets = [\"ssm:/hookgate/ws-1/retell\"]\n\
+            "[workspaces.ws-1.retell]\nsecrets = [\"ssm:/hookgate/hookgate/ws-1/retell\"]\n\
              [[eventbridge.sources]]\nworkspace = \"ws-1\"\naccount = \"111122223333\"\n\
              source = \"aws.connect\"\n{detail_types}"
         );
@@ -311,7 +382,7 @@ mod tests {
         };
         let arn = |account: &str, region: &str| {
             SecretRef::parse(&format!(
-                "secretsmanager:arn:aws:secretsmanager:{region}:{account}:secret:hookgate/crm-AbCdEf"
+                "secretsmanager:arn:aws:secretsmanager:{region}:{account}:secret:hookgate/hookgate/crm-AbCdEf"
             ))
             .unwrap()
         };
@@ -352,25 +423,48 @@ mod tests {
     }
 
     #[test]
-    fn secrets_outside_the_granted_prefixes_are_refused() {
+    fn secrets_outside_the_stack_s_own_prefixes_are_refused_with_the_name_to_move_to() {
         let env = template_env();
-        let ssm = SecretRef::parse("ssm:/hookgate-demo/ws-42/retell").unwrap();
+        let refused = |reference: &str, stack: &str| {
+            unresolvable(&SecretRef::parse(reference).unwrap(), &env, stack)
+        };
+        // Another stack's, whose name this one's prefixes: refused.
+        let other = refused("ssm:/hookgate/hookgate-staging/ws-42/retell", "hookgate").unwrap();
+        assert!(other.contains("under /hookgate/hookgate/ only"), "{other}");
+        // The shared prefix of every release before: refused, naming the new.
+        let old = refused("ssm:/hookgate/ws-42/retell", "prod").unwrap();
         assert!(
-            unresolvable(&ssm, &env)
-                .unwrap()
-                .contains("under /hookgate/")
+            old.contains("move it to ssm:/hookgate/prod/ws-42/retell"),
+            "{old}"
         );
-        let sm = SecretRef::parse("secretsmanager:prod/stripe#signing").unwrap();
-        assert!(unresolvable(&sm, &env).unwrap().contains("named hookgate/"));
+        let old = refused("secretsmanager:hookgate/stripe#signing", "prod").unwrap();
+        assert!(
+            old.contains("move it to secretsmanager:hookgate/prod/stripe#signing"),
+            "{old}"
+        );
+        let arn = "secretsmanager:arn:aws:secretsmanager:us-east-1:1:secret:hookgate/crm-AbCdEf";
+        let old = refused(arn, "prod").unwrap();
+        assert!(
+            old.contains("move it to secretsmanager:hookgate/prod/crm ("),
+            "{old}"
+        );
+        let elsewhere = refused("secretsmanager:prod/stripe#signing", "prod").unwrap();
+        assert!(
+            elsewhere.contains("named hookgate/prod/… only"),
+            "{elsewhere}"
+        );
         for fine in [
-            "ssm:/hookgate/ws-42/retell",
-            "secretsmanager:hookgate/stripe#signing",
+            "ssm:/hookgate/prod/ws-42/retell",
+            "secretsmanager:hookgate/prod/stripe#signing",
+            "secretsmanager:arn:aws:secretsmanager:us-east-1:1:secret:hookgate/prod/crm-AbCdEf",
             "env:HOOKGATE_SERVICE",
         ] {
-            assert_eq!(unresolvable(&SecretRef::parse(fine).unwrap(), &env), None);
+            assert_eq!(refused(fine, "prod"), None, "{fine}");
         }
-        let arn = "secretsmanager:arn:aws:secretsmanager:us-east-1:1:secret:hookgate/crm-AbCdEf";
-        assert_eq!(unresolvable(&SecretRef::parse(arn).unwrap(), &env), None);
+    }
+
+    #[test]
+    fn loopback_addresses_are_known() {
         for local in [
             "http://127.0.0.1:8788",
             "http://localhost/x",

@@ -107,11 +107,17 @@ impl<S: InboxStore, L: Ledger, H: Hold> Triager<S, L, H> {
         // its function timeout); a crash between the two leaves the dead
         // letter unreported until its redelivery files the item. It is held even if a decision re-opened
         // it since it was read: the item filed next is the operator's.
+        // Kept first for the hold window, so the decision can re-open it
+        // that long (docs/design.md, "Inbox table"): a crash between the two
+        // leaves a RECEIVED record living longer, which the redelivered
+        // dead letter holds.
         if let Some(pk) = to_hold {
             let reason = format!(
                 "dead-lettered: held for a decision (triage item {})",
                 item.id
             );
+            let until = self.config.hold_until(pk.provider(), now);
+            self.inbox.keep_until(&pk, now, until).await?;
             self.inbox
                 .settle(&pk, InboxStatus::Held, Some(&reason), None)
                 .await?;

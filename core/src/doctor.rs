@@ -4,15 +4,17 @@
 //! The facts are gathered by the CLI from the deployment (the EventBridge
 //! rule target's RetryPolicy via ListTargetsByRule, the inbox table's TTL
 //! attribute, the action queue's attributes, the secrets the configuration
-//! references — [`secrets_to_check`] — as the operator's credentials resolve
-//! them) and from the configuration the functions run with (the inbox TTL —
+//! references — [`secrets_to_check`] — whether each exists, as the operator's
+//! credentials describe it (never its value), and whether each resolves for
+//! the stack's functions, as the ops API answers yes or no) and from the
+//! configuration the functions run with (the inbox TTL —
 //! DescribeTimeToLive gives no duration — and the async MaximumEventAge); the
 //! checks themselves are pure.
 
 use std::time::Duration;
 
 use crate::{
-    config::Config,
+    config::{Config, SecretUser},
     secret::{SecretError, SecretRef},
 };
 
@@ -55,17 +57,23 @@ pub struct Facts {
     /// configuration maps EventBridge sources (the template creates the rule,
     /// and its alarms, only then), or a rule was checked.
     pub has_rule: bool,
-    /// The references of [`secrets_to_check`], each as it resolved.
+    /// The references of [`secrets_to_check`], each as the operator's
+    /// credentials found it: whether it exists (DescribeParameters,
+    /// DescribeSecret), never its value.
     pub secrets: Vec<SecretLookup>,
+    /// The same references as the stack's functions resolve them, from the
+    /// ops API (`GET /ops/secrets`); `None`: not asked (no ops API).
+    pub resolved: Option<Vec<SecretLookup>>,
 }
 
-/// A secret reference of the configuration and what resolving it gave.
+/// A secret reference of the configuration and what looking it up gave.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SecretLookup {
     /// What uses it: `workspace ws-1 retell`, `destination crm auth`.
     pub user: String,
     pub reference: SecretRef,
-    /// Why it did not resolve; `None` when it did (the value is not kept).
+    /// Why it was not found or did not resolve; `None` when it was (no value
+    /// is ever kept).
     pub error: Option<SecretError>,
 }
 
@@ -73,8 +81,8 @@ pub struct SecretLookup {
 /// webhook secrets and the destinations' tokens. An `env:` reference is the
 /// functions' environment, which the template sets (`check-config --deploy`
 /// holds the config to it): the operator's own says nothing about it.
-pub fn secrets_to_check(config: &Config) -> Vec<(String, SecretRef)> {
-    let mut out: Vec<(String, SecretRef)> = Vec::new();
+pub fn secrets_to_check(config: &Config) -> Vec<(SecretUser, SecretRef)> {
+    let mut out: Vec<(SecretUser, SecretRef)> = Vec::new();
     for (user, reference) in config.secret_references() {
         if matches!(reference, SecretRef::Env(_)) {
             continue;
@@ -106,6 +114,11 @@ pub const REQUIRED_ALARMS: &[(&str, &str, &str)] = &[
     (OWN, "ActionsUncertain", "uncertain actions"),
     (OWN, "DispatchFailures", "queue sends failed"),
     (OWN, "SweepDispatchFailures", "the sweep's sends failed"),
+    (
+        OWN,
+        crate::deadline::METRIC,
+        "held work nearing its deadline",
+    ),
     (LAMBDA, "Invocations", "the sweep stopped running"),
     (
         SQS,
@@ -243,7 +256,10 @@ pub fn diagnose(facts: &Facts) -> Vec<Check> {
         ));
     }
     if !facts.secrets.is_empty() {
-        checks.push(check_secrets(&facts.secrets));
+        checks.push(check_secrets(&facts.secrets, &SECRETS_EXIST));
+    }
+    if let Some(resolved) = &facts.resolved {
+        checks.push(check_secrets(resolved, &SECRETS_RESOLVE));
     }
     if let Some(visibility) = facts.queue_visibility {
         let needed = facts.action_timeout * 6;
@@ -261,10 +277,36 @@ pub fn diagnose(facts: &Facts) -> Vec<Check> {
     checks
 }
 
-/// Every reference resolves; the others are named, never a value. Missing
-/// ones are what a deploy before its secrets leaves: until each exists, its
+/// How one secrets check reads: its name, what a failure that is not
+/// "missing" is called, and what a pass says.
+struct SecretsCheck {
+    name: &'static str,
+    unreadable: &'static str,
+    passed: &'static str,
+}
+
+/// Whether each reference exists, as the operator's credentials describe it.
+pub const SECRETS_EXIST_CHECK: &str = "secret references exist";
+/// Whether each resolves with the stack's functions' role (the ops API's answer).
+pub const SECRETS_RESOLVE_CHECK: &str = "secret references resolve for the functions";
+
+const SECRETS_EXIST: SecretsCheck = SecretsCheck {
+    name: SECRETS_EXIST_CHECK,
+    unreadable: "not describable with these credentials",
+    passed: "SSM and Secrets Manager references exist (described, never read)",
+};
+
+const SECRETS_RESOLVE: SecretsCheck = SecretsCheck {
+    name: SECRETS_RESOLVE_CHECK,
+    unreadable: "not readable by the stack's functions",
+    passed: "SSM and Secrets Manager references resolve with the functions' role (the ops API \
+             answered yes or no, never a value)",
+};
+
+/// Every reference found; the others are named, never a value. Missing ones
+/// are what a deploy before its secrets leaves: until each exists, its
 /// deliveries are answered 503 and its destination's actions wait.
-fn check_secrets(lookups: &[SecretLookup]) -> Check {
+fn check_secrets(lookups: &[SecretLookup], how: &SecretsCheck) -> Check {
     let mut missing = Vec::new();
     let mut unreadable = Vec::new();
     for lookup in lookups {
@@ -282,19 +324,13 @@ fn check_secrets(lookups: &[SecretLookup]) -> Check {
         problems.push(format!("missing: {}", missing.join(", ")));
     }
     if !unreadable.is_empty() {
-        problems.push(format!(
-            "not readable with these credentials: {}",
-            unreadable.join("; ")
-        ));
+        problems.push(format!("{}: {}", how.unreadable, unreadable.join("; ")));
     }
     check(
-        "secret references resolve",
+        how.name,
         problems.is_empty(),
         if problems.is_empty() {
-            format!(
-                "{} SSM and Secrets Manager references resolve with these credentials",
-                lookups.len()
-            )
+            format!("{} {}", lookups.len(), how.passed)
         } else {
             problems.join("; ")
         },
@@ -514,16 +550,19 @@ mod tests {
         assert_eq!(
             wanted
                 .iter()
-                .map(|(user, r)| format!("{r} ({user})"))
+                .map(|(user, r)| format!(
+                    "{r} ({user}, {:?})",
+                    user.workspace.as_ref().map(|w| w.as_str())
+                ))
                 .collect::<Vec<_>>(),
             [
-                "ssm:/hookgate/ws-1/retell (workspace ws-1 retell)",
-                "secretsmanager:hookgate/crm#token (destination crm auth)"
+                "ssm:/hookgate/ws-1/retell (workspace ws-1 retell, Some(\"ws-1\"))",
+                "secretsmanager:hookgate/crm#token (destination crm auth, None)"
             ],
             "env: is not the operator's to check; a shared one is read once"
         );
-        let lookup = |(user, reference): (String, SecretRef), error| SecretLookup {
-            user,
+        let lookup = |(user, reference): (SecretUser, SecretRef), error| SecretLookup {
+            user: user.to_string(),
             reference,
             error,
         };
@@ -542,16 +581,31 @@ mod tests {
             ),
         ];
         let checks = diagnose(&f);
-        assert_eq!(failed(&checks), ["secret references resolve"]);
+        assert_eq!(failed(&checks), [SECRETS_EXIST_CHECK]);
         let message = &checks
             .iter()
-            .find(|c| c.name == "secret references resolve")
+            .find(|c| c.name == SECRETS_EXIST_CHECK)
             .unwrap()
             .message;
         assert_eq!(
             message,
-            "missing: ssm:/hookgate/ws-1/retell (workspace ws-1 retell); not readable with these \
-             credentials: secretsmanager:hookgate/crm#token (destination crm auth): AccessDeniedException"
+            "missing: ssm:/hookgate/ws-1/retell (workspace ws-1 retell); not describable with \
+             these credentials: secretsmanager:hookgate/crm#token (destination crm auth): \
+             AccessDeniedException"
+        );
+        // What the functions resolve is its own check, asked of the ops API.
+        f.resolved = Some(f.secrets.clone());
+        f.secrets = wanted.iter().cloned().map(|w| lookup(w, None)).collect();
+        let checks = diagnose(&f);
+        assert_eq!(failed(&checks), [SECRETS_RESOLVE_CHECK]);
+        let message = &checks
+            .iter()
+            .find(|c| c.name == SECRETS_RESOLVE_CHECK)
+            .unwrap()
+            .message;
+        assert!(
+            message.contains("not readable by the stack's functions: secretsmanager:hookgate/crm"),
+            "{message}"
         );
     }
 

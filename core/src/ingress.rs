@@ -563,6 +563,12 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold + FailureStreaks> I
                 &record.pk,
                 now,
             );
+            // Its approval re-runs the stored event: kept for the hold
+            // window first, as every hold keeps its event.
+            let until = self.config.hold_until(record.pk.provider(), now);
+            if let Err(e) = self.store.keep_until(&record.pk, now, until).await {
+                return storage_failed(key, &e);
+            }
             if let Err(e) = self.holder.hold(&item, now).await {
                 return storage_failed(key, &e);
             }

@@ -10,6 +10,7 @@ pub mod batch;
 pub mod canonical;
 pub mod config;
 pub mod crypto;
+pub mod deadline;
 pub mod deployable;
 pub mod destination;
 pub mod dlq;

@@ -151,6 +151,102 @@ impl Cursor {
     }
 }
 
+/// A page of only the entries a reader may see (its scope), whose token is
+/// built from them alone: a limited operator's page (docs/iam.md). The
+/// list is read whole-page by whole-page from the reader's cursor, with
+/// the full cursors kept inside (never handed out); each entry in scope
+/// moves its shard's position, one out of scope moves nothing. So a
+/// shard's position is always an entry of the reader's, the start, or its
+/// end (`Done`, only once no entry of the reader's is left unreturned in
+/// it): the token carries no id and no time of an entry out of scope.
+///
+/// The walk still lists each entry in scope once, in order: a page returns
+/// a prefix, in the merged order, of the entries in scope after the
+/// token's positions, and each shard's next position is its last entry
+/// returned. The entries out of scope after a position are read again by
+/// the next page (and skipped again), which is what the token cannot skip
+/// without naming them.
+#[derive(Debug, Clone)]
+pub struct Scoped<T> {
+    next: Cursor,
+    limit: usize,
+    items: Vec<T>,
+    /// The shards with an entry in scope read but not returned (the page
+    /// filled first): not `Done`, whatever the full read says.
+    left: std::collections::BTreeSet<usize>,
+}
+
+/// How a [`Scoped`] page takes one entry read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Take {
+    /// Out of the reader's scope: skipped, and no position moves.
+    Foreign,
+    /// In scope but not asked for (another class): skipped, its shard's
+    /// position moves past it.
+    Skip,
+    /// In scope and asked for: returned.
+    Keep,
+}
+
+impl<T> Scoped<T> {
+    /// A page of at most `limit` (at least 1) entries from the reader's
+    /// `cursor`.
+    pub fn new(cursor: &Cursor, limit: usize) -> Self {
+        Self {
+            next: cursor.clone(),
+            limit: limit.max(1),
+            items: Vec::new(),
+            left: Default::default(),
+        }
+    }
+
+    /// Takes the entries of one page of the full list, in its order, and
+    /// the full cursor after it (`None`: the list's end); `true` once the
+    /// page is complete (full, or the list read to its end).
+    pub fn feed(
+        &mut self,
+        read: Vec<T>,
+        after: Option<&Cursor>,
+        order: impl Fn(&T) -> (i64, String),
+        take: impl Fn(&T) -> Take,
+    ) -> bool {
+        for entry in read {
+            let how = take(&entry);
+            if how == Take::Foreign {
+                continue;
+            }
+            let (at, key) = order(&entry);
+            let n = shard::shard(&key) as usize;
+            if self.items.len() == self.limit {
+                self.left.insert(n);
+                continue;
+            }
+            if let Some(slot) = self.next.positions.get_mut(n) {
+                *slot = Position::After { at, key };
+            }
+            if how == Take::Keep {
+                self.items.push(entry);
+            }
+        }
+        let full = self.items.len() == self.limit;
+        for (n, slot) in self.next.positions.iter_mut().enumerate() {
+            let ended = after.is_none_or(|c| *c.position(n) == Position::Done);
+            if ended && !self.left.contains(&n) {
+                *slot = Position::Done;
+            }
+        }
+        full || after.is_none()
+    }
+
+    /// The page, its token built from the reader's entries alone.
+    pub fn finish(self) -> Page<T> {
+        Page {
+            items: self.items,
+            next: self.next.token(),
+        }
+    }
+}
+
 /// The page of `limit` (at least 1) entries that `runs` (one per open shard
 /// of `cursor`) give, oldest first by `order` (its time, then its key), and
 /// the cursor after it. Each shard's entries are taken as a prefix of its

@@ -13,6 +13,7 @@
 //! - [`Ledger`]: the business-action ledger (reserve, settle, reconcile);
 //! - [`TriageStore`]: held failures and alert claims;
 //! - [`LedgerReads`], [`TriageReads`]: what only the operator tools read;
+//! - [`HeldBefore`]: the held items the sweep checks for their deadline;
 //! - [`MetricReads`]: the sums of the stack's metrics the operator tools show;
 //! - [`Alerts`]: where triage alerts go;
 //! - [`EventIngress`]: the ingress's EventBridge path, for re-injection.
@@ -171,6 +172,19 @@ pub trait InboxStore: Send + Sync {
         status: InboxStatus,
         reason: Option<&str>,
         read: Option<u32>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Keeps a live record (`expires_at` after `now`) until at least
+    /// `until`: its `expires_at` moves there if it is earlier, and nothing
+    /// else changes. Written before work on it is held for a decision
+    /// ([`crate::config::Config::hold_until`]), so the decision can still
+    /// re-open it for the whole hold window. An absent or expired record is
+    /// left as it is.
+    fn keep_until(
+        &self,
+        pk: &InboxPk,
+        now: Timestamp,
+        until: Timestamp,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// HELD → DISCARDED with the operator's `reason`, parked: a rejected
@@ -388,6 +402,19 @@ pub trait TriageReads: Send + Sync {
         limit: usize,
         cursor: &Cursor,
     ) -> impl Future<Output = Result<Page<TriageItem>, StoreError>> + Send;
+}
+
+/// The held items whose deadline may be near, for the sweep's count
+/// ([`crate::deadline`]): read by the status index's range key, never a scan.
+pub trait HeldBefore: Send + Sync {
+    /// Up to `limit` items with `status` first seen before `before`, oldest
+    /// first, each without its original message.
+    fn seen_before(
+        &self,
+        status: TriageStatus,
+        before: Timestamp,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<TriageItem>, StoreError>> + Send;
 }
 
 /// Result of filing a triage item.

@@ -258,6 +258,12 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
         // action's span counts, so it must not delay (and shorten the
         // leases of) the actions after it. Filing that fails returns the
         // message, whose next run files again what it finds settled.
+        // The event is kept for the hold window first: an approval of what
+        // is held re-opens it, and must find it live until the deadline.
+        if !holds.is_empty() {
+            let until = self.config.hold_until(pk.provider(), now);
+            self.inbox.keep_until(&pk, now, until).await?;
+        }
         for hold in &holds {
             self.hold(hold, &pk, now).await?;
         }

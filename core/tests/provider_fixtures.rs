@@ -46,6 +46,10 @@ struct Case {
     /// The key that signs, where it is not `secret` (Ed25519: the private
     /// key's seed; `secret` is the public key).
     signing_key: Option<String>,
+    /// The earlier case this one delivers again as the provider does (a
+    /// Paddle replay: a new `notification_id`): the same event and, once
+    /// canonical, the same payload, so the inbox answers it `duplicate`.
+    repeat_of: Option<String>,
 }
 
 fn dir() -> PathBuf {
@@ -101,6 +105,49 @@ fn headers(pairs: &[(String, String)]) -> http::HeaderMap {
         );
     }
     map
+}
+
+/// The delivery of `case` and its scheme's identity and canonical payload.
+fn read(scheme: &Scheme, case: &Case) -> (String, Vec<u8>) {
+    let map = headers(&case.headers);
+    let delivery = Delivery {
+        headers: &map,
+        body: case.body.as_bytes(),
+        url: &case.url,
+    };
+    let key = scheme.identify(&delivery).expect("an event").event_key;
+    (
+        key.as_str().to_owned(),
+        scheme.canonical_payload(&delivery).into_owned(),
+    )
+}
+
+#[test]
+fn a_fixtures_documented_repeat_is_the_same_event_and_the_same_payload() {
+    let mut repeats = 0;
+    for (path, fixture) in fixtures() {
+        let provider: Provider = fixture.provider.parse().expect("a provider");
+        let scheme = Scheme::fixed(provider).expect("a fixed scheme");
+        for case in &fixture.cases {
+            let Some(first) = &case.repeat_of else {
+                continue;
+            };
+            let original = fixture
+                .cases
+                .iter()
+                .find(|c| &c.name == first)
+                .unwrap_or_else(|| panic!("{}: no case {first:?}", path.display()));
+            assert_ne!(case.body, original.body, "{}: a repeat differs", case.name);
+            assert_eq!(
+                read(&scheme, case),
+                read(&scheme, original),
+                "{provider} {}: the same event and payload as {first}",
+                case.name
+            );
+            repeats += 1;
+        }
+    }
+    assert!(repeats > 0, "no fixture has a documented repeat");
 }
 
 #[test]

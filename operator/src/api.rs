@@ -6,12 +6,20 @@
 //! - `POST /ops/triage/{id}/approve` and `…/reject` with [`DecisionBody`];
 //! - `POST /ops/actions/{key}/reconcile` with [`ReconcileBody`];
 //! - `POST /ops/plans/check` with [`PlanBody`]: whether a plan may be
-//!   approved, checked whole before any item is (`Decisions::check_plan`).
+//!   approved, checked whole before any item is (`Decisions::check_plan`);
+//! - `GET /ops/secrets`: whether each secret reference of the deployed
+//!   configuration resolves with the functions' role ([`SecretResolved`]:
+//!   yes or no, never a value), for `hookgate doctor`.
 //!
 //! Every answer is JSON: a [`Decided`] for a decision made, an [`ApiError`]
 //! otherwise.
 
-use hookgate_core::approval::{Reconciled, Reinjected};
+use hookgate_core::{
+    approval::{Reconciled, Reinjected},
+    config::Config,
+    doctor::{SecretLookup, secrets_to_check},
+    secret::{SecretError, SecretRef, SecretSource},
+};
 use serde::{Deserialize, Serialize};
 
 use crate::decisions::{DecisionError, Reconcile};
@@ -22,6 +30,7 @@ pub const APPROVE: &str = "/ops/triage/{id}/approve";
 pub const REJECT: &str = "/ops/triage/{id}/reject";
 pub const RECONCILE: &str = "/ops/actions/{key}/reconcile";
 pub const PLAN_CHECK: &str = "/ops/plans/check";
+pub const SECRETS: &str = "/ops/secrets";
 
 /// The most ids one plan check takes: a client splits a larger plan into
 /// checks of this size or less (`plan_chunks`), so each stays well inside
@@ -257,4 +266,81 @@ mod tests {
             serde_json::json!({"status": "DISCARDED"})
         );
     }
+}
+
+/// Whether one secret reference of the deployed configuration resolves with
+/// the functions' role: the reference and what uses it, and why not when it
+/// does not. Never the value: an operator may read none (docs/iam.md).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SecretResolved {
+    pub reference: String,
+    /// What uses it: `workspace ws-1 retell`, `destination crm auth`.
+    pub user: String,
+    /// The parameter or secret does not exist (or is empty).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub missing: bool,
+    /// Why it could not be read, when it exists (an access denial, a KMS
+    /// refusal): the store's error, which never holds the value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl SecretResolved {
+    /// The answer for `reference`, used by `user`, after resolving gave
+    /// `outcome`.
+    pub fn new(
+        user: &impl std::fmt::Display,
+        reference: &SecretRef,
+        outcome: Result<(), SecretError>,
+    ) -> Self {
+        let (missing, error) = match outcome {
+            Ok(()) => (false, None),
+            Err(SecretError::Missing(_) | SecretError::BadReference) => (true, None),
+            Err(SecretError::Unavailable { reason, .. }) => (false, Some(reason)),
+        };
+        Self {
+            reference: reference.to_string(),
+            user: user.to_string(),
+            missing,
+            error,
+        }
+    }
+
+    /// The doctor's lookup it stands for; `None` for a reference that does
+    /// not parse (the answer is not this API's).
+    pub fn lookup(&self) -> Option<SecretLookup> {
+        let reference = SecretRef::parse(&self.reference).ok()?;
+        let error = match (&self.error, self.missing) {
+            (_, true) => Some(SecretError::Missing(reference.clone())),
+            (Some(reason), false) => Some(SecretError::Unavailable {
+                reference: reference.clone(),
+                reason: reason.clone(),
+            }),
+            (None, false) => None,
+        };
+        Some(SecretLookup {
+            user: self.user.clone(),
+            reference,
+            error,
+        })
+    }
+}
+
+/// Whether each secret of `config` the caller may read resolves through
+/// `source` (`may_read` of a workspace, or of none for a destination's
+/// token): what `GET /ops/secrets` answers.
+pub async fn secrets_resolved<S: SecretSource>(
+    config: &Config,
+    source: &S,
+    may_read: impl Fn(Option<&str>) -> bool,
+) -> Vec<SecretResolved> {
+    let mut out = Vec::new();
+    for (user, reference) in secrets_to_check(config) {
+        if !may_read(user.workspace.as_ref().map(|w| w.as_str())) {
+            continue;
+        }
+        let outcome = source.resolve(&reference).await.map(|_| ());
+        out.push(SecretResolved::new(&user, &reference, outcome));
+    }
+    out
 }

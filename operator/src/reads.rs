@@ -11,9 +11,10 @@ use hookgate_core::{
     config::Config,
     inbox::InboxRecord,
     ledger::{ActionRecord, ActionStatus},
-    page::{Cursor, Page},
+    page::{self, Cursor, Page, Scoped, Take},
     ports::{
-        InboxStore, Ledger, LedgerReads, MetricReads, Series, StoreError, TriageReads, TriageStore,
+        InboxStore, Ledger, LedgerReads, MetricReads, Series, Store, StoreError, TriageReads,
+        TriageStore,
     },
     rules::Decision,
     triage::{TriageClass, TriageItem, TriageStatus},
@@ -171,6 +172,50 @@ impl<I: InboxStore, L: Ledger + LedgerReads, T: TriageStore + TriageReads, M> Re
         let mut page = self.triage.page(status, limit, cursor).await?;
         page.items.retain(|i| class.is_none_or(|c| i.class == c));
         Ok(page)
+    }
+
+    /// A page as `caller` may read it: another workspace's items left out,
+    /// and its token carrying nothing of them (docs/iam.md).
+    pub async fn triage_page_for(
+        &self,
+        caller: &Caller,
+        status: TriageStatus,
+        class: Option<TriageClass>,
+        limit: usize,
+        cursor: &Cursor,
+    ) -> Result<Page<TriageItem>, StoreError> {
+        // A caller of every workspace reads every item: the list's own
+        // token names nothing out of its scope.
+        if self.may_read(caller, None) {
+            return self.triage_page(status, class, limit, cursor).await;
+        }
+        let of = page::triage_list(status);
+        let mut scoped = Scoped::new(cursor, limit);
+        let mut reading = cursor.clone();
+        loop {
+            let read = self.triage.page(status, limit, &reading).await?;
+            let after = read
+                .next
+                .as_deref()
+                .map(|t| Cursor::parse(t, &of))
+                .transpose()
+                .map_err(StoreError::corrupt(Store::Triage))?;
+            let take = |i: &TriageItem| {
+                if !self.may_read(caller, i.workspace.as_deref()) {
+                    Take::Foreign
+                } else if class.is_some_and(|c| i.class != c) {
+                    Take::Skip
+                } else {
+                    Take::Keep
+                }
+            };
+            let order = |i: &TriageItem| (i.first_seen.as_millis(), i.id.clone());
+            let done = scoped.feed(read.items, after.as_ref(), order, take);
+            match after {
+                Some(next) if !done => reading = next,
+                _ => return Ok(scoped.finish()),
+            }
+        }
     }
 
     /// Items with `status`, optionally of one class, oldest first.

@@ -17,7 +17,7 @@ import { Template, TemplateError, ACCOUNT, REGION, PARTITION } from './template.
 
 const USAGE = `usage: node check.mjs [--template target/infra/template.json] [--calls FILE]...
        [--remove-action APP=ACTION]... [--self-test APP=ACTION] [--app-alias NAME=APP]...
-       [--report FILE.json]
+       [--grant-operator ACTION] [--report FILE.json]
 
   --template          the transformed CloudFormation (JSON), default target/infra/template.json
   --calls             a call log written by emulator/server.py (HOOKGATE_CALL_LOG); repeatable;
@@ -26,6 +26,8 @@ const USAGE = `usage: node check.mjs [--template target/infra/template.json] [--
   --self-test         APP=ACTION: --remove-action APP=ACTION, and exit 0 only if the check then
                       reports that APP's ACTION calls as denied (the check has teeth), else 1
   --app-alias         NAME=APP: read calls recorded under app NAME as APP's (e.g. hookgate-operator=operator)
+  --grant-operator    ACTION: a broken copy whose operator policies also grant ACTION on "*"; exit 0
+                      only if the check then reports the operator reading a secret (the rule has teeth)
   --report            also write the findings as JSON
 
 Exit: 0 passed, 1 a finding, 2 bad input.`
@@ -48,6 +50,54 @@ export const OPERATOR_POLICIES = ['OperatorReadPolicy', 'OperatorDecidePolicy']
 // name). Any other app is a finding: a function's code path whose clients
 // are not tagged would otherwise escape.
 export const HARNESS_APPS = new Set(['hookgate-tests', 'hookgate-demo', 'hookgate-local', 'local-rule', 'local-front', 'other'])
+// What no operator policy may grant (docs/iam.md, "No secret in an operator's
+// hands"): a secret's value, from either store, or a decrypt with the key that
+// encrypts them. Probed on the stack's own names and on any other, and KMS with
+// and without the call coming through SSM, so a wildcard or a condition cannot
+// hide a grant. Evaluated with SecretsKmsKeyArn set (PROBE_KEY), so the
+// conditional decrypt grant is there to be found.
+const PROBE_KEY = `arn:${PARTITION}:kms:${REGION}:${ACCOUNT}:key/00000000-0000-0000-0000-00000000beef`
+export function secretReadProbes(stack) {
+  const parameter = (name) => `arn:${PARTITION}:ssm:${REGION}:${ACCOUNT}:parameter/${name}`
+  const secret = (name) => `arn:${PARTITION}:secretsmanager:${REGION}:${ACCOUNT}:secret:${name}-AbCdEf`
+  const probes = []
+  for (const name of [`hookgate/${stack}/probe`, 'probe']) {
+    for (const action of ['ssm:GetParameter', 'ssm:GetParameters', 'ssm:GetParametersByPath', 'ssm:GetParameterHistory']) {
+      probes.push({ action, resource: parameter(name) })
+    }
+    probes.push({ action: 'secretsmanager:GetSecretValue', resource: secret(name) })
+  }
+  probes.push({ action: 'secretsmanager:BatchGetSecretValue', resource: '*' })
+  // KMS authorizes by the key policy first: the default one, which lets the
+  // account's IAM policies decide, so an identity policy's grant is enough.
+  const keyPolicy = {
+    Version: '2012-10-17',
+    Statement: [{ Sid: 'DefaultKeyPolicy', Effect: 'Allow', Principal: { AWS: `arn:${PARTITION}:iam::${ACCOUNT}:root` }, Action: 'kms:*', Resource: '*' }],
+  }
+  for (const via of [undefined, `ssm.${REGION}.amazonaws.com`, `secretsmanager.${REGION}.amazonaws.com`]) {
+    probes.push({ action: 'kms:Decrypt', resource: PROBE_KEY, context: via ? { 'kms:ViaService': via } : {}, resourcePolicy: keyPolicy })
+  }
+  return probes
+}
+
+/** The operator's secret reads (`secretReadProbes`) its policies allow; `extra`: a broken copy's added action. */
+async function operatorSecretReads(doc, extra) {
+  const template = new Template(doc, { parameters: { SecretsKmsKeyArn: PROBE_KEY } })
+  const operator = principals(template)[OPERATOR_APP]
+  if (extra) {
+    operator.policies.push({
+      name: 'BrokenCopy',
+      policy: { Version: '2012-10-17', Statement: [{ Sid: 'BrokenCopy', Effect: 'Allow', Action: extra, Resource: '*' }] },
+    })
+  }
+  const allowed = []
+  for (const probe of secretReadProbes(template.pseudo['AWS::StackName'])) {
+    const result = await simulate(operator, probe.action, probe.resource, probe.context, probe.resourcePolicy)
+    if (result.resultType !== 'error' && result.overallResult === 'Allowed') allowed.push(probe)
+  }
+  return allowed
+}
+
 // Requests the emulator serves for itself (request counts), not AWS APIs.
 const EMULATOR_PREFIX = 'hookgate-emulator:'
 
@@ -131,8 +181,12 @@ export function deployedArn(template, recorded) {
     // Every bus the code writes to is the stack's bus: `default` (HOOKGATE_EVENT_BUS).
     return { arn: `arn:${PARTITION}:events:${REGION}:${ACCOUNT}:event-bus/default` }
   }
-  const ssm = recorded.match(/^arn:aws:ssm:[^:]*:[^:]*:(parameter\/.*)$/)
-  if (ssm) return { arn: `arn:${PARTITION}:ssm:${REGION}:${ACCOUNT}:${ssm[1]}` }
+  // A stack's secrets are named under `hookgate/<stack>/`: a local stack's
+  // (a test's, the demo's) stand for the deployed stack's, the rest of the
+  // name kept. Any other name is evaluated as recorded.
+  const own = (name) => name.replace(/^hookgate\/[^/]+\/(?=.)/, `hookgate/${template.pseudo['AWS::StackName']}/`)
+  const ssm = recorded.match(/^arn:aws:ssm:[^:]*:[^:]*:parameter\/(.*)$/)
+  if (ssm) return { arn: `arn:${PARTITION}:ssm:${REGION}:${ACCOUNT}:parameter/${own(ssm[1])}` }
   if (/^arn:aws:cloudformation:[^:]*:[^:]*:stack\/[^/]+\/.+$/.test(recorded)) {
     // Any stack: the local stack's name stands for the stack's
     // (scripts/provision.py registers the local stack under it).
@@ -148,7 +202,7 @@ export function deployedArn(template, recorded) {
   const secret = recorded.match(/^arn:aws:secretsmanager:[^:]*:[^:]*:secret:(.+)$/)
   if (secret) {
     // A deployed secret's ARN ends with `-` and 6 random characters.
-    return { arn: `arn:${PARTITION}:secretsmanager:${REGION}:${ACCOUNT}:secret:${secret[1]}-AbCdEf` }
+    return { arn: `arn:${PARTITION}:secretsmanager:${REGION}:${ACCOUNT}:secret:${own(secret[1])}-AbCdEf` }
   }
   for (const { re, type, deployed } of LOGICAL_RESOURCES) {
     const m = recorded.match(re)
@@ -227,18 +281,19 @@ function removeAction(principal, action) {
   return removed
 }
 
-async function simulate(principal, action, resource) {
+async function simulate(principal, action, resource, context = {}, resourcePolicy = undefined) {
   const simulation = {
     request: {
       principal: principal.arn,
       action,
       resource: { resource, accountId: ACCOUNT },
-      contextVariables: {},
+      contextVariables: context,
     },
     identityPolicies: principal.policies,
     serviceControlPolicies: [],
     resourceControlPolicies: [],
   }
+  if (resourcePolicy) simulation.resourcePolicy = resourcePolicy
   if (principal.boundary) simulation.permissionBoundaryPolicies = [{ name: 'boundary', policy: principal.boundary }]
   return runSimulation(simulation, {})
 }
@@ -292,6 +347,7 @@ async function main() {
         'remove-action': { type: 'string', multiple: true, default: [] },
         'self-test': { type: 'string' },
         'app-alias': { type: 'string', multiple: true, default: [] },
+        'grant-operator': { type: 'string' },
         report: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -305,9 +361,10 @@ async function main() {
   }
   const callPaths = args.calls?.length ? args.calls : ['target/checks/calls.jsonl']
   if (!existsSync(args.template)) fail(`no transformed template at ${args.template} (run scripts/transform.py)`)
-  let template, who
+  let template, who, doc
   try {
-    template = new Template(JSON.parse(readFileSync(args.template, 'utf8')))
+    doc = JSON.parse(readFileSync(args.template, 'utf8'))
+    template = new Template(doc)
     who = principals(template)
   } catch (e) {
     if (e instanceof TemplateError || e instanceof SyntaxError) fail(e.message)
@@ -375,6 +432,8 @@ async function main() {
     for (const u of exercisedBy(result, principal)) exercised.add(`${call.app}\u0000${u}`)
   }
 
+  const secretReads = await operatorSecretReads(doc, args['grant-operator'])
+
   const managed = []
   const unexercised = []
   const staleReasons = []
@@ -412,6 +471,8 @@ async function main() {
   section('DENIED', denied, (d) => `${d.app}  ${d.action}  ${d.deployed}  [${d.result}; recorded ${d.recorded}, ${d.count}x]`)
   section('UNMAPPED RESOURCES', unmapped, (u) => `${u.app}  ${u.action}  ${u.recorded || '-'}  (${u.error})`)
   section('INVALID REQUESTS', invalid, (u) => `${u.app}  ${u.action}  ${u.deployed}  (${u.error})`)
+  section('OPERATOR SECRET READS (no operator policy may read a secret or decrypt one)', secretReads,
+    (r) => `${r.action}  ${r.resource}${r.context && Object.keys(r.context).length ? '  ' + JSON.stringify(r.context) : ''}`)
   section('AWS MANAGED POLICIES', managed, (m) => `${m.principal}  ${m.arn}  (replace with an inline statement)`)
   const noReason = unexercised.filter((u) => !u.reason)
   section('UNEXERCISED GRANTS', unexercised, (u) => `${u.app}  ${u.sid}  ${u.action}  ${u.resource}  -- ${u.reason ?? 'NO REASON (add Metadata.UnexercisedReasons.' + u.sid + ' or remove the grant)'}`)
@@ -424,12 +485,22 @@ async function main() {
   if (unmapped.length) failures.push(`${unmapped.length} unmapped`)
   if (invalid.length) failures.push(`${invalid.length} invalid`)
   if (managed.length) failures.push(`${managed.length} managed policies`)
+  if (secretReads.length) failures.push(`${secretReads.length} secret reads granted to operators`)
   if (noReason.length) failures.push(`${noReason.length} unexercised grants without a reason`)
   line()
   line(failures.length ? `iam-check: FAILED: ${failures.join(', ')}` : `iam-check: ok (${unexercised.length} unexercised grants, each with a reason)`)
   console.log(out.join('\n'))
   if (args.report) {
-    writeFileSync(args.report, JSON.stringify({ template: args.template, calls: callPaths, perApp, ignored, denied, unmapped, invalid, managed, unexercised, staleReasons }, null, 2) + '\n')
+    writeFileSync(args.report, JSON.stringify({ template: args.template, calls: callPaths, perApp, ignored, denied, unmapped, invalid, managed, secretReads, unexercised, staleReasons }, null, 2) + '\n')
+  }
+  if (args['grant-operator']) {
+    const action = args['grant-operator']
+    if (secretReads.length) {
+      console.log(`iam-check self-test: ok: with ${action} granted to the operator, ${secretReads.length} secret read(s) are reported`)
+      return 0
+    }
+    console.log(`iam-check self-test: FAILED: with ${action} granted to the operator, no secret read was reported`)
+    return 1
   }
   if (selfTest) {
     const [app, action] = selfTest.split('=')

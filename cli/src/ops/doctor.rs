@@ -1,7 +1,9 @@
 //! `hookgate doctor`: gathers the deployment's facts and runs the core checks
-//! (`hookgate_core::doctor`). The configuration's secrets are read with the
-//! operator's credentials to learn whether they exist; their values are
-//! dropped at once, never shown.
+//! (`hookgate_core::doctor`). Whether each of the configuration's secrets
+//! exists is asked of the stores' metadata with the operator's credentials
+//! (DescribeParameters, DescribeSecret), which may read no value; whether
+//! each resolves for the functions is asked of the ops API, which answers
+//! yes or no with the functions' role.
 
 use std::time::Duration;
 
@@ -18,8 +20,8 @@ impl Ops {
     /// action functions, whose async MaximumEventAge and timeout are then read
     /// from Lambda instead of taken from the configuration; `alarm_prefix`
     /// the stack's AlarmNamePrefix output (`{stack}-`): its alarms are then
-    /// checked. Every SSM and Secrets
-    /// Manager reference of the configuration is resolved.
+    /// checked. Every SSM and Secrets Manager reference of the configuration
+    /// is described, and, with the ops API, resolved by the functions.
     pub async fn doctor(
         &self,
         rule: Option<(&str, &str)>,
@@ -164,12 +166,21 @@ impl Ops {
         }
 
         for (user, reference) in secrets_to_check(config) {
-            let error = self.secrets.read(&reference).await.err();
+            let error = self.secrets.describe(&reference).await.err();
             facts.secrets.push(SecretLookup {
-                user,
+                user: user.to_string(),
                 reference,
                 error,
             });
+        }
+        if !facts.secrets.is_empty()
+            && let Some(api) = &self.decisions.0
+        {
+            let resolved = api
+                .secrets_resolved()
+                .await
+                .map_err(|e| anyhow::anyhow!("the ops API's secrets check: {e}"))?;
+            facts.resolved = Some(resolved.iter().filter_map(|r| r.lookup()).collect());
         }
 
         Ok(diagnose(&facts))

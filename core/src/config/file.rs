@@ -47,6 +47,8 @@ pub(super) struct RawOps {
 pub(super) struct RawTriage {
     pub table: Option<String>,
     pub event_bus: Option<String>,
+    pub hold_window_secs: Option<u64>,
+    pub hold_notice_secs: Option<u64>,
 }
 
 #[derive(Deserialize, Default)]

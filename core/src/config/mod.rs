@@ -30,7 +30,8 @@ use std::{
 use serde::Deserialize;
 
 use crate::{
-    Provider, WorkspaceId, destination::Strategy, provider::Scheme, rules::Rule, secret::SecretRef,
+    Provider, Timestamp, WorkspaceId, destination::Strategy, provider::Scheme, rules::Rule,
+    secret::SecretRef,
 };
 use env::Env;
 use file::File;
@@ -104,6 +105,24 @@ pub enum ConfigError {
         needed_secs: u64,
     },
     #[error(
+        "hold window of {hold_secs} s is longer than half the ledger retention of \
+         {retention_secs} s: an event approved just before its hold ends runs again, and the \
+         records of the actions it ran must outlive that; set triage.hold_window_secs to at \
+         most {most_secs}, or actions.retention_secs to at least {needed_secs}"
+    )]
+    HoldWindowTooLong {
+        hold_secs: u64,
+        retention_secs: u64,
+        most_secs: u64,
+        needed_secs: u64,
+    },
+    #[error(
+        "hold notice of {notice_secs} s is not shorter than the hold window of {hold_secs} s \
+         (nor may it be 0): the alarm would count every held item; set triage.hold_notice_secs \
+         below {hold_secs}"
+    )]
+    HoldNoticeTooLong { notice_secs: u64, hold_secs: u64 },
+    #[error(
         "sweep age of {sweep_secs} s is inside the action queue's retry window of {window_secs} s \
          (visibility {visibility_secs} s × maxReceiveCount {receives}): the sweep would re-queue \
          records that SQS is still retrying; set HOOKGATE_SWEEP_AGE_SECS to at least {window_secs} \
@@ -115,6 +134,22 @@ pub enum ConfigError {
         visibility_secs: u64,
         receives: u64,
     },
+}
+
+/// What uses a secret reference: a workspace's provider binding, or a
+/// destination's auth (no workspace). It reads as `workspace ws-1 retell`
+/// or `destination crm auth`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretUser {
+    /// The workspace whose binding it is; `None` for a destination's.
+    pub workspace: Option<WorkspaceId>,
+    pub what: String,
+}
+
+impl std::fmt::Display for SecretUser {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.what)
+    }
 }
 
 /// The validated configuration.
@@ -157,8 +192,17 @@ pub struct Config {
     /// once (each with its own destination calls).
     pub batch_concurrency: usize,
     /// How long a ledger record lives past the last reservation of its
-    /// action: at least twice the longest inbox record TTL.
+    /// action: at least twice the longest inbox record TTL and twice the
+    /// hold window.
     pub ledger_retention: Duration,
+    /// How long held work stays approvable: holding an event (its dead
+    /// letter, a failed action, a collision) keeps its inbox record at
+    /// least this long from the hold ([`Config::hold_until`]). At most half
+    /// the ledger retention.
+    pub hold_window: Duration,
+    /// How long before a held item's deadline the sweep counts it in
+    /// `HeldNearDeadline`, for its alarm; shorter than the hold window.
+    pub hold_notice: Duration,
     pub destinations: BTreeMap<String, DestinationConfig>,
     pub rules: Vec<Rule>,
     /// Who may decide for which workspaces; empty: every caller IAM lets in.
@@ -348,6 +392,10 @@ impl Config {
     pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
     pub const DEFAULT_SWEEP_AGE: Duration = Duration::from_secs(300);
     pub const DEFAULT_RETENTION: Duration = Duration::from_secs(90 * 86_400);
+    /// Four weeks to decide held work.
+    pub const DEFAULT_HOLD_WINDOW: Duration = Duration::from_secs(28 * 86_400);
+    /// The alarm's week of notice before a held item's deadline.
+    pub const DEFAULT_HOLD_NOTICE: Duration = Duration::from_secs(7 * 86_400);
     /// A whole batch (the template's BatchSize) at once.
     pub const DEFAULT_BATCH_CONCURRENCY: usize = 10;
     /// The action function's timeout when the template does not say.
@@ -406,7 +454,7 @@ impl Config {
     /// Every secret reference with what uses it (`workspace ws-1 retell`,
     /// `destination crm auth`): the workspaces' by workspace and provider
     /// name, then the destinations' by name.
-    pub fn secret_references(&self) -> Vec<(String, &SecretRef)> {
+    pub fn secret_references(&self) -> Vec<(SecretUser, &SecretRef)> {
         let mut workspaces: Vec<_> = self.workspaces.iter().collect();
         workspaces.sort_by(|(a, _), (b, _)| a.as_str().cmp(b.as_str()));
         let mut out = Vec::new();
@@ -414,15 +462,20 @@ impl Config {
             let mut bindings: Vec<_> = workspace.providers.iter().collect();
             bindings.sort_by_key(|(provider, _)| provider.as_str());
             for (provider, binding) in bindings {
-                let user = format!("workspace {id} {provider}");
+                let user = SecretUser {
+                    workspace: Some(id.clone()),
+                    what: format!("workspace {id} {provider}"),
+                };
                 out.extend(binding.secrets.iter().map(|s| (user.clone(), s)));
             }
         }
-        out.extend(
-            self.destinations.iter().filter_map(|(name, d)| {
-                Some((format!("destination {name} auth"), d.auth.as_ref()?))
-            }),
-        );
+        out.extend(self.destinations.iter().filter_map(|(name, d)| {
+            let user = SecretUser {
+                workspace: None,
+                what: format!("destination {name} auth"),
+            };
+            Some((user, d.auth.as_ref()?))
+        }));
         out
     }
 
@@ -527,6 +580,14 @@ impl Config {
                 _ => None,
             },
             ledger_retention: Duration::ZERO,
+            hold_window: file
+                .triage
+                .hold_window_secs
+                .map_or(Self::DEFAULT_HOLD_WINDOW, Duration::from_secs),
+            hold_notice: file
+                .triage
+                .hold_notice_secs
+                .map_or(Self::DEFAULT_HOLD_NOTICE, Duration::from_secs),
             destinations: validate::destinations(file.destinations)?,
             rules: file.rules,
             deciders: file.ops.deciders,
@@ -643,6 +704,15 @@ impl Config {
             .into_iter()
             .map(|(_, ttl)| ttl)
             .fold(self.inbox_ttl, Duration::max)
+    }
+
+    /// Until when holding an event of `provider` at `now` keeps its inbox
+    /// record (whole seconds, as the TTL attribute): the hold window from
+    /// `now`, or the provider's TTL when that is longer, so a hold never
+    /// shortens a record's life (docs/design.md, "Inbox table").
+    pub fn hold_until(&self, provider: Provider, now: Timestamp) -> Timestamp {
+        let keep = self.hold_window.max(self.inbox_ttl_for(provider));
+        Timestamp::from_secs(now.plus(keep).as_secs())
     }
 
     /// Whether the caller `caller_arn` may decide for `workspace` (`None`: an

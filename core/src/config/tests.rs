@@ -515,7 +515,9 @@ fn a_ledger_retention_shorter_than_twice_the_inbox_ttl_is_refused_naming_both() 
     // R6 of the red team: a decision may re-open an event just before its
     // record expires, for another inbox TTL; its completed actions' records
     // must live that long after its run.
-    let text = format!("{BASE}\n[actions]\nretention_secs = 1382399");
+    // A hold window within it: the hold's own floor is another check.
+    let hold = "\n[triage]\nhold_window_secs = 691200\nhold_notice_secs = 86400";
+    let text = format!("{BASE}{hold}\n[actions]\nretention_secs = 1382399");
     let err = Config::from_toml(&text, no_env)
         .err()
         .map(|e| e.to_string());
@@ -528,9 +530,75 @@ fn a_ledger_retention_shorter_than_twice_the_inbox_ttl_is_refused_naming_both() 
              least 1382400 or leave it unset"
         )
     );
-    let exact = format!("{BASE}\n[actions]\nretention_secs = 1382400");
+    let exact = format!("{BASE}{hold}\n[actions]\nretention_secs = 1382400");
     let c = Config::from_toml(&exact, no_env).unwrap();
     assert_eq!(c.ledger_retention, Duration::from_secs(1_382_400));
+}
+
+#[test]
+fn a_hold_window_longer_than_half_the_ledger_retention_is_refused_with_the_numbers() {
+    // Issue 40: a held event approved just before its hold ends runs again
+    // for a TTL; the records of its actions must outlive that.
+    let day = 86_400;
+    let text = |hold: u64, retention: u64| {
+        format!(
+            "{BASE}\n[triage]\nhold_window_secs = {}\n[actions]\nretention_secs = {}",
+            hold * day,
+            retention * day
+        )
+    };
+    let err = Config::from_toml(&text(46, 90), no_env)
+        .err()
+        .map(|e| e.to_string());
+    assert_eq!(
+        err.as_deref(),
+        Some(
+            "hold window of 3974400 s is longer than half the ledger retention of 7776000 s: \
+             an event approved just before its hold ends runs again, and the records of the \
+             actions it ran must outlive that; set triage.hold_window_secs to at most 3888000, \
+             or actions.retention_secs to at least 7948800"
+        )
+    );
+    let c = Config::from_toml(&text(45, 90), no_env).unwrap();
+    assert_eq!(
+        (c.hold_window, c.ledger_retention),
+        (Duration::from_secs(45 * day), Duration::from_secs(90 * day))
+    );
+    // Unset, the retention grows to twice the window, as for the TTL.
+    let unset = format!("{BASE}\n[triage]\nhold_window_secs = {}", 60 * day);
+    assert_eq!(
+        Config::from_toml(&unset, no_env).unwrap().ledger_retention,
+        Duration::from_secs(120 * day)
+    );
+    // By default four weeks, with a week's notice, within 90 days.
+    let c = Config::from_toml(BASE, no_env).unwrap();
+    assert_eq!(
+        (c.hold_window, c.hold_notice),
+        (Duration::from_secs(28 * day), Duration::from_secs(7 * day))
+    );
+    let notice = format!("{BASE}\n[triage]\nhold_notice_secs = {}", 28 * day);
+    assert!(
+        Config::from_toml(&notice, no_env)
+            .unwrap_err()
+            .to_string()
+            .starts_with("hold notice of 2419200 s is not shorter than the hold window"),
+    );
+}
+
+#[test]
+fn a_hold_keeps_a_record_for_the_window_or_its_ttl_when_that_is_longer() {
+    let c = Config::from_toml(BASE, no_env).unwrap();
+    let now = Timestamp::from_millis(1_800_000_000_500);
+    assert_eq!(
+        c.hold_until(Provider::Retell, now).as_secs(),
+        1_800_000_000 + 28 * 86_400
+    );
+    let long = |name: &str| (name == "HOOKGATE_INBOX_TTL_SECS").then(|| (40 * 86_400).to_string());
+    let c = Config::from_toml(BASE, long).unwrap();
+    assert_eq!(
+        c.hold_until(Provider::Retell, now).as_secs(),
+        1_800_000_000 + 40 * 86_400
+    );
 }
 
 #[test]
@@ -590,4 +658,27 @@ fn the_largest_durations_are_refused_or_computed_never_a_panic() {
         &format!("table = \"inbox\"\nttl_secs = {}", u64::MAX),
     );
     assert!(Config::from_toml(&text, no_env).is_err());
+}
+
+#[test]
+fn a_shopify_rule_on_a_topic_whose_payload_is_not_checked_is_refused() {
+    // Issue 40: Shopify's topic is an unsigned header. A rule may name only a
+    // topic whose payload shape the provider module checks against it, so a
+    // delivery relabelled with another topic never selects it.
+    let rule = |topic: &str| {
+        format!(
+            "{BASE}\n[workspaces.ws-1.shopify]\nsecrets = [\"env:S\"]\n\
+             [destinations.crm]\nkind = \"http\"\nbase_url = \"https://crm.example.test\"\n\
+             [[rules]]\nworkspace = \"ws-1\"\nprovider = \"shopify\"\n\
+             event_types = [\"{topic}\"]\naction = \"log_order\"\ndestination = \"crm\"\n\
+             business_id = [\"/id\"]\n"
+        )
+    };
+    assert!(Config::from_toml(&rule("orders/create"), no_env).is_ok());
+    let refused = Config::from_toml(&rule("inventory_levels/update"), no_env).unwrap_err();
+    let text = refused.to_string();
+    assert!(
+        text.contains("shopify topic \"inventory_levels/update\" is not one whose payload"),
+        "{text}"
+    );
 }

@@ -31,6 +31,7 @@ impl Config {
     ) -> Result<(), ConfigError> {
         self.sweep_age = self.resolve_sweep_age(sweep_age)?;
         self.ledger_retention = self.resolve_retention(retention)?;
+        self.check_hold()?;
         self.check_actions()?;
         self.check_action_timeout()
     }
@@ -41,18 +42,42 @@ impl Config {
     /// expires, for another TTL, so its next run may come up to two TTLs
     /// after the last one that kept the records of its actions
     /// (docs/design.md, "The ledger retention").
+    ///
+    /// It is at least twice the hold window too, refused with the numbers
+    /// otherwise: a held event may be approved just before its hold ends
+    /// and run for another TTL, so a run's action records must outlive a
+    /// TTL and a hold window after it.
     fn resolve_retention(&self, explicit: Option<Duration>) -> Result<Duration, ConfigError> {
         let longest = self.longest_inbox_ttl();
         let floor = longest.saturating_mul(2);
+        let hold_floor = self.hold_window.saturating_mul(2);
         match explicit {
             Some(retention) if retention < floor => Err(ConfigError::RetentionTooShort {
                 retention_secs: retention.as_secs(),
                 ttl_secs: longest.as_secs(),
                 needed_secs: floor.as_secs(),
             }),
+            Some(retention) if retention < hold_floor => Err(ConfigError::HoldWindowTooLong {
+                hold_secs: self.hold_window.as_secs(),
+                retention_secs: retention.as_secs(),
+                most_secs: retention.as_secs() / 2,
+                needed_secs: hold_floor.as_secs(),
+            }),
             Some(retention) => Ok(retention),
-            None => Ok(Self::DEFAULT_RETENTION.max(floor)),
+            None => Ok(Self::DEFAULT_RETENTION.max(floor).max(hold_floor)),
         }
+    }
+
+    /// The hold's notice: some, and less than the window (an alarm counting
+    /// every held item would say nothing about deadlines).
+    fn check_hold(&self) -> Result<(), ConfigError> {
+        if self.hold_notice.is_zero() || self.hold_notice >= self.hold_window {
+            return Err(ConfigError::HoldNoticeTooLong {
+                notice_secs: self.hold_notice.as_secs(),
+                hold_secs: self.hold_window.as_secs(),
+            });
+        }
+        Ok(())
     }
 
     /// The sweep age: the configured one, refused inside the queue's retry
@@ -135,6 +160,13 @@ impl Config {
         for (i, rule) in self.rules.iter().enumerate() {
             let bad = |msg: String| ConfigError::Rule(i + 1, rule.action.clone(), msg);
             rule.validate().map_err(bad)?;
+            if let Some(why) = rule
+                .event_types
+                .iter()
+                .find_map(|t| rule.provider.unbindable(t))
+            {
+                return Err(bad(why));
+            }
             if !self.destinations.contains_key(&rule.destination) {
                 return Err(bad(format!(
                     "destination {:?} is not configured",

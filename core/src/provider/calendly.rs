@@ -1,14 +1,25 @@
 //! Calendly.
 //!
 //! `Calendly-Webhook-Signature: t=<epoch s>,v1=<hex>`, the hex HMAC-SHA256
-//! of `"{t}.{body}"` keyed by the subscription's signing key. Tolerance:
-//! 180 s either way (Calendly's published sample refuses a signature older
-//! than three minutes).
+//! of `"{t}.{body}"` keyed by the subscription's signing key.
 //!
-//! Event key: Calendly documents no event id. `{event}:{payload.uri}`: the
-//! event's type and the resource it is about (an invitee's URI), both the
-//! same on every retry; a reschedule is two events (`invitee.canceled` and
-//! `invitee.created`) with two keys.
+//! Tolerance: 24 hours either way, Calendly's whole retry window.
+//! Calendly's sample code refuses a signature older than three minutes
+//! (https://developer.calendly.com/api-docs/overview/webhooks/webhook-signatures),
+//! but it documents nothing about the signature on a retry: not that `t`
+//! is the attempt's (https://developer.calendly.com/api-docs/overview/webhooks/webhook-errors
+//! gives 24 hours of retries with backoff, and nothing on signing). Were a
+//! retry to carry its first signature, three minutes would answer every
+//! retry after a short outage 401, and after 24 hours Calendly disables the
+//! subscription. A copy replayed within the window names the same event
+//! (below), which the inbox answers `duplicate`.
+//!
+//! Event key: Calendly documents no event id. `{event}:{payload.uri}:{first
+//! 32 hex of the SHA-256 of the canonical body}`: the event's type, the
+//! resource it is about (an invitee's URI) and its content, all the same on
+//! every retry; a reschedule is two events (`invitee.canceled` and
+//! `invitee.created`) with two keys, and two deliveries about one invitee
+//! that differ are two events, never a collision.
 
 use std::{borrow::Cow, time::Duration};
 
@@ -30,7 +41,7 @@ pub const PROPERTIES: Properties = Properties {
         window: Duration::from_secs(24 * 3600),
         source: "a failed delivery is retried with exponential backoff for 24 hours (https://developer.calendly.com/api-docs/overview/webhooks/webhook-errors)",
     },
-    identity: "`{event}:{payload.uri}` (no event id is documented)",
+    identity: "`{event}:{payload.uri}:{hash of the canonical body}` (no event id is documented)",
     handshake: false,
     batch: false,
     penalty: Penalty {
@@ -45,14 +56,15 @@ pub const PROPERTIES: Properties = Properties {
     )),
 };
 
-/// The header, tag and tolerance of Calendly's scheme.
+/// The header, tag and tolerance of Calendly's scheme (its retry window:
+/// see the module's documentation).
 pub const SCHEME: TimestampedHex = TimestampedHex {
     header: "calendly-webhook-signature",
     time: "t",
     tag: "v1",
     separator: ',',
     join: ".",
-    tolerance_secs: 180,
+    tolerance_secs: 24 * 3600,
 };
 
 #[derive(Deserialize)]
@@ -76,8 +88,10 @@ pub fn identify(d: &Delivery<'_>) -> Result<Identity, ParseError> {
         event.payload.as_ref().and_then(|p| p.uri.as_deref()),
         "payload.uri",
     )?;
+    let canonical = crate::canonical::json(d.body).map_err(ParseError::NotJson)?;
+    let digest = crate::crypto::sha256_hex(canonical.as_bytes());
     Ok(Identity {
-        event_key: EventKey::parse(&format!("{kind}:{uri}"))?,
+        event_key: EventKey::parse(&format!("{kind}:{uri}:{}", &digest[..32]))?,
         event_type: kind.to_owned(),
         occurred_at: None,
     })
@@ -110,11 +124,10 @@ mod tests {
     }
 
     #[test]
-    fn known_answer_and_three_minutes_to_the_second() {
-        assert_eq!(check(T + 180), Ok(()));
-        assert_eq!(check(T - 180), Ok(()));
+    fn known_answer_and_a_day_to_the_second() {
+        assert_eq!(check(T), Ok(()));
         assert!(matches!(
-            check(T + 181),
+            check(T - 24 * 3600 - 1),
             Err(VerifyError::OutsideTolerance { .. })
         ));
         let secret = Secret::new(SECRET);
@@ -126,9 +139,12 @@ mod tests {
     fn the_type_and_the_resource_identify() {
         let h = http::HeaderMap::new();
         let id = identify(&delivery(&h, BODY)).unwrap();
-        assert_eq!(
-            id.event_key.as_str(),
-            "invitee.created:https://api.calendly.com/scheduled_events/E1/invitees/I1"
+        assert!(
+            id.event_key.as_str().starts_with(
+                "invitee.created:https://api.calendly.com/scheduled_events/E1/invitees/I1:"
+            ),
+            "{}",
+            id.event_key
         );
         assert_eq!(id.event_type, "invitee.created");
         assert_eq!(
@@ -137,6 +153,34 @@ mod tests {
                 br#"{"event":"invitee.created","payload":{}}"#
             )),
             Err(ParseError::MissingField("payload.uri"))
+        );
+    }
+
+    #[test]
+    fn a_retry_signed_at_its_first_attempt_is_accepted_for_the_whole_retry_window() {
+        // Calendly documents nothing about the signature on a retry: a
+        // retry that carries its first attempt's `t` must still verify
+        // after 24 hours of retries, and not a second later.
+        let day = 24 * 3600;
+        assert_eq!(check(T + day), Ok(()));
+        assert_eq!(check(T - day), Ok(()));
+        assert!(matches!(
+            check(T + day + 1),
+            Err(VerifyError::OutsideTolerance { .. })
+        ));
+    }
+
+    #[test]
+    fn the_key_carries_the_canonical_bodys_hash() {
+        let h = http::HeaderMap::new();
+        let a = br#"{"event":"invitee.created","payload":{"uri":"https://api.calendly.com/i/1","rescheduled":false}}"#;
+        let b = br#"{"event":"invitee.created","payload":{"uri":"https://api.calendly.com/i/1","rescheduled":true}}"#;
+        let key = |body: &[u8]| identify(&delivery(&h, body)).unwrap().event_key;
+        assert_ne!(key(a), key(b));
+        let hash = &crate::crypto::sha256_hex(crate::canonical::json(a).unwrap().as_bytes())[..32];
+        assert_eq!(
+            key(a).as_str(),
+            format!("invitee.created:https://api.calendly.com/i/1:{hash}")
         );
     }
 }

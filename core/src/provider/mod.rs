@@ -96,6 +96,17 @@ impl Provider {
     pub const fn redelivery_window(self) -> Duration {
         self.properties().horizon.window
     }
+
+    /// Why a rule may not name `event_type` for this provider, if it may
+    /// not: a provider whose event type comes from an unsigned header
+    /// (Shopify's topic) binds only the types whose payload it can check,
+    /// so no relabelled delivery selects a rule.
+    pub fn unbindable(self, event_type: &str) -> Option<String> {
+        match self {
+            Provider::Shopify => shopify::unbindable(event_type),
+            _ => None,
+        }
+    }
 }
 
 /// How one workspace's endpoint for a provider is verified and identified:
@@ -566,7 +577,9 @@ pub(crate) mod test_support {
             Provider::Slack => {
                 br#"{"type":"event_callback","team_id":"T1","event_id":"Ev1","event":{"type":"app_mention"}}"#
             }
-            Provider::Plivo => b"CallUUID=c1&Event=StartApp&From=1&To=2",
+            Provider::Plivo => {
+                b"CallUUID=2f8b7e2a-0c9d-11ee-9e3c-0242ac120002&Event=StartApp&From=1&To=2"
+            }
             _ => BODY,
         }
     }

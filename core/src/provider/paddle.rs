@@ -4,10 +4,26 @@
 //! the hex HMAC-SHA256 of `"{ts}:{body}"` keyed by the notification
 //! destination's secret key (`pdl_ntfset_…`, as is). Any `h1` may match
 //! (Paddle's Python SDK checks every one; its Node SDK only the last).
-//! Tolerance: 5 s either way, the default of Paddle's SDKs.
+//!
+//! Tolerance: 72 hours either way, Paddle's whole retry window. Paddle's
+//! SDKs check 5 s by default, but Paddle documents nothing about the
+//! signature on a retry: not that `ts` is the attempt's, nor that it is the
+//! first attempt's (https://developer.paddle.com/webhooks/about/signature-verification
+//! gives the header and the SDKs' default only; respond-to-webhooks gives 60
+//! retries over 3 days). Were a retry to carry its first signature, 5 s
+//! would answer every retry after a short outage 401 until Paddle gave up.
+//! The window costs little: a copy replayed within it carries its
+//! `event_id`, which the inbox answers `duplicate` (its TTL is at least
+//! twice the horizon).
 //!
 //! Event key: `event_id` (`evt_…`): one event sent to several destinations
-//! has one `event_id` and a `notification_id` each. Event type: `event_type`.
+//! has one `event_id` and a `notification_id` each, and a replay (`POST
+//! /notifications/{notification_id}/replay`) sends the same `event_id`
+//! under a new `notification_id` ("Paddle creates a new notification entity
+//! for the replay, related to the same event_id",
+//! https://developer.paddle.com/api-reference/notifications/replay-notification).
+//! So the stored and hashed payload leaves `notification_id` out: a replay
+//! is a duplicate, not a collision. Event type: `event_type`.
 
 use std::{borrow::Cow, time::Duration};
 
@@ -37,21 +53,25 @@ pub const PROPERTIES: Properties = Properties {
         rule: "none documented: a destination is deactivated by hand, and exhausted notifications can be replayed",
         source: "https://developer.paddle.com/webhooks/notification-destinations",
     },
-    fixed: Some(Fixed::new(
-        |d, secrets, now| SCHEME.verify(d, secrets, now),
-        identify,
-        |req| Ok(sign(req)),
-    )),
+    fixed: Some(Fixed {
+        canonical: |d| canonical(d.body),
+        ..Fixed::new(
+            |d, secrets, now| SCHEME.verify(d, secrets, now),
+            identify,
+            |req| Ok(sign(req)),
+        )
+    }),
 };
 
-/// The header, keys and tolerance of Paddle's scheme (its SDKs' 5 s).
+/// The header, keys and tolerance of Paddle's scheme (its retry window:
+/// see the module's documentation).
 pub const SCHEME: TimestampedHex = TimestampedHex {
     header: "paddle-signature",
     time: "ts",
     tag: "h1",
     separator: ';',
     join: ":",
-    tolerance_secs: 5,
+    tolerance_secs: 72 * 3600,
 };
 
 #[derive(Deserialize)]
@@ -60,6 +80,15 @@ struct Event<'a> {
     event_id: Option<Cow<'a, str>>,
     #[serde(borrow)]
     event_type: Option<Cow<'a, str>>,
+}
+
+/// The notification without `notification_id`, which Paddle changes on a
+/// replay of one event (and between destinations), canonical; `None` for a
+/// body that is not a JSON object (identify refuses it anyway).
+pub fn canonical(body: &[u8]) -> Option<String> {
+    crate::canonical::object_without(body, |notification| {
+        notification.remove("notification_id");
+    })
 }
 
 pub fn identify(d: &Delivery<'_>) -> Result<Identity, ParseError> {
@@ -98,13 +127,14 @@ mod tests {
     }
 
     #[test]
-    fn known_answer_any_h1_and_five_seconds_either_way() {
+    fn known_answer_any_h1_and_three_days_either_way() {
+        let days = 72 * 3600;
         assert_eq!(check(&format!("ts={T};h1={H1}"), T), Ok(()));
         assert_eq!(check(&format!("ts={T};h1=00ff;h1={H1}"), T), Ok(()));
-        assert_eq!(check(&format!("ts={T};h1={H1}"), T + 5), Ok(()));
-        assert_eq!(check(&format!("ts={T};h1={H1}"), T - 5), Ok(()));
+        assert_eq!(check(&format!("ts={T};h1={H1}"), T + days), Ok(()));
+        assert_eq!(check(&format!("ts={T};h1={H1}"), T - days), Ok(()));
         assert!(matches!(
-            check(&format!("ts={T};h1={H1}"), T + 6),
+            check(&format!("ts={T};h1={H1}"), T - days - 1),
             Err(VerifyError::OutsideTolerance { .. })
         ));
         assert_eq!(
@@ -122,5 +152,41 @@ mod tests {
         let id = identify(&delivery(&h, BODY)).unwrap();
         assert_eq!(id.event_key.as_str(), "evt_01h8bzakzx3hm2fmen703n5q45");
         assert_eq!(id.event_type, "transaction.completed");
+    }
+
+    #[test]
+    fn a_retry_signed_at_its_first_attempt_is_accepted_for_the_whole_retry_window() {
+        // Paddle documents nothing about the signature on a retry: one that
+        // carries its first attempt's `ts` must verify for as long as
+        // Paddle retries (3 days), and not a second longer.
+        let days = 72 * 3600;
+        assert_eq!(check(&format!("ts={T};h1={H1}"), T + days), Ok(()));
+        assert!(matches!(
+            check(&format!("ts={T};h1={H1}"), T + days + 1),
+            Err(VerifyError::OutsideTolerance { .. })
+        ));
+    }
+
+    #[test]
+    fn a_replay_with_a_new_notification_id_is_one_payload() {
+        use super::super::Scheme;
+        let scheme = Scheme::fixed(Provider::Paddle).unwrap();
+        let h = http::HeaderMap::new();
+        let replay = String::from_utf8(BODY.to_vec()).unwrap().replace(
+            "ntf_01h8bzam1z32agrxjwhjgqk8w6",
+            "ntf_01h8c0replay0000000000000",
+        );
+        let (first, again) = (delivery(&h, BODY), delivery(&h, replay.as_bytes()));
+        assert_eq!(identify(&first), identify(&again));
+        assert_eq!(
+            scheme.canonical_payload(&first),
+            scheme.canonical_payload(&again)
+        );
+        // Anything else that differs is another payload.
+        let changed = replay.replace("transaction.completed", "transaction.paid");
+        assert_ne!(
+            scheme.canonical_payload(&first),
+            scheme.canonical_payload(&delivery(&h, changed.as_bytes()))
+        );
     }
 }

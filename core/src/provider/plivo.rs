@@ -11,13 +11,23 @@
 //! the inbox. The URL is the workspace's `public_url` and the request's
 //! query.
 //!
-//! Event key: Plivo documents no event id. `{CallUUID}:{Event}` (the call
-//! and what happened to it: `StartApp`, `Hangup`, …). A callback without
-//! an `Event` (an action URL's: digits gathered, a recording made) may come
-//! several times in one call with one `CallStatus`, so its key is
-//! `{CallUUID}:{CallStatus}:{first 32 hex of the SHA-256 of its sorted
-//! fields}`: only the same callback again is a duplicate. Event type:
-//! `Event`, or `CallStatus`.
+//! The signed string has no separators between fields, so bytes can move
+//! across a field boundary and keep the signature (`CallUUID=U&Direction=
+//! inbound` and `CallUUID=UDirectioninbound` sign alike). So the identity
+//! is read strictly, as Twilio's is: `CallUUID` must be a UUID, `Event` one
+//! of Plivo's events and `CallStatus` one of its call statuses ([`EVENTS`],
+//! [`CALL_STATUSES`]), each given once; and the key's last part is the hash
+//! of what Plivo signs, which every variant under one signature shares.
+//!
+//! Event key: Plivo documents no event id. `{CallUUID}:{Event}:{first 32
+//! hex of the SHA-256 of the signed URL and sorted fields}` (without an
+//! `Event`, an action URL's callback, `{CallUUID}:{CallStatus}:{…}`): the
+//! call, what happened to it, and the callback's canonical sorted pairs run
+//! together as Plivo signs them (the nonce left out), so a retry or a
+//! reordered copy is a duplicate and another callback of the same call,
+//! such as a second digits callback, is another event. Event type:
+//! `Event`, or `CallStatus`. The stored payload is the form's pairs,
+//! decoded, sorted and encoded again (a reordered copy is one payload).
 
 use std::{collections::BTreeMap, time::Duration};
 
@@ -38,7 +48,7 @@ pub const PROPERTIES: Properties = Properties {
         window: Duration::from_secs(3600),
         source: "a callback is retried once by default, on a connect or read timeout, all within 55 seconds, then the fallback URL (https://docs.plivo.com/docs/voice/concepts/callback-configurations/); one hour",
     },
-    identity: "`{CallUUID}:{Event}` (`{CallUUID}:{CallStatus}:{hash of the fields}` without one; no event id is documented)",
+    identity: "`{CallUUID}:{Event}:{hash of the signed sorted pairs}` (`{CallUUID}:{CallStatus}:{…}` without an Event; no event id is documented)",
     handshake: false,
     batch: false,
     penalty: Penalty {
@@ -46,11 +56,14 @@ pub const PROPERTIES: Properties = Properties {
         rule: "none documented",
         source: "https://docs.plivo.com/docs/voice/concepts/signature-validation/",
     },
-    fixed: Some(Fixed::new(
-        |d, secrets, _| verify(d, secrets),
-        identify,
-        |req| Ok(sign(req)),
-    )),
+    fixed: Some(Fixed {
+        canonical: |d| Some(canonical_form(d.body)),
+        ..Fixed::new(
+            |d, secrets, _| verify(d, secrets),
+            identify,
+            |req| Ok(sign(req)),
+        )
+    }),
 };
 
 const SIGNATURE: &str = "x-plivo-signature-v3";
@@ -127,6 +140,52 @@ pub fn verify(d: &Delivery<'_>, secrets: &[Secret]) -> Result<(), VerifyError> {
     )
 }
 
+/// The values Plivo sends under `Event`
+/// (<https://www.plivo.com/docs/voice/xml/request/event/>: `StartApp`,
+/// `Transfer`, `Redirect`, `MachineDetection`), and `Hangup`, which its
+/// hangup URL's requests carry.
+const EVENTS: &[&str] = &[
+    "StartApp",
+    "Transfer",
+    "Redirect",
+    "MachineDetection",
+    "Hangup",
+];
+
+/// The values Plivo sends under `CallStatus`
+/// (<https://docs.plivo.com/docs/voice/xml/request/call-status>; `failed`
+/// from the answer URL's parameters, <https://docs.plivo.com/docs/account/api/application>).
+const CALL_STATUSES: &[&str] = &[
+    "in-progress",
+    "completed",
+    "ringing",
+    "no-answer",
+    "busy",
+    "cancel",
+    "timeout",
+    "failed",
+];
+
+/// The form's pairs decoded, sorted and encoded again: every byte variant
+/// of one form (field order, percent-encoding) is one stored payload. A
+/// repeated pair is kept, as Plivo signs each value.
+pub fn canonical_form(body: &[u8]) -> String {
+    let mut pairs: Vec<(String, String)> = form_urlencoded::parse(body).into_owned().collect();
+    pairs.sort();
+    form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(pairs)
+        .finish()
+}
+
+/// A UUID as Plivo writes one: 8-4-4-4-12 hex digits.
+fn is_uuid(s: &str) -> bool {
+    s.len() == 36
+        && s.bytes().enumerate().all(|(i, b)| match i {
+            8 | 13 | 18 | 23 => b == b'-',
+            _ => b.is_ascii_hexdigit(),
+        })
+}
+
 pub fn identify(d: &Delivery<'_>) -> Result<Identity, ParseError> {
     let form = grouped(form_urlencoded::parse(d.body));
     let one = |name: &'static str| -> Result<Option<&str>, ParseError> {
@@ -138,20 +197,23 @@ pub fn identify(d: &Delivery<'_>) -> Result<Identity, ParseError> {
         }
     };
     let call = one("CallUUID")?.ok_or(ParseError::MissingField("CallUUID"))?;
-    let (what, key) = match one("Event")? {
-        Some(event) => (event, format!("{call}:{event}")),
-        None => {
-            let status = one("CallStatus")?.ok_or(ParseError::MissingField("Event"))?;
-            let fields: Vec<String> = form
-                .iter()
-                .flat_map(|(k, vs)| vs.iter().map(move |v| format!("{k}={v}")))
-                .collect();
-            let digest = crypto::sha256_hex(fields.join("&").as_bytes());
-            (status, format!("{call}:{status}:{}", &digest[..32]))
-        }
-    };
+    if !is_uuid(call) {
+        return Err(ParseError::Invalid("CallUUID", "a UUID"));
+    }
+    let event = one("Event")?;
+    if event.is_some_and(|e| !EVENTS.contains(&e)) {
+        return Err(ParseError::Invalid("Event", "a Plivo call event"));
+    }
+    let status = one("CallStatus")?;
+    if status.is_some_and(|s| !CALL_STATUSES.contains(&s)) {
+        return Err(ParseError::Invalid("CallStatus", "a Plivo call status"));
+    }
+    let what = event.or(status).ok_or(ParseError::MissingField("Event"))?;
+    // What Plivo signs, without the nonce: the same for every byte variant
+    // that keeps the signature.
+    let digest = crypto::sha256_hex(signed_url(d.url, d.body).as_bytes());
     Ok(Identity {
-        event_key: EventKey::parse(&key)?,
+        event_key: EventKey::parse(&format!("{call}:{what}:{}", &digest[..32]))?,
         event_type: what.to_owned(),
         occurred_at: None,
     })
@@ -230,24 +292,157 @@ mod tests {
     }
 
     #[test]
-    fn the_call_and_its_event_identify() {
+    fn the_call_its_event_and_the_signed_pairs_identify() {
         let h = http::HeaderMap::new();
         let id = identify(&delivery(&h, FORM)).unwrap();
+        let digest = crypto::sha256_hex(signed_url("", FORM).as_bytes());
         assert_eq!(
             id.event_key.as_str(),
-            "2f8b0000-0000-0000-0000-000000000001:StartApp"
+            format!(
+                "2f8b0000-0000-0000-0000-000000000001:StartApp:{}",
+                &digest[..32]
+            )
         );
+        assert_eq!(id.event_type, "StartApp");
         // Without an Event: the status and the fields, in any order.
-        let digits = b"CallUUID=c1&CallStatus=in-progress&Digits=42";
-        let again = b"Digits=42&CallStatus=in-progress&CallUUID=c1";
-        let other = b"CallUUID=c1&CallStatus=in-progress&Digits=7";
-        let key = |b: &[u8]| identify(&delivery(&h, b)).unwrap().event_key;
-        assert!(key(digits).as_str().starts_with("c1:in-progress:"));
-        assert_eq!(key(digits), key(again));
-        assert_ne!(key(digits), key(other));
+        let call = "2f8b0000-0000-0000-0000-000000000001";
+        let digits = format!("CallUUID={call}&CallStatus=in-progress&Digits=42");
+        let again = format!("Digits=42&CallStatus=in-progress&CallUUID={call}");
+        let other = format!("CallUUID={call}&CallStatus=in-progress&Digits=7");
+        let key = |b: &str| identify(&delivery(&h, b.as_bytes())).unwrap().event_key;
+        assert!(
+            key(&digits)
+                .as_str()
+                .starts_with(&format!("{call}:in-progress:"))
+        );
+        assert_eq!(key(&digits), key(&again));
+        assert_ne!(key(&digits), key(&other));
         assert_eq!(
-            identify(&delivery(&h, b"CallUUID=c1&CallUUID=c2&Event=x")),
+            identify(&delivery(
+                &h,
+                format!("CallUUID={call}&CallUUID=x&Event=StartApp").as_bytes()
+            )),
             Err(ParseError::Invalid("CallUUID", "given once"))
         );
+        // A reordered, re-encoded copy is one stored payload.
+        assert_eq!(
+            canonical_form(digits.as_bytes()),
+            canonical_form(again.as_bytes())
+        );
+    }
+
+    const CALL: &str = "2f8b7e2a-0c9d-11ee-9e3c-0242ac120002";
+
+    /// Signs `form` for `URL_A` and returns whether `variant` verifies
+    /// under the same headers, and its identity.
+    fn resigned(form: &[u8], variant: &[u8]) -> (bool, Result<Identity, ParseError>) {
+        let secret = Secret::new(TOKEN);
+        let req = SignRequest::new(form, &secret, crate::Timestamp::from_secs(1))
+            .url(Some(URL_A))
+            .id(Some(NONCE_VALUE));
+        let h = headers(&sign(&req));
+        let d = Delivery {
+            url: URL_A,
+            ..delivery(&h, variant)
+        };
+        (verify(&d, &[secret]).is_ok(), identify(&d))
+    }
+
+    const URL_A: &str = "https://example.com/answer";
+
+    #[test]
+    fn a_form_re_split_across_a_field_boundary_never_names_a_second_event() {
+        let form =
+            format!("CallUUID={CALL}&Direction=inbound&Event=StartApp&CallStatus=in-progress");
+        let (ok, original) = resigned(form.as_bytes(), form.as_bytes());
+        assert!(ok);
+        let original = original.unwrap();
+        // The re-split: Direction's bytes moved into CallUUID, and
+        // the same into Event and CallStatus. Each keeps the signature.
+        for variant in [
+            format!("CallUUID={CALL}Directioninbound&Event=StartApp&CallStatus=in-progress"),
+            format!("CallUUID={CALL}&Direction=inbound&CallStatus=in-progressDirectioninbound"),
+            format!("CallUUID={CALL}&CallStatus=in-progress&Event=StartAppX&Direction=inbound"),
+        ] {
+            let (verifies, identity) = resigned(form.as_bytes(), variant.as_bytes());
+            if verifies {
+                match identity {
+                    Err(ParseError::Invalid(..)) => {}
+                    Ok(other) => assert_eq!(other.event_key, original.event_key, "{variant}"),
+                    Err(e) => panic!("{variant}: {e:?}"),
+                }
+            }
+        }
+        let (verifies, identity) = resigned(
+            form.as_bytes(),
+            format!("CallUUID={CALL}Directioninbound&Event=StartApp&CallStatus=in-progress")
+                .as_bytes(),
+        );
+        assert!(verifies, "the re-split keeps Plivo's signature");
+        assert_eq!(identity, Err(ParseError::Invalid("CallUUID", "a UUID")));
+    }
+
+    #[test]
+    fn event_and_call_status_come_from_plivos_documented_sets() {
+        let h = http::HeaderMap::new();
+        let id = |form: String| identify(&delivery(&h, form.as_bytes()));
+        for event in [
+            "StartApp",
+            "Hangup",
+            "Transfer",
+            "Redirect",
+            "MachineDetection",
+        ] {
+            assert!(
+                id(format!("CallUUID={CALL}&Event={event}")).is_ok(),
+                "{event}"
+            );
+        }
+        assert_eq!(
+            id(format!("CallUUID={CALL}&Event=StartAppDirectioninbound")),
+            Err(ParseError::Invalid("Event", "a Plivo call event"))
+        );
+        for status in [
+            "ringing",
+            "in-progress",
+            "completed",
+            "no-answer",
+            "busy",
+            "cancel",
+            "timeout",
+            "failed",
+        ] {
+            assert!(
+                id(format!("CallUUID={CALL}&CallStatus={status}&Digits=1")).is_ok(),
+                "{status}"
+            );
+        }
+        assert_eq!(
+            id(format!("CallUUID={CALL}&CallStatus=in-progressDigits1")),
+            Err(ParseError::Invalid("CallStatus", "a Plivo call status"))
+        );
+        assert_eq!(
+            id("CallUUID=c1&Event=StartApp".to_owned()),
+            Err(ParseError::Invalid("CallUUID", "a UUID"))
+        );
+    }
+
+    #[test]
+    fn moves_between_other_fields_keep_the_signature_and_the_event() {
+        // `From=1&To=2` and `From=1T&o=2` sign the same `From1To2`: one
+        // capture, one event.
+        let form = format!("CallUUID={CALL}&Event=StartApp&From=1&To=2");
+        let variant = format!("CallUUID={CALL}&Event=StartApp&From=1T&o=2");
+        let (_, original) = resigned(form.as_bytes(), form.as_bytes());
+        let (verifies, moved) = resigned(form.as_bytes(), variant.as_bytes());
+        assert!(verifies);
+        assert_eq!(moved.unwrap().event_key, original.unwrap().event_key);
+        // A form that signs differently is another event.
+        let (_, other) = resigned(
+            b"x",
+            format!("CallUUID={CALL}&Event=StartApp&From=1&To=3").as_bytes(),
+        );
+        let (_, same) = resigned(form.as_bytes(), form.as_bytes());
+        assert_ne!(other.unwrap().event_key, same.unwrap().event_key);
     }
 }

@@ -4,7 +4,9 @@
 //! `webhook-signature`: space-separated `v1,<base64 HMAC-SHA256>` entries over
 //! `"{id}.{timestamp}.{body}"`. Svix sends the same under `svix-*` names (and
 //! newer Svix senders also the `webhook-*` ones, so `svix` accepts both). The
-//! secret is `whsec_` + base64; the HMAC key is the decoded bytes. Timestamps
+//! secret is `whsec_` + base64; the HMAC key is the decoded bytes (`svix`
+//! also reads a bare base64 secret, as Svix's libraries do; a
+//! `standard-webhooks` secret without its prefix is refused). Timestamps
 //! more than five minutes from now, either way, are refused.
 //!
 //! The asymmetric version, `v1a,<base64 Ed25519 signature>` over the same
@@ -108,16 +110,23 @@ impl Flavour {
     }
 }
 
-/// The HMAC key of a `whsec_` secret (a bare base64 secret is accepted too).
-/// An empty key is no key: anyone could compute its signatures.
-fn key_of(secret: &Secret) -> Option<Vec<u8>> {
+/// The HMAC key of a `whsec_` secret. A secret without a prefix is no
+/// `standard-webhooks` key: a `whpk_` public key pasted without its prefix
+/// would otherwise be an HMAC key anyone holding it could sign with. Svix's
+/// libraries read a bare base64 secret as the key (`Webhook(secret)` strips
+/// an optional `whsec_`), so `svix` does too. An empty key is no key:
+/// anyone could compute its signatures.
+fn key_of(flavour: &Flavour, secret: &Secret) -> Option<Vec<u8>> {
     let text = std::str::from_utf8(secret.expose()).ok()?;
     if text.starts_with(PUBLIC) || text.starts_with(PRIVATE) {
         return None;
     }
-    B64.decode(text.strip_prefix("whsec_").unwrap_or(text))
-        .ok()
-        .filter(|key| !key.is_empty())
+    let encoded = match text.strip_prefix("whsec_") {
+        Some(encoded) => encoded,
+        None if flavour.provider == Provider::Svix => text,
+        None => return None,
+    };
+    B64.decode(encoded).ok().filter(|key| !key.is_empty())
 }
 
 const PUBLIC: &str = "whpk_";
@@ -155,7 +164,7 @@ pub fn verify(
         .map_err(|_| VerifyError::MalformedHeader(ts_name))?;
     within_tolerance(ts, now.as_secs(), TOLERANCE_SECS, 1000)?;
 
-    let keys: Vec<Vec<u8>> = secrets.iter().filter_map(key_of).collect();
+    let keys: Vec<Vec<u8>> = secrets.iter().filter_map(|s| key_of(flavour, s)).collect();
     let public: Vec<ed25519_dalek::VerifyingKey> =
         secrets.iter().filter_map(public_key_of).collect();
     if keys.is_empty() && public.is_empty() {
@@ -217,7 +226,7 @@ pub fn sign(
     let id = req.id_or_derived("msg_");
     let ts = req.timestamp.as_secs().to_string();
     let signed = [id.as_bytes(), b".", ts.as_bytes(), b".", req.body].concat();
-    let signature = match (key_of(req.secret), signing_key_of(req.secret)) {
+    let signature = match (key_of(flavour, req.secret), signing_key_of(req.secret)) {
         (Some(key), _) => format!("v1,{}", B64.encode(crypto::hmac_sha256(&key, &[&signed]))),
         (None, Some(key)) => format!(
             "v1a,{}",
@@ -226,7 +235,7 @@ pub fn sign(
         (None, None) => {
             return Err(SignError(
                 flavour.provider,
-                "not whsec_ + base64, nor a whsk_ Ed25519 key",
+                "not whsec_ + base64 (bare base64 for svix), nor a whsk_ Ed25519 key",
             ));
         }
     };
@@ -454,5 +463,28 @@ mod tests {
             Err(VerifyError::NoMatch)
         );
         assert!(sign(STANDARD, &SignRequest::new(BODY, &Secret::new(WHPK), at)).is_err());
+    }
+
+    #[test]
+    fn a_standard_webhooks_secret_without_its_prefix_is_refused_but_svix_reads_one() {
+        let h = published("webhook", SIG);
+        let d = delivery(&h, BODY);
+        let at = Timestamp::from_secs(TS);
+        let bare = Secret::new(SECRET.strip_prefix("whsec_").unwrap());
+        assert_eq!(
+            verify(STANDARD, &d, std::slice::from_ref(&bare), at),
+            Err(VerifyError::NoUsableSecret)
+        );
+        // A public key pasted without its whpk_ would otherwise be an HMAC
+        // key anyone holding it could sign with.
+        let bare_public = Secret::new(WHPK.strip_prefix("whpk_").unwrap());
+        assert_eq!(
+            verify(STANDARD, &d, std::slice::from_ref(&bare_public), at),
+            Err(VerifyError::NoUsableSecret)
+        );
+        assert!(sign(STANDARD, &SignRequest::new(BODY, &bare_public, at)).is_err());
+        // Svix's libraries read a bare base64 secret as the key.
+        let h = published("svix", SIG);
+        assert_eq!(verify(SVIX, &delivery(&h, BODY), &[bare], at), Ok(()));
     }
 }

@@ -9,10 +9,15 @@
 //! under the secret token) once verified, with nothing stored; Zoom repeats
 //! it every 72 hours.
 //!
-//! Event key: Zoom documents no event id. `{event}:{event_ts}`, and the
-//! object's `uuid` or `id` when it has one: the event's type, its time
-//! (milliseconds, in the body, not the signature's) and what it is about,
-//! the same on every retry. Event type: `event`.
+//! Event key: Zoom documents no event id. `{event}:{event_ts}`, the
+//! object's `uuid` or `id` when it has one, the participant's
+//! `participant_uuid`, `user_id` or `id` when the event is about one
+//! (`meeting.participant_joined`: two participants joining one meeting in
+//! one millisecond are two events), and the first 32 hex of the SHA-256 of
+//! the canonical body: the event's type, its time (milliseconds, in the
+//! body, not the signature's), what it is about and its content, the same
+//! on every retry. Two deliveries that differ are two events, never a
+//! collision. Event type: `event`.
 
 use std::{borrow::Cow, time::Duration};
 
@@ -35,7 +40,7 @@ pub const PROPERTIES: Properties = Properties {
         window: Duration::from_secs(2 * 3600),
         source: "an unanswered event is retried 3 times, 5, 20 and 60 minutes apart, about 85 minutes in all (https://developers.zoom.us/blog/webhook-delays); two hours",
     },
-    identity: "`{event}:{event_ts}`, and the object's `uuid` or `id` (no event id is documented)",
+    identity: "`{event}:{event_ts}`, the object's `uuid` or `id`, the participant's, and the hash of the canonical body (no event id is documented)",
     handshake: true,
     batch: false,
     penalty: Penalty {
@@ -90,24 +95,36 @@ fn answer(d: &Delivery<'_>, secret: &Secret) -> Result<String, ParseError> {
     Ok(serde_json::json!({ "plainToken": plain, "encryptedToken": encrypted }).to_string())
 }
 
+/// A JSON id as text (a string that is not empty, or a number).
+fn id_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) if !s.is_empty() => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
 pub fn identify(d: &Delivery<'_>) -> Result<Identity, ParseError> {
     let event: Event<'_> = parse_json(d.body)?;
     let kind = required(event.event.as_deref(), "event")?;
     let at = event.event_ts.ok_or(ParseError::MissingField("event_ts"))?;
-    let object = event
-        .payload
-        .as_ref()
-        .and_then(|p| p.get("object"))
-        .and_then(|o| o.get("uuid").or_else(|| o.get("id")))
-        .and_then(|v| match v {
-            Value::String(s) if !s.is_empty() => Some(s.clone()),
-            Value::Number(n) => Some(n.to_string()),
-            _ => None,
-        });
-    let key = match object {
-        Some(object) => format!("{kind}:{at}:{object}"),
-        None => format!("{kind}:{at}"),
+    let object = event.payload.as_ref().and_then(|p| p.get("object"));
+    let first = |v: Option<&Value>, names: &[&str]| {
+        v.and_then(|v| names.iter().find_map(|n| v.get(*n).and_then(id_text)))
     };
+    let mut key = format!("{kind}:{at}");
+    if let Some(id) = first(object, &["uuid", "id"]) {
+        key.push(':');
+        key.push_str(&id);
+    }
+    let participant = object.and_then(|o| o.get("participant"));
+    if let Some(id) = first(participant, &["participant_uuid", "user_id", "id"]) {
+        key.push(':');
+        key.push_str(&id);
+    }
+    let canonical = crate::canonical::json(d.body).map_err(ParseError::NotJson)?;
+    key.push(':');
+    key.push_str(&crypto::sha256_hex(canonical.as_bytes())[..32]);
     Ok(Identity {
         event_key: EventKey::parse(&key)?,
         event_type: kind.to_owned(),
@@ -144,7 +161,11 @@ mod tests {
             Err(VerifyError::NoMatch)
         );
         let id = identify(&delivery(&map, body)).unwrap();
-        assert_eq!(id.event_key.as_str(), "meeting.started:1700000000000:u/1==");
+        let hash = &crypto::sha256_hex(crate::canonical::json(body).unwrap().as_bytes())[..32];
+        assert_eq!(
+            id.event_key.as_str(),
+            format!("meeting.started:1700000000000:u/1==:{hash}")
+        );
         assert_eq!(id.event_type, "meeting.started");
     }
 
@@ -167,6 +188,39 @@ mod tests {
                 "plainToken": "qgg8vlvZRS6UYooatFL8Aw",
                 "encryptedToken": "4efea922935c335d972476de138d2208a0d46ab28c79ee592d497a1b216419b8",
             })
+        );
+    }
+
+    /// A `meeting.participant_joined` for `participant` at one instant.
+    fn joined(participant: &str, name: &str) -> String {
+        format!(
+            r#"{{"event":"meeting.participant_joined","event_ts":1700000000000,"payload":{{"account_id":"A1","object":{{"uuid":"u/1==","id":85,"participant":{{"user_id":"{participant}","participant_uuid":"{participant}","user_name":"{name}","join_time":"2023-11-14T22:13:20Z"}}}}}}}}"#
+        )
+    }
+
+    #[test]
+    fn two_participants_joining_in_one_millisecond_are_two_events() {
+        let h = http::HeaderMap::new();
+        let key = |body: String| identify(&delivery(&h, body.as_bytes())).unwrap().event_key;
+        let (ann, bob) = (key(joined("p-1", "Ann")), key(joined("p-2", "Bob")));
+        assert_ne!(ann, bob);
+        assert!(ann.as_str().contains(":p-1"), "{ann}");
+        // The same delivery again, reserialized, is the same event.
+        let again: Value = serde_json::from_str(&joined("p-1", "Ann")).unwrap();
+        assert_eq!(key(serde_json::to_string_pretty(&again).unwrap()), ann);
+    }
+
+    #[test]
+    fn an_event_without_an_id_hashes_its_canonical_body_into_its_key() {
+        let h = http::HeaderMap::new();
+        let key = |body: &[u8]| identify(&delivery(&h, body)).unwrap().event_key;
+        let a = br#"{"event":"recording.completed","event_ts":1700000000000,"payload":{"object":{"uuid":"u/1==","recording_files":[{"id":"r1"}]}}}"#;
+        let b = br#"{"event":"recording.completed","event_ts":1700000000000,"payload":{"object":{"uuid":"u/1==","recording_files":[{"id":"r2"}]}}}"#;
+        assert_ne!(key(a), key(b));
+        let hash = &crypto::sha256_hex(crate::canonical::json(a).unwrap().as_bytes())[..32];
+        assert_eq!(
+            key(a).as_str(),
+            format!("recording.completed:1700000000000:u/1==:{hash}")
         );
     }
 }

@@ -17,31 +17,31 @@ pub const SECRETS: &[(&str, Provider, &str, &str)] = &[
     (
         "ws-42",
         Provider::Retell,
-        "/hookgate/demo/ws-42/retell",
+        "/hookgate/hookgate-demo/ws-42/retell",
         "key_demo_ws42_retell",
     ),
     (
         "ws-42",
         Provider::Stripe,
-        "/hookgate/demo/ws-42/stripe",
+        "/hookgate/hookgate-demo/ws-42/stripe",
         "whsec_demo_ws42_stripe",
     ),
     (
         "ws-7",
         Provider::Retell,
-        "/hookgate/demo/ws-7/retell",
+        "/hookgate/hookgate-demo/ws-7/retell",
         "key_demo_ws7_retell",
     ),
     (
         "ws-7",
         Provider::Twilio,
-        "/hookgate/demo/ws-7/twilio",
+        "/hookgate/hookgate-demo/ws-7/twilio",
         "twilio_demo_ws7_auth_token",
     ),
     (
         "ws-7",
         Provider::Elevenlabs,
-        "/hookgate/demo/ws-7/elevenlabs",
+        "/hookgate/hookgate-demo/ws-7/elevenlabs",
         "wsec_demo_ws7_elevenlabs",
     ),
 ];

@@ -41,6 +41,10 @@ use lambda_http::{RequestExt, request::RequestContext};
 pub struct Ops<E> {
     pub decisions: DecisionsService<E>,
     pub reads: TableReadsService,
+    /// The configuration the functions run with, and the clients its
+    /// secrets are read with (the function's own role): `GET /ops/secrets`.
+    config: Arc<Config>,
+    clients: Clients,
 }
 
 impl<E: EventIngress> Ops<E> {
@@ -49,7 +53,9 @@ impl<E: EventIngress> Ops<E> {
     pub fn wire(config: Arc<Config>, clients: &Clients, ingress: E) -> Result<Self, ConfigError> {
         Ok(Self {
             reads: wiring::table_reads(config.clone(), clients)?,
-            decisions: wiring::decisions(config, clients, ingress)?,
+            decisions: wiring::decisions(config.clone(), clients, ingress)?,
+            config,
+            clients: clients.clone(),
         })
     }
 }
@@ -64,6 +70,7 @@ pub fn router<E: EventIngress + 'static>(ops: Arc<Ops<E>>) -> Router {
         .route(api::REJECT, post(reject::<E>))
         .route(api::RECONCILE, post(reconcile::<E>))
         .route(api::PLAN_CHECK, post(check_plan::<E>))
+        .route(api::SECRETS, get(secrets::<E>))
         .fallback(|| async { error(StatusCode::NOT_FOUND, "no such route") })
         .layer(middleware::from_fn(require_caller))
         .with_state(ops)
@@ -152,8 +159,8 @@ fn body<T: serde::de::DeserializeOwned + Default>(body: &Bytes) -> T {
     serde_json::from_slice(body).unwrap_or_default()
 }
 
-/// The caller's items only: another workspace's are left out (a page may
-/// hold fewer; its token still leads on).
+/// The caller's items only: another workspace's are left out, and a page's
+/// token is built from the caller's items alone.
 async fn list<E: EventIngress>(
     State(ops): State<Arc<Ops<E>>>,
     Extension(caller): Extension<Caller>,
@@ -185,16 +192,17 @@ async fn list<E: EventIngress>(
             Ok(cursor) => cursor.unwrap_or_else(|| Cursor::start(of)),
             Err(e) => return error(StatusCode::BAD_REQUEST, e),
         };
-        return match ops.reads.triage_page(status, class, limit, &cursor).await {
+        // Read in the caller's scope: its token names none of another
+        // workspace's items (docs/iam.md).
+        return match ops
+            .reads
+            .triage_page_for(&caller, status, class, limit, &cursor)
+            .await
+        {
             Ok(page) => answer(
                 StatusCode::OK,
                 Listed {
-                    items: page
-                        .items
-                        .iter()
-                        .filter(|i| mine(i))
-                        .map(|i| i.summary())
-                        .collect(),
+                    items: page.items.iter().map(|i| i.summary()).collect(),
                     next: page.next,
                 },
             ),
@@ -320,4 +328,21 @@ async fn check_plan<E: EventIngress>(
         Ok(()) => answer(StatusCode::OK, PlanChecked { checked: ids.len() }),
         Err(e) => refused(&e),
     }
+}
+
+/// Whether each secret of the configuration the caller may read resolves
+/// with this function's role, read now (a fresh source: no cache, no
+/// backoff): yes or no and the store's error, never a value. A limited
+/// caller sees its workspaces' references only; a destination's token,
+/// which no workspace owns, only a caller who reads every workspace.
+async fn secrets<E: EventIngress>(
+    State(ops): State<Arc<Ops<E>>>,
+    Extension(caller): Extension<Caller>,
+) -> Response {
+    let source = ops.clients.secrets(&ops.config);
+    let resolved = api::secrets_resolved(&ops.config, &source, |workspace| {
+        ops.reads.may_read(&caller, workspace)
+    })
+    .await;
+    answer(StatusCode::OK, resolved)
 }

@@ -58,6 +58,7 @@ pub async fn inbox_store_contract<S: InboxStore + SweepMarks + 'static>(store: A
     stranded_shares_the_limit_among_the_partitions(&*store, ns).await;
     a_requeued_record_is_out_of_reach_until_a_cut_passes_its_mark(&*store, ns).await;
     discard_and_dispatch_marks(&*store, ns).await;
+    a_hold_keeps_a_live_record_and_never_shortens_or_revives_one(&*store, ns).await;
     concurrent_first_deliveries_make_one_new(store, ns).await;
 }
 
@@ -442,6 +443,77 @@ async fn a_requeued_record_is_out_of_reach_until_a_cut_passes_its_mark(
     // Absent: not marked, not created.
     let absent = pk(ns, "mark-absent");
     assert!(!store.mark_requeued(&absent, far, far).await.unwrap());
+    assert_eq!(store.get(&absent).await.unwrap(), None);
+}
+
+/// Issue 40: work held for a decision keeps its event for the hold
+/// window (`keep_until`), later only, and a held record so kept is still
+/// re-opened by its decision after its own TTL passed.
+async fn a_hold_keeps_a_live_record_and_never_shortens_or_revives_one(
+    store: &impl InboxStore,
+    ns: &str,
+) {
+    let hold = Duration::from_secs(28 * 86_400);
+    let record = first(ns, "kept", "{}", true, T0);
+    store.upsert(&record, T0).await.unwrap();
+    let at = T0.plus(Duration::from_secs(10));
+    store
+        .keep_until(&record.pk, at, at.plus(hold))
+        .await
+        .unwrap();
+    store
+        .settle(&record.pk, InboxStatus::Held, Some("dead-lettered"), None)
+        .await
+        .unwrap();
+    let held = store.get(&record.pk).await.unwrap().unwrap();
+    assert_eq!(
+        (held.status, held.expires_at.as_secs()),
+        (InboxStatus::Held, at.plus(hold).as_secs()),
+        "kept for the hold window from the hold; nothing else changed"
+    );
+    assert_eq!(
+        (
+            held.payload_sha256.as_str(),
+            held.delivery_count,
+            held.reopens
+        ),
+        (record.payload_sha256.as_str(), 1, 0)
+    );
+    // Never shortened: an earlier time leaves it.
+    store
+        .keep_until(&record.pk, at, at.plus(TTL))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.get(&record.pk).await.unwrap().unwrap().expires_at,
+        held.expires_at
+    );
+    // Past its own TTL, within the hold: its decision re-opens it.
+    let late = T0.plus(TTL).plus(Duration::from_secs(3_600));
+    assert!(
+        store
+            .reopen(&record.pk, late, late.plus(TTL), Reopener::Event("item-k"))
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store.get(&record.pk).await.unwrap().unwrap().status,
+        InboxStatus::Received
+    );
+    // An expired record is not revived, and an absent one not created.
+    let expired = first(ns, "kept-expired", "{}", true, T0);
+    store.upsert(&expired, T0).await.unwrap();
+    let after = T0.plus(TTL).plus(Duration::from_secs(1));
+    store
+        .keep_until(&expired.pk, after, after.plus(hold))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.get(&expired.pk).await.unwrap().unwrap().expires_at,
+        expired.expires_at
+    );
+    let absent = pk(ns, "kept-absent");
+    store.keep_until(&absent, T0, T0.plus(hold)).await.unwrap();
     assert_eq!(store.get(&absent).await.unwrap(), None);
 }
 

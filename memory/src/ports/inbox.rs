@@ -231,6 +231,25 @@ impl InboxStore for MemoryInbox {
         Ok(())
     }
 
+    async fn keep_until(
+        &self,
+        pk: &InboxPk,
+        now: Timestamp,
+        until: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.write_refused()?;
+        let until = Timestamp::from_secs(until.as_secs());
+        self.with(|records| {
+            if let Some(r) = records
+                .get_mut(pk)
+                .filter(|r| r.expires_at.as_secs() > now.as_secs())
+            {
+                r.expires_at = r.expires_at.max(until);
+            }
+        });
+        Ok(())
+    }
+
     async fn discard(&self, pk: &InboxPk, reason: &str) -> Result<(), StoreError> {
         self.write_refused()?;
         self.with(|records| {

@@ -11,7 +11,7 @@ use hookgate_core::{
     Provider, Timestamp, WorkspaceId,
     hold::Holder,
     page::{Cursor, Page},
-    ports::{Alerts, Filed, StoreError, TriageReads, TriageStore},
+    ports::{Alerts, Filed, HeldBefore, StoreError, TriageReads, TriageStore},
     streak::FailureStreaks,
     triage::{TriageItem, TriageStatus},
 };
@@ -133,6 +133,20 @@ impl TriageReads for MemoryTriage {
             |i| i.id.clone(),
             |i| i.first_seen.as_millis(),
         ))
+    }
+}
+
+impl HeldBefore for MemoryTriage {
+    async fn seen_before(
+        &self,
+        status: TriageStatus,
+        before: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<TriageItem>, StoreError> {
+        let mut listed = self.list(status).await?;
+        listed.retain(|i| i.first_seen < before);
+        listed.truncate(limit);
+        Ok(listed)
     }
 }
 

@@ -293,6 +293,15 @@ impl<T: InboxStore> InboxStore for Faulty<T> {
         faulted!(self, self.inner.settle(pk, status, reason, read).await)
     }
 
+    async fn keep_until(
+        &self,
+        pk: &InboxPk,
+        now: Timestamp,
+        until: Timestamp,
+    ) -> Result<(), StoreError> {
+        faulted!(self, self.inner.keep_until(pk, now, until).await)
+    }
+
     async fn discard(&self, pk: &InboxPk, reason: &str) -> Result<(), StoreError> {
         faulted!(self, self.inner.discard(pk, reason).await)
     }

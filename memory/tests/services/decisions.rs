@@ -1063,7 +1063,12 @@ async fn an_event_re_opened_past_the_ledger_retention_looks_its_done_action_up_f
         text.replace(
             "table = \"inbox\"",
             &format!("table = \"inbox\"\nttl_secs = {}", 8 * day),
-        ) + &format!("\n[actions]\nretention_secs = {}\n", 16 * day)
+        ) + &format!(
+            "\n[actions]\nretention_secs = {}\n[triage]\nhold_window_secs = {}\n\
+             hold_notice_secs = {day}\n",
+            16 * day,
+            8 * day
+        )
     });
     let m = Memory {
         crm: crate::support::ScriptedCrm {

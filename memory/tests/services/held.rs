@@ -690,3 +690,165 @@ async fn a_failure_left_approved_is_not_rejected_while_a_dead_letter_holds_its_e
     );
     assert_eq!(item_status(&m, &failed.id).await, TriageStatus::Approved);
 }
+
+/// The tests' configuration with the inbox TTL at the template's least
+/// (`InboxTtlSeconds` 7200): a record lives two hours from its receipt.
+fn short_ttl() -> Arc<Config> {
+    config_with(|text| text.replace("table = \"inbox\"", "table = \"inbox\"\nttl_secs = 7200"))
+}
+
+/// 28 days: the default hold window (config/hookgate.example.toml).
+const HOLD_WINDOW: u64 = 28 * 86_400;
+
+#[tokio::test]
+async fn a_held_event_is_approved_past_its_ttl_within_the_hold_window() {
+    // Issue 40: settling an event HELD kept its two-hour TTL, and its
+    // approval three hours later was refused as expired: the work was
+    // never done although nobody rejected it.
+    let m = Memory::with_config(short_ttl());
+    post(&m.ingress(), &analyzed("hw1"), SECRET).await;
+    m.crm
+        .then(Err(DestinationError::Retryable("HTTP 503".into())));
+    let run = m.worker().process(&message("hw1"), "m1:1", NOW).await;
+    assert!(matches!(run, MessageOutcome::Retry(_)), "{run:?}");
+    let letter = DeadLetter {
+        source: TriageSource::ActionDlq,
+        message_id: "dlq-hw1",
+        body: &message("hw1"),
+        attributes: json!({"ApproximateReceiveCount": "5"}),
+    };
+    m.triager().triage(&letter, at(10)).await.unwrap();
+    let held = m.inbox.get(&pk("hw1")).await.unwrap().unwrap();
+    assert_eq!(
+        (held.status, held.expires_at.as_secs()),
+        (InboxStatus::Held, at(10 + HOLD_WINDOW).as_secs()),
+        "held for the hold window from the hold"
+    );
+    let item = m.triage.items().pop().unwrap();
+    let done = m
+        .approvals()
+        .approve(&item.id, "ana", "fixed", at(3 * 3_600))
+        .await;
+    assert!(
+        matches!(done, Ok(Reinjected::Queued { .. })),
+        "approved after the TTL, within the hold window: {done:?}"
+    );
+    let reopened = m.inbox.get(&pk("hw1")).await.unwrap().unwrap();
+    assert_eq!(reopened.status, InboxStatus::Received);
+    assert_eq!(item_status(&m, &item.id).await, TriageStatus::Reinjected);
+}
+
+#[tokio::test]
+async fn a_held_event_is_refused_once_its_hold_window_has_passed() {
+    let m = Memory::with_config(short_ttl());
+    post(&m.ingress(), &analyzed("hw2"), SECRET).await;
+    m.crm
+        .then(Err(DestinationError::Retryable("HTTP 503".into())));
+    m.worker().process(&message("hw2"), "m1:1", NOW).await;
+    let letter = DeadLetter {
+        source: TriageSource::ActionDlq,
+        message_id: "dlq-hw2",
+        body: &message("hw2"),
+        attributes: json!({"ApproximateReceiveCount": "5"}),
+    };
+    m.triager().triage(&letter, at(10)).await.unwrap();
+    let item = m.triage.items().pop().unwrap();
+    let late = m
+        .approvals()
+        .approve(&item.id, "ana", "too late", at(10 + HOLD_WINDOW))
+        .await;
+    assert_eq!(late, Err(ApprovalError::Expired(pk("hw2").to_string())));
+    assert_eq!(item_status(&m, &item.id).await, TriageStatus::Held);
+}
+
+#[tokio::test]
+async fn a_failed_actions_approval_past_the_events_ttl_within_the_hold_window_re_runs_it() {
+    // The worker's own hold: the action FAILED and held, its event settled
+    // PROCESSED. The event's record must outlive the TTL as a HELD one
+    // does, or the failure's approval is refused as expired.
+    let m = Memory::with_config(short_ttl());
+    post(&m.ingress(), &analyzed("hw3"), SECRET).await;
+    m.crm
+        .then(Err(DestinationError::Permanent("HTTP 422".into())));
+    let run = m.worker().process(&message("hw3"), "m1:1", NOW).await;
+    assert_eq!(run, MessageOutcome::Done("1 action(s) settled".into()));
+    let record = m.inbox.get(&pk("hw3")).await.unwrap().unwrap();
+    assert_eq!(
+        (record.status, record.expires_at.as_secs()),
+        (
+            InboxStatus::Processed,
+            NOW.plus(Duration::from_secs(HOLD_WINDOW)).as_secs()
+        )
+    );
+    let item = m.triage.items().pop().unwrap();
+    let done = m
+        .approvals()
+        .approve(&item.id, "ana", "fixed", at(3 * 3_600))
+        .await;
+    assert!(matches!(done, Ok(Reinjected::Queued { .. })), "{done:?}");
+    assert_eq!(
+        m.inbox.get(&pk("hw3")).await.unwrap().unwrap().status,
+        InboxStatus::Received
+    );
+}
+
+#[tokio::test]
+async fn held_work_nearing_its_deadline_is_counted_for_its_alarm_until_decided() {
+    use hookgate_core::{
+        deadline::{DeadlineReport, Deadlines},
+        ports::{MetricReads, Series},
+    };
+    let m = Memory::with_config(short_ttl());
+    post(&m.ingress(), &analyzed("hw4"), SECRET).await;
+    m.crm
+        .then(Err(DestinationError::Retryable("HTTP 503".into())));
+    m.worker().process(&message("hw4"), "m1:1", NOW).await;
+    let letter = DeadLetter {
+        source: TriageSource::ActionDlq,
+        message_id: "dlq-hw4",
+        body: &message("hw4"),
+        attributes: json!({"ApproximateReceiveCount": "5"}),
+    };
+    m.triager().triage(&letter, at(10)).await.unwrap();
+    let deadlines = Deadlines::new(m.triage.clone(), m.inbox.clone(), &m.config);
+    let week = 7 * 86_400;
+    // Three weeks on: a week and more to go, not counted.
+    let early = at(10 + HOLD_WINDOW - week - 1);
+    assert_eq!(
+        deadlines.run(early).await.unwrap(),
+        DeadlineReport::default()
+    );
+    // Within the week's notice: counted, and emitted for the alarm.
+    let near = at(10 + HOLD_WINDOW - week + 60);
+    assert_eq!(
+        deadlines.run(near).await.unwrap(),
+        DeadlineReport { near: 1, past: 0 }
+    );
+    let sums = m
+        .metrics
+        .sums(
+            &[Series::service("HeldNearDeadline")],
+            early,
+            near.plus(Duration::from_secs(1)),
+            Duration::from_secs(3_600),
+        )
+        .await
+        .unwrap();
+    let values: Vec<f64> = sums[0].iter().map(|(_, v)| *v).collect();
+    assert_eq!(values.iter().sum::<f64>(), 1.0, "{sums:?}");
+    // Past it: still counted (it can only be rejected now) until decided.
+    let past = at(10 + HOLD_WINDOW);
+    assert_eq!(
+        deadlines.run(past).await.unwrap(),
+        DeadlineReport { near: 0, past: 1 }
+    );
+    let item = m.triage.items().pop().unwrap();
+    m.approvals()
+        .reject(&item.id, "ana", "too late", past)
+        .await
+        .unwrap();
+    assert_eq!(
+        deadlines.run(past).await.unwrap(),
+        DeadlineReport::default()
+    );
+}

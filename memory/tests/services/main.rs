@@ -9,6 +9,7 @@ mod held;
 mod operator;
 mod pipeline;
 mod refusals;
+mod replays;
 mod streak;
 mod support;
 mod sweep;

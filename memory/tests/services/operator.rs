@@ -567,3 +567,102 @@ async fn each_page_shows_the_state_it_is_given_and_markup_from_senders_as_text()
         "only an UNCERTAIN action is reconciled"
     );
 }
+
+/// A held item of `workspace`, first seen at `at(secs)`.
+fn held_item(id: &str, workspace: &str, secs: u64) -> TriageItem {
+    TriageItem {
+        id: id.to_owned(),
+        class: TriageClass::DownstreamOutage,
+        status: TriageStatus::Held,
+        source: TriageSource::ActionDlq,
+        workspace: Some(workspace.to_owned()),
+        destination: None,
+        inbox_pk: None,
+        evidence: Default::default(),
+        original_body: String::new(),
+        original_attributes: "{}".into(),
+        first_seen: at(secs),
+        last_seen: at(secs),
+        decided_by: None,
+        decided_at: None,
+        reason: None,
+    }
+}
+
+#[tokio::test]
+async fn a_limited_callers_page_tokens_carry_nothing_of_another_workspace() {
+    // Issue 40: a caller limited to ws-1 was handed tokens that carried the
+    // ids and times of ws-2's items (the page's position in each shard),
+    // which docs/iam.md says cannot be probed.
+    use base64::Engine;
+    use hookgate_core::page::{Cursor, triage_list};
+    let m = Memory::with_config(config_with(|text| {
+        format!(
+            "{text}\n[[ops.deciders]]\nprincipal = \"{ANA}\"\nworkspaces = [\"ws-1\"]\n\
+             [[ops.deciders]]\nprincipal = \"arn:aws:iam::123456789012:user/admin\"\nworkspaces = [\"*\"]\n"
+        )
+    }));
+    // ws-2's items among ws-1's, in one time order, over many shards.
+    let mut mine = Vec::new();
+    let mut theirs = Vec::new();
+    for i in 0..40u64 {
+        let (workspace, list) = if i % 3 == 0 {
+            ("ws-1", &mut mine)
+        } else {
+            ("ws-2", &mut theirs)
+        };
+        let item = held_item(&format!("it-{i}"), workspace, 100 + i);
+        m.triage.file(&item).await.unwrap();
+        list.push(item);
+    }
+    let (reads, _) = surfaces(&m);
+    let walk = |who: Caller, limit: usize| {
+        let reads = &reads;
+        async move {
+            let of = triage_list(TriageStatus::Held);
+            let mut cursor = Cursor::start(of.clone());
+            let (mut seen, mut tokens) = (Vec::new(), Vec::new());
+            for _ in 0..100 {
+                let page = reads
+                    .triage_page_for(&who, TriageStatus::Held, None, limit, &cursor)
+                    .await
+                    .unwrap();
+                seen.extend(page.items.iter().map(|i| i.id.clone()));
+                let Some(token) = page.next else {
+                    return (seen, tokens);
+                };
+                cursor = Cursor::parse(&token, &of).unwrap();
+                tokens.push(token);
+            }
+            panic!("the walk never ended: {seen:?}");
+        }
+    };
+    let (seen, tokens) = walk(caller(ANA), 3).await;
+    let ids = |items: &[TriageItem]| items.iter().map(|i| i.id.clone()).collect::<Vec<_>>();
+    assert_eq!(seen, ids(&mine), "each of its items once, in order");
+    assert!(!tokens.is_empty());
+    for token in &tokens {
+        let text = String::from_utf8(
+            base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(token)
+                .unwrap(),
+        )
+        .unwrap();
+        for other in &theirs {
+            assert!(
+                !text.contains(&format!("\"{}\"", other.id))
+                    && !text.contains(&other.first_seen.as_millis().to_string()),
+                "a token names ws-2's {} ({}): {text}",
+                other.id,
+                other.first_seen.as_millis()
+            );
+        }
+    }
+    // A caller of every workspace walks every item, as before.
+    let admin = caller("arn:aws:iam::123456789012:user/admin");
+    let (all, _) = walk(admin, 7).await;
+    let mut every = ids(&mine);
+    every.extend(ids(&theirs));
+    every.sort_by_key(|id| id[3..].parse::<u32>().unwrap());
+    assert_eq!(all, every);
+}

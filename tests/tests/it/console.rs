@@ -2,8 +2,10 @@
 //! tables and queues and the simulated CRM: an outage is held and shown, the
 //! operator approves the previewed plan and the CRM ends with one task per
 //! action; a reject is shown and sticks; a forged cross-site POST, a stale
-//! token and a rebound host name change nothing. The screenshots in
-//! docs/operations.md are taken by this test.
+//! token and a rebound host name change nothing. It takes the screenshots
+//! docs/operations.md shows, into target/screenshots/ (a test run writes no
+//! tracked file); `make docs-img` runs it with HOOKGATE_SCREENSHOTS=docs/img
+//! to refresh them.
 
 use std::time::Duration;
 
@@ -94,10 +96,15 @@ pub(crate) async fn serve(ops: Ops) -> Served {
     }
 }
 
+/// Where a screenshot goes: `HOOKGATE_SCREENSHOTS` (`make docs-img` sets
+/// docs/img), else target/screenshots/.
 fn screenshot(name: &str) -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../docs/img")
-        .join(name)
+    let dir = std::env::var_os("HOOKGATE_SCREENSHOTS").map_or_else(
+        || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/screenshots"),
+        std::path::PathBuf::from,
+    );
+    std::fs::create_dir_all(&dir).expect("the screenshots' folder");
+    dir.join(name)
 }
 
 #[tokio::test]

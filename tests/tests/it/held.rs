@@ -101,3 +101,41 @@ async fn a_rejected_event_is_never_performed() {
         TriageStatus::Discarded
     );
 }
+
+#[tokio::test]
+async fn held_work_nearing_its_deadline_is_counted_by_the_sweep_for_its_alarm() {
+    // Issue 40: a hold keeps its event for the hold window, and the sweep
+    // (its own role's clients) counts the held items near their deadline.
+    let p = Pipeline::new("h-deadline").await;
+    let id = dead_lettered(&p, "call_h9", "cb-h9").await;
+    let pk = "ws-1#retell#call_analyzed:call_h9";
+    let record = p.stack.record(pk).await.unwrap();
+    let item = p.triage.get(&id).await.unwrap().unwrap();
+    let config = &p.stack.config;
+    assert_eq!(record.status, InboxStatus::Held);
+    assert!(
+        record.expires_at.as_secs() >= item.first_seen.plus(config.hold_window).as_secs() - 1,
+        "kept for the hold window: {record:?}"
+    );
+    let aws = hookgate_tests::emulator::Emulator::shared()
+        .function_config("sweep")
+        .await;
+    let deadlines = hookgate_adapters::wiring::deadlines(
+        config,
+        &hookgate_adapters::wiring::Clients::new(&aws),
+    )
+    .unwrap();
+    let report = deadlines.run(Timestamp::now()).await.unwrap();
+    assert_eq!((report.near, report.past), (0, 0), "weeks to go");
+    // An hour into the notice before its deadline.
+    let notice = i64::try_from(config.hold_notice.as_millis()).unwrap();
+    let near = Timestamp::from_millis(record.expires_at.as_millis() - notice + 3_600_000);
+    let report = deadlines.run(near).await.unwrap();
+    assert_eq!((report.near, report.past), (1, 0));
+    assert!(
+        hookgate_tests::metrics::lines()
+            .iter()
+            .any(|l| l["HeldNearDeadline"] == 1.0 && l["service"].is_string()),
+        "counted for the alarm"
+    );
+}

@@ -808,10 +808,13 @@ fn doctor_check(verdict: &hookgate_cli::ops::Output, check: &str) -> (bool, Stri
 }
 
 #[tokio::test]
-async fn doctor_lists_the_secret_references_that_do_not_resolve_by_name_never_by_value() {
+async fn doctor_names_the_secrets_missing_or_unresolvable_by_reference_and_reads_no_value() {
     // Red team N6: deploy first, create secrets after; doctor says which
     // are still missing, webhook secrets and destination tokens alike.
-    let p = Pipeline::new("o-docsecrets").await;
+    // Issue 40: it learns that each exists from the stores' metadata with the
+    // operator's credentials (which may read no value: the IAM check holds
+    // every call here against the operator policies), and that each resolves
+    // from the ops API, which reads it with the functions' grants.
     let aws = hookgate_tests::emulator::Emulator::shared()
         .sdk_config()
         .await;
@@ -834,57 +837,84 @@ async fn doctor_lists_the_secret_references_that_do_not_resolve_by_name_never_by
     let later = format!("/hookgate/test-{pid}/doctor-later");
     let crm = format!("hookgate/test-{pid}/doctor-crm");
     put(there.clone(), "value_doctor_there").await;
-    let extra = format!(
-        r#"
-        [workspaces.ws-2.retell]
-        secrets = ["ssm:{there}", "ssm:{later}"]
-        [destinations.crm]
-        kind = "http"
-        base_url = "https://crm.example.test"
-        auth = "secretsmanager:{crm}#token"
-        "#
-    );
-    let ops = Ops::connect(
-        doctor_config_with(&p, 172_920, 86_400, &extra),
-        &operator().await,
-        None,
+    let p = Pipeline::with_config(
+        "o-docsecrets",
+        &format!(
+            r#"
+            [workspaces.ws-6.retell]
+            secrets = ["ssm:{there}", "ssm:{later}"]
+            [destinations.crm-doctor]
+            kind = "http"
+            base_url = "https://crm.example.test"
+            auth = "secretsmanager:{crm}#token"
+            "#
+        ),
     )
-    .unwrap();
-    let check = "secret references resolve";
+    .await;
+    let ops = crate::operator_ops_as(&p, &operator().await).await;
+    let (exist, resolve) = (
+        hookgate_core::doctor::SECRETS_EXIST_CHECK,
+        hookgate_core::doctor::SECRETS_RESOLVE_CHECK,
+    );
 
     let verdict = ops.doctor(None, None, None).await.unwrap();
     show("doctor   # two secrets not created yet", &verdict);
     assert_eq!(verdict.code, exit::FAILED);
-    let (ok, message) = doctor_check(&verdict, check);
-    assert!(!ok, "{message}");
-    assert!(
-        message.contains(&format!("ssm:{later} (workspace ws-2 retell)")),
-        "{message}"
-    );
-    assert!(
-        message.contains(&format!(
-            "secretsmanager:{crm}#token (destination crm auth)"
-        )),
-        "{message}"
-    );
-    assert!(!message.contains(&there), "only the missing: {message}");
+    for check in [exist, resolve] {
+        let (ok, message) = doctor_check(&verdict, check);
+        assert!(!ok, "{check}: {message}");
+        assert!(
+            message.contains(&format!("ssm:{later} (workspace ws-6 retell)")),
+            "{check}: {message}"
+        );
+        assert!(
+            message.contains(&format!(
+                "secretsmanager:{crm}#token (destination crm-doctor auth)"
+            )),
+            "{check}: {message}"
+        );
+        assert!(!message.contains(&there), "only the missing: {message}");
+    }
     assert!(
         !verdict.text.contains("value_doctor_there"),
         "never a value"
     );
 
     put(later, "value_doctor_later").await;
-    aws_sdk_secretsmanager::Client::new(&aws)
+    let secrets = aws_sdk_secretsmanager::Client::new(&aws);
+    secrets
         .create_secret()
         .name(&crm)
+        .secret_string(r#"{"other":"value_doctor_crm"}"#)
+        .send()
+        .await
+        .unwrap();
+    // The secret exists, but not its key: only the functions' read shows it.
+    let verdict = ops.doctor(None, None, None).await.unwrap();
+    show("doctor   # created, the CRM's without its key", &verdict);
+    assert!(doctor_check(&verdict, exist).0);
+    let (ok, message) = doctor_check(&verdict, resolve);
+    assert!(!ok, "{message}");
+    assert!(
+        message.contains(&format!(
+            "secretsmanager:{crm}#token (destination crm-doctor auth)"
+        )),
+        "{message}"
+    );
+
+    secrets
+        .put_secret_value()
+        .secret_id(&crm)
         .secret_string(r#"{"token":"value_doctor_crm"}"#)
         .send()
         .await
         .unwrap();
     let verdict = ops.doctor(None, None, None).await.unwrap();
     show("doctor   # created", &verdict);
-    let (ok, message) = doctor_check(&verdict, check);
-    assert!(ok, "{message}");
+    for check in [exist, resolve] {
+        let (ok, message) = doctor_check(&verdict, check);
+        assert!(ok, "{check}: {message}");
+    }
     for value in [
         "value_doctor_there",
         "value_doctor_later",

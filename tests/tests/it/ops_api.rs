@@ -421,3 +421,94 @@ async fn a_decider_limited_to_one_workspace_is_refused_elsewhere_and_recorded_al
     let _ = console.stop.send(());
     console.serving.await.unwrap().unwrap();
 }
+
+#[tokio::test]
+async fn the_secrets_route_answers_yes_or_no_with_the_functions_role_scoped_to_the_caller() {
+    // Issue 40: doctor's second secrets check. The ops function reads each
+    // reference of its configuration with its own role and answers whether
+    // it resolved, never the value; a caller limited to ws-8 hears of ws-8's
+    // references only, and of no destination's token.
+    let aws = Emulator::shared().sdk_config().await;
+    let pid = std::process::id();
+    let there = format!("/hookgate/test-{pid}/route-there");
+    let missing = format!("/hookgate/test-{pid}/route-missing");
+    let crm = format!("hookgate/test-{pid}/route-crm");
+    aws_sdk_ssm::Client::new(&aws)
+        .put_parameter()
+        .name(&there)
+        .value("value_route_there")
+        .r#type(aws_sdk_ssm::types::ParameterType::SecureString)
+        .overwrite(true)
+        .send()
+        .await
+        .unwrap();
+    let p = Pipeline::with_config(
+        "t-secrets",
+        &format!(
+            "[[ops.deciders]]\nprincipal = \"arn:aws:sts::123456789012:assumed-role/reader-all/*\"\n\
+             workspaces = [\"*\"]\n\n\
+             [[ops.deciders]]\nprincipal = \"arn:aws:sts::123456789012:assumed-role/reader-ws8/*\"\n\
+             workspaces = [\"ws-8\"]\n\n\
+             [workspaces.ws-8.retell]\nsecrets = [\"ssm:{there}\"]\n\n\
+             [workspaces.ws-9.retell]\nsecrets = [\"ssm:{missing}\"]\n\n\
+             [destinations.crm-route]\nkind = \"http\"\nbase_url = \"https://crm.example.test\"\n\
+             auth = \"secretsmanager:{crm}#token\"\n"
+        ),
+    )
+    .await;
+    let front = crate::ops_front(&p).await;
+    let client = |aws: SdkConfig| {
+        ApiDecisions::new(&front.url, &aws)
+            .unwrap()
+            .with_pause(0.01)
+    };
+    let all = client(assumed("reader-all", "root").await);
+    let limited = client(assumed("reader-ws8", "alice").await);
+    let table = |answers: Vec<hookgate_operator::api::SecretResolved>| {
+        answers
+            .into_iter()
+            .map(|a| (a.reference, a.missing, a.error.is_some()))
+            .collect::<Vec<_>>()
+    };
+
+    let answered = all.secrets_resolved().await.unwrap();
+    assert!(
+        !serde_json::to_string(&answered)
+            .unwrap()
+            .contains("value_route"),
+        "never a value"
+    );
+    assert_eq!(
+        table(answered),
+        [
+            (format!("ssm:{there}"), false, false),
+            (format!("ssm:{missing}"), true, false),
+            (format!("secretsmanager:{crm}#token"), true, false),
+        ]
+    );
+    assert_eq!(
+        table(limited.secrets_resolved().await.unwrap()),
+        [(format!("ssm:{there}"), false, false)],
+        "another workspace's references and a destination's token are out of scope"
+    );
+
+    aws_sdk_secretsmanager::Client::new(&aws)
+        .create_secret()
+        .name(&crm)
+        .secret_string(r#"{"token":"value_route_crm"}"#)
+        .send()
+        .await
+        .unwrap();
+    let answered = all.secrets_resolved().await.unwrap();
+    assert!(
+        !serde_json::to_string(&answered)
+            .unwrap()
+            .contains("value_route"),
+        "never a value"
+    );
+    assert_eq!(
+        table(answered)[2],
+        (format!("secretsmanager:{crm}#token"), false, false),
+        "read now: created since the last answer"
+    );
+}
