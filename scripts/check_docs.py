@@ -6,7 +6,9 @@ every repository path the Markdown or a source comment quotes in backticks
 (`memory/tests/sim.rs`, `scripts/`) exists, unless git ignores it (a file
 the tools write, such as `config/deploy/hookgate.toml`), and docs/local.md's
 table of the local stack's outputs lists what `LOCAL_OUTPUTS` in
-scripts/provision.py holds, no more and no less."""
+scripts/provision.py holds, no more and no less, and every template
+parameter's default the Markdown quotes (`Name` followed by a number, or by
+"default" and a number) is the template's."""
 
 import ast
 import pathlib
@@ -82,6 +84,42 @@ def tracked():
     return [ROOT / line for line in out.splitlines() if (ROOT / line).is_file()]
 
 
+TEMPLATE = "infra/template.yaml"
+# A parameter and the number quoted right after it: `Name` 5, `Name` **1,000**,
+# `Name`, default **5**.
+QUOTED_DEFAULT = r"`{name}`,?\s+(?:default\s+)?\**(\d[\d,]*(?:\.\d+)?)\b"
+
+
+def parameter_defaults():
+    """The template's parameters with a numeric Default: name -> the number's text."""
+    text = (ROOT / TEMPLATE).read_text(encoding="utf-8")
+    section = text.split("\nParameters:\n", 1)[1]
+    section = re.split(r"\n[A-Z][A-Za-z]*:\n", section, maxsplit=1)[0]
+    out = {}
+    for name, body in re.findall(r"^  ([A-Za-z0-9]+):\n((?:    .*\n)+)", section, re.M):
+        default = re.search(r"^    Default: \"?(-?\d+(?:\.\d+)?)\"?\s*$", body, re.M)
+        if default:
+            out[name] = default.group(1)
+    return out
+
+
+def quoted_default_problems(files):
+    """Each number the Markdown quotes right after a parameter, held to its default."""
+    defaults = parameter_defaults()
+    problems = []
+    for path in files:
+        if path.suffix != ".md" or "node_modules" in path.parts:
+            continue
+        text = path.read_text(encoding="utf-8")
+        for name, default in defaults.items():
+            for m in re.finditer(QUOTED_DEFAULT.format(name=name), text):
+                if m.group(1).replace(",", "") != default:
+                    line = text.count("\n", 0, m.start()) + 1
+                    problems.append(f"{path.relative_to(ROOT)}:{line}: quotes `{name}` as "
+                                    f"{m.group(1)}; the template's default is {default}")
+    return problems
+
+
 def main():
     problems = []
     readme_lines = len((ROOT / "README.md").read_text().splitlines())
@@ -90,6 +128,7 @@ def main():
     problems += local_outputs_problems()
     files = tracked()
     tops = {p.relative_to(ROOT).parts[0] for p in files if len(p.relative_to(ROOT).parts) > 1}
+    problems += quoted_default_problems(files)
     for path in files:
         rel = path.relative_to(ROOT)
         if (path.suffix in SOURCE_SUFFIXES or path.suffix == ".md" or path.name == "Makefile") \
@@ -114,7 +153,8 @@ def main():
     if problems:
         sys.exit(1)
     print(f"docs-check ok: README {readme_lines} lines; links and named documents resolve "
-          f"across {len(files)} files; {LOCAL_OUTPUTS_DOC} lists the local stack's outputs")
+          f"across {len(files)} files; {LOCAL_OUTPUTS_DOC} lists the local stack's outputs; "
+          f"the parameter defaults quoted are the template's")
 
 
 

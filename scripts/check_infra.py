@@ -13,6 +13,10 @@ problem) unless:
 - every alarm notifies the alert topic; every alarm in namespace `hookgate`
   watches the `[service]` series (Dimensions = service: the stack's name);
   every required failure class has an alarm (FAILURE_CLASSES below);
+- every function API Gateway invokes (a Lambda permission for
+  apigateway.amazonaws.com) times out at least API_MARGIN seconds below the
+  HTTP API's 30-second integration limit: otherwise the API can answer 503
+  while the function still decides, and the client sends the decision again;
 - each SQS event source's queue has a visibility timeout of at least six times
   its function's timeout (default parameters), and a redrive policy;
 - every resource-policy statement (queue, topic, Lambda permission) granting a
@@ -37,12 +41,19 @@ problem) unless:
   (`${AWS::URLSuffix}` works in every partition);
 - MaxReceiveCount is bounded as SQS bounds it (1-1000), SecretsKmsKeyArn and
   AlarmEmail carry patterns their defaults satisfy;
-- against infra/released-tables.json: no table's KeySchema changes, no index
-  changes its KeySchema or Projection under the same IndexName, and at most
-  one index per table is added or removed in one update.
+- against infra/released-tables.json: no table's KeySchema, TableName, key
+  attribute types, local indexes or TTL attribute changes, no index changes
+  its KeySchema or Projection under the same IndexName, and at most one index
+  per table is added or removed in one update;
+- no account-global name (ACCOUNT_GLOBAL: a dashboard, a role, ...) lacks
+  ${AWS::Region}; no `arn:aws:` in the template or in a Rust source outside
+  its tests; the queues of undecided work are RetainExceptOnCreate, the tables
+  Retain; the config layer's old versions are deleted; the webhook URL uses
+  the optional custom domain (CustomDomainName) when one is set.
 
 `max_stack_name(template)` is the longest stack name every physical name of
-the template fits (scripts/deploy_params.py refuses longer ones).
+the template fits, the names CloudFormation generates unshortened
+(scripts/deploy_params.py refuses longer ones).
 """
 
 import argparse
@@ -84,6 +95,32 @@ NAME_LIMITS = {
 # Resource types that hold data or undecided work: each states both policies.
 STATEFUL = ("AWS::DynamoDB::Table", "AWS::SQS::Queue", "AWS::Logs::LogGroup")
 RETAIN = {"DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain"}
+# A queue of undecided work is kept by a stack delete and a replacing update,
+# but deleted when the stack's first create rolls back (it never held a
+# letter). A table is not: deletion protection refuses the rollback's
+# DeleteTable (DynamoDB developer guide, "Using deletion protection"), which
+# would leave the stack ROLLBACK_FAILED; it stays Retain, and
+# docs/deploy.md, "A failed first deploy", says how to remove what is left.
+RETAIN_QUEUE = {"DeletionPolicy": "RetainExceptOnCreate", "UpdateReplacePolicy": "Retain"}
+# Resource types whose names are unique in the account across every Region
+# (or across AWS): a name of one must carry ${AWS::Region} too, or be left to
+# CloudFormation, or a stack of the same name in a second Region fails CREATE.
+ACCOUNT_GLOBAL = {
+    "AWS::CloudWatch::Dashboard": "DashboardName",
+    "AWS::IAM::Role": "RoleName",
+    "AWS::IAM::ManagedPolicy": "ManagedPolicyName",
+    "AWS::IAM::User": "UserName",
+    "AWS::IAM::Group": "GroupName",
+    "AWS::IAM::InstanceProfile": "InstanceProfileName",
+    "AWS::S3::Bucket": "BucketName",
+    "AWS::CloudFront::Distribution": None,
+    "AWS::Route53::HostedZone": "Name",
+    "AWS::WAFv2::WebACL": None,
+}
+# Rust sources may not spell the `aws` partition: `arn:aws:` outside a test
+# module (`#[cfg(test)]` and after) or a tests/ directory.
+ARN_SOURCES = ("core/src", "adapters/src", "operator/src", "cli/src", "functions", "dev/src",
+               "memory/src", "testkit/src")
 ENV_CONTRACT = {
     "HOOKGATE_SERVICE": STACK,
     "HOOKGATE_ACTION_QUEUE_VISIBILITY_SECS": {"Ref": "ActionQueueVisibilitySeconds"},
@@ -106,12 +143,23 @@ SECRET_READS = {"ssm:GetParameter", "ssm:GetParameters", "ssm:GetParametersByPat
 STACK_SECRETS = "hookgate/${AWS::StackName}/*"
 
 
+# CloudFormation names a resource the template leaves unnamed
+# `<stack>-<logical id>-<12 characters>`; past the type's limit it shortens
+# the stack name and the logical id, and the name no longer starts with
+# `<stack>-<logical id>-`, which the deployer's scopes name
+# (scripts/check_deployer.py): CreateRole would be denied mid-deploy.
+GENERATED_EXTRA = 14  # two hyphens and the 12 characters
+
+
 def max_stack_name(template):
-    """The longest stack name with which every physical name fits its limit."""
+    """The longest stack name with which every physical name fits its limit,
+    those CloudFormation generates (`<stack>-<logical id>-<12>`) whole."""
     longest = 128  # CloudFormation's own limit on a stack's name
-    for r in template["Resources"].values():
+    for logical, r in template["Resources"].items():
         prop = NAME_PROPS.get(r["Type"])
         value = r.get("Properties", {}).get(prop) if prop else None
+        if prop and value is None:
+            longest = min(longest, NAME_LIMITS[r["Type"]] - len(logical) - GENERATED_EXTRA)
         if isinstance(value, dict) and isinstance(value.get("Fn::Sub"), str):
             text = value["Fn::Sub"]
             if "${AWS::StackName}" in text and text.count("${") == 1:
@@ -120,16 +168,48 @@ def max_stack_name(template):
     return longest
 
 
+def table_facts(p):
+    """What of a table's properties replaces it when changed (or fails the
+    update): its name, key schema, key attribute types, local indexes, TTL
+    attribute; and its global indexes (checked apart: one per update)."""
+    gsis = p.get("GlobalSecondaryIndexes", [])
+    lsis = p.get("LocalSecondaryIndexes", [])
+    keys = {k["AttributeName"] for k in p["KeySchema"]}
+    for index in gsis + lsis:
+        keys |= {k["AttributeName"] for k in index["KeySchema"]}
+    types = {a["AttributeName"]: a["AttributeType"] for a in p.get("AttributeDefinitions", [])}
+    return {
+        "TableName": p.get("TableName"),
+        "KeySchema": p["KeySchema"],
+        "KeyAttributeTypes": {k: types.get(k) for k in sorted(keys)},
+        "LocalSecondaryIndexes": {i["IndexName"]: {"KeySchema": i["KeySchema"], "Projection": i["Projection"]}
+                                  for i in lsis},
+        "TimeToLiveAttribute": p.get("TimeToLiveSpecification", {}).get("AttributeName"),
+        "GlobalSecondaryIndexes": {g["IndexName"]: {"KeySchema": g["KeySchema"], "Projection": g["Projection"]}
+                                   for g in gsis},
+    }
+
+
 def released_snapshot(template, about):
-    """The tables' key schemas, as infra/released-tables.json records them."""
-    tables = {}
-    for k, r in sorted(template["Resources"].items()):
-        if r["Type"] == "AWS::DynamoDB::Table":
-            p = r["Properties"]
-            tables[k] = {"KeySchema": p["KeySchema"], "GlobalSecondaryIndexes": {
-                g["IndexName"]: {"KeySchema": g["KeySchema"], "Projection": g["Projection"]}
-                for g in p.get("GlobalSecondaryIndexes", [])}}
+    """The tables as infra/released-tables.json records them (`table_facts`)."""
+    tables = {k: table_facts(r["Properties"]) for k, r in sorted(template["Resources"].items())
+              if r["Type"] == "AWS::DynamoDB::Table"}
     return {"_about": about, "tables": tables}
+
+
+def arn_literals(root):
+    """`arn:aws:` spelled in a Rust source outside its tests: (path:line, text)."""
+    found = []
+    for top in ARN_SOURCES:
+        for path in sorted((root / top).rglob("*.rs")):
+            if "tests" in path.relative_to(root).parts or path.name == "tests.rs":
+                continue
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                if line.strip().startswith("#[cfg(test)]"):
+                    break
+                if "arn:aws:" in line and not line.strip().startswith("//"):
+                    found.append((f"{path.relative_to(root)}:{number}", line.strip()))
+    return found
 
 
 def strings(value, path=()):
@@ -202,6 +282,12 @@ def failure_classes(template, functions, rule_name):
         for m in ("Errors", "Throttles"):
             classes.append((f"{fn} {m}", metric_is("AWS/Lambda", m, {"FunctionName": {"Ref": fn}})))
     return classes
+
+
+# The HTTP API's integration timeout (its maximum), and what a function
+# behind it keeps below that: its start and the way back.
+API_LIMIT = 30
+API_MARGIN = 5
 
 
 class Checker:
@@ -321,6 +407,17 @@ class Checker:
                     and {"Name": "QueueName", "Value": getatt(logical, "QueueName")} in a["Properties"].get("Dimensions", [])
                     for a in self.of_type("AWS::CloudWatch::Alarm").values()):
                 self.fail(f"queue {logical}: no redrive and no depth alarm (a letter could sit unseen)")
+
+    def api_timeouts(self, functions):
+        behind = {r["Properties"].get("FunctionName", {}).get("Ref")
+                  for r in self.of_type("AWS::Lambda::Permission").values()
+                  if r["Properties"].get("Principal") == "apigateway.amazonaws.com"}
+        for fn in sorted(f for f in behind if f in functions):
+            timeout = self.number(functions[fn]["Properties"].get("Timeout", 3))
+            if timeout is None or timeout > API_LIMIT - API_MARGIN:
+                self.fail(f"{fn}: timeout {timeout} s, behind the HTTP API's {API_LIMIT} s integration "
+                          f"limit: at most {API_LIMIT - API_MARGIN} s, so the API never answers while "
+                          "the function still decides (a client would send the decision again)")
 
     def resource_policies(self):
         docs = []
@@ -455,9 +552,17 @@ class Checker:
                 self.fail(f"{k}: no explicit DeletionPolicy and UpdateReplacePolicy "
                           "(the default deletes its data with the stack)")
             if r["Type"] == "AWS::DynamoDB::Table" or k in undecided & set(queues):
-                what = "its data" if r["Type"] == "AWS::DynamoDB::Table" else "undecided work"
-                for key, want in RETAIN.items():
-                    if r.get(key) != want:
+                table = r["Type"] == "AWS::DynamoDB::Table"
+                what = "its data" if table else "undecided work"
+                for key, want in (RETAIN if table else RETAIN_QUEUE).items():
+                    if r.get(key) == "RetainExceptOnCreate" and table:
+                        self.fail(f"{k}: {key} RetainExceptOnCreate on a deletion-protected table: a "
+                                  "failed first deploy's rollback cannot delete it and ends ROLLBACK_FAILED; "
+                                  "keep Retain (docs/deploy.md, \"A failed first deploy\")")
+                    elif r.get(key) == "Retain" and want == "RetainExceptOnCreate":
+                        self.fail(f"{k}: {key} Retain, not RetainExceptOnCreate: a failed first deploy "
+                                  "would leave the empty queue behind")
+                    elif r.get(key) != want:
                         self.fail(f"{k}: {key} {r.get(key)}, not {want}: a stack delete or a replacing "
                                   f"update would delete {what}")
             if r["Type"] == "AWS::DynamoDB::Table" and r["Properties"].get("DeletionProtectionEnabled") is not True:
@@ -530,6 +635,53 @@ class Checker:
             if "amazonaws.com" in value and "Principal" not in path:
                 self.fail(f"{'.'.join(map(str, path[:2]))}: {value!r} names amazonaws.com; "
                           "use ${AWS::URLSuffix} (other partitions have other suffixes)")
+            if "arn:aws:" in value:
+                self.fail(f"{'.'.join(map(str, path[:2]))}: {value!r} spells arn:aws:; "
+                          "use arn:${AWS::Partition}: (other partitions have other names)")
+
+    def account_global(self):
+        for k, r in self.res.items():
+            if r["Type"] not in ACCOUNT_GLOBAL:
+                continue
+            prop = ACCOUNT_GLOBAL[r["Type"]]
+            value = r.get("Properties", {}).get(prop) if prop else None
+            if value is None:
+                continue
+            text = value.get("Fn::Sub") if isinstance(value, dict) else value
+            if not isinstance(text, str) or "${AWS::Region}" not in text:
+                self.fail(f"{k}: {r['Type']} is named in the whole account ({prop} {value}) without "
+                          "${AWS::Region}: a stack of the same name in a second Region fails CREATE; "
+                          "add the Region or leave the name to CloudFormation")
+
+    def custom_domain(self):
+        # An optional domain for the webhook URL, which then outlives the API.
+        domains = {k: r for k, r in self.of_type("AWS::ApiGatewayV2::DomainName").items()
+                   if r.get("Condition") == "HasCustomDomain"
+                   and r["Properties"].get("DomainName") == {"Ref": "CustomDomainName"}}
+        if "CustomDomainName" not in self.params or "CustomDomainCertificateArn" not in self.params:
+            self.fail("no CustomDomainName / CustomDomainCertificateArn parameters: the webhook URL "
+                      "dies with the API")
+            return
+        mapped = [m for m in self.of_type("AWS::ApiGatewayV2::ApiMapping").values()
+                  if m["Properties"].get("DomainName", {}).get("Ref") in domains
+                  and m["Properties"].get("ApiId") == {"Ref": "WebhookApi"}]
+        if not domains or not mapped:
+            self.fail("no domain (AWS::ApiGatewayV2::DomainName on CustomDomainName, under HasCustomDomain) "
+                      "mapped to WebhookApi")
+        outputs = self.t.get("Outputs", {})
+        url = outputs.get("WebhookBaseUrl", {}).get("Value")
+        if not (isinstance(url, dict) and url.get("Fn::If", [None])[0] == "HasCustomDomain"
+                and url["Fn::If"][1] == {"Fn::Sub": "https://${CustomDomainName}"}):
+            self.fail(f"output WebhookBaseUrl is {url}: not the custom domain when one is set")
+        target = outputs.get("WebhookDomainTarget", {})
+        if not (domains and target.get("Value") == getatt(next(iter(domains)), "RegionalDomainName")):
+            self.fail("output WebhookDomainTarget (the domain's regional target, for DNS) is missing")
+
+    def layers(self):
+        for k, r in self.of_type("AWS::Lambda::LayerVersion").items():
+            if r.get("DeletionPolicy") != "Delete":
+                self.fail(f"{k}: layer DeletionPolicy {r.get('DeletionPolicy')}, not Delete: every "
+                          "config version's layer would be kept forever (RetentionPolicy: Delete)")
 
     def parameters(self):
         params = self.t.get("Parameters", {})
@@ -617,6 +769,24 @@ class Checker:
                 continue
             if props["KeySchema"] != was["KeySchema"]:
                 self.fail(f"table {table}: KeySchema changed from the release: CloudFormation replaces the table")
+            facts = table_facts(props)
+            replacing = {
+                "TableName": "a new TableName replaces the table (and a named table cannot be replaced "
+                             "in place at all)",
+                "LocalSecondaryIndexes": "local secondary indexes are set only when a table is created: "
+                                         "a change replaces the table",
+                "KeyAttributeTypes": "a key attribute's type cannot change in place: the table (or "
+                                     "its index) is replaced",
+                "TimeToLiveAttribute": "DynamoDB renames a TTL attribute only by disabling TTL and "
+                                       "enabling it again an hour later: the update fails",
+            }
+            for key, why in replacing.items():
+                if key not in was:
+                    self.fail(f"table {table}: infra/released-tables.json does not record {key}: "
+                              "run check_infra.py --write-released on the released template")
+                elif facts[key] != was[key]:
+                    self.fail(f"table {table}: {key} changed from the release ({was[key]} -> "
+                              f"{facts[key]}): {why}")
             now = {g["IndexName"]: g for g in props.get("GlobalSecondaryIndexes", [])}
             for name, index in was["GlobalSecondaryIndexes"].items():
                 if name in now and (now[name]["KeySchema"] != index["KeySchema"]
@@ -635,6 +805,7 @@ class Checker:
         rule_name = self.rule()
         self.alarms(functions, rule_name)
         self.sources(functions)
+        self.api_timeouts(functions)
         self.resource_policies()
         self.names()
         self.roles(functions)
@@ -646,6 +817,9 @@ class Checker:
         if rule_name:
             self.event_rule(rule_name[0]["Ref"])
         self.partition()
+        self.account_global()
+        self.custom_domain()
+        self.layers()
         self.parameters()
         self.logging(functions)
         self.tracing(functions)
@@ -672,6 +846,9 @@ def main():
         print(f"check_infra: wrote {args.released} ({len(snapshot['tables'])} tables)")
         return 0
     problems = Checker(template, load_yaml(args.raw), released).run()
+    for where, line in arn_literals(ROOT):
+        problems.append(f"{where}: spells arn:aws: ({line}); take the partition from the ARN at hand "
+                        "or the stack (other partitions: aws-cn, aws-us-gov)")
     for p in problems:
         print(f"check_infra: {p}", file=sys.stderr)
     if problems:

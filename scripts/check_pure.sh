@@ -4,7 +4,7 @@
 # hookgate-memory (the memory ports, the contract suites, the service tests,
 # the simulator), with their dev-dependencies, compile no AWS SDK
 # crate, no AWS runtime or Lambda crate and no HTTP server or client: that
-# is what keeps `make check` a two-minute loop, and the core a library the
+# is what keeps `make check` a short loop (docs/performance.md), and the core a library the
 # adapters wrap, not one that wraps them.
 set -euo pipefail
 cd "$(dirname "$0")/.."

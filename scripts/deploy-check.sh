@@ -14,7 +14,8 @@ from deploy_params import env_name
 print(" ".join(env_name(p) for p in json.load(open("target/infra/template.json"))["Parameters"]))'); do
   unset "$name"
 done
-unset STACK_NAME GUIDED BUILD_ONLY AWS_REGION AWS_DEFAULT_REGION AWS_ACCOUNT_ID AWS_PROFILE
+unset STACK_NAME GUIDED BUILD_ONLY AWS_REGION AWS_DEFAULT_REGION AWS_ACCOUNT_ID AWS_PROFILE DEPLOY_OTHER_STACKS \
+  DEPLOYER_POLICIES
 for name in "${!HOOKGATE_@}"; do unset "$name"; done
 export DEPLOY_STATE_DIR=target/deploy-check CHECK_ONLY=1
 rm -rf "$DEPLOY_STATE_DIR"
@@ -69,7 +70,7 @@ expect 1 "the functions' roles read SSM parameters under /hookgate/hookgate/ onl
   HOOKGATE_DEPLOY_CONFIG=infra/fixtures/deploy-unreachable.toml
 expect 1 "move it to secretsmanager:hookgate/hookgate/crm#token" \
   HOOKGATE_DEPLOY_CONFIG=infra/fixtures/deploy-unreachable.toml
-expect 1 "move it to ssm:/hookgate/hg-other/ws-42/retell" STACK_NAME=hg-other
+expect 1 "under /hookgate/hg-other/ only (this stack's)" STACK_NAME=hg-other
 # An event's actions that cannot fit the action function's timeout.
 expect 1 "the action function's timeout of 1000 ms cannot fit" ACTION_TIMEOUT_SECONDS=1 ACTION_QUEUE_VISIBILITY_SECONDS=6
 expect 1 "a key of another Region than the stack's (eu-west-1)" AWS_REGION=eu-west-1 \
@@ -78,8 +79,62 @@ expect 1 "a key of another Region than the stack's (eu-west-1)" AWS_REGION=eu-we
 expect 1 "AlarmEmail='ops-at-example.com'" ALARM_EMAIL=ops-at-example.com
 expect 1 "MaxReceiveCount=1001: above its maximum 1000" MAX_RECEIVE_COUNT=1001
 expect 1 "LogRetentionDays='2': not one of" LOG_RETENTION_DAYS=2
-expect 1 "be at most 52 characters" STACK_NAME=hookgate-production-eu-west-1-payments-and-voice-ai-x
+# 33 characters: CloudFormation would shorten SweepSchedulerRole's generated name.
+expect 1 "be at most 32 characters" STACK_NAME=hookgate-production-eu-west-1-pay
 expect 1 "ActionReservedConcurrency=2 is below ActionMaxConcurrency=5" ACTION_RESERVED_CONCURRENCY=2
+# What AWS refuses mid-deploy, refused first (issue 49, item 7): the account's
+# API quota (10,000 per second, burst 5,000), and fractions where AWS takes
+# an integer (a fractional reservation is still compared with the concurrency).
+expect 1 "WebhookThrottleRate=20000: above its maximum 10000" WEBHOOK_THROTTLE_RATE=20000
+expect 1 "WebhookThrottleBurst=10000: above its maximum 5000" WEBHOOK_THROTTLE_BURST=10000
+expect 1 "WebhookThrottleBurst=2000.5: not a whole number" WEBHOOK_THROTTLE_BURST=2000.5
+expect 1 "ActionMaxConcurrency=5.5: not a whole number" ACTION_MAX_CONCURRENCY=5.5
+expect 1 "ActionReservedConcurrency=4.5: not a whole number" ACTION_RESERVED_CONCURRENCY=4.5
+expect 1 "ActionReservedConcurrency=4.5 is below ActionMaxConcurrency=5" ACTION_RESERVED_CONCURRENCY=4.5
+expect 0 "WebhookThrottleRate=2.5" WEBHOOK_THROTTLE_RATE=2.5
+# Stacks that cannot reach each other (issue 49, item 5): each scope of the
+# deployer's policies names its resource's own form, so neither of hookgate
+# and hookgate-staging takes the other's resources (scripts/check_deployer.py
+# proves it for every scope and every name the template gives). A copy whose
+# Tables scope is `${StackName}-*`, as before, is warned about, naming it.
+mkdir -p "$DEPLOY_STATE_DIR"
+.venv/bin/python - "$DEPLOY_STATE_DIR/wide-policy.json" <<'PY'
+import json, sys
+sys.path.insert(0, "scripts")
+import check_deployer
+name, policy = check_deployer.widened([("wide", check_deployer.load_json(check_deployer.POLICIES[0]))],
+                                      "Tables")[0]
+json.dump(policy, open(sys.argv[1], "w"), indent=2)
+PY
+expect 0 "scope Tables arn:\${Partition}:dynamodb:\${Region}:\${Account}:table/\${StackName}-* of stack hookgate also takes stack hookgate-staging's" \
+  DEPLOY_OTHER_STACKS=hookgate-staging \
+  DEPLOYER_POLICIES=$DEPLOY_STATE_DIR/wide-policy.json,docs/deployer-policy-2.json,docs/deployer-policy-3.json
+# The example's secrets, moved under hookgate-staging's name.
+sed "s#hookgate/hookgate/#hookgate/hookgate-staging/#" config/deploy.example.toml \
+  > "$DEPLOY_STATE_DIR/hookgate-staging.toml"
+for pair in "hookgate hookgate-staging" "hookgate-staging hookgate"; do
+  set -- $pair
+  config=config/deploy.example.toml
+  [ "$1" = hookgate ] || config=$DEPLOY_STATE_DIR/$1.toml
+  out=$(env STACK_NAME=$1 DEPLOY_OTHER_STACKS=$2 HOOKGATE_DEPLOY_CONFIG=$config scripts/deploy.sh 2>&1); rc=$?
+  if [ "$rc" -ne 0 ] || grep -q "also takes stack" <<< "$out"; then
+    echo "deploy-check: FAILED: STACK_NAME=$1 DEPLOY_OTHER_STACKS=$2 -> exit $rc, or a scope takes the other's:" >&2
+    echo "$out" | sed 's/^/    /' >&2
+    failed=1
+  else
+    echo "deploy-check: ok: STACK_NAME=$1 DEPLOY_OTHER_STACKS=$2 -> no scope takes the other's"
+  fi
+done
+# A custom domain needs its certificate, of the stack's Region (issue 49, item 1).
+expect 1 "set both or neither" CUSTOM_DOMAIN_NAME=hooks.example.com
+expect 1 "a certificate of another Region than the stack's (eu-west-1)" AWS_REGION=eu-west-1 \
+  CUSTOM_DOMAIN_NAME=hooks.example.com \
+  CUSTOM_DOMAIN_CERTIFICATE_ARN=arn:aws:acm:us-east-1:111122223333:certificate/1234abcd-12ab-34cd-56ef-1234567890ab
+expect 1 "CustomDomainName='Hooks.Example.com'" CUSTOM_DOMAIN_NAME=Hooks.Example.com \
+  CUSTOM_DOMAIN_CERTIFICATE_ARN=arn:aws:acm:eu-west-1:111122223333:certificate/1234abcd-12ab-34cd-56ef-1234567890ab
+expect 0 "CustomDomainName=hooks.example.com" AWS_REGION=eu-west-1 AWS_ACCOUNT_ID=111122223333 \
+  CUSTOM_DOMAIN_NAME=hooks.example.com \
+  CUSTOM_DOMAIN_CERTIFICATE_ARN=arn:aws:acm:eu-west-1:111122223333:certificate/1234abcd-12ab-34cd-56ef-1234567890ab
 # A second deploy keeps what the first deployed (N7): the values saved after a
 # deploy (as `deploy_params.py --save-deployed` writes them) are read back,
 # for that stack only; a variable still wins. (With AWS, the deployed

@@ -5,10 +5,14 @@
 # the config against each other and against what the deployed functions can
 # reach, builds with SAM + cargo-lambda (arm64, provided.al2023) and deploys
 # with your AWS credentials, without prompting. Refuses before building when
-# a parameter breaks its constraint or the stack name is too long, when a
+# a parameter breaks its constraint (a maximum, a fraction where AWS takes an
+# integer, a custom domain without its certificate) or the stack name is too
+# long, when a
 # secret reference is one the roles cannot read, when a destination is on
 # loopback, or when the EventBridge rule and the config's sources disagree
-# (`hookgate check-config --deploy`).
+# (`hookgate check-config --deploy`). Warns if a scope of the deployer's
+# policies takes another stack's resources (none does as shipped: a copy
+# widened by hand; docs/deploy.md, "Stacks that cannot reach each other").
 #
 #   STACK_NAME              the stack (default hookgate)
 #   HOOKGATE_DEPLOY_CONFIG  the config to bundle (default config/deploy.example.toml)
@@ -96,7 +100,7 @@ if [ "${GUIDED:-}" = 1 ]; then
     --s3-prefix "$STACK" \
     --parameter-overrides "${OVERRIDES[@]}"
 else
-  # Artifacts under the stack's own prefix: docs/deployer-policy.json grants no more.
+  # Artifacts under the stack's own prefix: the deployer's policies grant no more.
   sam deploy --config-file "$PWD/infra/samconfig.toml" --stack-name "$STACK" --s3-prefix "$STACK" \
     --parameter-overrides "${OVERRIDES[@]}"
 fi

@@ -27,9 +27,18 @@ succeeded, saves the stack's parameters as deployed (answers given to
 explicitly. Refused (exit 1, one line per problem), before anything is built:
 a stack name CloudFormation or the template's physical names cannot take, a
 value outside its parameter's AllowedValues, AllowedPattern or
-MinValue/MaxValue, a SecretsKmsKeyArn of another Region than the stack's, and
-an ActionReservedConcurrency below ActionMaxConcurrency (the poller's batches
-would be throttled).
+MinValue/MaxValue, a fraction where AWS takes an integer (every Number
+parameter but FRACTIONAL's), a SecretsKmsKeyArn of another Region than the
+stack's, a custom domain without its certificate (or the reverse) or with a
+certificate of another Region, and an ActionReservedConcurrency below
+ActionMaxConcurrency (the poller's batches would be throttled).
+
+Warns (exit 0) for each scope of the deployer's policies
+(check_deployer.POLICIES; DEPLOYER_POLICIES, a comma list of files, names
+others) that, deployed for this stack, also takes a resource the template
+gives another stack (with --adopt the Region's stacks, from ListStacks;
+DEPLOY_OTHER_STACKS, a comma list, names them instead, as `make
+deploy-check` does).
 
 Prints `@stack=`, `@account=`, `@region=` (empty when unknown), then one
 `Name=value` line per parameter.
@@ -46,8 +55,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.dont_write_bytecode = True
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from check_infra import max_stack_name  # noqa: E402
+import check_deployer  # noqa: E402
 
 STACK_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]*$")
+# The Number parameters AWS takes with a fraction (API Gateway's
+# ThrottlingRateLimit is a double); every other one becomes an Integer
+# property (a burst, a concurrency, seconds, counts), which CloudFormation's
+# Number type does not check and AWS refuses mid-deploy.
+FRACTIONAL = {"WebhookThrottleRate", "OpsThrottleRate"}
 
 
 def env_name(parameter):
@@ -129,7 +144,8 @@ def problems(stack, parameters, values, transformed, region):
     if not STACK_NAME.match(stack) or len(stack) > longest:
         found.append(f"stack name {stack!r}: it must start with a letter, hold only letters, digits and "
                      f"'-', and be at most {longest} characters, so that every physical name the template "
-                     "derives from it fits AWS's limit (scripts/check_infra.py, max_stack_name)")
+                     "derives from it fits AWS's limit, and no name CloudFormation generates is shortened "
+                     "(scripts/check_infra.py, max_stack_name)")
     for name, spec in parameters.items():
         value = values[name]
         if "\n" in value:
@@ -145,19 +161,70 @@ def problems(stack, parameters, values, transformed, region):
             except ValueError:
                 found.append(f"{name}={value!r}: not a number")
                 continue
+            if name not in FRACTIONAL and not re.fullmatch(r"-?[0-9]+", value.strip()):
+                found.append(f"{name}={value}: not a whole number (AWS takes an integer here)")
             if "MinValue" in spec and number < float(spec["MinValue"]):
                 found.append(f"{name}={value}: below its minimum {spec['MinValue']}")
             if "MaxValue" in spec and number > float(spec["MaxValue"]):
                 found.append(f"{name}={value}: above its maximum {spec['MaxValue']}")
+    domain, certificate = values.get("CustomDomainName", ""), values.get("CustomDomainCertificateArn", "")
+    if bool(domain) != bool(certificate):
+        found.append(f"CustomDomainName={domain!r}, CustomDomainCertificateArn={certificate!r}: set both "
+                     "or neither (the domain needs its certificate)")
+    if certificate and region and certificate.split(":")[3:4] != [region]:
+        found.append(f"CustomDomainCertificateArn {certificate}: a certificate of another Region than the "
+                     f"stack's ({region}); a regional domain takes one of its own Region")
     key = values.get("SecretsKmsKeyArn", "")
     if key and region and key.split(":")[3:4] != [region]:
         found.append(f"SecretsKmsKeyArn {key}: a key of another Region than the stack's ({region}); "
                      "SSM and Secrets Manager decrypt with a key of their own Region")
     reserved, scaling = values.get("ActionReservedConcurrency", "0"), values.get("ActionMaxConcurrency", "0")
-    if reserved.isdigit() and scaling.isdigit() and 0 < int(reserved) < int(scaling):
+    try:
+        below = 0 < float(reserved) < float(scaling)
+    except ValueError:
+        below = False  # refused above as not a number
+    if below:
         found.append(f"ActionReservedConcurrency={reserved} is below ActionMaxConcurrency={scaling}: "
                      "the queue's poller would run batches the reservation throttles")
     return found
+
+
+def shared_scopes(stack, others, policies, transformed):
+    """(Sid, scope, other stack) for each scope of the deployer's policies, as
+    deployed for `stack`, that also takes a resource the template gives
+    another stack of the Region (scripts/check_deployer.py, with CloudFormation's
+    names `<stack>-<logical id>-<12>`): none while each scope names its
+    resource's own form; `${StackName}-*` of `hookgate` would take
+    `hookgate-staging`'s tables, roles and functions."""
+    pairs = [(stack, other) for other in others if other != stack]
+    return [(sid, scope, other) for _, other, sid, scope, _ in
+            check_deployer.shared(transformed, check_deployer.union(policies), pairs)]
+
+
+def deployer_policies():
+    """[(name, policy)]: the deployer's policies (DEPLOYER_POLICIES, a comma
+    list of files, names others, as `make deploy-check` does for a broken copy)."""
+    names = os.environ.get("DEPLOYER_POLICIES")
+    paths = [Path(n) for n in names.split(",") if n] if names else check_deployer.POLICIES
+    return [(str(p), json.loads(p.read_text(encoding="utf-8"))) for p in paths]
+
+
+def region_stacks():
+    """The names of the Region's stacks (ListStacks, every status but
+    DELETE_COMPLETE: the deployer's policies grant no DescribeStacks on other
+    stacks, and only names matter to a scope), or None when they cannot be
+    listed."""
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        pages = boto3.client("cloudformation").get_paginator("list_stacks").paginate()
+        return sorted({s["StackName"] for page in pages for s in page["StackSummaries"]
+                       if s["StackStatus"] != "DELETE_COMPLETE"})
+    except (BotoCoreError, ClientError) as e:
+        print(f"deploy_params: could not list the account's stacks ({e}): shared scopes not checked",
+              file=sys.stderr)
+        return None
 
 
 def main():
@@ -191,6 +258,17 @@ def main():
         print(f"deploy_params: {problem}", file=sys.stderr)
     if found:
         return 1
+    # Stacks whose deployer scopes overlap: a warning, not a refusal (none
+    # while each scope names its resource's own form; a policy widened by hand
+    # shows here).
+    others = os.environ.get("DEPLOY_OTHER_STACKS")
+    others = others.split(",") if others is not None else (region_stacks() if args.adopt else [])
+    policies = deployer_policies()
+    for sid, scope, other in shared_scopes(args.stack, [o for o in others or [] if o], policies,
+                                           transformed):
+        print(f"deploy_params: warning: the deployer policy's scope {sid} {scope} of stack "
+              f"{args.stack} also takes stack {other}'s resources (docs/deploy.md, \"Stacks that "
+              "cannot reach each other\")", file=sys.stderr)
     print(f"@stack={args.stack}")
     print(f"@account={account}")
     print(f"@region={region}")

@@ -11,7 +11,8 @@ signs a URL), to append to config/fixtures.toml; and DIR/providers.env,
 those variables and each case's signing key
 (HOOKGATE_FIXTURE_SIGN_{PROVIDER}_{n}: its `signing_key`, or its secret). Prints one line per event, tab-separated: file, provider, the
 variable of its signing key, id (or -), what the ingress must answer
-(`202 new`, or `200` and the handshake's answer).
+(`202 new`, `202 duplicate` for a case that repeats an earlier one, or `200`
+and the handshake's answer).
 """
 
 import json
@@ -49,8 +50,11 @@ def main(out_dir):
             event["body"] = case["body"]
             file = out / f"{provider}-{n}.json"
             file.write_text(json.dumps(event, indent=1))
+            # A documented repeat of an earlier case (Paddle's replay under a
+            # new notification_id) is that event again: `202 duplicate`.
             expect = (f"200\t{json.dumps(case['handshake'], separators=(',', ':'), sort_keys=True)}"
-                      if "handshake" in case else "202\tnew")
+                      if "handshake" in case
+                      else "202\tduplicate" if "repeat_of" in case else "202\tnew")
             print(f"{file}\t{provider}\t{sign_var}\t{case.get('id', '-')}\t{expect}")
     (out / "providers.toml").write_text(
         "\n# The provider fixtures' bindings (scripts/provider_events.py).\n" + "\n".join(bindings))

@@ -448,7 +448,12 @@ def provision(template, resolver, stack, client):
         if not included(resolver, resource):
             continue
         p = resolver.value(resource["Properties"])
-        alarm = {"AlarmName": p.get("AlarmName", f"{stack}-{logical}")}
+        # As CloudFormation names an alarm the template leaves unnamed:
+        # `<stack>-<LogicalId>-<12 random characters>` (here from the logical
+        # id, so the same on every run); doctor and the console read only
+        # names of that form (`own_alarm`, core/src/doctor.rs).
+        suffix = hashlib.sha256(logical.encode()).hexdigest()[:12].upper()
+        alarm = {"AlarmName": p.get("AlarmName", f"{stack}-{logical}-{suffix}")}
         for key in ("AlarmDescription", "Namespace", "MetricName", "Statistic", "Period",
                     "EvaluationPeriods", "Threshold", "ComparisonOperator", "TreatMissingData",
                     "AlarmActions", "OKActions", "InsufficientDataActions", "DatapointsToAlarm", "Unit"):

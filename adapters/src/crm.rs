@@ -2,6 +2,12 @@
 //! Salesforce-style upsert by External ID, HubSpot-style batch upsert by
 //! `idProperty` (or create + search, for the lookup strategy).
 //!
+//! The two lookup destinations, `http` (`GET /tasks?external_ref=…`) and
+//! `hubspot` (`crm/v3/objects/tasks/search`), have a search lag of 10 s by
+//! default (`search_lag_secs`; docs/design.md, "Search lag"): a "not
+//! found" from them is trusted only that long after an earlier attempt
+//! may have created the task.
+//!
 //! Every adapter sends the action key as the thing that makes a repeat
 //! harmless (header, external id, id property) and classifies failures the
 //! same way: connection refused, 5xx, 408, 429 → retryable (the destination

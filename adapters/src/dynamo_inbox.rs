@@ -70,6 +70,7 @@ const FIRST_SEEN: &[&str] = &[
     "expires_at",
     "pending_bucket",
     "pending_since",
+    "config_version",
 ];
 
 impl DynamoInbox {
@@ -576,6 +577,9 @@ pub fn to_item(r: &InboxRecord) -> Item {
     if let Some(by) = &r.reopened_by {
         item.insert("reopened_by".into(), s(by));
     }
+    if let Some(version) = &r.config_version {
+        item.insert("config_version".into(), s(version));
+    }
     item
 }
 
@@ -618,6 +622,7 @@ fn read(item: &Item) -> Result<InboxRecord, String> {
         expires_at: Timestamp::from_secs(get_n(item, "expires_at")?),
         reopens: opt_n(item, "reopens")?.unwrap_or(0),
         reopened_by: opt_s(item, "reopened_by").map(str::to_owned),
+        config_version: opt_s(item, "config_version").map(str::to_owned),
     };
     // A first delivery's IGNORED is for its type alone (the upsert does not
     // write the reason; see FIRST_SEEN).

@@ -14,12 +14,12 @@ use aws_sdk_dynamodb::{
     Client,
     error::SdkError,
     operation::{put_item::PutItemError, update_item::builders::UpdateItemFluentBuilder},
-    types::{AttributeValue, ReturnValuesOnConditionCheckFailure},
+    types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure},
 };
 use hookgate_core::{
     InboxPk, Timestamp,
     action::{ActionKey, ActionRequest},
-    ledger::{ActionRecord, ActionStatus, Claim, ErrorKind, claim},
+    ledger::{ActionRecord, ActionStatus, Claim, ErrorKind, claim, taken_over},
     page::{Cursor, Page},
     ports::{Attempt, Lease, Ledger, LedgerReads, Reserve, Settle, Store, StoreError},
     shard,
@@ -193,13 +193,16 @@ impl DynamoLedger {
         inbox_pk: &InboxPk,
         lease: Lease<'_>,
         expires_at: AttributeValue,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<Option<Attempt>, StoreError> {
         let (owner, now) = (lease.owner, lease.from);
         let result = self
             .client
             .update_item()
             .table_name(&self.table)
             .key("pk", s(request.key.as_str()))
+            // The record as it stood before: what the earlier attempts may
+            // have written, read in the same write (`ledger::taken_over`).
+            .return_values(ReturnValue::AllOld)
             .update_expression(
                 "SET #status = :ip, open_bucket = :open, lease_owner = :owner, lease_expires_at = :until, \
                  updated_at = :now, attempts = attempts + :one, expires_at = :expires ADD inbox_pks :pks",
@@ -221,10 +224,26 @@ impl DynamoLedger {
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;
-        // A retry of this very takeover (answer lost) finds the lease ours.
-        own_write(STORE, result, |item| {
+        let old = match &result {
+            Ok(out) => out.attributes().map(from_item).transpose()?,
+            Err(_) => None,
+        };
+        // A retry of this very takeover (answer lost) finds the lease ours;
+        // the record before it is overwritten then, and this attempt's own
+        // start bounds what the earlier ones wrote (`ledger::own_attempt`).
+        let mut created_at = None;
+        let ours = own_write(STORE, result, |item| {
+            created_at = opt_n(item, "created_at").ok().flatten();
             opt_s(item, "lease_owner") == Some(owner)
                 && opt_s(item, "status") == Some(ActionStatus::InProgress.as_str())
+        })?;
+        Ok(match (ours, old) {
+            (false, _) => None,
+            (true, Some(old)) => Some(taken_over(&old)),
+            (true, None) => Some(Attempt::Again {
+                since: created_at.map_or(now, Timestamp::from_millis),
+                reach: now,
+            }),
         })
     }
 
@@ -316,18 +335,17 @@ impl Ledger for DynamoLedger {
             )));
         }
         match claim(&stored, &request.request_sha256, now) {
-            Claim::TakeOver
-                if self
+            Claim::TakeOver => {
+                match self
                     .take_over(request, inbox_pk, lease, n(expires_at))
-                    .await? =>
-            {
-                Ok(Reserve::Acquired(Attempt::Again {
-                    since: stored.created_at,
-                }))
+                    .await?
+                {
+                    Some(attempt) => Ok(Reserve::Acquired(attempt)),
+                    // Another attempt took it between our read and our
+                    // write (and kept it as long).
+                    None => Ok(Reserve::Existing(Claim::Busy, Box::new(stored))),
+                }
             }
-            // Another attempt took it between our read and our write (and
-            // kept it as long).
-            Claim::TakeOver => Ok(Reserve::Existing(Claim::Busy, Box::new(stored))),
             other => {
                 // Found done, held, busy or colliding: it still lives a
                 // retention past this reservation (docs/design.md, "Actions
@@ -364,6 +382,9 @@ impl Ledger for DynamoLedger {
                 Some((ErrorKind::OutcomeUnknown, message)),
             ),
             Settle::Release { kind, message } => (ActionStatus::Pending, Some((kind, message))),
+            Settle::Wait { message, .. } => {
+                (ActionStatus::Pending, Some((ErrorKind::SearchLag, message)))
+            }
         };
         request = request.expression_attribute_values(":status", s(status.as_str()));
         let update = match (status, error) {
@@ -376,8 +397,15 @@ impl Ledger for DynamoLedger {
                     .expression_attribute_values(":kind", s(kind.as_str()))
                     .expression_attribute_values(":error", s(message))
                     .expression_attribute_values(":open", open_bucket(key, status));
-                "SET #status = :status, open_bucket = :open, last_error_kind = :kind, last_error = :error, \
-                 updated_at = :now, settled_by = :owner REMOVE lease_owner, lease_expires_at"
+                if let Settle::Wait { from, .. } = outcome {
+                    // What the next takeover waits from (`ledger::taken_over`).
+                    request = request.expression_attribute_values(":lag", n(from.as_millis()));
+                    "SET #status = :status, open_bucket = :open, last_error_kind = :kind, last_error = :error, \
+                     lag_from = :lag, updated_at = :now, settled_by = :owner REMOVE lease_owner, lease_expires_at"
+                } else {
+                    "SET #status = :status, open_bucket = :open, last_error_kind = :kind, last_error = :error, \
+                     updated_at = :now, settled_by = :owner REMOVE lease_owner, lease_expires_at"
+                }
             }
             (_, None) => unreachable!("only completion carries no error"),
         };
@@ -506,5 +534,6 @@ fn read(item: &Item) -> Result<ActionRecord, String> {
         created_at: Timestamp::from_millis(get_n(item, "created_at")?),
         updated_at: Timestamp::from_millis(get_n(item, "updated_at")?),
         expires_at: Timestamp::from_secs(get_n(item, "expires_at")?),
+        lag_from: opt_n(item, "lag_from")?.map(Timestamp::from_millis),
     })
 }

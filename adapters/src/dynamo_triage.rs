@@ -382,6 +382,7 @@ const LISTED: &[&str] = &[
     "decided_by",
     "decided_at",
     "reason",
+    "reopened",
 ];
 
 pub fn from_item(item: &Item) -> Result<TriageItem, StoreError> {
@@ -410,5 +411,9 @@ fn read(item: &Item) -> Result<TriageItem, String> {
         decided_by: owned("decided_by"),
         decided_at: opt_n(item, "decided_at")?.map(Timestamp::from_millis),
         reason: owned("reason"),
+        // Held again this many times after a decision (`file`).
+        holds: opt_n::<u32>(item, "reopened")?
+            .unwrap_or(0)
+            .saturating_add(1),
     })
 }

@@ -24,6 +24,7 @@ mod ddb;
 pub mod dynamo_inbox;
 pub mod dynamo_ledger;
 pub mod dynamo_triage;
+#[cfg(feature = "operator")]
 pub mod ops_api;
 pub mod payload;
 pub mod schema;

@@ -7,15 +7,21 @@
 //!
 //! What can go wrong on the way is met here:
 //! - **a lost answer** (no answer, a 5xx): the request is sent again, signed
-//!   again. An approval or rejection whose answer was lost is then read
-//!   back: decided by this caller the way it was asked, it is
-//!   [`DecisionError::DecidedByYou`], not a refusal; otherwise the last
-//!   answer stands when the state explains it (a 409: decided by someone
-//!   else), and the outcome is unknown (503) when it does not. A
-//!   reconciliation is not read back: a retried one that was made reads as
-//!   refused (409, not UNCERTAIN);
+//!   again, and never blindly: it carries what its maker saw (the item's
+//!   status and hold, the action's attempt), so the server makes it on
+//!   that state or refuses it, changing nothing. A decision whose answer
+//!   was lost is then read back (the item, or the action's record): made
+//!   the way it was asked on the state its maker saw, it is
+//!   [`DecisionError::DecidedByYou`], not a refusal; the state moved on
+//!   since (held again, another attempt made, decided by someone else) is
+//!   [`DecisionError::MovedOn`], naming what it is now; otherwise the last
+//!   answer stands when the state explains it (400, 403, 404, 409), and the
+//!   outcome is unknown (503) when it does not. Approvals, rejects and
+//!   reconciles alike;
 //! - **429**: backs off (`Retry-After` when given) and sends again;
 //! - everything else is the API's answer, as [`DecisionError::Answered`].
+//!
+//! Without the API's URL every decision is refused, and says what to pass.
 
 use std::time::{Duration, SystemTime};
 
@@ -24,15 +30,11 @@ use aws_sigv4::{
     http_request::{SignableBody, SignableRequest, SigningSettings, sign},
     sign::v4,
 };
-use hookgate_core::{
-    Timestamp,
-    approval::{Reconciled, Reinjected},
-    inbox::Verdict,
-};
+use hookgate_core::Timestamp;
 use hookgate_operator::{
     Caller, DecisionError, Decisions,
-    api::{self, Decided, DecisionBody, PlanBody, ReconcileBody, SecretResolved},
-    decisions::{Approve, Reconcile, Reject},
+    api::{self, Decided, ReadBack, SecretResolved},
+    decisions::Decision,
 };
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
@@ -56,16 +58,26 @@ pub fn backoff(attempt: u32, retry_after: Option<Duration>, jitter: f64) -> Dura
 }
 
 /// Decisions made by the ops API at `base`: the stack's `OpsApiUrl`, or
-/// the API's root.
+/// the API's root; refused, saying what to pass, without one.
 #[derive(Debug, Clone)]
 pub struct ApiDecisions {
+    api: Option<Signed>,
+    /// The first wait between attempts; [`backoff`]'s scale.
+    pause: f64,
+}
+
+/// The API's root and what its requests are signed with.
+#[derive(Debug, Clone)]
+struct Signed {
     base: String,
     region: String,
     credentials: SharedCredentialsProvider,
     http: reqwest::Client,
-    /// The first wait between attempts; [`backoff`]'s scale.
-    pause: f64,
 }
+
+/// Why a decision is refused without the API's URL.
+const NO_API: &str = "decisions go through the stack's ops API: pass --stack NAME (its OpsApiUrl \
+     output) or --ops-url URL (or set HOOKGATE_OPS_URL); nothing was decided";
 
 /// One answer of the API.
 struct Answer {
@@ -91,12 +103,39 @@ impl ApiDecisions {
             .build()
             .map_err(|e| format!("an HTTP client: {e}"))?;
         Ok(Self {
-            base: api_root(base),
-            region,
-            credentials,
-            http,
+            api: Some(Signed {
+                base: api_root(base),
+                region,
+                credentials,
+                http,
+            }),
             pause: 1.0,
         })
+    }
+
+    /// No API to decide through: every decision is refused, saying what to
+    /// pass (the CLI's reads work without one).
+    pub fn absent() -> Self {
+        Self {
+            api: None,
+            pause: 1.0,
+        }
+    }
+
+    /// `base` when given, else [`Self::absent`].
+    pub fn of(base: Option<&str>, aws: &SdkConfig) -> Result<Self, String> {
+        base.map_or_else(|| Ok(Self::absent()), |base| Self::new(base, aws))
+    }
+
+    /// Whether it has an API to decide through.
+    pub fn is_configured(&self) -> bool {
+        self.api.is_some()
+    }
+
+    fn signed(&self) -> Result<&Signed, DecisionError> {
+        self.api
+            .as_ref()
+            .ok_or_else(|| DecisionError::Invalid(NO_API.into()))
     }
 
     /// The same client with waits scaled by `pause` (tests wait less).
@@ -112,7 +151,8 @@ impl ApiDecisions {
         path: &str,
         body: &[u8],
     ) -> Result<(u16, Option<Duration>, Vec<u8>), String> {
-        let credentials = self
+        let api = self.signed().map_err(|e| e.to_string())?;
+        let credentials = api
             .credentials
             .provide_credentials()
             .await
@@ -120,14 +160,14 @@ impl ApiDecisions {
         let identity = credentials.into();
         let params = v4::SigningParams::builder()
             .identity(&identity)
-            .region(&self.region)
+            .region(&api.region)
             .name("execute-api")
             .time(SystemTime::now())
             .settings(SigningSettings::default())
             .build()
             .map_err(|e| format!("signing: {e}"))?
             .into();
-        let url = format!("{}{path}", self.base);
+        let url = format!("{}{path}", api.base);
         let mut request = http::Request::builder()
             .method(method)
             .uri(&url)
@@ -149,7 +189,7 @@ impl ApiDecisions {
             .into_parts();
         instructions.apply_to_request_http1x(&mut request);
         let request = reqwest::Request::try_from(request).map_err(|e| format!("{url}: {e}"))?;
-        let response = self
+        let response = api
             .http
             .execute(request)
             .await
@@ -171,6 +211,7 @@ impl ApiDecisions {
     /// The request, sent again after a lost answer or a 429 (see the
     /// module's comment), up to [`ATTEMPTS`] times.
     async fn send(&self, method: &str, path: &str, body: &[u8]) -> Result<Answer, DecisionError> {
+        self.signed()?;
         let mut after_loss = false;
         let mut attempt = 0;
         loop {
@@ -239,29 +280,37 @@ impl ApiDecisions {
         ))
     }
 
-    /// What became of a decision on item `id` whose answer was lost on the
-    /// way and whose last answer is `refusal`: the item is read back, and
-    /// when `caller` decided it into one of `done`, it stands
-    /// ([`DecisionError::DecidedByYou`]); a refusal the state explains (400,
-    /// 403, 404, 409) stays one; anything else (a 5xx, a 429, no read-back)
-    /// is an unknown outcome (503), never "not decided".
+    /// What became of `decision`, whose answer was lost on the way and whose
+    /// last answer is `refusal`: what it decides is read back. Made as
+    /// asked, on the state its maker saw, it stands
+    /// ([`DecisionError::DecidedByYou`]); the state moved on since (another
+    /// hold, another attempt, another's decision) is
+    /// [`DecisionError::MovedOn`]; otherwise a refusal the state explains
+    /// (400, 403, 404, 409) stays one, and anything else (a 5xx, a 429, no
+    /// read-back) is an unknown outcome (503), never "not decided".
     async fn after_loss(
         &self,
         caller: &Caller,
-        id: &str,
+        decision: &Decision,
         refusal: DecisionError,
-        done: &[&str],
     ) -> DecisionError {
-        let path = format!("/ops/triage/{}", segment(id));
-        let item = self.call::<serde_json::Value>("GET", &path, &[]).await;
-        if let Ok((item, _)) = &item {
-            let status = item["status"].as_str().unwrap_or_default();
-            let by = item["decided_by"].as_str().unwrap_or_default();
-            if by.starts_with(&format!("{} (", caller.arn)) && done.contains(&status) {
-                return DecisionError::DecidedByYou {
-                    what: format!("triage item {id}"),
-                    status: status.to_owned(),
-                };
+        if let Some(read) = decision.read_back_path(segment)
+            && let Ok((now, _)) = self.call::<serde_json::Value>("GET", &read, &[]).await
+        {
+            match decision.read_back(caller, &now) {
+                ReadBack::AsAsked(status) => {
+                    return DecisionError::DecidedByYou {
+                        what: decision.what(),
+                        status,
+                    };
+                }
+                ReadBack::MovedOn(now) => {
+                    return DecisionError::MovedOn {
+                        what: decision.what(),
+                        now,
+                    };
+                }
+                ReadBack::AsSeen => {}
             }
         }
         match refusal.status() {
@@ -269,32 +318,31 @@ impl ApiDecisions {
             _ => DecisionError::Answered {
                 status: 503,
                 error: format!(
-                    "the outcome is unknown: an answer was lost, then {refusal}; read the item \
-                     back before deciding again"
+                    "the outcome is unknown: an answer was lost, then {refusal}; read {} back \
+                     before deciding again",
+                    decision.what()
                 ),
             },
         }
     }
 
-    /// A decision on triage item `id` at `route` (`…/approve`, `…/reject`),
-    /// by `caller` (who signs).
-    async fn decide(
-        &self,
-        caller: &Caller,
-        route: &str,
-        id: &str,
-        reason: &str,
-        done: &[&str],
-    ) -> Result<Decided, DecisionError> {
-        let path = route.replace("{id}", &segment(id));
-        let body = DecisionBody {
-            reason: reason.to_owned(),
-        };
-        match self.call::<Decided>("POST", &path, &json(&body)).await {
-            Ok((decided, _)) => Ok(decided),
-            Err((refusal, true)) => Err(self.after_loss(caller, id, refusal, done).await),
-            Err((refusal, false)) => Err(refusal),
+    /// A plan's check, in chunks of at most [`api::MAX_PLAN`] ids.
+    async fn check_plan(&self, ids: &[String]) -> Result<Decided, DecisionError> {
+        if ids.is_empty() {
+            return Err(DecisionError::Invalid(
+                "the plan names no item; nothing was decided".into(),
+            ));
         }
+        for chunk in api::plan_chunks(ids) {
+            let chunk = Decision::CheckPlan {
+                ids: chunk.to_vec(),
+            };
+            let (path, body) = chunk.to_wire(segment);
+            self.call::<Decided>("POST", &path, &json(&body))
+                .await
+                .map_err(|(e, _)| e)?;
+        }
+        Ok(Decided::Checked { checked: ids.len() })
     }
 
     /// `GET /ops/secrets`: whether each secret reference of the deployed
@@ -339,116 +387,26 @@ fn unreadable(e: &impl std::fmt::Display) -> DecisionError {
     }
 }
 
-/// An approval's answer as the port's outcome.
-fn reinjected(decided: Decided) -> Result<Reinjected, DecisionError> {
-    match decided {
-        Decided {
-            inbox_pk: Some(inbox_pk),
-            reopened,
-            ..
-        } => Ok(Reinjected::Queued {
-            inbox_pk,
-            reopened: reopened.unwrap_or_default(),
-        }),
-        Decided {
-            verdict: Some(verdict),
-            ..
-        } => verdict
-            .parse::<Verdict>()
-            .map(Reinjected::Ingested)
-            .map_err(|e| unreadable(&e)),
-        other => Err(unreadable(&format!("{other:?}"))),
-    }
-}
-
-/// A reconciliation's answer as the port's outcome.
-fn reconciled(decided: Decided) -> Result<Reconciled, DecisionError> {
-    match decided {
-        Decided {
-            destination_ref: Some(id),
-            ..
-        } => Ok(Reconciled::Completed(id)),
-        Decided {
-            requeued: Some(pk), ..
-        } => Ok(Reconciled::Requeued(pk)),
-        Decided {
-            waiting: Some(inbox_pk),
-            held: Some(reason),
-            ..
-        } => Ok(Reconciled::Waiting { inbox_pk, reason }),
-        other => Err(unreadable(&format!("{other:?}"))),
-    }
-}
-
 /// The caller is who signs, as the server establishes it: the `Caller`
 /// passed here is not sent; it only recognises the caller's own decision
 /// after a lost answer (its ARN). `now` is the server's clock.
 impl Decisions for ApiDecisions {
-    async fn approve(
+    async fn decide(
         &self,
         caller: &Caller,
-        request: &Approve,
+        decision: &Decision,
         _now: Timestamp,
-    ) -> Result<Reinjected, DecisionError> {
-        // APPROVED is not done: its re-injection failed, and approving it
-        // again finishes it.
-        let done = ["REINJECTED"];
-        reinjected(
-            self.decide(caller, api::APPROVE, &request.id, &request.reason, &done)
-                .await?,
-        )
-    }
-
-    async fn reject(
-        &self,
-        caller: &Caller,
-        request: &Reject,
-        _now: Timestamp,
-    ) -> Result<(), DecisionError> {
-        self.decide(
-            caller,
-            api::REJECT,
-            &request.id,
-            &request.reason,
-            &["DISCARDED"],
-        )
-        .await
-        .map(drop)
-    }
-
-    async fn reconcile(
-        &self,
-        _caller: &Caller,
-        request: &Reconcile,
-        _now: Timestamp,
-    ) -> Result<Reconciled, DecisionError> {
-        let path = api::RECONCILE.replace("{key}", &segment(&request.key.to_string()));
-        let body = ReconcileBody {
-            not_found: request.found.is_none(),
-            found: request.found.clone(),
-        };
-        let (decided, _) = self
-            .call::<Decided>("POST", &path, &json(&body))
-            .await
-            .map_err(|(e, _)| e)?;
-        reconciled(decided)
-    }
-
-    async fn check_plan(&self, _caller: &Caller, ids: &[String]) -> Result<(), DecisionError> {
-        if ids.is_empty() {
-            return Err(DecisionError::Invalid(
-                "the plan names no item; nothing was decided".into(),
-            ));
+    ) -> Result<Decided, DecisionError> {
+        self.signed()?;
+        if let Decision::CheckPlan { ids } = decision {
+            return self.check_plan(ids).await;
         }
-        for chunk in api::plan_chunks(ids) {
-            let body = PlanBody {
-                ids: chunk.to_vec(),
-            };
-            self.call::<api::PlanChecked>("POST", api::PLAN_CHECK, &json(&body))
-                .await
-                .map_err(|(e, _)| e)?;
+        let (path, body) = decision.to_wire(segment);
+        match self.call::<Decided>("POST", &path, &json(&body)).await {
+            Ok((decided, _)) => Ok(decided),
+            Err((refusal, true)) => Err(self.after_loss(caller, decision, refusal).await),
+            Err((refusal, false)) => Err(refusal),
         }
-        Ok(())
     }
 }
 
@@ -496,34 +454,39 @@ mod tests {
         assert_eq!(segment("a/b c#d"), "a%2Fb%20c%23d");
     }
 
-    #[test]
-    fn answers_read_back_as_the_port_s_outcomes() {
-        let queued = Decided::approved(&Reinjected::Queued {
-            inbox_pk: "ws#p#k".into(),
-            reopened: vec!["ws#a#1".into()],
-        });
-        assert_eq!(
-            reinjected(queued).unwrap(),
-            Reinjected::Queued {
-                inbox_pk: "ws#p#k".into(),
-                reopened: vec!["ws#a#1".into()]
-            }
-        );
-        let ingested = Decided::approved(&Reinjected::Ingested(Verdict::Duplicate));
-        assert_eq!(
-            reinjected(ingested).unwrap(),
-            Reinjected::Ingested(Verdict::Duplicate)
-        );
-        for done in [
-            Reconciled::Completed("task-9".into()),
-            Reconciled::Requeued("ws#p#k".into()),
-            Reconciled::Waiting {
-                inbox_pk: "ws#p#k".into(),
-                reason: "held".into(),
-            },
-        ] {
-            assert_eq!(reconciled(Decided::reconciled(&done)).unwrap(), done);
+    fn caller() -> Caller {
+        Caller {
+            arn: "arn:aws:iam::1:user/ana".into(),
+            recorded: String::new(),
         }
-        assert_eq!(reinjected(Decided::rejected()).unwrap_err().status(), 502);
+    }
+
+    #[tokio::test]
+    async fn without_the_ops_api_a_decision_is_refused_and_says_what_to_pass() {
+        let approve = Decision::Approve {
+            id: "t1".into(),
+            reason: "go".into(),
+            seen: hookgate_core::approval::ItemSeen {
+                status: hookgate_core::triage::TriageStatus::Held,
+                holds: 1,
+            },
+        };
+        let refused = ApiDecisions::absent()
+            .decide(&caller(), &approve, Timestamp::from_millis(0))
+            .await
+            .unwrap_err();
+        assert_eq!(refused.status(), 400);
+        assert!(
+            refused.to_string().contains("pass --stack NAME")
+                && refused.to_string().ends_with("nothing was decided"),
+            "{refused}"
+        );
+        let plan = Decision::CheckPlan {
+            ids: vec!["t1".into()],
+        };
+        let refused_plan = ApiDecisions::absent()
+            .decide(&caller(), &plan, Timestamp::from_millis(0))
+            .await;
+        assert_eq!(refused_plan.unwrap_err(), refused);
     }
 }

@@ -65,6 +65,10 @@ where
     if let Ok(service) = std::env::var("HOOKGATE_SERVICE") {
         hookgate_core::metrics::set_service(&service);
     }
+    // The template's MetricsPerWorkspace: off drops the workspace dimension.
+    if let Ok(on) = std::env::var("HOOKGATE_METRICS_PER_WORKSPACE") {
+        hookgate_core::metrics::set_per_workspace(on != "false");
+    }
     let function_name = std::env::var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_default();
     let directive = level_directive(
         std::env::var("AWS_LAMBDA_LOG_LEVEL").ok().as_deref(),

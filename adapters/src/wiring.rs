@@ -22,11 +22,14 @@ use hookgate_core::{
     worker::Worker,
 };
 
+#[cfg(feature = "operator")]
 use hookgate_operator::{InProcess, Reads};
 
+#[cfg(feature = "operator")]
+use crate::cloudwatch::CloudWatchMetrics;
 use crate::{
     AwsSecrets, CrmDestination, DynamoInbox, DynamoLedger, DynamoTriage, SqsActionQueue,
-    alerts::EventBridgeAlerts, cloudwatch::CloudWatchMetrics,
+    alerts::EventBridgeAlerts,
 };
 
 /// The AWS clients one function uses.
@@ -95,11 +98,14 @@ pub type TriagerService = Triager<DynamoInbox, DynamoLedger, StoreHolder>;
 /// Approvals as deployed (`E`: how an EventBridge event is re-injected).
 pub type ApprovalsService<E> =
     Approvals<DynamoTriage, DynamoInbox, DynamoLedger, SqsActionQueue, E>;
+#[cfg(feature = "operator")]
 /// The operator's decisions as deployed.
 pub type DecisionsService<E> =
     InProcess<DynamoTriage, DynamoInbox, DynamoLedger, SqsActionQueue, E>;
+#[cfg(feature = "operator")]
 /// The operator's reads as deployed.
 pub type ReadsService = Reads<DynamoInbox, DynamoLedger, DynamoTriage, CloudWatchMetrics>;
+#[cfg(feature = "operator")]
 /// The operator's reads of the tables alone, as the ops API serves them.
 pub type TableReadsService = Reads<DynamoInbox, DynamoLedger, DynamoTriage, ()>;
 /// The sweep as deployed.
@@ -142,6 +148,12 @@ pub fn ingress_with_secrets<K: SecretSource>(
         secrets,
         holder,
     ))
+}
+
+/// The action queue, for the action function's handler: a message whose
+/// action waits for its destination's search is sent again with a delay.
+pub fn action_queue(config: &Config, clients: &Clients) -> SqsActionQueue {
+    clients.queue(config)
 }
 
 /// The worker. Nothing is fetched: the destinations' auth secrets are
@@ -214,6 +226,7 @@ pub fn approvals<E: EventIngress>(
     ))
 }
 
+#[cfg(feature = "operator")]
 /// The operator's decisions, carried out here (the ops Lambda, the CLI and
 /// the console), re-injecting EventBridge events through `ingress`.
 pub fn decisions<E: EventIngress>(
@@ -224,6 +237,7 @@ pub fn decisions<E: EventIngress>(
     Ok(InProcess::new(approvals(config, clients, ingress)?))
 }
 
+#[cfg(feature = "operator")]
 /// The operator's reads of the tables and of the stack's `metrics`.
 pub fn reads(
     config: Arc<Config>,
@@ -233,6 +247,7 @@ pub fn reads(
     Ok(table_reads(config, clients)?.with_metrics(metrics))
 }
 
+#[cfg(feature = "operator")]
 /// The operator's reads of the tables alone.
 pub fn table_reads(
     config: Arc<Config>,

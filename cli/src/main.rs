@@ -462,6 +462,14 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 .transpose()?;
             let rule = rule.as_deref().map(|r| (r, bus.as_str()));
             let functions = ingress_function.as_deref().zip(action_function.as_deref());
+            // Not a failed check: a stack without a custom domain works.
+            let url = session
+                .stack
+                .as_ref()
+                .and_then(|s| s.output("WebhookBaseUrl"));
+            if let Some(warning) = url.and_then(hookgate_core::doctor::custom_domain_warning) {
+                eprintln!("warning: {warning}");
+            }
             print(rt.block_on(ops.doctor(rule, functions, prefix))?, json)
         }
         Command::Console { port, rate } => {

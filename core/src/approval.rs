@@ -75,8 +75,78 @@ pub enum ApprovalError {
          item is rejected only once nothing of it can run (its event rejected or expired)"
     )]
     UnderWay { id: String, pk: String },
+    /// The decision's precondition no longer holds: what it decides is not
+    /// as its maker saw it (held again, decided by someone else, another
+    /// attempt made). Nothing was decided.
+    #[error(
+        "{what} moved on since it was read for this decision: it was {seen}, it is {found}. \
+         Nothing was decided; read it again and decide on what it is now"
+    )]
+    Moved {
+        what: String,
+        seen: String,
+        found: String,
+    },
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// What the maker of a decision on a triage item saw of it: its status and
+/// which hold it was ([`TriageItem::holds`]). The decision is made on that
+/// hold only; an item held again since, or decided otherwise, is refused
+/// ([`ApprovalError::Moved`]) and nothing changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ItemSeen {
+    pub status: TriageStatus,
+    pub holds: u32,
+}
+
+impl ItemSeen {
+    /// As `item` reads now.
+    pub fn of(item: &TriageItem) -> Self {
+        Self {
+            status: item.status,
+            holds: item.holds,
+        }
+    }
+
+    /// Whether `item` stands as seen: the same hold, in the status seen.
+    /// An approval that saw it HELD also takes it APPROVED under the same
+    /// hold: that hold's approval stopped after its first write (its
+    /// re-injection failed, or its answer was lost), and approving it again
+    /// finishes it, deciding nothing new.
+    pub fn stands(&self, item: &TriageItem, approving: bool) -> bool {
+        item.holds == self.holds
+            && (item.status == self.status
+                || approving
+                    && self.status == TriageStatus::Held
+                    && item.status == TriageStatus::Approved)
+    }
+
+    fn moved(&self, item: &TriageItem) -> ApprovalError {
+        ApprovalError::Moved {
+            what: format!("triage item {}", item.id),
+            seen: format!("{} (hold {})", self.status, self.holds),
+            found: format!("{} (hold {})", item.status, item.holds),
+        }
+    }
+}
+
+/// What the maker of a reconcile saw of the action: its ledger record's
+/// attempt count. A "not found" re-runs the action; once another attempt
+/// has been made (a re-run, perhaps uncertain again), the finding is of an
+/// attempt that is no longer the last, and is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ActionSeen {
+    pub attempts: u32,
+}
+
+impl ActionSeen {
+    pub fn of(record: &ActionRecord) -> Self {
+        Self {
+            attempts: record.attempts,
+        }
+    }
 }
 
 /// What a reconciliation did.
@@ -154,7 +224,23 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         why: &str,
         now: Timestamp,
     ) -> Result<Reinjected, ApprovalError> {
+        self.approve_seen(id, None, who, why, now).await
+    }
+
+    /// [`Self::approve`], refused unless the item stands as `seen` (when
+    /// given): the hold its maker saw, never one held since.
+    pub async fn approve_seen(
+        &self,
+        id: &str,
+        seen: Option<&ItemSeen>,
+        who: &str,
+        why: &str,
+        now: Timestamp,
+    ) -> Result<Reinjected, ApprovalError> {
         let item = self.item(id).await?;
+        if let Some(seen) = seen.filter(|seen| !seen.stands(&item, true)) {
+            return Err(seen.moved(&item));
+        }
         if !matches!(item.status, TriageStatus::Held | TriageStatus::Approved) {
             return Err(ApprovalError::AlreadyDecided {
                 id: id.to_owned(),
@@ -265,7 +351,23 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         why: &str,
         now: Timestamp,
     ) -> Result<(), ApprovalError> {
+        self.reject_seen(id, None, who, why, now).await
+    }
+
+    /// [`Self::reject`], refused unless the item stands as `seen` (when
+    /// given).
+    pub async fn reject_seen(
+        &self,
+        id: &str,
+        seen: Option<&ItemSeen>,
+        who: &str,
+        why: &str,
+        now: Timestamp,
+    ) -> Result<(), ApprovalError> {
         let item = self.item(id).await?;
+        if let Some(seen) = seen.filter(|seen| !seen.stands(&item, false)) {
+            return Err(seen.moved(&item));
+        }
         // Left APPROVED too: its approval may have re-opened the action
         // before its re-injection failed (found by the simulator).
         if matches!(item.status, TriageStatus::Held | TriageStatus::Approved) {
@@ -353,11 +455,31 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         who: &str,
         now: Timestamp,
     ) -> Result<Reconciled, ApprovalError> {
+        self.reconcile_seen(key, None, found, who, now).await
+    }
+
+    /// [`Self::reconcile`], refused unless the action's record stands as
+    /// `seen` (when given): no other attempt made since its maker read it.
+    pub async fn reconcile_seen(
+        &self,
+        key: &ActionKey,
+        seen: Option<&ActionSeen>,
+        found: Option<&str>,
+        who: &str,
+        now: Timestamp,
+    ) -> Result<Reconciled, ApprovalError> {
         let record = self
             .ledger
             .get(key)
             .await?
             .ok_or_else(|| ApprovalError::NoAction(key.to_string()))?;
+        if let Some(seen) = seen.filter(|seen| seen.attempts != record.attempts) {
+            return Err(ApprovalError::Moved {
+                what: format!("action {key}"),
+                seen: format!("attempt {}", seen.attempts),
+                found: format!("{} at attempt {}", record.status, record.attempts),
+            });
+        }
         let done = self.reconciled(key, &record, found, who, now).await?;
         // The line names the event the action was asked for by (the one a
         // "not found" re-queues).

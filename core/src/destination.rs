@@ -6,10 +6,16 @@
 //!   returns the effect it already made;
 //! - lookup: look the external reference up; found → that id;
 //!   not confirmable → UNCERTAIN for reconciliation, never a second create.
+//!
+//! A lookup destination's search may lag its writes (`search_lag_secs`): an
+//! attempt after another finds nothing there within the lag of what the
+//! earlier attempt may have written, so "not found" is trusted only once
+//! that window has passed; inside it the attempt waits instead of creating.
 
 use std::time::Duration;
 
 use crate::{
+    Timestamp,
     action::{ActionKey, ActionRequest},
     ledger::Attempt,
     ledger::ErrorKind,
@@ -96,6 +102,10 @@ pub enum Performed {
     /// Not done (or not confirmed, with a key that makes asking again safe):
     /// try again later with the same key.
     Retry(ErrorKind, String),
+    /// Not done: the lookup found nothing, but the destination's search may
+    /// not show yet what an earlier attempt wrote up to `from`; try again
+    /// at `until` (`from` + the search lag), when "not found" is trusted.
+    Wait { from: Timestamp, until: Timestamp },
 }
 
 /// Calls `destination` for `request`, resolving a lost answer by its strategy.
@@ -104,11 +114,16 @@ pub enum Performed {
 /// after a crash or timeout, a release after a 5xx, a re-opened action) may
 /// follow a create that reached the destination and whose answer was lost.
 /// Idempotency keys and upserts make creating again safe; a lookup
-/// destination is asked first, and creates only when it finds nothing.
+/// destination is asked first, and creates only when it finds nothing at
+/// `now`, `lag` (its search's lag behind its writes) or more after the
+/// earlier attempts' reach: before that, a task they made may not show
+/// yet, and the attempt waits ([`Performed::Wait`]) instead of creating.
 pub async fn perform<D: Destination>(
     destination: &D,
     request: &ActionRequest,
     attempt: Attempt,
+    lag: Duration,
+    now: Timestamp,
 ) -> Performed {
     let look_first = match attempt {
         Attempt::First => false,
@@ -119,7 +134,14 @@ pub async fn perform<D: Destination>(
     if look_first {
         match destination.lookup(&request.key).await {
             Ok(Some(id)) => return Performed::Completed(id),
-            Ok(None) => {}
+            Ok(None) => {
+                if let Attempt::Again { reach, .. } = attempt {
+                    let until = reach.plus(lag);
+                    if now < until {
+                        return Performed::Wait { from: reach, until };
+                    }
+                }
+            }
             Err(DestinationError::Retryable(e)) => {
                 return Performed::Retry(
                     ErrorKind::Retryable,
@@ -226,8 +248,15 @@ mod tests {
     }
 
     const AGAIN: Attempt = Attempt::Again {
-        since: crate::Timestamp::from_millis(0),
+        since: Timestamp::from_millis(0),
+        reach: Timestamp::from_millis(0),
     };
+
+    /// When the attempts below run: long past [`AGAIN`]'s reach.
+    const NOW: Timestamp = Timestamp::from_millis(3_600_000);
+
+    /// No search lag (a destination that shows its writes at once).
+    const NO_LAG: Duration = Duration::ZERO;
 
     fn lost() -> Result<String, DestinationError> {
         Err(DestinationError::OutcomeUnknown("timeout".into()))
@@ -238,7 +267,7 @@ mod tests {
         for strategy in [Strategy::IdempotencyKey, Strategy::Upsert] {
             let d = scripted(strategy, vec![lost(), Ok("task-1".into())], Ok(None));
             assert_eq!(
-                perform(&d, &request(), Attempt::First).await,
+                perform(&d, &request(), Attempt::First, NO_LAG, NOW).await,
                 Performed::Completed("task-1".into())
             );
             assert_eq!(*d.calls.lock().unwrap(), 2);
@@ -249,7 +278,7 @@ mod tests {
     async fn two_lost_answers_leave_it_for_a_later_retry_with_the_same_key() {
         let d = scripted(Strategy::IdempotencyKey, vec![lost(), lost()], Ok(None));
         assert!(matches!(
-            perform(&d, &request(), Attempt::First).await,
+            perform(&d, &request(), Attempt::First, NO_LAG, NOW).await,
             Performed::Retry(ErrorKind::OutcomeUnknown, _)
         ));
     }
@@ -258,13 +287,13 @@ mod tests {
     async fn a_lost_answer_with_lookup_is_looked_up_never_created_again() {
         let found = scripted(Strategy::Lookup, vec![lost()], Ok(Some("task-9".into())));
         assert_eq!(
-            perform(&found, &request(), Attempt::First).await,
+            perform(&found, &request(), Attempt::First, NO_LAG, NOW).await,
             Performed::Completed("task-9".into())
         );
         assert_eq!(*found.calls.lock().unwrap(), 1);
         let missing = scripted(Strategy::Lookup, vec![lost()], Ok(None));
         assert!(matches!(
-            perform(&missing, &request(), Attempt::First).await,
+            perform(&missing, &request(), Attempt::First, NO_LAG, NOW).await,
             Performed::Uncertain(_)
         ));
         let broken = scripted(
@@ -273,7 +302,7 @@ mod tests {
             Err(DestinationError::Retryable("503".into())),
         );
         assert!(matches!(
-            perform(&broken, &request(), Attempt::First).await,
+            perform(&broken, &request(), Attempt::First, NO_LAG, NOW).await,
             Performed::Uncertain(_)
         ));
         assert_eq!(*broken.calls.lock().unwrap(), 1, "never a second create");
@@ -284,14 +313,14 @@ mod tests {
         // The earlier attempt's create committed; it died before recording.
         let made = scripted(Strategy::Lookup, vec![], Ok(Some("task-7".into())));
         assert_eq!(
-            perform(&made, &request(), AGAIN).await,
+            perform(&made, &request(), AGAIN, NO_LAG, NOW).await,
             Performed::Completed("task-7".into())
         );
         assert_eq!(*made.calls.lock().unwrap(), 0, "no second create");
         // Nothing there: create, as a first attempt would.
         let never = scripted(Strategy::Lookup, vec![Ok("task-8".into())], Ok(None));
         assert_eq!(
-            perform(&never, &request(), AGAIN).await,
+            perform(&never, &request(), AGAIN, NO_LAG, NOW).await,
             Performed::Completed("task-8".into())
         );
         // The lookup fails: retry later, never create blind.
@@ -301,7 +330,7 @@ mod tests {
             Err(DestinationError::Retryable("503".into())),
         );
         assert!(matches!(
-            perform(&blind, &request(), AGAIN).await,
+            perform(&blind, &request(), AGAIN, NO_LAG, NOW).await,
             Performed::Retry(ErrorKind::Retryable, _)
         ));
         assert_eq!(*blind.calls.lock().unwrap(), 0);
@@ -312,7 +341,45 @@ mod tests {
             Err(DestinationError::Retryable("unused".into())),
         );
         assert_eq!(
-            perform(&keyed, &request(), AGAIN).await,
+            perform(&keyed, &request(), AGAIN, NO_LAG, NOW).await,
+            Performed::Completed("task-1".into())
+        );
+    }
+
+    #[tokio::test]
+    async fn not_found_inside_the_search_lag_of_an_earlier_attempt_waits_instead_of_creating() {
+        let lag = Duration::from_secs(10);
+        let reach = Timestamp::from_secs(1_000);
+        let again = Attempt::Again {
+            since: Timestamp::from_secs(900),
+            reach,
+        };
+        let until = reach.plus(lag);
+        // Inside the window, up to its last millisecond: no create.
+        for now in [reach, Timestamp::from_millis(until.as_millis() - 1)] {
+            let hidden = scripted(Strategy::Lookup, vec![Ok("task-2".into())], Ok(None));
+            assert_eq!(
+                perform(&hidden, &request(), again, lag, now).await,
+                Performed::Wait { from: reach, until }
+            );
+            assert_eq!(*hidden.calls.lock().unwrap(), 0, "no create inside the lag");
+        }
+        // Found inside the window: done, whatever the lag.
+        let found = scripted(Strategy::Lookup, vec![], Ok(Some("task-1".into())));
+        assert_eq!(
+            perform(&found, &request(), again, lag, reach).await,
+            Performed::Completed("task-1".into())
+        );
+        // From the window's end "not found" is trusted, as without a lag.
+        let trusted = scripted(Strategy::Lookup, vec![Ok("task-1".into())], Ok(None));
+        assert_eq!(
+            perform(&trusted, &request(), again, lag, until).await,
+            Performed::Completed("task-1".into())
+        );
+        // A first attempt follows nothing: it never waits.
+        let first = scripted(Strategy::Lookup, vec![Ok("task-1".into())], Ok(None));
+        assert_eq!(
+            perform(&first, &request(), Attempt::First, lag, reach).await,
             Performed::Completed("task-1".into())
         );
     }
@@ -323,7 +390,7 @@ mod tests {
         // make a second task. Found → that task; not found → create.
         let made = scripted(Strategy::IdempotencyKey, vec![], Ok(Some("task-3".into())));
         assert_eq!(
-            perform(&made, &request(), Attempt::KeyExpired).await,
+            perform(&made, &request(), Attempt::KeyExpired, NO_LAG, NOW).await,
             Performed::Completed("task-3".into())
         );
         assert_eq!(*made.calls.lock().unwrap(), 0);
@@ -333,7 +400,7 @@ mod tests {
             Ok(None),
         );
         assert_eq!(
-            perform(&never, &request(), Attempt::KeyExpired).await,
+            perform(&never, &request(), Attempt::KeyExpired, NO_LAG, NOW).await,
             Performed::Completed("task-4".into())
         );
         // A lookup that cannot answer: needs a human, never a blind create.
@@ -343,7 +410,7 @@ mod tests {
             Err(DestinationError::Permanent("no search endpoint".into())),
         );
         assert!(matches!(
-            perform(&blind, &request(), Attempt::KeyExpired).await,
+            perform(&blind, &request(), Attempt::KeyExpired, NO_LAG, NOW).await,
             Performed::Uncertain(_)
         ));
         assert_eq!(*blind.calls.lock().unwrap(), 0);
@@ -376,7 +443,7 @@ mod tests {
                     for second in answers() {
                         for lookup in lookups.clone() {
                             let d = scripted(strategy, vec![first.clone(), second.clone()], lookup);
-                            perform(&d, &request(), attempt).await;
+                            perform(&d, &request(), attempt, NO_LAG, NOW).await;
                             let calls = *d.calls.lock().unwrap() + *d.lookups.lock().unwrap();
                             assert!(
                                 calls <= strategy.max_calls(),
@@ -399,7 +466,7 @@ mod tests {
             Ok(None),
         );
         assert_eq!(
-            perform(&down, &request(), Attempt::First).await,
+            perform(&down, &request(), Attempt::First, NO_LAG, NOW).await,
             Performed::Retry(ErrorKind::Retryable, "503".into())
         );
         let refused = scripted(
@@ -408,7 +475,7 @@ mod tests {
             Ok(None),
         );
         assert_eq!(
-            perform(&refused, &request(), Attempt::First).await,
+            perform(&refused, &request(), Attempt::First, NO_LAG, NOW).await,
             Performed::Failed("400".into())
         );
     }
@@ -423,7 +490,7 @@ mod tests {
             Err(DestinationError::Permanent("403".into())),
         );
         assert!(matches!(
-            perform(&refused, &request(), AGAIN).await,
+            perform(&refused, &request(), AGAIN, NO_LAG, NOW).await,
             Performed::Retry(ErrorKind::Retryable, _)
         ));
         assert_eq!(*refused.calls.lock().unwrap(), 0);

@@ -74,6 +74,7 @@ impl<S: InboxStore, L: Ledger, H: Hold> Triager<S, L, H> {
             decided_by: None,
             decided_at: None,
             reason: None,
+            holds: 1,
         };
         let mut to_hold = None;
         match letter.source {

@@ -146,6 +146,34 @@ const SQS: &str = "AWS/SQS";
 const EVENTS: &str = "AWS/Events";
 const LAMBDA: &str = "AWS/Lambda";
 
+/// Whether the alarm `name`, listed by `DescribeAlarms` under the stack's
+/// `AlarmNamePrefix` (`{stack}-`), is the stack's own. CloudFormation names
+/// an alarm `{stack}-{LogicalId}-{suffix}`, neither part holding a `-`; the
+/// prefix alone also lists the alarms of every stack whose name starts with
+/// it (`hookgate-staging-…` under `hookgate-`).
+pub fn own_alarm(prefix: &str, name: &str) -> bool {
+    let part = |p: &str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_alphanumeric());
+    name.strip_prefix(prefix)
+        .and_then(|rest| rest.split_once('-'))
+        .is_some_and(|(logical, suffix)| part(logical) && part(suffix))
+}
+
+/// The warning for a stack whose webhook URL is API Gateway's own host
+/// (`WebhookBaseUrl` on `execute-api`): every provider subscription must be
+/// re-pointed when the API is re-created or the stack moves Region.
+pub fn custom_domain_warning(webhook_base_url: &str) -> Option<String> {
+    let host = webhook_base_url.trim_start_matches("https://");
+    let host = host.split('/').next().unwrap_or_default();
+    host.contains(".execute-api.").then(|| {
+        format!(
+            "the webhook URL is API Gateway's own host ({host}): re-creating the stack, replacing \
+             the API or moving Region changes it, and every provider must then be re-pointed; \
+             set CustomDomainName and CustomDomainCertificateArn (docs/deploy.md, \"A webhook URL \
+             that outlives the stack\")"
+        )
+    })
+}
+
 /// One check's verdict.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Check {
@@ -399,6 +427,33 @@ fn check_alarms(alarms: &[Alarm], has_rule: bool) -> Vec<Check> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_stacks_own_alarms_count_not_those_of_a_stack_its_name_prefixes() {
+        let prefix = "hookgate-";
+        assert!(own_alarm(
+            prefix,
+            "hookgate-IngressErrorsAlarm-1A2B3C4D5E6F"
+        ));
+        assert!(!own_alarm(
+            prefix,
+            "hookgate-staging-IngressErrorsAlarm-1A2B3C4D5E6F"
+        ));
+        assert!(!own_alarm(prefix, "hookgate-x-IngressErrorsAlarm-9Z"));
+        assert!(!own_alarm(prefix, "hookgate-IngressErrorsAlarm"));
+        assert!(!own_alarm(prefix, "other-IngressErrorsAlarm-1A2B"));
+    }
+
+    #[test]
+    fn a_webhook_url_on_execute_api_is_warned_about_and_a_custom_domain_is_not() {
+        let raw = "https://abc123.execute-api.eu-west-1.amazonaws.com";
+        let warning = custom_domain_warning(raw).expect("a warning");
+        assert!(warning.contains("CustomDomainName"), "{warning}");
+        assert_eq!(custom_domain_warning("https://hooks.example.com"), None);
+        assert!(
+            custom_domain_warning("https://abc.execute-api.cn-north-1.amazonaws.com.cn").is_some()
+        );
+    }
 
     fn facts(ttl_h: u64, rule_s: u64) -> Facts {
         Facts {

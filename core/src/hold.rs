@@ -138,6 +138,7 @@ impl TriageItem {
             decided_by: None,
             decided_at: None,
             reason: None,
+            holds: 1,
         }
     }
 }

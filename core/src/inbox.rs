@@ -164,6 +164,10 @@ pub struct InboxRecord {
     /// The triage item whose decision re-opened it last (for the
     /// operator's reading: what re-ran the event).
     pub reopened_by: Option<String>,
+    /// The configuration the ingress accepted the event under
+    /// ([`crate::config::Config::version`]); `None` on a record an older
+    /// release wrote, decided as it always was.
+    pub config_version: Option<String>,
 }
 
 /// The decision that re-opens a record ([`crate::ports::InboxStore::reopen`]):
@@ -278,7 +282,14 @@ impl InboxRecord {
             expires_at: Timestamp::from_secs(now.plus(ttl).as_secs()),
             reopens: 0,
             reopened_by: None,
+            config_version: None,
         }
+    }
+
+    /// Records the configuration that accepted the event.
+    pub fn accepted_under(mut self, version: &str) -> Self {
+        self.config_version = Some(version.to_owned());
+        self
     }
 }
 

@@ -461,7 +461,8 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold + FailureStreaks> I
             now,
             self.config.inbox_ttl_for(provider),
         )
-        .hashed_as(&binding.scheme.canonical_payload(delivery));
+        .hashed_as(&binding.scheme.canonical_payload(delivery))
+        .accepted_under(&self.config.version);
         self.persist(record, now).await
     }
 
@@ -688,7 +689,8 @@ pub fn event_record(
         now,
         config.inbox_ttl_for(Provider::Eventbridge),
     )
-    .hashed_as(canonical.as_bytes());
+    .hashed_as(canonical.as_bytes())
+    .accepted_under(&config.version);
     Ok((workspace, record))
 }
 

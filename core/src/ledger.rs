@@ -42,6 +42,10 @@ pub enum ErrorKind {
     Permanent,
     OutcomeUnknown,
     Collision,
+    /// Not an error: the attempt found nothing at a lookup destination
+    /// whose search may not show an earlier attempt's task yet, and gave
+    /// its lease back to wait ([`Attempt::Again`]'s `reach`).
+    SearchLag,
 }
 
 names!(ErrorKind "error kind" {
@@ -49,6 +53,7 @@ names!(ErrorKind "error kind" {
     Permanent => "permanent",
     OutcomeUnknown => "outcome-unknown",
     Collision => "collision",
+    SearchLag => "search-lag",
 });
 
 /// Whether an attempt that holds the lease is the action's first.
@@ -58,8 +63,11 @@ pub enum Attempt {
     First,
     /// Taken over (an expired lease, a released or re-opened action): an
     /// earlier attempt may have reached the destination, answer lost. `since`
-    /// is when the action was first reserved.
-    Again { since: Timestamp },
+    /// is when the action was first reserved; `reach` the latest an earlier
+    /// attempt may have written at the destination, as the ledger records it
+    /// ([`taken_over`]): a destination's search that lags its writes may not
+    /// show such a write until its lag after `reach`.
+    Again { since: Timestamp, reach: Timestamp },
     /// `Again`, and so long after the first attempt that the destination may
     /// have forgotten the idempotency key (its `key_retention`).
     KeyExpired,
@@ -84,6 +92,10 @@ pub struct ActionRecord {
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
     pub expires_at: Timestamp,
+    /// Set by an attempt that waited for the destination's search lag
+    /// ([`ErrorKind::SearchLag`]): the `reach` it waited from, which the
+    /// next takeover keeps (the waiting attempt wrote nothing there).
+    pub lag_from: Option<Timestamp>,
 }
 
 /// What an attempt finds when the action already has a record.
@@ -121,13 +133,41 @@ pub fn claim(record: &ActionRecord, request_sha256: &str, now: Timestamp) -> Cla
 /// retried, or its reservation asked again): the first only if nothing
 /// attempted the action before it, else a takeover, after which the action
 /// may already have been performed.
+///
+/// Its `reach` is its own start (`updated_at`, its reservation's): the
+/// earlier attempts had ended (a lease expired, a release) when it took
+/// the action over, and what the one before it recorded is overwritten.
 pub fn own_attempt(stored: &ActionRecord) -> Attempt {
     if stored.attempts <= 1 {
         Attempt::First
     } else {
         Attempt::Again {
             since: stored.created_at,
+            reach: stored.updated_at,
         }
+    }
+}
+
+/// What an attempt that takes over `stored` (as it stood before the
+/// takeover) is: [`Attempt::Again`], with the latest time an earlier
+/// attempt may have written at the destination:
+/// - in progress under an expired lease (a crash, a timeout): the lease's
+///   end, which covers the attempt's last destination call (R9);
+/// - released after it waited for the search lag: the time it waited from
+///   (`lag_from`), since it created nothing;
+/// - otherwise (released, or re-opened by a decision): its last write,
+///   which came after every call of the attempt it ended.
+pub fn taken_over(stored: &ActionRecord) -> Attempt {
+    let reach = match (stored.status, stored.last_error_kind) {
+        (ActionStatus::InProgress, _) => stored.lease_expires_at.unwrap_or(stored.updated_at),
+        (ActionStatus::Pending, Some(ErrorKind::SearchLag)) => {
+            stored.lag_from.unwrap_or(stored.updated_at)
+        }
+        _ => stored.updated_at,
+    };
+    Attempt::Again {
+        since: stored.created_at,
+        reach,
     }
 }
 
@@ -173,6 +213,7 @@ mod tests {
             created_at: t,
             updated_at: t,
             expires_at: Timestamp::from_secs(9_000_000),
+            lag_from: None,
         }
     }
 
@@ -238,12 +279,37 @@ mod tests {
         let mut r = record(ActionStatus::InProgress, Some(3_000));
         assert_eq!(own_attempt(&r), Attempt::First);
         r.attempts = 2;
+        r.updated_at = Timestamp::from_secs(1_500);
         assert_eq!(
             own_attempt(&r),
             Attempt::Again {
-                since: Timestamp::from_secs(1_000)
+                since: Timestamp::from_secs(1_000),
+                reach: Timestamp::from_secs(1_500),
             }
         );
+    }
+
+    #[test]
+    fn a_takeover_reaches_back_to_the_latest_an_earlier_attempt_may_have_written() {
+        let at = Timestamp::from_secs;
+        let again = |reach| Attempt::Again {
+            since: at(1_000),
+            reach: at(reach),
+        };
+        // Cut off: its lease covered its last call.
+        let mut r = record(ActionStatus::InProgress, Some(1_030));
+        assert_eq!(taken_over(&r), again(1_030));
+        // Released: that write came after its calls.
+        r = record(ActionStatus::Pending, None);
+        r.updated_at = at(1_005);
+        r.last_error_kind = Some(ErrorKind::Retryable);
+        assert_eq!(taken_over(&r), again(1_005));
+        // Released to wait for the search: it wrote nothing, so the window
+        // it waited for stands (a later release would not restart it).
+        r.last_error_kind = Some(ErrorKind::SearchLag);
+        r.lag_from = Some(at(1_005));
+        r.updated_at = at(1_007);
+        assert_eq!(taken_over(&r), again(1_005));
     }
 
     #[test]
@@ -276,7 +342,13 @@ mod tests {
         for &s in ActionStatus::ALL {
             assert_eq!(s.as_str().parse::<ActionStatus>().unwrap(), s);
         }
-        for k in ["retryable", "permanent", "outcome-unknown", "collision"] {
+        for k in [
+            "retryable",
+            "permanent",
+            "outcome-unknown",
+            "collision",
+            "search-lag",
+        ] {
             assert_eq!(k.parse::<ErrorKind>().unwrap().as_str(), k);
         }
     }

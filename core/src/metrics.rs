@@ -46,14 +46,46 @@ pub fn service() -> &'static str {
     SERVICE.get().map_or(DEFAULT_SERVICE, String::as_str)
 }
 
+static PER_WORKSPACE: OnceLock<bool> = OnceLock::new();
+
+/// Whether the detailed series carry the `workspace` dimension (the
+/// template's `MetricsPerWorkspace`, `HOOKGATE_METRICS_PER_WORKSPACE`; on
+/// unless set to `false`). Off, each detailed series drops it: one series per
+/// provider or destination instead of one per workspace, for the custom
+/// metrics' cost (docs/capacity.md, "Custom metrics"). Once, at cold start.
+pub fn set_per_workspace(on: bool) {
+    let _ = PER_WORKSPACE.set(on);
+}
+
 /// Renders one EMF line: `metrics` (name, value) counted under `dimensions`
 /// and under `service` alone.
 pub fn render(dimensions: &[(&str, &str)], metrics: &[(&str, f64)], now: Timestamp) -> String {
+    render_with(
+        dimensions,
+        metrics,
+        now,
+        PER_WORKSPACE.get().copied().unwrap_or(true),
+    )
+}
+
+/// [`render`], with or without the `workspace` dimension in the detailed
+/// set (the line still carries the workspace as a field, for the logs).
+pub fn render_with(
+    dimensions: &[(&str, &str)],
+    metrics: &[(&str, f64)],
+    now: Timestamp,
+    per_workspace: bool,
+) -> String {
     let mut line = Map::new();
-    let mut names: Vec<&str> = dimensions.iter().map(|(k, _)| *k).collect();
+    let mut names: Vec<&str> = dimensions
+        .iter()
+        .map(|(k, _)| *k)
+        .filter(|k| per_workspace || *k != "workspace")
+        .collect();
+    let detailed = !names.is_empty();
     names.push("service");
     // A metric of the stack as a whole has one set: [service].
-    let sets = if dimensions.is_empty() {
+    let sets = if !detailed {
         json!([["service"]])
     } else {
         json!([names, ["service"]])
@@ -229,6 +261,44 @@ pub fn datums(line: &str) -> Result<Vec<Datum>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn without_per_workspace_series_the_detailed_set_drops_the_workspace_only() {
+        let dims = [("provider", "retell"), ("workspace", "ws-1")];
+        let line = |per_workspace| -> Value {
+            serde_json::from_str(&render_with(
+                &dims,
+                &[("Deliveries", 1.0)],
+                Timestamp::from_millis(0),
+                per_workspace,
+            ))
+            .unwrap()
+        };
+        let on = line(true);
+        assert_eq!(
+            on["_aws"]["CloudWatchMetrics"][0]["Dimensions"],
+            json!([["provider", "workspace", "service"], ["service"]])
+        );
+        let off = line(false);
+        assert_eq!(
+            off["_aws"]["CloudWatchMetrics"][0]["Dimensions"],
+            json!([["provider", "service"], ["service"]])
+        );
+        // Still in the line, for the logs.
+        assert_eq!(off["workspace"], "ws-1");
+        // A metric whose only detail is the workspace keeps [service].
+        let only = render_with(
+            &[("workspace", "ws-1")],
+            &[("X", 1.0)],
+            Timestamp::from_millis(0),
+            false,
+        );
+        let only: Value = serde_json::from_str(&only).unwrap();
+        assert_eq!(
+            only["_aws"]["CloudWatchMetrics"][0]["Dimensions"],
+            json!([["service"]])
+        );
+    }
 
     #[test]
     fn a_line_follows_the_embedded_metric_format() {

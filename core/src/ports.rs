@@ -227,7 +227,20 @@ pub trait ActionQueue: Send + Sync {
         message: &QueueMessage,
         kind: MessageKind,
     ) -> impl Future<Output = Result<(), QueueError>> + Send;
+
+    /// [`ActionQueue::send`], received no sooner than `delay` from now
+    /// (SQS's `DelaySeconds`: whole seconds, rounded up, at most
+    /// [`MAX_DELAY`]). A new message: its receives count from none.
+    fn send_after(
+        &self,
+        message: &QueueMessage,
+        kind: MessageKind,
+        delay: Duration,
+    ) -> impl Future<Output = Result<(), QueueError>> + Send;
 }
+
+/// The longest SQS delays a message (`DelaySeconds`, 15 minutes).
+pub const MAX_DELAY: Duration = Duration::from_secs(900);
 
 /// What a reservation found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -249,6 +262,11 @@ pub enum Settle<'a> {
     Uncertain(&'a str),
     /// Retryable: back to PENDING, attempts + 1, the message returns.
     Release { kind: ErrorKind, message: &'a str },
+    /// Not performed: a lookup destination's search may not show an earlier
+    /// attempt's task yet. Back to PENDING as a release, `last_error_kind`
+    /// `search-lag`, keeping `from` (the earlier attempts' reach) as
+    /// `lag_from` for the next takeover (`ledger::taken_over`).
+    Wait { from: Timestamp, message: &'a str },
 }
 
 /// An attempt's hold on an action: `owner` (unique per SQS receipt) from

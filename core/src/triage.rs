@@ -193,6 +193,10 @@ pub struct TriageItem {
     pub decided_by: Option<String>,
     pub decided_at: Option<Timestamp>,
     pub reason: Option<String>,
+    /// Which hold of the item this is: 1 when filed, one more each time it
+    /// is held again after a decision ([`crate::ports::Filed::Reopened`]).
+    /// A decision names the hold its maker saw (`approval::ItemSeen`).
+    pub holds: u32,
 }
 
 /// The one view of an item that operators see, as JSON: the CLI's
@@ -213,6 +217,7 @@ pub struct TriageView<'a> {
     pub decided_by: Option<&'a str>,
     pub decided_at: Option<String>,
     pub reason: Option<&'a str>,
+    pub holds: u32,
 }
 
 /// An item in a list: what tells items apart, without the original message
@@ -226,6 +231,7 @@ pub struct TriageSummary<'a> {
     pub workspace: Option<&'a str>,
     pub destination: Option<&'a str>,
     pub first_seen: String,
+    pub holds: u32,
 }
 
 impl TriageItem {
@@ -238,6 +244,7 @@ impl TriageItem {
             workspace: self.workspace.as_deref(),
             destination: self.destination.as_deref(),
             first_seen: self.first_seen.utc(),
+            holds: self.holds,
         }
     }
 
@@ -257,6 +264,7 @@ impl TriageItem {
             decided_by: self.decided_by.as_deref(),
             decided_at: self.decided_at.map(Timestamp::utc),
             reason: self.reason.as_deref(),
+            holds: self.holds,
         }
     }
 }

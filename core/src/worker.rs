@@ -13,8 +13,13 @@
 //! deadline, and its lease holds that worst case from when it starts at the
 //! latest (`Config::action_budget`, `Config::action_span`: every store call
 //! at the store timeout, every destination call at its timeout).
+//!
+//! An action that must wait for its destination's search to catch up
+//! (`destination::perform`) makes its message [`MessageOutcome::Later`]:
+//! the host sends it again with that delay and deletes the received copy
+//! ([`send_again`]), so the wait uses none of its receives.
 
-use std::{collections::HashMap, sync::Arc};
+use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use crate::{
     InboxPk, Timestamp,
@@ -23,8 +28,11 @@ use crate::{
     destination::{Destination, Performed, perform},
     inbox::InboxStatus,
     ledger::{self, ActionStatus, Claim, ErrorKind},
-    message::QueueMessage,
-    ports::{Attempt, Hold, InboxStore, Lease, Ledger, Reserve, Settle, StoreError},
+    message::{MessageKind, QueueMessage},
+    ports::{
+        ActionQueue, Attempt, Hold, InboxStore, Lease, Ledger, QueueError, Reserve, Settle,
+        StoreError,
+    },
     rules::Decision,
     triage::{Evidence, TriageItem, TriageSource, worker_original},
 };
@@ -36,6 +44,15 @@ pub mod alarm {
     pub const COLLISION: &str = "ACTION_KEY_COLLISION";
     pub const POISON: &str = "ACTION_POISON_MESSAGE";
 }
+
+/// How long after its arrival an event accepted under another
+/// configuration, for which this worker finds no rule, is handed back
+/// rather than settled IGNORED: a deploy switches the functions to a new
+/// configuration layer within minutes (docs/design.md, "A configuration
+/// switch"). Past it the worker decides as its configuration says.
+pub const CONFIG_SWITCH_BOUND: Duration = Duration::from_secs(15 * 60);
+/// How long such an event waits before a worker reads it again.
+pub const CONFIG_HANDBACK_DELAY: Duration = Duration::from_secs(60);
 
 /// The longest an action waits for its destination's rate limit when the
 /// invocation has no deadline (the tests, `hookgate-dev local`).
@@ -49,6 +66,31 @@ pub enum MessageOutcome {
     /// Not settled: leave the message to return after the visibility timeout
     /// (and to the DLQ after maxReceiveCount).
     Retry(String),
+    /// Not settled, and nothing to retry before `delay` has passed (an
+    /// action waits for its destination's search, an event handed back):
+    /// send the message again with that delay and delete this copy
+    /// ([`send_again`]). Its receives count from none again: a wait is not
+    /// a failure.
+    Later { delay: Duration, reason: String },
+}
+
+/// The host's part of [`MessageOutcome::Later`]: `body` (as received, of
+/// `kind`) sent again, received no sooner than `delay` from now. `Ok`: the
+/// received copy may be deleted. `Err`: it was not sent, so the received
+/// copy must come back (after its visibility timeout, counted as a
+/// receive).
+pub async fn send_again<Q: ActionQueue>(
+    queue: &Q,
+    body: &str,
+    kind: MessageKind,
+    delay: Duration,
+) -> Result<(), QueueError> {
+    let Some((message, _)) = QueueMessage::parse(body) else {
+        return Err(QueueError(
+            "unreadable queue message: not sent again".into(),
+        ));
+    };
+    queue.send_after(&message, kind, delay).await
 }
 
 /// What became of one action within a message.
@@ -56,6 +98,8 @@ pub enum MessageOutcome {
 enum ActionOutcome {
     Settled,
     Retry(String),
+    /// Waits for its destination's search until then.
+    Later(Timestamp, String),
 }
 
 /// An action settled for a human, to be filed once the message's actions
@@ -188,6 +232,31 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
         let read = Some(record.reopens);
         let decision = record.decide(&self.config.rules);
         let requests = match decision {
+            // Accepted under another configuration, which may have the rule
+            // this one lacks (a deploy switches the functions one by one):
+            // handed back for a worker on it, up to the bound.
+            Decision::Ignored(reason)
+                if record
+                    .config_version
+                    .as_deref()
+                    .is_some_and(|v| v != self.config.version)
+                    && now.since(record.received_at) < CONFIG_SWITCH_BOUND =>
+            {
+                let accepted = record.config_version.as_deref().unwrap_or_default();
+                tracing::info!(
+                    inbox_pk = %pk,
+                    accepted_under = accepted,
+                    running = %self.config.version,
+                    "no rule under this configuration; handed back"
+                );
+                return Ok(MessageOutcome::Later {
+                    delay: CONFIG_HANDBACK_DELAY,
+                    reason: format!(
+                        "{reason} under configuration {}, accepted under {accepted}: handed back",
+                        self.config.version
+                    ),
+                });
+            }
             Decision::Ignored(reason) => {
                 self.inbox
                     .settle(&pk, InboxStatus::Ignored, Some(&reason), read)
@@ -203,6 +272,7 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
             Decision::Actions(requests) => requests,
         };
         let mut retries = Vec::new();
+        let mut waits: Vec<(Timestamp, String)> = Vec::new();
         let mut holds = Vec::new();
         // Every step at its worst: the inbox read was one store call.
         let mut worst_end = now.plus(self.config.store_timeout);
@@ -250,8 +320,12 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
             worst_end = worst_end
                 .plus(waited)
                 .plus(self.config.action_span(&request.destination));
-            if let ActionOutcome::Retry(reason) = outcome {
-                retries.push(format!("{}: {reason}", request.key));
+            match outcome {
+                ActionOutcome::Retry(reason) => retries.push(format!("{}: {reason}", request.key)),
+                ActionOutcome::Later(until, reason) => {
+                    waits.push((until, format!("{}: {reason}", request.key)));
+                }
+                ActionOutcome::Settled => {}
             }
         }
         // Filed once every action ran: filing takes store calls that no
@@ -268,7 +342,19 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
             self.hold(hold, &pk, now).await?;
         }
         if !retries.is_empty() {
-            return Ok(MessageOutcome::Retry(retries.join("; ")));
+            // The message returns anyway; a waiting action's next attempt
+            // finds its window passed or waits again.
+            let reasons = retries.into_iter().chain(waits.into_iter().map(|(_, r)| r));
+            return Ok(MessageOutcome::Retry(
+                reasons.collect::<Vec<_>>().join("; "),
+            ));
+        }
+        if let Some(until) = waits.iter().map(|(until, _)| *until).max() {
+            let reasons: Vec<String> = waits.into_iter().map(|(_, r)| r).collect();
+            return Ok(MessageOutcome::Later {
+                delay: until.since(now),
+                reason: reasons.join("; "),
+            });
         }
         // As read: an approval that re-opened the event meanwhile (its
         // actions too) re-queued it, and that re-run settles it.
@@ -365,7 +451,7 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
         // Long after the first attempt the destination may have forgotten
         // the key: the action is looked up before anything is created again.
         let attempt = match attempt {
-            Attempt::Again { since }
+            Attempt::Again { since, .. }
                 if self
                     .config
                     .destinations
@@ -395,9 +481,15 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
                 .await?;
             return settled(ActionOutcome::Retry(format!("not performed: {message}")));
         };
-        let performed = perform(destination, request, attempt).await;
+        let lag = self
+            .config
+            .destinations
+            .get(&request.destination)
+            .map_or(Duration::ZERO, |d| d.search_lag);
+        let performed = perform(destination, request, attempt, lag, now).await;
         let (metric, kind) = match &performed {
             Performed::Completed(_) => ("ActionsCompleted", None),
+            Performed::Wait { .. } => ("SearchLagWaits", None),
             Performed::Failed(_) => ("ActionsFailed", Some(ErrorKind::Permanent)),
             Performed::Uncertain(_) => ("ActionsUncertain", Some(ErrorKind::OutcomeUnknown)),
             Performed::Retry(kind, _) => ("DestinationErrors", Some(*kind)),
@@ -472,6 +564,35 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
                     )
                     .await?;
                 ActionOutcome::Retry(message)
+            }
+            Performed::Wait { from, until } => {
+                let message = format!(
+                    "not found, but {} may not show a task made {} s ago yet (its search \
+                     lags up to {} s): not created, retried at {}",
+                    request.destination,
+                    now.since(from).as_secs(),
+                    lag.as_secs(),
+                    until.utc()
+                );
+                tracing::info!(action_key = %key, reason = message, "action waits for the search");
+                if self
+                    .ledger
+                    .settle(
+                        key,
+                        owner,
+                        Settle::Wait {
+                            from,
+                            message: &message,
+                        },
+                        now,
+                    )
+                    .await?
+                {
+                    ActionOutcome::Later(until, message)
+                } else {
+                    // Taken over meanwhile: that attempt decides.
+                    ActionOutcome::Retry(message)
+                }
             }
         };
         Ok((outcome, waited))

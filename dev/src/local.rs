@@ -141,9 +141,16 @@ impl Local {
                 "action",
                 forever(move || {
                     let (s, w, url) = (s.clone(), w.clone(), url.clone());
+                    // A wait for a destination's search is sent again
+                    // with the function's own client.
+                    let queue = hookgate_adapters::sqs_queue::SqsActionQueue::new(s.clone(), &url);
                     async move {
-                        poll_once(&s, &url, 1, invocation, |event, deadline| async move {
-                            hookgate_action::handle(&w, event, Some(deadline)).await
+                        poll_once(&s, &url, 1, invocation, |event, deadline| {
+                            let queue = &queue;
+                            let w = &w;
+                            async move {
+                                hookgate_action::handle(w, queue, event, Some(deadline)).await
+                            }
                         })
                         .await
                     }

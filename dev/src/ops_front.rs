@@ -205,11 +205,12 @@ async fn identify(sts: &SdkConfig, key: &str, token: Option<&str>) -> Result<Who
 }
 
 /// One `execute-api:Invoke` line in the emulator's call log.
-fn log_invoke(region: &str, account: &str, method: &str, path: &str) {
+fn log_invoke(partition: &str, region: &str, account: &str, method: &str, path: &str) {
     let Ok(file) = std::env::var("HOOKGATE_CALL_LOG") else {
         return;
     };
-    let arn = format!("arn:aws:execute-api:{region}:{account}:{API_ID}/{STAGE}/{method}{path}");
+    let arn =
+        format!("arn:{partition}:execute-api:{region}:{account}:{API_ID}/{STAGE}/{method}{path}");
     let line = serde_json::json!({
         "app": "operator",
         "action": "execute-api:Invoke",
@@ -265,7 +266,9 @@ async fn serve(State(shared): State<Shared>, request: Request<Body>) -> Response
         .region()
         .map_or_else(|| "us-east-1".to_owned(), ToString::to_string);
     let path = parts.uri.path().to_owned();
-    log_invoke(&region, &account, parts.method.as_str(), &path);
+    // The caller's partition (its ARN's second field), as API Gateway's.
+    let partition = arn.split(':').nth(1).unwrap_or_default().to_owned();
+    log_invoke(&partition, &region, &account, parts.method.as_str(), &path);
     if take(&shared.faults.throttle) {
         let mut response = gateway(StatusCode::TOO_MANY_REQUESTS, "Too Many Requests");
         response

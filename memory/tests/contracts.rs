@@ -32,6 +32,17 @@ async fn the_memory_triage_table_honours_the_failure_streak_contract() {
 async fn the_memory_queue_honours_the_action_queue_contract() {
     let queue = MemoryQueue::default();
     contract::queue::action_queue_contract(&queue, || async { queue.sent() }, "mem").await;
+    let delayed = MemoryQueue::default();
+    contract::queue::delayed_send_contract(
+        &delayed,
+        || async { delayed.received() },
+        |by| {
+            delayed.pass(by);
+            std::future::ready(())
+        },
+        "mem",
+    )
+    .await;
 }
 
 #[tokio::test]

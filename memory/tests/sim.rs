@@ -4,7 +4,8 @@
 //! rules per binding, up to 50 events: `World::draw`) and 1 to 99 steps
 //! (deliveries, EventBridge hand-overs whose tries fail, receives with
 //! crashes, lost answers and pauses, time, CRM modes, sweeps, and operator
-//! decisions, some cut short by a crash, a refused call or a lost answer), and is checked against the reference model's
+//! decisions, some cut short by a crash, a refused call or a lost answer,
+//! or sent again after a lost answer on what their maker saw), and is checked against the reference model's
 //! invariants; a failure is shrunk to a short scenario and printed with its
 //! world, its config, its trace, its seed and the command that replays it.
 //!
@@ -69,6 +70,7 @@ fn op() -> impl Strategy<Value = Op> {
             }
         ),
         1 => (any::<u8>(), 0..=4u8).prop_map(|(event, failed)| Op::Publish { event, failed }),
+        1 => Just(Op::Resend),
     ]
 }
 
@@ -213,13 +215,15 @@ fn every_simulated_scenario_keeps_the_invariants() {
     );
     // Batches ran their messages one after another.
     assert!(t.batches > cases / 10, "{t:?}");
+    // Lookup destinations' searches lagged, and attempts waited for them.
+    assert!(t.waits > cases / 100, "{t:?}");
 }
 
 /// The generation of `scenario()` and `World::draw`: a seed names the same
 /// scenarios only within one. Raise it with any change to either, and
 /// re-check `sim-regressions.txt`: each seed's finding is kept as a named
 /// test, so the list keeps its seeds as a budget.
-const GENERATION: u32 = 2;
+const GENERATION: u32 = 3;
 
 #[test]
 fn the_regression_seeds_keep_the_invariants() {
@@ -313,6 +317,47 @@ fn a_crash_after_the_crm_answered_still_makes_one_task() {
             "{trace:#?}"
         );
     }
+}
+
+#[test]
+fn a_takeover_inside_the_search_lag_after_a_crash_waits_and_makes_one_task() {
+    // Issue 43, as seed 7 shrank it with the window removed: the worker
+    // dies after its create reached the CRM (port call 2), its message
+    // returns after the 60 s visibility, and the CRM's search still hides
+    // the task (90 s). The takeover waits for the window, sent again with
+    // a delay, and then finds the task: one task.
+    let mut world = World::classic(CrmStrategy::Lookup);
+    world.destinations[0].search_lag_secs = 90;
+    let scenario = Scenario {
+        world,
+        max_receives: 5,
+        ops: vec![
+            Op::Deliver(0),
+            Op::Work {
+                pick: 0,
+                crash_at: Some(2),
+                lose_answer_at: None,
+                pauses: 0,
+            },
+        ],
+    };
+    let trace = sim::run(&scenario).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        trace.iter().any(|l| l.contains("search lag 90 s")),
+        "{trace:#?}"
+    );
+    assert!(
+        trace
+            .iter()
+            .any(|l| l.contains("(receive 2): sent again in")),
+        "{trace:#?}"
+    );
+    assert!(
+        trace
+            .iter()
+            .any(|l| l.contains("(receive 1): done: 1 action(s) settled")),
+        "{trace:#?}"
+    );
 }
 
 #[test]
@@ -412,6 +457,42 @@ fn an_approval_while_a_re_run_settles_its_event_still_runs_the_action() {
             trace
                 .iter()
                 .any(|l| l.ends_with("work m2 (receive 1): paused")),
+            "{trace:#?}"
+        );
+    }
+}
+
+#[test]
+fn an_approval_sent_again_after_its_re_run_was_held_again_decides_nothing() {
+    // Issue 44: the ops client sends a decision again after a lost answer.
+    // The CRM refuses: the action fails and is held (hold 1). The operator
+    // approves; the answer is lost; the re-run fails again and holds the
+    // item again (hold 2). The approval sent again was carried out on hold
+    // 2, which nobody had looked at: a second re-run on one decision. It
+    // carries what its maker saw (hold 1) and is refused; hold 2 waits for
+    // its own decision (the settle's).
+    for strategy in [CrmStrategy::IdempotencyKey, CrmStrategy::Lookup] {
+        let trace = run_ok(
+            strategy,
+            5,
+            vec![
+                Op::Crm(Mode::Refuse),
+                Op::Deliver(0),
+                work(0, 0),
+                Op::Decide {
+                    pick: 0,
+                    reject: false,
+                },
+                work(0, 0),
+                Op::Resend,
+            ],
+        );
+        let resent: Vec<&String> = trace.iter().filter(|l| l.contains("resend ")).collect();
+        assert_eq!(resent.len(), 1, "{trace:#?}");
+        assert!(
+            resent[0].contains("seen HELD (hold 1)")
+                && resent[0].contains("Moved")
+                && resent[0].contains("HELD (hold 2)"),
             "{trace:#?}"
         );
     }

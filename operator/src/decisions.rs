@@ -1,6 +1,7 @@
 //! The `Decisions` port: every decision an operator makes (approve, reject,
-//! reconcile) as typed requests, outcomes and errors, whichever surface it
-//! comes from. [`InProcess`] carries them out over the core's ports, in the
+//! reconcile, a plan's check) as one typed [`Decision`], each carrying what
+//! its maker saw, with one outcome type ([`Decided`]) and one error type,
+//! whichever surface it comes from. [`InProcess`] carries them out over the core's ports, in the
 //! ops Lambda; the CLI and the console reach it through the ops API (the
 //! adapters' `ApiDecisions`, the same port over SigV4), so the decider check
 //! (`[[ops.deciders]]`), the reason and the recorded identity are the same
@@ -11,10 +12,12 @@ use std::future::Future;
 use hookgate_core::{
     Timestamp,
     action::ActionKey,
-    approval::{ApprovalError, Approvals, Reconciled, Reinjected},
+    approval::{ActionSeen, ApprovalError, Approvals, ItemSeen, Reconciled, Reinjected},
+    inbox::Verdict,
     ports::{ActionQueue, EventIngress, InboxStore, Ledger, TriageStore},
     triage::{TriageStatus, bulk_approvable},
 };
+use serde::{Deserialize, Serialize};
 
 /// Who decides: the IAM identity a decider rule matches (`arn`), and the
 /// whole identity recorded with the decision (the ARN with its user id, the
@@ -25,26 +28,166 @@ pub struct Caller {
     pub recorded: String,
 }
 
-/// Approve triage item `id`: re-run what it held.
+/// One decision an operator makes, whatever the surface, each carrying what
+/// its maker saw of what it decides (its precondition): the decision is
+/// made on that state or refused ([`ApprovalError::Moved`]), so a decision
+/// sent again after a lost answer never decides a state nobody looked at.
+///
+/// A new kind is a variant here, its arm in [`InProcess`]'s `decide`, its
+/// route and wire body in [`crate::api`], and the surfaces that offer it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Approve {
-    pub id: String,
-    pub reason: String,
+pub enum Decision {
+    /// Approve triage item `id`, on the hold `seen`: re-run what it held.
+    Approve {
+        id: String,
+        reason: String,
+        seen: ItemSeen,
+    },
+    /// Reject triage item `id`, on the hold `seen`: discard what it held,
+    /// for good.
+    Reject {
+        id: String,
+        reason: String,
+        seen: ItemSeen,
+    },
+    /// Record what the destination shows of an UNCERTAIN action at the
+    /// attempt `seen`: `found` with its id there (COMPLETED), or `None`: not
+    /// found (performed again).
+    Reconcile {
+        key: ActionKey,
+        found: Option<String>,
+        seen: ActionSeen,
+    },
+    /// Whether a plan of `ids` may be approved by the caller, before any of
+    /// it is: it names an item; each is in the caller's workspaces (checked
+    /// first: an unknown id is one of no workspace), exists, and is HELD or
+    /// left APPROVED by a failed re-injection; and a plan of several holds
+    /// only classes approved in bulk (outages, unknown failures). One item
+    /// is decided whatever its class. A plan is then approved item by item,
+    /// each with what was read of it. Decides nothing.
+    CheckPlan { ids: Vec<String> },
 }
 
-/// Reject triage item `id`: discard what it held, for good.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reject {
-    pub id: String,
-    pub reason: String,
+impl Decision {
+    /// What it decides, as a refusal names it.
+    pub fn what(&self) -> String {
+        match self {
+            Self::Approve { id, .. } | Self::Reject { id, .. } => format!("triage item {id}"),
+            Self::Reconcile { key, .. } => format!("action {key}"),
+            Self::CheckPlan { ids } => format!("a plan of {} items", ids.len()),
+        }
+    }
 }
 
-/// Record what the destination shows of an UNCERTAIN action: `found` with
-/// its id there (COMPLETED), or `None`: not found (performed again).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reconcile {
-    pub key: ActionKey,
-    pub found: Option<String>,
+/// A decision made: what it did, tagged by the status it left (the wire's
+/// `status`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Decided {
+    /// Approved, and re-injected.
+    Reinjected(Reinjection),
+    /// Rejected: discarded for good.
+    Discarded,
+    /// Reconciled as found: COMPLETED with the destination's id.
+    Completed { destination_ref: String },
+    /// Reconciled as not found: PENDING again.
+    Pending(Rerun),
+    /// A plan that may be approved: how many items it names.
+    Checked { checked: usize },
+}
+
+/// How an approval re-injected (see `Reinjected`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Reinjection {
+    /// The inbox key went back to the action queue, these actions re-opened.
+    Queued {
+        inbox_pk: String,
+        #[serde(default)]
+        reopened: Vec<String>,
+    },
+    /// The stored event went through the ingress with its original id.
+    Ingested { verdict: String },
+}
+
+/// How a "not found" re-runs its action (see `Reconciled`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Rerun {
+    /// Its event re-queued once.
+    Requeued { requeued: String },
+    /// Its event is held for another item's decision (`held` says which).
+    Waiting { waiting: String, held: String },
+}
+
+impl From<Reinjected> for Decided {
+    fn from(done: Reinjected) -> Self {
+        Self::Reinjected(match done {
+            Reinjected::Queued { inbox_pk, reopened } => Reinjection::Queued { inbox_pk, reopened },
+            Reinjected::Ingested(verdict) => Reinjection::Ingested {
+                verdict: verdict.as_str().to_owned(),
+            },
+        })
+    }
+}
+
+impl From<Reconciled> for Decided {
+    fn from(done: Reconciled) -> Self {
+        match done {
+            Reconciled::Completed(destination_ref) => Self::Completed { destination_ref },
+            Reconciled::Requeued(requeued) => Self::Pending(Rerun::Requeued { requeued }),
+            Reconciled::Waiting { inbox_pk, reason } => Self::Pending(Rerun::Waiting {
+                waiting: inbox_pk,
+                held: reason,
+            }),
+        }
+    }
+}
+
+impl Decided {
+    /// The status it left, as the wire and the tables name it.
+    pub fn status(&self) -> &'static str {
+        match self {
+            Self::Reinjected(_) => "REINJECTED",
+            Self::Discarded => "DISCARDED",
+            Self::Completed { .. } => "COMPLETED",
+            Self::Pending(_) => "PENDING",
+            Self::Checked { .. } => "CHECKED",
+        }
+    }
+
+    /// An approval's outcome; `None` for another kind's.
+    pub fn reinjected(&self) -> Option<Reinjected> {
+        match self {
+            Self::Reinjected(Reinjection::Queued { inbox_pk, reopened }) => {
+                Some(Reinjected::Queued {
+                    inbox_pk: inbox_pk.clone(),
+                    reopened: reopened.clone(),
+                })
+            }
+            Self::Reinjected(Reinjection::Ingested { verdict }) => {
+                verdict.parse::<Verdict>().ok().map(Reinjected::Ingested)
+            }
+            _ => None,
+        }
+    }
+
+    /// A reconciliation's outcome; `None` for another kind's.
+    pub fn reconciled(&self) -> Option<Reconciled> {
+        match self {
+            Self::Completed { destination_ref } => {
+                Some(Reconciled::Completed(destination_ref.clone()))
+            }
+            Self::Pending(Rerun::Requeued { requeued }) => {
+                Some(Reconciled::Requeued(requeued.clone()))
+            }
+            Self::Pending(Rerun::Waiting { waiting, held }) => Some(Reconciled::Waiting {
+                inbox_pk: waiting.clone(),
+                reason: held.clone(),
+            }),
+            _ => None,
+        }
+    }
 }
 
 /// Why a decision was not made. Nothing was decided in any case.
@@ -72,6 +215,14 @@ pub enum DecisionError {
     /// ("already decided by you"), not as a refusal.
     #[error("already decided by you: {what} is {status}")]
     DecidedByYou { what: String, status: String },
+    /// An answer was lost, and what was decided on is no longer as its
+    /// maker saw it (`now`): another hold, another attempt, another's
+    /// decision. The decision was not sent again.
+    #[error(
+        "an answer was lost, and {what} has moved on since it was read for this decision \
+         (it is {now}): nothing more was decided. Read it again and decide on what it is now"
+    )]
+    MovedOn { what: String, now: String },
 }
 
 impl DecisionError {
@@ -87,6 +238,7 @@ impl DecisionError {
             Self::Refused(_) => 409,
             Self::Answered { status, .. } => *status,
             Self::DecidedByYou { .. } => 200,
+            Self::MovedOn { .. } => 409,
         }
     }
 
@@ -115,40 +267,13 @@ pub fn reason(text: &str) -> Result<&str, DecisionError> {
 
 /// Every decision an operator makes, from any surface.
 pub trait Decisions: Send + Sync {
-    /// Approves one item (HELD, or left APPROVED by a failed re-injection).
-    fn approve(
+    /// Makes `decision` as `caller`, on the state its precondition names.
+    fn decide(
         &self,
         caller: &Caller,
-        request: &Approve,
+        decision: &Decision,
         now: Timestamp,
-    ) -> impl Future<Output = Result<Reinjected, DecisionError>> + Send;
-
-    fn reject(
-        &self,
-        caller: &Caller,
-        request: &Reject,
-        now: Timestamp,
-    ) -> impl Future<Output = Result<(), DecisionError>> + Send;
-
-    fn reconcile(
-        &self,
-        caller: &Caller,
-        request: &Reconcile,
-        now: Timestamp,
-    ) -> impl Future<Output = Result<Reconciled, DecisionError>> + Send;
-
-    /// Whether a plan of `ids` may be approved by `caller`, before any of it
-    /// is: it names an item; each is in the caller's workspaces (checked
-    /// first: an unknown id is one of no workspace), exists, and is HELD or
-    /// left APPROVED by a failed re-injection; and a plan of several holds
-    /// only classes approved in bulk (outages, unknown failures). One item
-    /// is decided whatever its class. A plan is then approved item by item,
-    /// at the surface's rate.
-    fn check_plan(
-        &self,
-        caller: &Caller,
-        ids: &[String],
-    ) -> impl Future<Output = Result<(), DecisionError>> + Send;
+    ) -> impl Future<Output = Result<Decided, DecisionError>> + Send;
 }
 
 /// Decisions carried out here, over the core's approvals.
@@ -207,62 +332,51 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
 impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress> Decisions
     for InProcess<T, S, L, Q, E>
 {
-    async fn approve(
+    async fn decide(
         &self,
         caller: &Caller,
-        request: &Approve,
+        decision: &Decision,
         now: Timestamp,
-    ) -> Result<Reinjected, DecisionError> {
-        let why = reason(&request.reason)?;
-        self.scoped_item(caller, &request.id).await?;
-        Ok(self
-            .approvals
-            .approve(&request.id, &caller.recorded, why, now)
-            .await?)
-    }
-
-    async fn reject(
-        &self,
-        caller: &Caller,
-        request: &Reject,
-        now: Timestamp,
-    ) -> Result<(), DecisionError> {
-        let why = reason(&request.reason)?;
-        self.scoped_item(caller, &request.id).await?;
-        Ok(self
-            .approvals
-            .reject(&request.id, &caller.recorded, why, now)
-            .await?)
-    }
-
-    async fn reconcile(
-        &self,
-        caller: &Caller,
-        request: &Reconcile,
-        now: Timestamp,
-    ) -> Result<Reconciled, DecisionError> {
-        let what = format!("action {}", request.key);
-        self.in_scope(caller, Some(request.key.workspace()), &what)?;
-        if request
-            .found
-            .as_deref()
-            .is_some_and(|f| f.trim().is_empty())
-        {
-            return Err(DecisionError::Invalid(
-                "found: the destination's id of the effect is required; nothing was decided".into(),
-            ));
+    ) -> Result<Decided, DecisionError> {
+        let approvals = &self.approvals;
+        let who = caller.recorded.as_str();
+        match decision {
+            Decision::Approve { id, reason, seen } => {
+                let why = self::reason(reason)?;
+                self.scoped_item(caller, id).await?;
+                let done = approvals.approve_seen(id, Some(seen), who, why, now);
+                Ok(done.await?.into())
+            }
+            Decision::Reject { id, reason, seen } => {
+                let why = self::reason(reason)?;
+                self.scoped_item(caller, id).await?;
+                approvals.reject_seen(id, Some(seen), who, why, now).await?;
+                Ok(Decided::Discarded)
+            }
+            Decision::Reconcile { key, found, seen } => {
+                self.in_scope(caller, Some(key.workspace()), &decision.what())?;
+                if found.as_deref().is_some_and(|f| f.trim().is_empty()) {
+                    return Err(DecisionError::Invalid(
+                        "found: the destination's id of the effect is required; nothing was \
+                         decided"
+                            .into(),
+                    ));
+                }
+                let found = found.as_deref().map(str::trim);
+                let done = approvals.reconcile_seen(key, Some(seen), found, who, now);
+                Ok(done.await?.into())
+            }
+            Decision::CheckPlan { ids } => {
+                self.check_plan(caller, ids).await?;
+                Ok(Decided::Checked { checked: ids.len() })
+            }
         }
-        Ok(self
-            .approvals
-            .reconcile(
-                &request.key,
-                request.found.as_deref().map(str::trim),
-                &caller.recorded,
-                now,
-            )
-            .await?)
     }
+}
 
+impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
+    InProcess<T, S, L, Q, E>
+{
     async fn check_plan(&self, caller: &Caller, ids: &[String]) -> Result<(), DecisionError> {
         if ids.is_empty() {
             return Err(DecisionError::Invalid(

@@ -9,8 +9,8 @@
 //!   its clients;
 //! - [`reads`]: lists, evidence, statistics and the overview's figures;
 //! - [`plan`]: which held items a bulk approval takes, and its plan file;
-//! - [`views`]: the console's pages, typed and rendered with maud, which
-//!   escapes every value it is given;
+//! - `views` (feature `views`, the CLI's only): the console's pages, typed
+//!   and rendered with maud, which escapes every value it is given;
 //! - [`jobs`]: a plan being carried out, item by item.
 //!
 //! Nothing here speaks AWS or HTTP: the CLI and the functions wire it to the
@@ -23,6 +23,7 @@ pub mod jobs;
 pub mod plan;
 pub mod reads;
 pub mod records;
+#[cfg(feature = "views")]
 pub mod views;
 
 pub use activity::{Hour, hourly};

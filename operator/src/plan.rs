@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 /// what an operator reviewed is what runs: an item held after the dry run is not
 /// in it, and one decided meanwhile (other than left APPROVED by a failed
 /// re-injection) refuses the whole plan before anything is decided
-/// (`Decisions::check_plan`).
+/// (`Decision::CheckPlan`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Plan {
     pub ids: Vec<String>,

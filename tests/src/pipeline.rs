@@ -14,6 +14,7 @@ use hookgate_action::handle;
 use hookgate_adapters::{
     AwsSecrets, CrmDestination, DynamoInbox, DynamoLedger, DynamoTriage,
     schema::create_actions_table,
+    sqs_queue::SqsActionQueue,
     wiring::{self, ApprovalsService, Clients, TriagerService, WorkerService},
 };
 use hookgate_core::{
@@ -69,6 +70,8 @@ kind = "http"
 strategy = "lookup"
 base_url = "{sim}"
 timeout_ms = 400
+# The simulated CRM's search lags as much (`Pipeline::SEARCH_LAG`).
+search_lag_secs = 5
 
 [destinations.salesforce]
 kind = "salesforce"
@@ -233,6 +236,13 @@ impl Pipeline {
     /// second apart) before a secret created meanwhile is read.
     pub const SECRET_FAILURE_BACKOFF: Duration = Duration::from_millis(500);
 
+    /// How long the simulated CRM's searches hide a new task here (and the
+    /// `crm-lookup` destination's `search_lag_secs`): longer than the
+    /// one-second visibility, so a returned message's takeover meets it,
+    /// and than all its receives (`MAX_RECEIVES` of one second), so a wait
+    /// that used them would dead-letter it.
+    pub const SEARCH_LAG: Duration = Duration::from_secs(5);
+
     pub async fn new(name: &str) -> Pipeline {
         Self::with_env(name, Vec::new()).await
     }
@@ -280,6 +290,7 @@ impl Pipeline {
         let sim = SimCrm::start(([127, 0, 0, 1], 0).into())
             .await
             .expect("start sim-crm");
+        sim.set_search_lag(Self::SEARCH_LAG);
         let actions_table = unique(name, "ActionsTable");
         let triage_table = unique(name, "TriageTable");
         let bus = unique(name, "bus");
@@ -407,7 +418,11 @@ impl Pipeline {
             &self.stack.queue_url,
             0,
             self.action,
-            |event, deadline| async move { handle(&self.worker, event, Some(deadline)).await },
+            |event, deadline| async move {
+                // A wait is sent again as the function sends it: its role.
+                let queue = SqsActionQueue::new(self.action_sqs.clone(), &self.stack.queue_url);
+                handle(&self.worker, &queue, event, Some(deadline)).await
+            },
         )
         .await
         .expect("poll the action queue")
@@ -543,6 +558,8 @@ impl Pipeline {
             .queue_url(url)
             .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
             .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesNotVisible)
+            // A message sent again to wait for a destination's search.
+            .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesDelayed)
             .send()
             .await
             .expect("queue attributes");
@@ -555,6 +572,7 @@ impl Pipeline {
         };
         get(QueueAttributeName::ApproximateNumberOfMessages)
             + get(QueueAttributeName::ApproximateNumberOfMessagesNotVisible)
+            + get(QueueAttributeName::ApproximateNumberOfMessagesDelayed)
     }
 
     /// A worker whose ledger and destinations crash once at `step`.

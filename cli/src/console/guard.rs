@@ -8,6 +8,14 @@
 //! link the console printed at start holds: another local process or OS user
 //! who can reach 127.0.0.1 gets nothing (red team R1). The link works once.
 //!
+//! A cookie alone is not enough: a browser sends a host's cookies to every
+//! port of that host (RFC 6265 §8.5), so any other listener on 127.0.0.1 the
+//! operator's browser visits receives it. The session also rests on a
+//! per-session secret in the path (`/s/<secret>/…`, where the login link
+//! sends the browser), which a browser sends to the console's port only. Its
+//! pages are served with `Referrer-Policy: no-referrer`, so no link or
+//! request from them carries it elsewhere, and it is never logged.
+//!
 //! Then three checks, each enough alone against a cross-site form:
 //! - the `Host` header names the console's own loopback address, so a DNS
 //!   name rebound to 127.0.0.1 reaches nothing;
@@ -34,6 +42,8 @@ pub enum Refusal {
     Session,
     /// A login link already used, or never printed.
     Login,
+    /// Not under the session's secret path.
+    Path,
 }
 
 impl std::fmt::Display for Refusal {
@@ -57,6 +67,9 @@ impl std::fmt::Display for Refusal {
             Refusal::Login => {
                 "refused: this login link was used already or is wrong; restart `hookgate console` for a new one"
             }
+            Refusal::Path => {
+                "refused: not a page of this console session; open the login link `hookgate console` printed at start"
+            }
         })
     }
 }
@@ -70,6 +83,8 @@ pub struct Guard {
     port: u16,
     token: String,
     session: String,
+    /// The session's path secret: every page is under `/s/<path>/`.
+    path: String,
     login: std::sync::Mutex<Option<String>>,
 }
 
@@ -79,16 +94,18 @@ impl std::fmt::Debug for Guard {
             .field("port", &self.port)
             .field("token", &"<redacted>")
             .field("session", &"<redacted>")
+            .field("path", &"<redacted>")
             .finish()
     }
 }
 
 impl Guard {
-    pub fn new(port: u16, token: String, session: String, login: String) -> Self {
+    pub fn new(port: u16, token: String, session: String, path: String, login: String) -> Self {
         Self {
             port,
             token,
             session,
+            path,
             login: std::sync::Mutex::new(Some(login)),
         }
     }
@@ -101,7 +118,7 @@ impl Guard {
             std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
             Ok(hex::encode(bytes))
         };
-        Ok(Self::new(port, secret()?, secret()?, secret()?))
+        Ok(Self::new(port, secret()?, secret()?, secret()?, secret()?))
     }
 
     /// The one-time link that gives a browser its session (printed at start).
@@ -133,6 +150,24 @@ impl Guard {
                 ))
             }
             _ => Err(Refusal::Login),
+        }
+    }
+
+    /// The session's pages' root: `/s/<secret>` (where the login link
+    /// sends the browser; never logged).
+    pub fn root(&self) -> String {
+        format!("/s/{}", self.path)
+    }
+
+    /// The console's own path of a request's `path` (`/` when it is the
+    /// root), when it is under the session's secret path.
+    pub fn strip<'a>(&self, path: &'a str) -> Result<&'a str, Refusal> {
+        let rest = path.strip_prefix("/s/").ok_or(Refusal::Path)?;
+        let (secret, own) = rest.find('/').map_or((rest, "/"), |i| rest.split_at(i));
+        if bool::from(secret.as_bytes().ct_eq(self.path.as_bytes())) {
+            Ok(own)
+        } else {
+            Err(Refusal::Path)
         }
     }
 
@@ -174,6 +209,22 @@ impl Guard {
         if ok { Ok(()) } else { Err(Refusal::Origin) }
     }
 
+    /// A state-changing request's `Origin` as [`Self::check_origin`], or
+    /// `null` from the console's own page: under `Referrer-Policy:
+    /// no-referrer` a browser sends `Origin: null` on a same-origin form
+    /// post, and says it is same-origin in `Sec-Fetch-Site` (which no page
+    /// can set).
+    pub fn check_post_origin(
+        &self,
+        origin: Option<&str>,
+        site: Option<&str>,
+    ) -> Result<(), Refusal> {
+        match (origin, site) {
+            (Some("null"), Some("same-origin")) => Ok(()),
+            _ => self.check_origin(origin),
+        }
+    }
+
     /// A browser's fetch metadata (`Sec-Fetch-Site`, `-Mode`, `-Dest`): a
     /// request another site started must be a top-level navigation. Without
     /// the headers (not a browser, or an old one) this check passes; the
@@ -204,7 +255,13 @@ mod tests {
     use super::*;
 
     fn guard() -> Guard {
-        Guard::new(8790, "t0ken".into(), "s3ssion".into(), "l0gin".into())
+        Guard::new(
+            8790,
+            "t0ken".into(),
+            "s3ssion".into(),
+            "p4th".into(),
+            "l0gin".into(),
+        )
     }
 
     #[test]
@@ -248,6 +305,47 @@ mod tests {
             );
         }
         assert!(!format!("{g:?}").contains("s3ssion"));
+    }
+
+    #[test]
+    fn every_page_is_under_the_session_s_secret_path() {
+        let g = guard();
+        assert_eq!(g.root(), "/s/p4th");
+        assert_eq!(g.strip("/s/p4th"), Ok("/"));
+        assert_eq!(g.strip("/s/p4th/"), Ok("/"));
+        assert_eq!(g.strip("/s/p4th/triage/t1"), Ok("/triage/t1"));
+        for path in [
+            "/",
+            "/triage",
+            "/s/",
+            "/s/p4t",
+            "/s/p4th2/triage",
+            "/s/P4TH/",
+            "/p4th/",
+        ] {
+            assert_eq!(g.strip(path), Err(Refusal::Path), "{path}");
+        }
+        assert!(!format!("{g:?}").contains("p4th"));
+    }
+
+    #[test]
+    fn a_null_origin_is_taken_only_from_the_own_page() {
+        let g = guard();
+        assert_eq!(
+            g.check_post_origin(Some("null"), Some("same-origin")),
+            Ok(())
+        );
+        assert_eq!(
+            g.check_post_origin(Some("http://127.0.0.1:8790"), None),
+            Ok(())
+        );
+        for site in [None, Some("same-site"), Some("cross-site"), Some("none")] {
+            assert_eq!(
+                g.check_post_origin(Some("null"), site),
+                Err(Refusal::Origin),
+                "{site:?}"
+            );
+        }
     }
 
     #[test]

@@ -79,11 +79,14 @@ impl Console {
         })
     }
 
-    /// The console's routes, behind its guard.
+    /// The console's routes, behind its guard. The guard wraps the whole
+    /// router, not each route: it strips the session's secret path before
+    /// the pages are routed.
     pub fn router(self: Arc<Self>) -> Router {
-        routes::routes()
-            .layer(middleware::from_fn_with_state(self.clone(), guarded))
-            .with_state(self)
+        let pages = routes::routes().with_state(self.clone());
+        Router::new()
+            .fallback_service(pages)
+            .layer(middleware::from_fn_with_state(self, guarded))
     }
 }
 
@@ -139,12 +142,19 @@ fn refused(status: StatusCode, why: &str) -> Response {
 }
 
 /// Every request: the Host must be the console's own; `GET /login?key=…`
-/// with the one-time key sets the session cookie and goes to the overview,
-/// and every other request must carry that cookie; a page another site
-/// started must be a top-level navigation; a request that could change state
-/// (anything but GET and HEAD) must come from the console's own origin. Every
-/// answer: no caching, no framing, no script, forms only to the console itself.
-async fn guarded(State(console): State<Arc<Console>>, request: Request, next: Next) -> Response {
+/// with the one-time key sets the session cookie and goes to the overview
+/// under the session's secret path, and every other request must be under
+/// that path and carry that cookie; a page another site started must be a
+/// top-level navigation; a request that could change state (anything but
+/// GET and HEAD) must come from the console's own page. Every answer: no
+/// caching, no framing, no script, no referrer, forms only to the console
+/// itself. The secret path is never logged, and only a request that
+/// named it gets pages whose links carry it.
+async fn guarded(
+    State(console): State<Arc<Console>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
     let headers = request.headers();
     let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
     let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
@@ -156,8 +166,9 @@ async fn guarded(State(console): State<Arc<Console>>, request: Request, next: Ne
                     .find(|(name, _)| name == "key")
                     .map(|(_, value)| value.into_owned())
             });
-            return console.guard.take_login(key.as_deref()).map(Some);
+            return console.guard.take_login(key.as_deref()).map(Passed::Login);
         }
+        let own = console.guard.strip(request.uri().path())?.to_owned();
         let cookies = headers
             .get_all(header::COOKIE)
             .iter()
@@ -170,34 +181,99 @@ async fn guarded(State(console): State<Arc<Console>>, request: Request, next: Ne
                 text("sec-fetch-dest"),
             )?;
         } else {
-            console.guard.check_origin(text("origin"))?;
+            console
+                .guard
+                .check_post_origin(text("origin"), text("sec-fetch-site"))?;
         }
-        Ok(None)
+        Ok(Passed::Page(own))
     });
+    let root = console.guard.root();
     let mut response = match check {
         // The login link: the session cookie, then the overview.
-        Ok(Some(cookie)) => {
+        Ok(Passed::Login(cookie)) => {
             let mut response = StatusCode::SEE_OTHER.into_response();
             let headers = response.headers_mut();
-            headers.insert(header::LOCATION, HeaderValue::from_static("/"));
+            if let Ok(to) = HeaderValue::from_str(&format!("{root}/")) {
+                headers.insert(header::LOCATION, to);
+            }
             if let Ok(cookie) = HeaderValue::from_str(&cookie) {
                 headers.insert(header::SET_COOKIE, cookie);
             }
             response
         }
-        Ok(None) => next.run(request).await,
+        Ok(Passed::Page(own)) => {
+            let own = match request.uri().query() {
+                Some(query) => format!("{own}?{query}"),
+                None => own,
+            };
+            match own.parse() {
+                Ok(uri) => *request.uri_mut() = uri,
+                Err(_) => {
+                    return refused(StatusCode::BAD_REQUEST, "refused: not a console address");
+                }
+            }
+            under(&root, next.run(request).await).await
+        }
         Err(refusal) => {
             tracing::warn!(%refusal, "console request refused");
-            let status = if refusal == Refusal::Session {
-                StatusCode::UNAUTHORIZED
-            } else {
-                StatusCode::FORBIDDEN
+            let status = match refusal {
+                Refusal::Session => StatusCode::UNAUTHORIZED,
+                Refusal::Path => StatusCode::NOT_FOUND,
+                _ => StatusCode::FORBIDDEN,
             };
             refused(status, &refusal.to_string())
         }
     };
     secure(response.headers_mut());
     response
+}
+
+/// What a request that passed the guard asks for.
+enum Passed {
+    /// The login link: the session cookie to set.
+    Login(String),
+    /// A page: its own path, under the session's secret path.
+    Page(String),
+}
+
+/// A page's answer with its own links and redirects under `root` (the
+/// session's secret path): the views write them from `/`, and every one is
+/// an attribute the views quote (a value inside is escaped, so it never
+/// starts one).
+async fn under(root: &str, response: Response) -> Response {
+    let (mut parts, body) = response.into_parts();
+    let location = parts
+        .headers
+        .get(header::LOCATION)
+        .and_then(|v| v.to_str().ok())
+        .filter(|l| l.starts_with('/'))
+        .and_then(|l| HeaderValue::from_str(&format!("{root}{l}")).ok());
+    if let Some(location) = location {
+        parts.headers.insert(header::LOCATION, location);
+    }
+    let html = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.starts_with("text/html"));
+    if !html {
+        return Response::from_parts(parts, body);
+    }
+    let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
+        return refused(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the page could not be read",
+        );
+    };
+    let mut page = String::from_utf8_lossy(&bytes).into_owned();
+    for attribute in ["href", "action", "src"] {
+        page = page.replace(
+            &format!("{attribute}=\"/"),
+            &format!("{attribute}=\"{root}/"),
+        );
+    }
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, axum::body::Body::from(page))
 }
 
 fn secure(headers: &mut HeaderMap) {
@@ -208,9 +284,10 @@ fn secure(headers: &mut HeaderMap) {
              frame-ancestors 'none'; base-uri 'none'",
         ),
         (header::X_FRAME_OPTIONS, "DENY"),
-        // Not `no-referrer`: under it a browser sends `Origin: null` even on
-        // the console's own form posts, and the origin check refuses them.
-        (header::REFERRER_POLICY, "same-origin"),
+        // No page sends its address (the session's secret path) anywhere.
+        // A browser then sends `Origin: null` on the console's own form
+        // posts, which the guard takes with `Sec-Fetch-Site: same-origin`.
+        (header::REFERRER_POLICY, "no-referrer"),
         (header::CACHE_CONTROL, "no-store"),
         (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
     ] {

@@ -5,14 +5,13 @@ use std::time::Duration;
 use hookgate_core::{
     InboxPk, Timestamp,
     action::ActionKey,
-    approval::Reconciled,
+    approval::{ActionSeen, Reconciled},
     ledger::{ActionRecord, ActionStatus},
     triage::TriageClass,
 };
 use hookgate_operator::{
     Caller, Decisions,
-    api::Decided,
-    decisions::Reconcile,
+    decisions::Decision,
     reads::Stats,
     records::{ActionView, InboxView},
 };
@@ -109,6 +108,9 @@ impl Ops {
         ))
     }
 
+    /// Reconciles action `key` as read now: a finding of its current
+    /// attempt, refused (nothing decided) if another was made before the
+    /// decision reached it.
     pub async fn actions_reconcile(
         &self,
         key: &str,
@@ -116,20 +118,28 @@ impl Ops {
         who: &Caller,
     ) -> anyhow::Result<Output> {
         let key = ActionKey::parse(key).map_err(anyhow::Error::msg)?;
-        let request = Reconcile {
+        let Some(record) = self.reads.action(&key).await? else {
+            return Ok(Output::not_found(format!("no action {key}")));
+        };
+        let decision = Decision::Reconcile {
             key: key.clone(),
             found: found.map(str::to_owned),
+            seen: ActionSeen::of(&record),
         };
-        match self
+        let decided = self
             .decisions
-            .reconcile(who, &request, Timestamp::now())
-            .await
-        {
-            Ok(done) => {
-                let mut json = to_json(Decided::reconciled(&done));
+            .decide(who, &decision, Timestamp::now())
+            .await;
+        match decided.map(|d| (d.reconciled(), d)) {
+            Ok((Some(done), decided)) => {
+                let mut json = to_json(decided);
                 json["key"] = json!(key.as_str());
                 Ok(Output::ok(reconciled_text(&key, &done) + "\n", json))
             }
+            Ok((None, decided)) => Ok(Output::failed(format!(
+                "the ops API answered {} to a reconcile",
+                decided.status()
+            ))),
             Err(e) => refusal(e, || format!("no action {key}")),
         }
     }

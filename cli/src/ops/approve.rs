@@ -1,6 +1,6 @@
 //! `hookgate triage approve`: by id, a bulk dry run that writes a plan, or a
 //! reviewed plan carried out. What is carried out is first checked whole
-//! through the `Decisions` port (`check_plan`: the console's rules, so a
+//! through the `Decisions` port (`Decision::CheckPlan`: the console's rules, so a
 //! key collision or poison is never approved in a batch, by id or by plan),
 //! then approved item by item at `--rate`, each item's line printed as it is
 //! decided (JSON Lines with `--json`). SIGINT or SIGTERM starts no further
@@ -11,10 +11,14 @@
 use std::{future::Future, path::PathBuf, pin::Pin, time::Duration};
 
 use anyhow::Context;
-use hookgate_core::{Timestamp, approval::Reinjected, triage::TriageItem};
+use hookgate_core::{
+    Timestamp,
+    approval::{ItemSeen, Reinjected},
+    triage::TriageItem,
+};
 use hookgate_operator::{
     Caller, Decisions,
-    decisions::Approve,
+    decisions::{Decided, Decision},
     jobs::{self, Job, Step},
     plan::{Plan, Selection},
 };
@@ -200,7 +204,8 @@ impl Ops {
         }
         let ids: Vec<String> = items.iter().map(|i| i.id.clone()).collect();
         // The whole plan is checked before any of it is decided.
-        if let Err(e) = self.decisions.check_plan(who, &ids).await {
+        let plan = Decision::CheckPlan { ids: ids.clone() };
+        if let Err(e) = self.decisions.decide(who, &plan, now).await {
             return refusal(e, || "no triage item in the plan".into());
         }
         let mut job = Job {
@@ -219,12 +224,15 @@ impl Ops {
             if stopped {
                 break;
             }
-            let request = Approve {
+            // Each item on the hold this run read of it: one held again
+            // since is refused, not approved unseen.
+            let decision = Decision::Approve {
                 id: ids[n].clone(),
                 reason: why.to_owned(),
+                seen: ItemSeen::of(&items[n]),
             };
             job.steps[n].1 = Step::Running;
-            let approval = self.decisions.approve(who, &request, Timestamp::now());
+            let approval = self.decisions.decide(who, &decision, Timestamp::now());
             tokio::pin!(approval);
             // A stop meanwhile ends the run after this item, never inside it.
             let decided = tokio::select! {
@@ -344,12 +352,13 @@ fn summary(job: &Job, stopped: bool) -> Output {
 }
 
 /// One approval's words.
-pub fn approved(done: &Reinjected) -> String {
-    match done {
-        Reinjected::Queued { inbox_pk, reopened } => {
+pub fn approved(done: &Decided) -> String {
+    match done.reinjected() {
+        Some(Reinjected::Queued { inbox_pk, reopened }) => {
             format!("re-queued {inbox_pk} (re-opened {})", reopened.len())
         }
-        Reinjected::Ingested(verdict) => format!("ingested ({})", verdict.as_str()),
+        Some(Reinjected::Ingested(verdict)) => format!("ingested ({})", verdict.as_str()),
+        None => format!("answered {}", done.status()),
     }
 }
 

@@ -108,7 +108,7 @@ impl Ops {
             let on_failure = invoke
                 .destination_config()
                 .and_then(|d| d.on_failure()?.destination())
-                .filter(|arn| arn.starts_with("arn:aws:sqs:"));
+                .filter(|arn| arn.split(':').nth(2) == Some("sqs"));
             if let Some(arn) = on_failure {
                 facts.dlq_redrive.push(self.dlq_redrives(arn).await?);
             }
@@ -173,10 +173,9 @@ impl Ops {
                 error,
             });
         }
-        if !facts.secrets.is_empty()
-            && let Some(api) = &self.decisions.0
-        {
-            let resolved = api
+        if !facts.secrets.is_empty() && self.decisions.is_configured() {
+            let resolved = self
+                .decisions
                 .secrets_resolved()
                 .await
                 .map_err(|e| anyhow::anyhow!("the ops API's secrets check: {e}"))?;
@@ -247,7 +246,9 @@ impl Ops {
             .collect())
     }
 
-    /// Every page of `DescribeAlarms` for `prefix`: the metric alarms.
+    /// Every page of `DescribeAlarms` for `prefix`: the metric alarms of
+    /// this stack only (`hookgate_core::doctor::own_alarm`: the prefix
+    /// `hookgate-` also lists `hookgate-staging`'s).
     async fn metric_alarms(
         &self,
         prefix: &str,
@@ -263,6 +264,9 @@ impl Ops {
         Ok(pages
             .into_iter()
             .flat_map(|page| page.metric_alarms.unwrap_or_default())
+            .filter(|a| {
+                hookgate_core::doctor::own_alarm(prefix, a.alarm_name().unwrap_or_default())
+            })
             .collect())
     }
 }

@@ -19,16 +19,8 @@ use hookgate_adapters::{
     ops_api::ApiDecisions,
     wiring::{self, Clients, ReadsService},
 };
-use hookgate_core::{
-    Timestamp,
-    approval::{Reconciled, Reinjected},
-    config::Config,
-    metrics,
-};
-use hookgate_operator::{
-    Caller, DecisionError, Decisions,
-    decisions::{Approve, Reconcile, Reject},
-};
+use hookgate_core::{config::Config, metrics};
+use hookgate_operator::Caller;
 use serde_json::Value;
 
 pub use actions::reconciled_text;
@@ -102,59 +94,12 @@ pub struct Ops {
     /// Reads the configuration's secrets for `doctor` (never printed).
     secrets: AwsSecrets,
     pub reads: ReadsService,
-    pub decisions: Decider,
-}
-
-/// Every decision goes through the ops API, where the ops function checks
-/// `[[ops.deciders]]` against the identity API Gateway names, and records
-/// it: the CLI, the console and automation decide through the same code.
-/// Without the API's URL, a decision is refused (nothing is decided) and
-/// says what to pass.
-#[derive(Debug)]
-pub struct Decider(Option<ApiDecisions>);
-
-impl Decider {
-    const NO_API: &str = "decisions go through the stack's ops API: pass --stack NAME (its OpsApiUrl \
-         output) or --ops-url URL (or set HOOKGATE_OPS_URL); nothing was decided";
-
-    fn api(&self) -> Result<&ApiDecisions, DecisionError> {
-        self.0
-            .as_ref()
-            .ok_or_else(|| DecisionError::Invalid(Self::NO_API.into()))
-    }
-}
-
-impl Decisions for Decider {
-    async fn approve(
-        &self,
-        caller: &Caller,
-        request: &Approve,
-        now: Timestamp,
-    ) -> Result<Reinjected, DecisionError> {
-        self.api()?.approve(caller, request, now).await
-    }
-
-    async fn reject(
-        &self,
-        caller: &Caller,
-        request: &Reject,
-        now: Timestamp,
-    ) -> Result<(), DecisionError> {
-        self.api()?.reject(caller, request, now).await
-    }
-
-    async fn reconcile(
-        &self,
-        caller: &Caller,
-        request: &Reconcile,
-        now: Timestamp,
-    ) -> Result<Reconciled, DecisionError> {
-        self.api()?.reconcile(caller, request, now).await
-    }
-
-    async fn check_plan(&self, caller: &Caller, ids: &[String]) -> Result<(), DecisionError> {
-        self.api()?.check_plan(caller, ids).await
-    }
+    /// Every decision goes through the ops API, where the ops function
+    /// checks `[[ops.deciders]]` against the identity API Gateway names,
+    /// and records it: the CLI, the console and automation decide through
+    /// the same code. Without the API's URL, a decision is refused (nothing
+    /// is decided) and says what to pass.
+    pub decisions: ApiDecisions,
 }
 
 impl Ops {
@@ -168,13 +113,10 @@ impl Ops {
         let clients = Clients::new(aws);
         let cloudwatch = aws_sdk_cloudwatch::Client::new(aws);
         let metrics = CloudWatchMetrics::new(cloudwatch.clone(), metrics::DEFAULT_SERVICE);
-        let api = ops_url
-            .map(|url| ApiDecisions::new(url, aws))
-            .transpose()
-            .map_err(anyhow::Error::msg)?;
+        let decisions = ApiDecisions::of(ops_url, aws).map_err(anyhow::Error::msg)?;
         Ok(Self {
             reads: wiring::reads(config.clone(), &clients, metrics)?,
-            decisions: Decider(api),
+            decisions,
             secrets: clients.secrets(&config),
             config,
             ddb: clients.ddb,
@@ -261,31 +203,6 @@ fn when(ms: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[tokio::test]
-    async fn without_the_ops_api_a_decision_is_refused_and_says_what_to_pass() {
-        let decider = Decider(None);
-        let caller = Caller {
-            arn: "arn:aws:iam::1:user/ana".into(),
-            recorded: String::new(),
-        };
-        let request = Reject {
-            id: "t1".into(),
-            reason: "x".into(),
-        };
-        let refused = decider
-            .reject(&caller, &request, Timestamp::from_millis(0))
-            .await
-            .unwrap_err();
-        assert_eq!(refused.status(), 400);
-        assert!(
-            refused.to_string().contains("pass --stack NAME")
-                && refused.to_string().ends_with("nothing was decided"),
-            "{refused}"
-        );
-        let plan = decider.check_plan(&caller, &["t1".into()]).await;
-        assert_eq!(plan.unwrap_err(), refused);
-    }
 
     #[test]
     fn dates_read_as_utc_text() {

@@ -4,9 +4,10 @@
 
 use hookgate_core::{
     Timestamp,
+    approval::ItemSeen,
     triage::{TriageClass, TriageItem, TriageStatus},
 };
-use hookgate_operator::{Caller, DecisionError, Decisions, decisions::Reject};
+use hookgate_operator::{Caller, DecisionError, Decisions, decisions::Decision};
 use serde_json::{Value, json};
 
 use super::{Ops, Output, table, when};
@@ -106,13 +107,23 @@ impl Ops {
         Ok(Output::ok(text, json))
     }
 
+    /// Rejects item `id` as read now: on that hold, and refused (nothing
+    /// decided) if it moved on before the decision reached it.
     pub async fn triage_reject(&self, id: &str, who: &Caller, why: &str) -> anyhow::Result<Output> {
-        let request = Reject {
+        let Some(item) = self.reads.triage_item(id).await? else {
+            return Ok(Output::not_found(format!("no triage item {id}")));
+        };
+        let decision = Decision::Reject {
             id: id.to_owned(),
             reason: why.to_owned(),
+            seen: ItemSeen::of(&item),
         };
-        match self.decisions.reject(who, &request, Timestamp::now()).await {
-            Ok(()) => Ok(Output::ok(
+        match self
+            .decisions
+            .decide(who, &decision, Timestamp::now())
+            .await
+        {
+            Ok(_) => Ok(Output::ok(
                 format!("{id} discarded\n"),
                 json!({"id": id, "status": "DISCARDED"}),
             )),

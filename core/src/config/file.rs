@@ -132,6 +132,9 @@ pub(super) struct RawDestination {
     pub timeout_ms: Option<u64>,
     pub idempotency_header: Option<String>,
     pub key_retention_secs: Option<u64>,
+    /// How long its search may lag its writes (a lookup destination only);
+    /// default: its kind's ([`super::DestinationKind::default_search_lag`]).
+    pub search_lag_secs: Option<u64>,
     /// Calls per second one worker instance makes to it, at most.
     pub rate_per_second: Option<f64>,
     /// Calls one worker instance may make at once after a quiet spell.

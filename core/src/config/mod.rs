@@ -207,6 +207,12 @@ pub struct Config {
     pub rules: Vec<Rule>,
     /// Who may decide for which workspaces; empty: every caller IAM lets in.
     pub deciders: Vec<Decider>,
+    /// Which configuration this is: the first 16 hex digits of the SHA-256
+    /// of the file's bytes, computed at load ([`Config::version_of`]). The
+    /// ingress records it on each event it accepts; a worker running another
+    /// one hands back an event it finds no rule for (docs/design.md, "A
+    /// configuration switch").
+    pub version: String,
 }
 
 /// How SQS retries a message of the action queue: it returns after the
@@ -274,6 +280,11 @@ pub struct DestinationConfig {
     /// for about a day). A later attempt looks the action up before creating
     /// again. Absent: the key is trusted for the ledger's retention.
     pub key_retention_secs: Option<u64>,
+    /// How long its search may lag its writes (`search_lag_secs`): a lookup
+    /// destination's "not found" is trusted only this long after what an
+    /// earlier attempt may have written (`destination::perform`). Zero for
+    /// a destination that does not look up.
+    pub search_lag: Duration,
     /// The calls per second (and burst) each worker instance allows itself.
     pub pace: Option<Pace>,
 }
@@ -292,6 +303,22 @@ impl Pace {
     /// The highest rate a destination may be given, per instance.
     pub const MAX_RATE: f64 = 10_000.0;
     pub const MAX_BURST: u32 = 1_000;
+}
+
+impl DestinationKind {
+    /// How long this kind's search may lag its writes when the destination
+    /// does not say (docs/design.md, "Search lag", cites each):
+    /// - HubSpot: its CRM search is eventually consistent; integrators
+    ///   wait 10 s after a create before searching for it;
+    /// - `http`: an unknown CRM, whose search is taken to lag as HubSpot's
+    ///   does until its own documentation says otherwise;
+    /// - Salesforce: upsert only, it never looks up before creating.
+    pub const fn default_search_lag(self) -> Duration {
+        match self {
+            DestinationKind::Hubspot | DestinationKind::Http => Duration::from_secs(10),
+            DestinationKind::Salesforce => Duration::ZERO,
+        }
+    }
 }
 
 impl DestinationConfig {
@@ -404,6 +431,12 @@ impl Config {
     /// included (the adapters' `OPERATION_TIMEOUT` is this): the store
     /// timeout unless a stack whose store answers at once declares less.
     pub const DEFAULT_STORE_TIMEOUT: Duration = Duration::from_secs(5);
+
+    /// The version of a configuration file: its bytes' SHA-256, the first
+    /// 16 hex digits (the same file deployed twice is the same version).
+    pub fn version_of(text: &str) -> String {
+        crate::crypto::sha256_hex(text.as_bytes())[..16].to_owned()
+    }
 
     /// Loads the file named by `HOOKGATE_CONFIG` with the process
     /// environment's overrides.
@@ -591,6 +624,7 @@ impl Config {
             destinations: validate::destinations(file.destinations)?,
             rules: file.rules,
             deciders: file.ops.deciders,
+            version: Self::version_of(text),
         };
         let explicit_sweep = match env.get("HOOKGATE_SWEEP_AGE_SECS") {
             Some(_) => Some(env.secs("HOOKGATE_SWEEP_AGE_SECS", None, Duration::ZERO)?),

@@ -682,3 +682,48 @@ fn a_shopify_rule_on_a_topic_whose_payload_is_not_checked_is_refused() {
         "{text}"
     );
 }
+
+#[test]
+fn a_lookup_destinations_search_lag_defaults_by_kind_and_fits_one_delayed_send() {
+    let with = |kind: &str, rest: &str| {
+        Config::from_toml(
+            &format!(
+                "{BASE}\n[destinations.crm]\nkind = \"{kind}\"\nbase_url = \"http://127.0.0.1:1\"\n{rest}\n"
+            ),
+            no_env,
+        )
+    };
+    let lag = |kind: &str, rest: &str| with(kind, rest).unwrap().destinations["crm"].search_lag;
+    let secs = Duration::from_secs;
+    // Each kind's default (docs/design.md, "Search lag"); configurable.
+    assert_eq!(lag("hubspot", "strategy = \"lookup\""), secs(10));
+    assert_eq!(lag("http", "strategy = \"lookup\""), secs(10));
+    assert_eq!(
+        lag("hubspot", "strategy = \"lookup\"\nsearch_lag_secs = 60"),
+        secs(60)
+    );
+    assert_eq!(
+        lag("http", "strategy = \"lookup\"\nsearch_lag_secs = 0"),
+        secs(0)
+    );
+    // A destination that never looks up before creating has none.
+    assert_eq!(lag("hubspot", ""), Duration::ZERO);
+    assert_eq!(lag("salesforce", ""), Duration::ZERO);
+    let refused = |kind: &str, rest: &str| with(kind, rest).unwrap_err().to_string();
+    assert_eq!(
+        refused("hubspot", "search_lag_secs = 10"),
+        "destination \"crm\": search_lag_secs is set, but only a lookup destination \
+         (strategy = \"lookup\") searches before it creates"
+    );
+    // The wait is one delayed send: SQS delays a message 900 s at most.
+    assert_eq!(
+        lag("http", "strategy = \"lookup\"\nsearch_lag_secs = 900"),
+        secs(900)
+    );
+    assert_eq!(
+        refused("http", "strategy = \"lookup\"\nsearch_lag_secs = 901"),
+        "destination \"crm\": search_lag_secs of 901 s is longer than the 900 s SQS can delay \
+         a message: an attempt that waits for the search sends its message again with that \
+         delay; set at most 900"
+    );
+}

@@ -246,11 +246,44 @@ pub(super) fn destinations(
                     .idempotency_header
                     .unwrap_or_else(|| DestinationConfig::DEFAULT_IDEMPOTENCY_HEADER.to_owned()),
                 key_retention_secs: d.key_retention_secs,
+                search_lag: search_lag(d.kind, strategy, d.search_lag_secs).map_err(bad)?,
                 pace: pace(d.rate_per_second, d.burst).map_err(bad)?,
             };
             Ok((name, destination))
         })
         .collect()
+}
+
+/// How long a destination's search may lag its writes: only a lookup
+/// destination searches before it creates again, so only one may say; its
+/// kind's default otherwise. A wait for it is one delayed send of the
+/// message (docs/design.md, "Search lag"), so it fits SQS's longest delay.
+fn search_lag(
+    kind: DestinationKind,
+    strategy: Strategy,
+    secs: Option<u64>,
+) -> Result<Duration, String> {
+    if strategy != Strategy::Lookup {
+        return match secs {
+            Some(_) => Err(
+                "search_lag_secs is set, but only a lookup destination (strategy = \"lookup\") \
+                 searches before it creates"
+                    .into(),
+            ),
+            None => Ok(Duration::ZERO),
+        };
+    }
+    let lag = secs.map_or(kind.default_search_lag(), Duration::from_secs);
+    if lag > crate::ports::MAX_DELAY {
+        return Err(format!(
+            "search_lag_secs of {} s is longer than the {} s SQS can delay a message: an attempt \
+             that waits for the search sends its message again with that delay; set at most {}",
+            lag.as_secs(),
+            crate::ports::MAX_DELAY.as_secs(),
+            crate::ports::MAX_DELAY.as_secs()
+        ));
+    }
+    Ok(lag)
 }
 
 /// A destination's rate limit: a positive rate up to [`Pace::MAX_RATE`], a

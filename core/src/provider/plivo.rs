@@ -209,9 +209,13 @@ pub fn identify(d: &Delivery<'_>) -> Result<Identity, ParseError> {
         return Err(ParseError::Invalid("CallStatus", "a Plivo call status"));
     }
     let what = event.or(status).ok_or(ParseError::MissingField("Event"))?;
-    // What Plivo signs, without the nonce: the same for every byte variant
-    // that keeps the signature.
-    let digest = crypto::sha256_hex(signed_url(d.url, d.body).as_bytes());
+    // What Plivo signs after the URL's path, without the nonce: the same for
+    // every byte variant that keeps the signature. The scheme, host and path
+    // are the binding's (its `public_url`), so they are left out: an
+    // endpoint moved to another host (a custom domain) keeps its keys.
+    let signed = signed_url(d.url, d.body);
+    let base = d.url.split(['#', '?']).next().unwrap_or_default().len();
+    let digest = crypto::sha256_hex(signed.get(base..).unwrap_or_default().as_bytes());
     Ok(Identity {
         event_key: EventKey::parse(&format!("{call}:{what}:{}", &digest[..32]))?,
         event_type: what.to_owned(),

@@ -5,14 +5,20 @@
 //! its ledger leases is `{message id}:{receive count}`, unique per receipt, so
 //! two workers that received the same message never mistake each other's
 //! lease. The Lambda runtime (`main.rs`) and the local poller call [`handle`].
+//!
+//! A message whose action waits for its destination's search
+//! (`MessageOutcome::Later`) is sent again with that delay and this copy
+//! deleted (not reported), so the wait uses none of its receives toward the
+//! DLQ; if that send fails, it is reported and returns as a retry would.
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use hookgate_core::{
     Timestamp,
     batch::run_batch,
     destination::Destination,
-    ports::{Hold, InboxStore, Ledger},
-    worker::{MessageOutcome, Worker},
+    message::MessageKind,
+    ports::{ActionQueue, Hold, InboxStore, Ledger},
+    worker::{MessageOutcome, Worker, send_again},
 };
 use tracing::Instrument;
 
@@ -28,8 +34,9 @@ use tracing::Instrument;
 /// late): the worker starts an action only if its worst case from then ends
 /// before `deadline`, and its lease runs from then; the others return to the
 /// queue unstarted (`hookgate_core::batch`).
-pub async fn handle<S, L, D, H>(
+pub async fn handle<S, L, D, H, Q>(
     worker: &Worker<S, L, D, H>,
+    queue: &Q,
     event: SqsEvent,
     deadline: Option<Timestamp>,
 ) -> SqsBatchResponse
@@ -38,20 +45,22 @@ where
     L: Ledger,
     D: Destination,
     H: Hold,
+    Q: ActionQueue,
 {
     let failed = run_batch(
         event.records,
         worker.config().batch_concurrency,
         Timestamp::now,
-        |message, now| handle_message(worker, message, now, deadline),
+        |message, now| handle_message(worker, queue, message, now, deadline),
     )
     .await;
     hookgate_adapters::batch::failures(failed.into_iter().flatten())
 }
 
 /// One message: `Some(its id)` when it must come back.
-async fn handle_message<S, L, D, H>(
+async fn handle_message<S, L, D, H, Q>(
     worker: &Worker<S, L, D, H>,
+    queue: &Q,
     message: SqsMessage,
     now: Timestamp,
     deadline: Option<Timestamp>,
@@ -61,6 +70,7 @@ where
     L: Ledger,
     D: Destination,
     H: Hold,
+    Q: ActionQueue,
 {
     let id = message.message_id.clone().unwrap_or_default();
     let receives = message
@@ -91,6 +101,30 @@ where
         MessageOutcome::Retry(reason) => {
             tracing::warn!(reason, "message returns to the queue");
             Some(id)
+        }
+        MessageOutcome::Later { delay, reason } => {
+            // Sent again as it came: its kind (an approval's re-injection
+            // stays one for triage).
+            let kind = message
+                .message_attributes
+                .get(MessageKind::ATTRIBUTE)
+                .and_then(|a| a.string_value.as_deref())
+                .and_then(|k| k.parse().ok())
+                .unwrap_or(MessageKind::Event);
+            match send_again(queue, body, kind, delay).await {
+                Ok(()) => {
+                    tracing::info!(
+                        reason,
+                        delay_ms = delay.as_millis() as u64,
+                        "message sent again to wait"
+                    );
+                    None
+                }
+                Err(e) => {
+                    tracing::warn!(reason, error = %e, "message could not be sent again: it returns to the queue");
+                    Some(id)
+                }
+            }
         }
     }
 }

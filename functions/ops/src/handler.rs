@@ -30,8 +30,9 @@ use hookgate_core::{
 };
 use hookgate_operator::{
     Caller, DecisionError, Decisions,
-    api::{self, ApiError, Decided, DecisionBody, Listed, PlanBody, PlanChecked, ReconcileBody},
-    decisions::{Approve, Reject},
+    api::{self, ApiError, DecisionBody, Kind, Listed},
+    decisions::Decision,
+    records::ActionView,
 };
 use lambda_http::{RequestExt, request::RequestContext};
 
@@ -63,14 +64,18 @@ impl<E: EventIngress> Ops<E> {
 /// The API. Every route needs an IAM caller ([`require_caller`]) and is
 /// logged with it.
 pub fn router<E: EventIngress + 'static>(ops: Arc<Ops<E>>) -> Router {
-    Router::new()
+    let mut router = Router::new()
         .route(api::TRIAGE_LIST, get(list::<E>))
         .route(api::TRIAGE_ITEM, get(show::<E>))
-        .route(api::APPROVE, post(approve::<E>))
-        .route(api::REJECT, post(reject::<E>))
-        .route(api::RECONCILE, post(reconcile::<E>))
-        .route(api::PLAN_CHECK, post(check_plan::<E>))
-        .route(api::SECRETS, get(secrets::<E>))
+        .route(api::ACTION, get(action::<E>))
+        .route(api::SECRETS, get(secrets::<E>));
+    for (kind, route) in api::DECISIONS {
+        router = router.route(
+            route,
+            post(move |ops, caller, target, bytes| decide::<E>(kind, ops, caller, target, bytes)),
+        );
+    }
+    router
         .fallback(|| async { error(StatusCode::NOT_FOUND, "no such route") })
         .layer(middleware::from_fn(require_caller))
         .with_state(ops)
@@ -151,12 +156,6 @@ fn unavailable(e: &impl std::fmt::Display) -> Response {
 fn refused(e: &DecisionError) -> Response {
     let status = StatusCode::from_u16(e.status()).unwrap_or(StatusCode::CONFLICT);
     answer(status, ApiError::from(e))
-}
-
-/// The JSON body as `T`, or `T`'s default when there is none or it cannot
-/// be read (which the request's own check then refuses).
-fn body<T: serde::de::DeserializeOwned + Default>(body: &Bytes) -> T {
-    serde_json::from_slice(body).unwrap_or_default()
 }
 
 /// The caller's items only: another workspace's are left out, and a page's
@@ -247,85 +246,63 @@ async fn show<E: EventIngress>(
     }
 }
 
-async fn approve<E: EventIngress>(
-    State(ops): State<Arc<Ops<E>>>,
-    Extension(caller): Extension<Caller>,
-    Path(id): Path<String>,
-    bytes: Bytes,
-) -> Response {
-    let DecisionBody { reason } = body(&bytes);
-    let request = Approve { id, reason };
-    match ops
-        .decisions
-        .approve(&caller, &request, Timestamp::now())
-        .await
-    {
-        Ok(done) => answer(StatusCode::OK, Decided::approved(&done)),
-        Err(e) => refused(&e),
-    }
-}
-
-async fn reject<E: EventIngress>(
-    State(ops): State<Arc<Ops<E>>>,
-    Extension(caller): Extension<Caller>,
-    Path(id): Path<String>,
-    bytes: Bytes,
-) -> Response {
-    let DecisionBody { reason } = body(&bytes);
-    let request = Reject { id, reason };
-    match ops
-        .decisions
-        .reject(&caller, &request, Timestamp::now())
-        .await
-    {
-        Ok(()) => answer(StatusCode::OK, Decided::rejected()),
-        Err(e) => refused(&e),
-    }
-}
-
-async fn reconcile<E: EventIngress>(
+/// One action's ledger record (a reconcile's read-back): 403 when it is
+/// another workspace's.
+async fn action<E: EventIngress>(
     State(ops): State<Arc<Ops<E>>>,
     Extension(caller): Extension<Caller>,
     Path(key): Path<String>,
-    bytes: Bytes,
 ) -> Response {
     let Ok(key) = ActionKey::parse(&key) else {
         return error(StatusCode::BAD_REQUEST, "not an action key");
     };
-    let request = match body::<ReconcileBody>(&bytes).request(key) {
-        Ok(request) => request,
-        Err(e) => return refused(&e),
-    };
-    match ops
-        .decisions
-        .reconcile(&caller, &request, Timestamp::now())
-        .await
+    let what = format!("action {key}");
+    if let Some(why) = ops
+        .reads
+        .out_of_scope(&caller, Some(key.workspace()), &what)
     {
-        Ok(done) => answer(StatusCode::OK, Decided::reconciled(&done)),
-        Err(e) => refused(&e),
+        return error(StatusCode::FORBIDDEN, why);
+    }
+    match ops.reads.action(&key).await {
+        Ok(Some(record)) => answer(StatusCode::OK, ActionView::of(&record)),
+        Ok(None) => error(StatusCode::NOT_FOUND, format!("no action {key}")),
+        Err(e) => unavailable(&e),
     }
 }
 
-/// Whether the plan may be approved, whole: 200 with its size, else the
-/// first reason it may not (nothing is decided either way).
-async fn check_plan<E: EventIngress>(
+/// Every decision: the route's kind, its target and its body make the
+/// [`Decision`] (a body without what its maker saw is refused), decided
+/// through the `Decisions` port. An unreadable body reads as empty, which
+/// the kind's own check refuses.
+async fn decide<E: EventIngress>(
+    kind: Kind,
     State(ops): State<Arc<Ops<E>>>,
     Extension(caller): Extension<Caller>,
+    target: Option<Path<HashMap<String, String>>>,
     bytes: Bytes,
 ) -> Response {
-    let PlanBody { ids } = body(&bytes);
-    if ids.len() > api::MAX_PLAN {
+    let body: DecisionBody = serde_json::from_slice(&bytes).unwrap_or_default();
+    if body.ids.len() > api::MAX_PLAN {
         return error(
             StatusCode::PAYLOAD_TOO_LARGE,
             format!(
                 "a plan check takes at most {} ids, not {}: check it in parts",
                 api::MAX_PLAN,
-                ids.len()
+                body.ids.len()
             ),
         );
     }
-    match ops.decisions.check_plan(&caller, &ids).await {
-        Ok(()) => answer(StatusCode::OK, PlanChecked { checked: ids.len() }),
+    let target = target.and_then(|Path(params)| params.into_values().next());
+    let decision = match Decision::from_wire(kind, target.as_deref(), body) {
+        Ok(decision) => decision,
+        Err(e) => return refused(&e),
+    };
+    match ops
+        .decisions
+        .decide(&caller, &decision, Timestamp::now())
+        .await
+    {
+        Ok(done) => answer(StatusCode::OK, done),
         Err(e) => refused(&e),
     }
 }

@@ -44,6 +44,8 @@ pub fn first(ns: &str, key: &str, body: &str, handled: bool, at: Timestamp) -> I
         at,
         TTL,
     )
+    // The configuration that accepted it is stored and read back as is.
+    .accepted_under("0123456789abcdef")
 }
 
 /// Runs every check on `store`, which must be empty of `ns`'s keys and of

@@ -41,6 +41,65 @@ pub async fn ledger_contract(ledger: &impl Ledger, ns: &str) {
     release_failure_and_human_decisions(ledger, ns).await;
     another_request_under_the_key_is_a_collision(ledger, ns).await;
     every_reservation_keeps_the_record_a_retention_past_it(ledger, ns).await;
+    a_wait_for_the_search_keeps_the_window_it_waited_for(ledger, ns).await;
+}
+
+/// An attempt that waited for a lookup destination's search (issue 43)
+/// created nothing: the next takeover reaches back to what the attempts
+/// before it may have written, not to the wait, or every wait would start
+/// another.
+async fn a_wait_for_the_search_keeps_the_window_it_waited_for(ledger: &impl Ledger, ns: &str) {
+    let r = request(ns, "wait", 7);
+    reserved_then_released(ledger, &r, &inbox(ns, 1)).await;
+    let t1 = T0.plus(Duration::from_secs(2));
+    let waiting = ledger
+        .reserve(&r, &inbox(ns, 1), lease("a:2", t1), RETENTION)
+        .await
+        .unwrap();
+    let again = |reach| Reserve::Acquired(Attempt::Again { since: T0, reach });
+    assert_eq!(waiting, again(T0));
+    let wait = Settle::Wait {
+        from: T0,
+        message: "not found inside the search lag",
+    };
+    assert!(ledger.settle(&r.key, "a:2", wait, t1).await.unwrap());
+    let stored = ledger.get(&r.key).await.unwrap().unwrap();
+    assert_eq!(
+        (
+            stored.status,
+            stored.last_error_kind,
+            stored.lag_from,
+            stored.lease_owner
+        ),
+        (
+            ActionStatus::Pending,
+            Some(ErrorKind::SearchLag),
+            Some(T0),
+            None
+        )
+    );
+    let t2 = T0.plus(Duration::from_secs(12));
+    let after = ledger
+        .reserve(&r, &inbox(ns, 1), lease("a:3", t2), RETENTION)
+        .await
+        .unwrap();
+    assert_eq!(
+        after,
+        again(T0),
+        "the wait wrote nothing at the destination"
+    );
+    // Released again (it created, say, then a 502): from that release on.
+    let release = Settle::Release {
+        kind: ErrorKind::Retryable,
+        message: "502",
+    };
+    assert!(ledger.settle(&r.key, "a:3", release, t2).await.unwrap());
+    let t3 = t2.plus(Duration::from_secs(1));
+    let last = ledger
+        .reserve(&r, &inbox(ns, 1), lease("a:4", t3), RETENTION)
+        .await
+        .unwrap();
+    assert_eq!(last, again(t2));
 }
 
 async fn reserve_complete_and_repeat(ledger: &impl Ledger, ns: &str) {
@@ -115,14 +174,18 @@ async fn a_live_lease_is_busy_and_an_expired_one_is_taken_over(ledger: &impl Led
         .reserve(&r, &inbox(ns, 2), lease("b:1", after), RETENTION)
         .await
         .unwrap();
-    assert_eq!(taken, Reserve::Acquired(Attempt::Again { since: T0 }));
+    // What the cut-off attempt may have written: until its lease's end.
+    let again_from = |reach| Reserve::Acquired(Attempt::Again { since: T0, reach });
+    assert_eq!(taken, again_from(T0.plus(LEASE)));
     // Asked again by the same owner, a takeover is still a takeover: the
     // action may have been performed before it (found by the simulator).
     let again = ledger
         .reserve(&r, &inbox(ns, 2), lease("b:1", after), RETENTION)
         .await
         .unwrap();
-    assert_eq!(again, Reserve::Acquired(Attempt::Again { since: T0 }));
+    // The record before its takeover is overwritten: its own start bounds
+    // what the earlier attempts wrote.
+    assert_eq!(again, again_from(after));
     let stored = ledger.get(&r.key).await.unwrap().unwrap();
     assert_eq!(stored.attempts, 2);
     assert_eq!(stored.lease_owner.as_deref(), Some("b:1"));
@@ -173,7 +236,14 @@ async fn release_failure_and_human_decisions(ledger: &impl Ledger, ns: &str) {
         .reserve(&r, &inbox(ns, 1), lease("a:2", t1), RETENTION)
         .await
         .unwrap();
-    assert_eq!(again, Reserve::Acquired(Attempt::Again { since: T0 }));
+    // Released at T0: what it wrote came before.
+    assert_eq!(
+        again,
+        Reserve::Acquired(Attempt::Again {
+            since: T0,
+            reach: T0
+        })
+    );
     assert!(
         ledger
             .settle(&r.key, "a:2", Settle::Failed("422"), t1)
@@ -275,7 +345,13 @@ async fn every_reservation_keeps_the_record_a_retention_past_it(ledger: &impl Le
         .reserve(&r, &inbox(ns, 2), lease("b:1", t1), RETENTION)
         .await
         .unwrap();
-    assert_eq!(taken, Reserve::Acquired(Attempt::Again { since: T0 }));
+    assert_eq!(
+        taken,
+        Reserve::Acquired(Attempt::Again {
+            since: T0,
+            reach: T0
+        })
+    );
     assert_eq!(stored(&r).await, expiry(t1));
     let done = Settle::Completed {
         destination_ref: "task-6",

@@ -3,7 +3,7 @@
 //! integration tests. The port only sends; each backend reads its messages
 //! back its own way (`received`).
 
-use std::future::Future;
+use std::{future::Future, time::Duration};
 
 use hookgate_core::{
     InboxPk,
@@ -46,4 +46,33 @@ where
         (a, MessageKind::Event),
     ];
     assert_eq!(sorted(received().await), sorted(expected));
+}
+
+/// A message sent with a delay (`send_after`, a wait for a destination's
+/// search) is not received before it and is received after it, with its
+/// body and kind; a delay in part of a second counts as the whole second.
+/// `received` reads back what a receive could get now; `pass` lets that
+/// much time go by. `queue` must hold no message.
+pub async fn delayed_send_contract<Q, R, F, P, G>(queue: &Q, received: R, pass: P, ns: &str)
+where
+    Q: ActionQueue,
+    R: Fn() -> F,
+    F: Future<Output = Vec<(QueueMessage, MessageKind)>>,
+    P: Fn(Duration) -> G,
+    G: Future<Output = ()>,
+{
+    let a = message(ns, "later", Origin::Http);
+    queue
+        .send_after(&a, MessageKind::Reinjected, Duration::from_millis(1_500))
+        .await
+        .unwrap();
+    assert_eq!(received().await, vec![], "received before its delay");
+    pass(Duration::from_millis(1_000)).await;
+    assert_eq!(
+        received().await,
+        vec![],
+        "a part of a second is a whole one"
+    );
+    pass(Duration::from_millis(1_500)).await;
+    assert_eq!(received().await, vec![(a, MessageKind::Reinjected)]);
 }

@@ -170,6 +170,8 @@ async fn a_decision_is_recorded_once_from_its_state(store: &impl TriageStore, ns
         ),
         (held, None, None, None, later(500))
     );
+    // The second hold of the item: a decision names the hold it saw.
+    assert_eq!((a.holds, stored.holds), (1, 2));
     // A held item filed again is only a repeat.
     assert_eq!(store.file(&again).await.unwrap(), Filed::Repeat);
 
@@ -182,7 +184,8 @@ async fn a_decision_is_recorded_once_from_its_state(store: &impl TriageStore, ns
             .unwrap()
     );
     assert_eq!(store.file(&again).await.unwrap(), Filed::Reopened);
-    assert_eq!(store.get(&a.id).await.unwrap().unwrap().status, held);
+    let stored = store.get(&a.id).await.unwrap().unwrap();
+    assert_eq!((stored.status, stored.holds), (held, 3));
 
     // A reject is final: no filing reopens a discarded item.
     assert!(

@@ -14,7 +14,9 @@ use std::{
 use hookgate_core::{
     InboxPk, Timestamp,
     action::{ActionKey, ActionRequest},
-    ledger::{ActionRecord, ActionStatus, Attempt, Claim, ErrorKind, claim, own_attempt},
+    ledger::{
+        ActionRecord, ActionStatus, Attempt, Claim, ErrorKind, claim, own_attempt, taken_over,
+    },
     page::{Cursor, Page},
     ports::{Lease, Ledger, LedgerReads, Reserve, Settle, Store, StoreError},
 };
@@ -133,6 +135,7 @@ impl Ledger for MemoryLedger {
                     created_at: now,
                     updated_at: now,
                     expires_at,
+                    lag_from: None,
                 };
                 records.insert(
                     request.key.clone(),
@@ -155,7 +158,7 @@ impl Ledger for MemoryLedger {
             }
             match claim(r, &request.request_sha256, now) {
                 Claim::TakeOver => {
-                    let since = r.created_at;
+                    let attempt = taken_over(r);
                     r.status = ActionStatus::InProgress;
                     r.lease_owner = Some(owner.to_owned());
                     r.lease_expires_at = Some(lease.until());
@@ -163,7 +166,7 @@ impl Ledger for MemoryLedger {
                     r.attempts += 1;
                     r.expires_at = expires_at;
                     add_pk(r, inbox_pk);
-                    Reserve::Acquired(Attempt::Again { since })
+                    Reserve::Acquired(attempt)
                 }
                 // Found in another state: it lives a retention past this
                 // reservation too.
@@ -191,6 +194,9 @@ impl Ledger for MemoryLedger {
                 Some((ErrorKind::OutcomeUnknown, m)),
             ),
             Settle::Release { kind, message } => (ActionStatus::Pending, Some((kind, message))),
+            Settle::Wait { message, .. } => {
+                (ActionStatus::Pending, Some((ErrorKind::SearchLag, message)))
+            }
         };
         Ok(self.with(|records| {
             let Some(stored) = records.get_mut(key) else {
@@ -205,6 +211,9 @@ impl Ledger for MemoryLedger {
             r.updated_at = now;
             r.lease_owner = None;
             r.lease_expires_at = None;
+            if let Settle::Wait { from, .. } = outcome {
+                r.lag_from = Some(from);
+            }
             match (outcome, error) {
                 (Settle::Completed { destination_ref }, _) => {
                     r.destination_ref = Some(destination_ref.to_owned());

@@ -177,6 +177,7 @@ impl TriageStore for MemoryTriage {
                         stored.decided_by = None;
                         stored.decided_at = None;
                         stored.reason = None;
+                        stored.holds += 1;
                         Filed::Reopened
                     }
                     Some(stored) => {

@@ -4,7 +4,9 @@
 //! ([`KEY_RETENTION`]); after that it makes another. With plain creates (the
 //! lookup strategy) every create makes a task, so a second attempt that does
 //! not look first shows as a second task. A lookup finds a task by its
-//! external reference whatever its age.
+//! external reference once the CRM's search lag has passed since it was
+//! made (a search that lags its writes, as HubSpot's does): before that it
+//! finds nothing.
 
 use std::{
     collections::BTreeMap,
@@ -39,6 +41,10 @@ pub enum Mode {
 struct State {
     mode: Mode,
     tasks: BTreeMap<String, Vec<String>>,
+    /// When each task was made.
+    made_at: BTreeMap<String, Timestamp>,
+    /// How long a new task is hidden from lookups.
+    search_lag: std::time::Duration,
     /// When each key's first task was made (its idempotency key stored).
     keyed_at: BTreeMap<String, Timestamp>,
     made: u32,
@@ -53,11 +59,18 @@ pub struct SimCrm {
 
 impl SimCrm {
     pub fn new(strategy: Strategy) -> Self {
+        Self::lagging(strategy, std::time::Duration::ZERO)
+    }
+
+    /// A CRM whose search shows a task only `search_lag` after it was made.
+    pub fn lagging(strategy: Strategy, search_lag: std::time::Duration) -> Self {
         SimCrm {
             strategy,
             state: Arc::new(Mutex::new(State {
                 mode: Mode::Healthy,
                 tasks: BTreeMap::new(),
+                made_at: BTreeMap::new(),
+                search_lag,
                 keyed_at: BTreeMap::new(),
                 made: 0,
                 now: Timestamp::from_millis(0),
@@ -120,6 +133,7 @@ impl Destination for SimCrm {
                 let id = format!("task-{}", state.made);
                 state.tasks.entry(key.clone()).or_default().push(id.clone());
                 let now = state.now;
+                state.made_at.insert(id.clone(), now);
                 state.keyed_at.insert(key, now);
                 id
             }
@@ -137,10 +151,16 @@ impl Destination for SimCrm {
         if state.mode == Mode::Down {
             return Err(DestinationError::Retryable("503 (simulated outage)".into()));
         }
-        Ok(state
-            .tasks
-            .get(key.as_str())
-            .and_then(|t| t.first())
-            .cloned())
+        // What the search shows by now: tasks made at least the lag ago.
+        Ok(state.tasks.get(key.as_str()).and_then(|t| {
+            t.iter()
+                .find(|id| {
+                    state
+                        .made_at
+                        .get(*id)
+                        .is_some_and(|at| at.plus(state.search_lag) <= state.now)
+                })
+                .cloned()
+        }))
     }
 }

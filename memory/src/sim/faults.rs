@@ -444,6 +444,16 @@ impl ActionQueue for Faulty<Queue> {
             Fate::Proceed => self.inner.send(message, kind).await,
         }
     }
+
+    /// Only the worker's host sends with a delay, on the plain queue.
+    async fn send_after(
+        &self,
+        message: &QueueMessage,
+        kind: MessageKind,
+        delay: std::time::Duration,
+    ) -> Result<(), QueueError> {
+        self.inner.send_after(message, kind, delay).await
+    }
 }
 
 /// A destination's create crashes *after* it reached the CRM (its effect

@@ -34,20 +34,20 @@ use std::{
 
 use hookgate_core::{
     InboxPk, Timestamp,
-    approval::{ApprovalError, Approvals},
+    approval::{ActionSeen, ApprovalError, Approvals, ItemSeen},
     batch::run_batch,
     config::{Config, DestinationConfig},
     dlq::{DeadLetter, Triager},
     inbox::{InboxRecord, InboxStatus},
     ingress::{Ingress, WebhookRequest},
     ledger::{ActionRecord, ActionStatus},
-    message::QueueMessage,
+    message::{MessageKind, QueueMessage},
     ports::{EventIngress, InboxStore, TriageStore},
     provider::Provider,
     secret::{Secret, SecretError, SecretRef, SecretSource},
     sweep::Sweeper,
     triage::{TriageItem, TriageSource, TriageStatus},
-    worker::{MessageOutcome, Worker},
+    worker::{MessageOutcome, Worker, send_again},
 };
 
 use crate::{MemoryAlerts, MemoryHolder, MemoryInbox, MemoryLedger, MemoryTriage};
@@ -120,6 +120,12 @@ pub enum Op {
         fault: DecisionFault,
         at: u8,
     },
+    /// The operator's last decision, whose answer was lost, sent again as
+    /// the ops client sends it: on what its maker saw then (the item's hold
+    /// and status, the action's attempt), whatever happened since. The
+    /// simulator's decisions are otherwise made one at a time, each on the
+    /// state as it is.
+    Resend,
     /// EventBridge hands event `n % events` (an EventBridge one) to the
     /// ingress function, asynchronously: the first try and Lambda's two
     /// retries, the queue refusing the first `failed` of them; all three
@@ -191,6 +197,7 @@ type SimWorker =
 struct Slot {
     message: u32,
     receives: u32,
+    body: String,
     plan: Arc<Plan>,
     /// The event its message names.
     event: Option<usize>,
@@ -258,6 +265,8 @@ struct Sim {
     stalled: Vec<u32>,
     /// Effects the model forbids, seen as they happened.
     violations: Vec<String>,
+    /// The operator's last decision as sent, for [`Op::Resend`].
+    sent: Option<Sent>,
     counts: Counts,
     trace: Vec<String>,
 }
@@ -308,7 +317,10 @@ impl Sim {
         let crms: BTreeMap<String, SimCrm> = world
             .destinations
             .iter()
-            .map(|d| (d.name.clone(), SimCrm::new(d.strategy)))
+            .map(|d| {
+                let lag = Duration::from_secs(d.search_lag_secs);
+                (d.name.clone(), SimCrm::lagging(d.strategy, lag))
+            })
             .collect();
         for crm in crms.values() {
             crm.set_now(T0);
@@ -349,6 +361,7 @@ impl Sim {
             draining: false,
             stalled: Vec::new(),
             violations: Vec::new(),
+            sent: None,
             counts: Counts::default(),
             trace: Vec::new(),
         };
@@ -459,6 +472,7 @@ impl Sim {
             slots.push(Slot {
                 message: picked.id,
                 receives: picked.receives,
+                body: picked.body.clone(),
                 plan,
                 event: self.event_in(&picked.body),
                 read: false,
@@ -566,6 +580,21 @@ impl Sim {
                         }
                         self.queue.delete(slot.message, slot.receives);
                     }
+                    // A wait for the search: sent again with its delay (a
+                    // new message, no receives), this copy deleted.
+                    if let MessageOutcome::Later { delay, .. } = outcome {
+                        self.counts.waits += 1;
+                        self.queue.set_now(self.now);
+                        let sent = now_or_never(send_again(
+                            &self.queue,
+                            &slot.body,
+                            MessageKind::Event,
+                            *delay,
+                        ));
+                        if sent.is_ok() {
+                            self.queue.delete(slot.message, slot.receives);
+                        }
+                    }
                 }
                 self.ended(&running, &outcomes, "");
             }
@@ -585,6 +614,9 @@ impl Sim {
             let said = match outcomes.iter().find(|(o, _)| *o == i) {
                 Some((_, MessageOutcome::Done(why))) => format!("done: {why}"),
                 Some((_, MessageOutcome::Retry(why))) => format!("returns: {why}"),
+                Some((_, MessageOutcome::Later { delay, reason })) => {
+                    format!("sent again in {} s: {reason}", delay.as_secs())
+                }
                 None if slot.plan.calls() == 0 => "not started".to_owned(),
                 None => line.to_owned(),
             };
@@ -747,14 +779,22 @@ impl Sim {
         let was = self.before(item, event);
         let plan = Arc::new(Plan::new(faults, self.fired.clone()));
         let approvals = self.approvals(&plan);
+        // Each decision as the operator sends it: on the item as read.
+        let seen = ItemSeen::of(item);
+        self.sent = Some(Sent::Item {
+            id: item.id.clone(),
+            reject,
+            seen,
+        });
         let result = if reject {
             self.reject(&approvals, item)
         } else {
             // As the tool tells an operator: approve; where it answers that
             // only a reconcile decides, reconcile with what the CRM holds;
             // where it answers that the work was rejected, reject this too.
-            match poll_once(approvals.approve(
+            match poll_once(approvals.approve_seen(
                 &item.id,
+                Some(&seen),
                 "sim-operator",
                 "approved in the simulation",
                 self.now,
@@ -823,17 +863,23 @@ impl Sim {
     }
 
     fn reject(
-        &self,
+        &mut self,
         approvals: &SimApprovals,
         item: &TriageItem,
     ) -> Option<Result<String, ApprovalError>> {
-        poll_once(approvals.reject(&item.id, "sim-operator", REJECTED, self.now))
+        let seen = ItemSeen::of(item);
+        self.sent = Some(Sent::Item {
+            id: item.id.clone(),
+            reject: true,
+            seen,
+        });
+        poll_once(approvals.reject_seen(&item.id, Some(&seen), "sim-operator", REJECTED, self.now))
             .map(|done| done.map(|()| "rejected".to_owned()))
     }
 
     /// Reconciles `event`'s action with what the CRM really holds.
     fn reconcile(
-        &self,
+        &mut self,
         approvals: &SimApprovals,
         event: Option<usize>,
     ) -> Option<Result<String, ApprovalError>> {
@@ -844,8 +890,118 @@ impl Sim {
         let Some(record) = self.action(&key) else {
             return Some(Ok(format!("no action {key} to reconcile")));
         };
-        poll_once(approvals.reconcile(&record.key, found.as_deref(), "sim-operator", self.now))
-            .map(|done| done.map(|r| format!("reconciled: {r:?}")))
+        let seen = ActionSeen::of(&record);
+        self.sent = Some(Sent::Action {
+            key: key.clone(),
+            found: found.clone(),
+            seen,
+        });
+        poll_once(approvals.reconcile_seen(
+            &record.key,
+            Some(&seen),
+            found.as_deref(),
+            "sim-operator",
+            self.now,
+        ))
+        .map(|done| done.map(|r| format!("reconciled: {r:?}")))
+    }
+
+    /// [`Op::Resend`]: the last decision sent again on what its maker saw.
+    /// Carried out on a state that moved on since (the item held again, the
+    /// action attempted again), it decided what nobody looked at: a second
+    /// re-run on one decision, which the model forbids.
+    fn resend(&mut self) {
+        let Some(sent) = self.sent.clone() else {
+            self.log("resend: nothing decided yet".into());
+            return;
+        };
+        self.counts.resends += 1;
+        let plan = Arc::new(Plan::new(Faults::default(), self.fired.clone()));
+        let approvals = self.approvals(&plan);
+        let (line, moved_on) = match &sent {
+            Sent::Item { id, reject, seen } => {
+                let Some(item) = now_or_never(self.triage.get(id)).ok().flatten() else {
+                    return;
+                };
+                let event = self.item_event(&item);
+                let was = self.before(&item, event);
+                let moved = (!seen.stands(&item, !reject))
+                    .then(|| format!("{} (hold {})", item.status, item.holds));
+                let result = if *reject {
+                    poll_once(approvals.reject_seen(
+                        id,
+                        Some(seen),
+                        "sim-operator",
+                        REJECTED,
+                        self.now,
+                    ))
+                    .map(|r| r.map(|()| "rejected".to_owned()))
+                } else {
+                    poll_once(approvals.approve_seen(
+                        id,
+                        Some(seen),
+                        "sim-operator",
+                        "approved in the simulation",
+                        self.now,
+                    ))
+                    .map(|r| r.map(|done| format!("approved: {done:?}")))
+                };
+                self.recorded(&item, event, was);
+                let what = format!("{id}, seen {} (hold {})", seen.status, seen.holds);
+                (
+                    format!("resend {what}: {result:?}"),
+                    moved
+                        .filter(|_| matches!(result, Some(Ok(_))))
+                        .map(|now| format!("{what}, decided as {now}")),
+                )
+            }
+            Sent::Action { key, found, seen } => {
+                let Some(record) = self.action(key) else {
+                    return;
+                };
+                let event = record.inbox_pks.first().and_then(|pk| self.event_of(pk));
+                let uncertain = event.and_then(|e| {
+                    let id = hookgate_core::triage::worker_item_id(
+                        "uncertain",
+                        &record.key,
+                        &record.request_sha256,
+                    );
+                    now_or_never(self.triage.get(&id))
+                        .ok()
+                        .flatten()
+                        .map(|i| (i, e))
+                });
+                let was = uncertain.as_ref().map(|(i, e)| self.before(i, Some(*e)));
+                let moved = (record.attempts != seen.attempts)
+                    .then(|| format!("{} at attempt {}", record.status, record.attempts));
+                let result = poll_once(approvals.reconcile_seen(
+                    &record.key,
+                    Some(seen),
+                    found.as_deref(),
+                    "sim-operator",
+                    self.now,
+                ))
+                .map(|r| r.map(|done| format!("reconciled: {done:?}")));
+                if let (Some((item, e)), Some(was)) = (uncertain, was) {
+                    self.recorded(&item, Some(e), was);
+                }
+                let what = format!("{key}, seen attempt {}", seen.attempts);
+                (
+                    format!("resend {what}: {result:?}"),
+                    moved
+                        .filter(|_| matches!(result, Some(Ok(_))))
+                        .map(|now| format!("{what}, decided at {now}")),
+                )
+            }
+        };
+        if let Some(moved) = moved_on {
+            self.violations.push(format!(
+                "second re-run: a decision sent again after a lost answer was carried out on a \
+                 state its maker never saw ({moved})"
+            ));
+        }
+        self.log(line);
+        self.note_stored();
     }
 
     /// EventBridge hands `event` to the ingress function: Lambda's
@@ -937,6 +1093,7 @@ impl Sim {
     fn advance(&mut self, by: Duration) {
         self.now = self.now.plus(by);
         *self.clock.lock().unwrap_or_else(|e| e.into_inner()) = self.now;
+        self.queue.set_now(self.now);
         for crm in self.crms.values() {
             crm.set_now(self.now);
         }
@@ -988,6 +1145,7 @@ impl Sim {
             }
             Op::Sweep => self.sweep(),
             Op::Decide { pick, reject } => self.decide_pick(pick, reject, Faults::default()),
+            Op::Resend => self.resend(),
             Op::DecideFaulty {
                 pick,
                 reject,
@@ -1099,6 +1257,21 @@ impl Sim {
     }
 }
 
+/// A decision as the operator sent it: on what was read of it.
+#[derive(Debug, Clone)]
+enum Sent {
+    Item {
+        id: String,
+        reject: bool,
+        seen: ItemSeen,
+    },
+    Action {
+        key: String,
+        found: Option<String>,
+        seen: ActionSeen,
+    },
+}
+
 /// The state a decision may change, read before and after it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Recorded {
@@ -1137,6 +1310,10 @@ pub struct Counts {
     pub failures: u32,
     /// Invocations that received more than one message.
     pub batches: u32,
+    /// Messages sent again to wait for a lookup destination's search.
+    pub waits: u32,
+    /// Decisions sent again after a lost answer ([`Op::Resend`]).
+    pub resends: u32,
 }
 
 impl std::ops::Add for Counts {
@@ -1158,6 +1335,8 @@ impl std::ops::Add for Counts {
             faulty_decisions: self.faulty_decisions + o.faulty_decisions,
             failures: self.failures + o.failures,
             batches: self.batches + o.batches,
+            waits: self.waits + o.waits,
+            resends: self.resends + o.resends,
         }
     }
 }

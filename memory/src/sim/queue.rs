@@ -42,6 +42,8 @@ pub struct Queue {
     max_receives: Arc<Mutex<u32>>,
     /// Sends refused from now on (SQS throttling or unreachable).
     down: Arc<Mutex<bool>>,
+    /// The simulator's clock, for a delayed send.
+    now: Arc<Mutex<Timestamp>>,
 }
 
 impl Queue {
@@ -51,7 +53,13 @@ impl Queue {
             state: Arc::default(),
             max_receives: Arc::new(Mutex::new(max_receives)),
             down: Arc::default(),
+            now: Arc::new(Mutex::new(Timestamp::from_millis(0))),
         }
+    }
+
+    /// The simulator's clock, from which a delayed send counts.
+    pub fn set_now(&self, now: Timestamp) {
+        *self.now.lock().unwrap_or_else(|e| e.into_inner()) = now;
     }
 
     /// Sends fail while `down`.
@@ -112,17 +120,41 @@ impl Queue {
 }
 
 impl ActionQueue for Queue {
-    async fn send(&self, message: &QueueMessage, _kind: MessageKind) -> Result<(), QueueError> {
+    async fn send(&self, message: &QueueMessage, kind: MessageKind) -> Result<(), QueueError> {
+        self.send_after(message, kind, std::time::Duration::ZERO)
+            .await
+    }
+
+    /// A new message (no receives yet), visible `delay` from the
+    /// simulator's now, in whole seconds as SQS's `DelaySeconds`.
+    async fn send_after(
+        &self,
+        message: &QueueMessage,
+        _kind: MessageKind,
+        delay: std::time::Duration,
+    ) -> Result<(), QueueError> {
         if *self.down.lock().unwrap_or_else(|e| e.into_inner()) {
             return Err(QueueError("the simulated queue is down".into()));
         }
         let max_receives = *self.max_receives.lock().unwrap_or_else(|e| e.into_inner());
+        let visible_at = if delay.is_zero() {
+            Timestamp::from_millis(0)
+        } else {
+            let secs = delay
+                .min(hookgate_core::ports::MAX_DELAY)
+                .as_millis()
+                .div_ceil(1000);
+            let now = *self.now.lock().unwrap_or_else(|e| e.into_inner());
+            now.plus(std::time::Duration::from_secs(
+                u64::try_from(secs).unwrap_or(u64::MAX),
+            ))
+        };
         self.with(|(last, messages)| {
             *last += 1;
             messages.push(Message {
                 id: *last,
                 body: message.to_json(),
-                visible_at: Timestamp::from_millis(0),
+                visible_at,
                 receives: 0,
                 max_receives,
             });

@@ -62,7 +62,15 @@ pub struct Event {
 pub struct Destination {
     pub name: String,
     pub strategy: Strategy,
+    /// How long its CRM's search hides a new task (a lookup destination's
+    /// `search_lag_secs`; 0 for the others, which never search first).
+    pub search_lag_secs: u64,
 }
+
+/// The search lags a lookup destination is drawn with: none, HubSpot's
+/// 10 s, and longer than a lease and than the queue's visibility, so a
+/// takeover after an expired lease or a returned message can meet it.
+const SEARCH_LAGS: [u64; 4] = [0, 10, 45, 90];
 
 /// One rule: the events of `workspace`'s `provider` binding with these types
 /// ask for `action` at `destination`.
@@ -138,6 +146,8 @@ impl World {
             vec![Destination {
                 name: "crm".into(),
                 strategy,
+                // Its named scenarios predate the lag; drawn worlds lag.
+                search_lag_secs: 0,
             }],
             vec![Rule {
                 workspace: "ws-1".into(),
@@ -157,6 +167,7 @@ impl World {
             .map(|d| Destination {
                 name: format!("crm-{}", char::from(b'a' + u8::try_from(d).unwrap_or(0))),
                 strategy: STRATEGIES[rng.range(0, 2)],
+                search_lag_secs: 0,
             })
             .collect();
         let mut rules = Vec::new();
@@ -228,6 +239,12 @@ impl World {
         }
         let mut world = World::keyed(format!("drawn from {seed}"), destinations, rules, events);
         world.lease_secs = [20, 30][rng.range(0, 1)];
+        // Drawn last: the draws before it are as in generation 2.
+        for d in &mut world.destinations {
+            if d.strategy == Strategy::Lookup {
+                d.search_lag_secs = SEARCH_LAGS[rng.range(0, SEARCH_LAGS.len() - 1)];
+            }
+        }
         world
     }
 
@@ -304,6 +321,9 @@ impl World {
                 d.name,
                 strategy_name(d.strategy)
             );
+            if d.strategy == Strategy::Lookup {
+                let _ = writeln!(out, "search_lag_secs = {}", d.search_lag_secs);
+            }
         }
         for r in &self.rules {
             let types: Vec<String> = r.event_types.iter().map(|t| format!("{t:?}")).collect();
@@ -327,7 +347,12 @@ impl World {
         let destinations: Vec<String> = self
             .destinations
             .iter()
-            .map(|d| format!("{} ({})", d.name, strategy_name(d.strategy)))
+            .map(|d| match d.strategy {
+                Strategy::Lookup => {
+                    format!("{} (lookup, search lag {} s)", d.name, d.search_lag_secs)
+                }
+                other => format!("{} ({})", d.name, strategy_name(other)),
+            })
             .collect();
         let mut actions: Vec<&str> = self.events.iter().map(|e| e.action.as_str()).collect();
         actions.sort_unstable();

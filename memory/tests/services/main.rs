@@ -3,6 +3,7 @@
 //! contract-checked ones (`contracts.rs`); the integration tests run the
 //! same services on DynamoDB and SQS.
 
+mod config_switch;
 mod decisions;
 mod handshakes;
 mod held;
@@ -10,6 +11,7 @@ mod operator;
 mod pipeline;
 mod refusals;
 mod replays;
+mod search_lag;
 mod streak;
 mod support;
 mod sweep;

@@ -10,19 +10,17 @@ use std::{sync::Arc, time::Duration};
 use hookgate_core::{
     Timestamp,
     action::ActionKey,
-    approval::{ApprovalError, Reconciled, Reinjected},
+    approval::{ActionSeen, ApprovalError, ItemSeen, Reconciled, Reinjected},
     destination::DestinationError,
     dlq::DeadLetter,
     ledger::ActionStatus,
-    ports::TriageStore,
+    ports::{Ledger, TriageStore},
     triage::{TriageClass, TriageItem, TriageSource, TriageStatus},
+    worker::MessageOutcome,
 };
 use hookgate_memory::{MemoryInbox, MemoryLedger, MemoryMetrics, MemoryQueue, MemoryTriage};
 use hookgate_operator::{
-    Caller, DecisionError, Decisions, InProcess, Reads,
-    decisions::{Approve, Reconcile, Reject},
-    plan::Selection,
-    views,
+    Caller, DecisionError, Decisions, InProcess, Reads, decisions::Decision, plan::Selection, views,
 };
 use serde_json::json;
 
@@ -45,15 +43,112 @@ fn caller(arn: &str) -> Caller {
 
 const ANA: &str = "arn:aws:iam::123456789012:user/ana";
 
-fn surfaces(m: &Memory) -> (MemoryReads, MemoryDecisions) {
+fn surfaces(m: &Memory) -> (MemoryReads, Asked) {
     (
         Reads::new(
             m.config.clone(),
             (m.inbox.clone(), m.ledger.clone(), m.triage.clone()),
             m.metrics.clone(),
         ),
-        InProcess::new(m.approvals()),
+        Asked {
+            port: InProcess::new(m.approvals()),
+            triage: m.triage.clone(),
+            ledger: m.ledger.clone(),
+        },
     )
+}
+
+/// An approval as these tests ask for it.
+struct Approve {
+    id: String,
+    reason: String,
+}
+
+/// A reject as these tests ask for it.
+struct Reject {
+    id: String,
+    reason: String,
+}
+
+/// A reconcile as these tests ask for it.
+struct Reconcile {
+    key: ActionKey,
+    found: Option<String>,
+}
+
+/// The `Decisions` port as these tests ask it: each request built into a
+/// [`Decision`] with what the stores hold now as its precondition (what an
+/// operator who has just read it saw), and its outcome read back as the
+/// kind's own.
+struct Asked {
+    port: MemoryDecisions,
+    triage: MemoryTriage,
+    ledger: MemoryLedger,
+}
+
+impl Asked {
+    /// The item as it reads now (an absent one as a first hold).
+    async fn seen(&self, id: &str) -> ItemSeen {
+        self.triage.get(id).await.unwrap().map_or(
+            ItemSeen {
+                status: TriageStatus::Held,
+                holds: 1,
+            },
+            |i| ItemSeen::of(&i),
+        )
+    }
+
+    async fn approve(
+        &self,
+        caller: &Caller,
+        r: &Approve,
+        now: Timestamp,
+    ) -> Result<Reinjected, DecisionError> {
+        let decision = Decision::Approve {
+            id: r.id.clone(),
+            reason: r.reason.clone(),
+            seen: self.seen(&r.id).await,
+        };
+        let done = self.port.decide(caller, &decision, now).await?;
+        Ok(done.reinjected().expect("an approval's outcome"))
+    }
+
+    async fn reject(
+        &self,
+        caller: &Caller,
+        r: &Reject,
+        now: Timestamp,
+    ) -> Result<(), DecisionError> {
+        let decision = Decision::Reject {
+            id: r.id.clone(),
+            reason: r.reason.clone(),
+            seen: self.seen(&r.id).await,
+        };
+        self.port.decide(caller, &decision, now).await.map(drop)
+    }
+
+    async fn reconcile(
+        &self,
+        caller: &Caller,
+        r: &Reconcile,
+        now: Timestamp,
+    ) -> Result<Reconciled, DecisionError> {
+        let record = self.ledger.get(&r.key).await.unwrap();
+        let decision = Decision::Reconcile {
+            key: r.key.clone(),
+            found: r.found.clone(),
+            seen: ActionSeen {
+                attempts: record.map_or(1, |a| a.attempts),
+            },
+        };
+        let done = self.port.decide(caller, &decision, now).await?;
+        Ok(done.reconciled().expect("a reconcile's outcome"))
+    }
+
+    async fn check_plan(&self, caller: &Caller, ids: &[String]) -> Result<(), DecisionError> {
+        let decision = Decision::CheckPlan { ids: ids.to_vec() };
+        self.port.decide(caller, &decision, NOW).await.map(drop)
+    }
 }
 
 /// `call`'s event delivered and its action's first attempt answered with
@@ -335,6 +430,139 @@ async fn deciders_bind_every_decision_and_a_refusal_changes_nothing() {
     );
 }
 
+/// Everything a decision could change: each item's status and hold, the
+/// messages sent, each action's status and attempt.
+type State = (
+    Vec<(String, &'static str, u32)>,
+    usize,
+    Vec<(ActionStatus, u32)>,
+);
+
+fn state(m: &Memory) -> State {
+    let mut items: Vec<_> = m
+        .triage
+        .items()
+        .into_iter()
+        .map(|i| (i.id, i.status.as_str(), i.holds))
+        .collect();
+    items.sort();
+    let actions = m
+        .ledger
+        .records()
+        .into_iter()
+        .map(|a| (a.status, a.attempts))
+        .collect();
+    (items, m.queue.sent().len(), actions)
+}
+
+#[tokio::test]
+async fn a_retried_approval_is_refused_when_the_item_was_held_again_in_between() {
+    // Issue 44: the ops client sends a decision again after a lost answer.
+    // The first approval committed, its re-run failed at once and the item
+    // was held again; the retry approved that new hold, which nobody had
+    // looked at, and re-ran the failure a second time.
+    let m = Memory::new();
+    attempt(&m, "ra1", DestinationError::Permanent("HTTP 422".into())).await;
+    let item = item_of(&m, "ra1").await;
+    assert_eq!((item.status, item.holds), (TriageStatus::Held, 1));
+    let port = InProcess::new(m.approvals());
+    let ana = caller(ANA);
+    let approve = Decision::Approve {
+        id: item.id.clone(),
+        reason: "mapping fixed".into(),
+        seen: ItemSeen::of(&item),
+    };
+    // The first attempt: made, its answer lost on the way.
+    let first = port.decide(&ana, &approve, at(60)).await.unwrap();
+    assert_eq!(first.status(), "REINJECTED");
+    // Its re-run fails again at once: held again, a new hold.
+    m.crm
+        .then(Err(DestinationError::Permanent("HTTP 422".into())));
+    m.worker().process(&message("ra1"), "ra1:2", at(61)).await;
+    let again = m.triage.get(&item.id).await.unwrap().unwrap();
+    assert_eq!((again.status, again.holds), (TriageStatus::Held, 2));
+    let creates = m.crm.creates();
+    let before = state(&m);
+
+    // The client's retry of the first approval: refused, nothing changed.
+    let retry = port.decide(&ana, &approve, at(62)).await.unwrap_err();
+    assert_eq!(
+        retry,
+        DecisionError::Refused(ApprovalError::Moved {
+            what: format!("triage item {}", item.id),
+            seen: "HELD (hold 1)".into(),
+            found: "HELD (hold 2)".into(),
+        })
+    );
+    assert_eq!(retry.status(), 409);
+    assert_eq!(state(&m), before, "a refused retry changes nothing");
+    m.worker().process(&message("ra1"), "ra1:3", at(63)).await;
+    assert_eq!(m.crm.creates(), creates, "no second re-run");
+    let held = m.triage.get(&item.id).await.unwrap().unwrap();
+    assert_eq!(
+        (held.status, held.holds, held.decided_by.as_deref()),
+        (TriageStatus::Held, 2, None),
+        "the new hold waits for a decision on it"
+    );
+    // Decided on what it is now, it is approved.
+    let fresh = Decision::Approve {
+        id: item.id.clone(),
+        reason: "seen it again".into(),
+        seen: ItemSeen::of(&held),
+    };
+    assert_eq!(
+        port.decide(&ana, &fresh, at(64)).await.unwrap().status(),
+        "REINJECTED"
+    );
+}
+
+#[tokio::test]
+async fn a_retried_reconcile_is_refused_when_the_action_moved_on() {
+    // Issue 44: a "not found" whose answer was lost was sent again after
+    // its re-run had ended UNCERTAIN once more; the retry re-ran the new
+    // attempt, which nobody had looked at (at a lookup destination, a
+    // second task).
+    let mut m = Memory::new();
+    m.crm.lookup_strategy = true;
+    post(&m.ingress(), &analyzed("rr1"), SECRET).await;
+    for _ in 0..2 {
+        m.crm
+            .then(Err(DestinationError::OutcomeUnknown("timeout".into())));
+    }
+    m.worker().process(&message("rr1"), "rr1:1", NOW).await;
+    let record = m.ledger.records().remove(0);
+    assert_eq!(record.status, ActionStatus::Uncertain);
+    let port = InProcess::new(m.approvals());
+    let ana = caller(ANA);
+    let not_found = Decision::Reconcile {
+        key: record.key.clone(),
+        found: None,
+        seen: ActionSeen::of(&record),
+    };
+    // Made, its answer lost.
+    let first = port.decide(&ana, &not_found, at(60)).await.unwrap();
+    assert_eq!(first.status(), "PENDING");
+    // The re-run: uncertain again, a new attempt.
+    let run = m.worker().process(&message("rr1"), "rr1:2", at(61)).await;
+    assert!(matches!(run, MessageOutcome::Done(_)), "{run:?}");
+    let moved = m.ledger.get(&record.key).await.unwrap().unwrap();
+    assert_eq!(moved.status, ActionStatus::Uncertain);
+    assert!(moved.attempts > record.attempts, "{moved:?}");
+    let before = state(&m);
+
+    let retry = port.decide(&ana, &not_found, at(62)).await.unwrap_err();
+    assert_eq!(
+        retry,
+        DecisionError::Refused(ApprovalError::Moved {
+            what: format!("action {}", record.key),
+            seen: format!("attempt {}", record.attempts),
+            found: format!("UNCERTAIN at attempt {}", moved.attempts),
+        })
+    );
+    assert_eq!(retry.status(), 409);
+    assert_eq!(state(&m), before, "a refused retry changes nothing");
+}
+
 #[tokio::test]
 async fn reconcile_found_completes_once_and_asking_again_is_refused() {
     let mut m = Memory::new();
@@ -542,7 +770,7 @@ async fn each_page_shows_the_state_it_is_given_and_markup_from_senders_as_text()
 
     let item = m.triage.get(&a).await.unwrap().unwrap();
     let (_, rows) = reads.preview(&item).await.unwrap();
-    let page = views::plan(&[(a.clone(), rows)], "tok").into_string();
+    let page = views::plan(&[(a.clone(), ItemSeen::of(&item), rows)], "tok").into_string();
     assert!(
         page.contains("<code>ws-1#create_task#pg1</code>: PENDING: would be performed"),
         "{page}"
@@ -586,6 +814,7 @@ fn held_item(id: &str, workspace: &str, secs: u64) -> TriageItem {
         decided_by: None,
         decided_at: None,
         reason: None,
+        holds: 1,
     }
 }
 

@@ -172,6 +172,12 @@ pub struct ScriptedCrm {
     pub lookup_strategy: bool,
     /// A lookup finds the first task created for the key (else nothing).
     pub searchable: bool,
+    /// How long a new task stays hidden from lookups (a search that lags
+    /// its writes), by the CRM's clock [`ScriptedCrm::set_now`].
+    pub search_lag: std::time::Duration,
+    /// When each create landed, by the CRM's clock.
+    pub made_at: Arc<Mutex<Vec<Timestamp>>>,
+    pub clock: Arc<Mutex<Option<Timestamp>>>,
 }
 
 impl ScriptedCrm {
@@ -185,6 +191,15 @@ impl ScriptedCrm {
 
     pub fn admits(&self) -> u32 {
         *self.admits.lock().unwrap()
+    }
+
+    /// The CRM's clock, for its search lag (`NOW` until set).
+    pub fn set_now(&self, now: Timestamp) {
+        *self.clock.lock().unwrap() = Some(now);
+    }
+
+    fn now(&self) -> Timestamp {
+        self.clock.lock().unwrap().unwrap_or(NOW)
     }
 }
 
@@ -200,6 +215,7 @@ impl Destination for ScriptedCrm {
     async fn create(&self, request: &ActionRequest) -> Result<String, DestinationError> {
         let mut creates = self.creates.lock().unwrap();
         creates.push(request.key.clone());
+        self.made_at.lock().unwrap().push(self.now());
         let n = creates.len();
         self.script
             .lock()
@@ -211,7 +227,14 @@ impl Destination for ScriptedCrm {
     async fn lookup(&self, key: &ActionKey) -> Result<Option<String>, DestinationError> {
         *self.lookups.lock().unwrap() += 1;
         let creates = self.creates.lock().unwrap();
-        let first = creates.iter().position(|k| k == key);
+        let made_at = self.made_at.lock().unwrap();
+        let now = self.now();
+        // Only what the search shows already: a task made within the lag
+        // is not found yet.
+        let first = creates
+            .iter()
+            .zip(made_at.iter())
+            .position(|(k, at)| k == key && at.plus(self.search_lag) <= now);
         Ok(first
             .filter(|_| self.searchable)
             .map(|i| format!("task-{}", i + 1)))

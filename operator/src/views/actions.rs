@@ -37,6 +37,7 @@ pub fn actions_list(
                         form.inline method="post" action="/actions/reconcile" {
                             (token_field(token))
                             input type="hidden" name="key" value=(a.key);
+                            input type="hidden" name="attempts" value=(a.attempts);
                             input type="hidden" name="outcome" value="found";
                             input name="ref" required placeholder="the CRM's id" size="14";
                             button type="submit" { "Found: complete" }
@@ -44,6 +45,7 @@ pub fn actions_list(
                         form.inline method="post" action="/actions/reconcile" {
                             (token_field(token))
                             input type="hidden" name="key" value=(a.key);
+                            input type="hidden" name="attempts" value=(a.attempts);
                             input type="hidden" name="outcome" value="not_found";
                             button type="submit" { "Not found: perform again" }
                         }

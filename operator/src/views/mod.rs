@@ -23,7 +23,7 @@ use serde::Serialize;
 pub use actions::{actions_list, doctor, lookup};
 pub use chart::activity;
 pub use overview::{Overview, overview};
-pub use triage::{Filters, job, plan, triage_detail, triage_list};
+pub use triage::{Filters, job, parse_seen, plan, triage_detail, triage_list};
 
 /// `text` as one query-string value.
 pub fn url(text: &str) -> String {
@@ -180,6 +180,7 @@ pub(crate) fn held_item(
         decided_by: None,
         decided_at: None,
         reason: None,
+        holds: 1,
     }
 }
 

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use hookgate_core::{
     Timestamp,
+    approval::ItemSeen,
     triage::{TriageClass, TriageItem, TriageStatus},
 };
 use maud::{Markup, html};
@@ -180,6 +181,7 @@ pub fn triage_detail(e: &Evidence, token: &str, note: Option<&str>) -> Markup {
             }
             form.inline #reject-form method="post" action={ "/triage/" (id) "/reject" } {
                 (token_field(token))
+                (seen_field(&ItemSeen::of(item)))
                 input #reject-reason name="reason" required placeholder="why (recorded)" size="40";
                 button.danger #reject type="submit" { "Reject: discard for good" }
             }
@@ -221,14 +223,31 @@ fn ledger_row(row: &PreviewRow) -> Vec<Markup> {
     ]
 }
 
-/// A dry run's plan: each item and what approving it would do, then the one
-/// form that approves exactly these items.
-pub fn plan(items: &[(String, Vec<PreviewRow>)], token: &str) -> Markup {
+/// What the operator saw of an item, carried by the form that decides it
+/// (`seen`: its status and hold, `HELD 1`): the decision is made on that
+/// hold only.
+fn seen_field(seen: &ItemSeen) -> Markup {
+    html! { input type="hidden" name="seen" value={ (seen.status) " " (seen.holds) }; }
+}
+
+/// A form's `seen` value as [`seen_field`] writes it.
+pub fn parse_seen(text: &str) -> Option<ItemSeen> {
+    let (status, holds) = text.trim().split_once(' ')?;
+    Some(ItemSeen {
+        status: status.parse().ok()?,
+        holds: holds.parse().ok()?,
+    })
+}
+
+/// A dry run's plan: each item (with what was read of it) and what
+/// approving it would do, then the one form that approves exactly these
+/// items, each on the hold shown.
+pub fn plan(items: &[(String, ItemSeen, Vec<PreviewRow>)], token: &str) -> Markup {
     let n = items.len();
     html! {
         p { "Approving re-runs each item's event; the ledger decides per action:" }
         ul #plan {
-            @for (id, rows) in items {
+            @for (id, _, rows) in items {
                 li {
                     (item_link(id))
                     ul { @for row in rows { li { code { (row.key) } ": " (row.would) } } }
@@ -237,7 +256,10 @@ pub fn plan(items: &[(String, Vec<PreviewRow>)], token: &str) -> Markup {
         }
         form #approve-form method="post" action="/approve" {
             (token_field(token))
-            @for (id, _) in items { input type="hidden" name="id" value=(id); }
+            @for (id, seen, _) in items {
+                input type="hidden" name="id" value=(id);
+                (seen_field(seen))
+            }
             label { "reason (recorded)" input #approve-reason name="reason" required size="50"; }
             p {
                 button.primary #approve type="submit" {
@@ -395,7 +417,11 @@ mod tests {
             would: "PENDING: would be performed".into(),
             record: None,
         }];
-        let page = plan(&[("a".into(), rows)], "tok").into_string();
+        let seen = ItemSeen {
+            status: TriageStatus::Held,
+            holds: 1,
+        };
+        let page = plan(&[("a".into(), seen, rows)], "tok").into_string();
         assert!(
             page.contains("<code>ws#t#1</code>: PENDING: would be performed"),
             "{page}"

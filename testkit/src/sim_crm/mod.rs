@@ -72,6 +72,13 @@ impl SimCrm {
         self.shared.require_bearer(token);
     }
 
+    /// From now on the searches (`GET /tasks?external_ref=…`, HubSpot's
+    /// search) show a task only `lag` after it was made, as a CRM whose
+    /// search lags its writes (none at start).
+    pub fn set_search_lag(&self, lag: std::time::Duration) {
+        self.shared.lock().search_lag = lag;
+    }
+
     /// A handle on the simulator for tasks that outlive a borrow of it.
     pub fn remote(&self) -> Remote {
         Remote(self.shared.clone())

@@ -61,6 +61,9 @@ pub(crate) struct Inner {
     /// The token every CRM request must carry as `Authorization: Bearer`.
     bearer: Option<String>,
     unauthorized: u32,
+    /// How long a new task is hidden from the searches (a search that lags
+    /// its writes, as HubSpot's does).
+    pub search_lag: std::time::Duration,
 }
 
 #[derive(Debug, Default)]
@@ -84,9 +87,7 @@ impl Inner {
             api,
             body,
             updates: 0,
-            created_ms: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as u64),
+            created_ms: now_ms(),
         });
         id
     }
@@ -101,10 +102,15 @@ impl Inner {
         (self.create(api, Some(external_ref.to_owned()), body), true)
     }
 
+    /// The tasks with `external_ref` that the searches show: those made at
+    /// least the search lag ago.
     pub fn find(&self, external_ref: &str) -> Vec<&Task> {
+        let now = now_ms();
+        let lag = u64::try_from(self.search_lag.as_millis()).unwrap_or(u64::MAX);
         self.tasks
             .iter()
             .filter(|t| t.external_ref.as_deref() == Some(external_ref))
+            .filter(|t| t.created_ms.saturating_add(lag) <= now)
             .collect()
     }
 
@@ -113,6 +119,13 @@ impl Inner {
             .iter_mut()
             .find(|t| t.external_ref.as_deref() == Some(external_ref))
     }
+}
+
+/// The wall clock in epoch milliseconds (a task's `created_ms`).
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 impl Shared {

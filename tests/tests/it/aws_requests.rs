@@ -30,11 +30,12 @@ async fn a_new_event_costs_one_dynamodb_write_and_one_send_and_a_duplicate_one_w
     let mut other = delivery.clone();
     other.body = br#"{"event":"call_started","call":{"call_id":"call_counted","x":1}}"#.to_vec();
     stack.post(other.request()).await;
-    // Two on the inbox (the upsert, the collision's first hash and count)
-    // and two on the triage table (the held item, its alert's claim marker).
+    // Three on the inbox (the upsert, the collision's first hash and count,
+    // the record kept for the hold window: issue 40) and two on the triage
+    // table (the held item, its alert's claim marker).
     assert_eq!(
         (stack.ddb_requests.take(), stack.sqs_requests.take()),
-        (4, 0),
+        (5, 0),
         "collision"
     );
 }

@@ -27,6 +27,8 @@ pub(crate) const TOKEN: &str = "console-test-token";
 /// The session cookie's value, and the one-time login link's key.
 pub(crate) const SESSION: &str = "console-test-session";
 pub(crate) const LOGIN: &str = "console-test-login";
+/// The session's secret path: every page is under `/s/<PATH>/`.
+pub(crate) const PATH: &str = "console-test-path";
 
 /// An HTTP client holding the console's session cookie, as the operator's
 /// browser does once it opened the login link.
@@ -72,8 +74,11 @@ pub(crate) async fn hold_outage(p: &Pipeline, calls: &[(&str, &str)]) {
     p.sim.clear_faults();
 }
 
-/// A running console: its base URL, and how to stop it as Ctrl-C does.
+/// A running console: its root (`http://127.0.0.1:<port>`, its origin and
+/// where the login link is), its base URL (the session's pages, under the
+/// secret path), and how to stop it as Ctrl-C does.
 pub(crate) struct Served {
+    pub(crate) root: String,
     pub(crate) base: String,
     pub(crate) stop: tokio::sync::oneshot::Sender<()>,
     pub(crate) serving: tokio::task::JoinHandle<std::io::Result<()>>,
@@ -83,14 +88,21 @@ pub(crate) struct Served {
 pub(crate) async fn serve(ops: Ops) -> Served {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
-    let guard = Guard::new(port, TOKEN.into(), SESSION.into(), LOGIN.into());
+    let guard = Guard::new(
+        port,
+        TOKEN.into(),
+        SESSION.into(),
+        PATH.into(),
+        LOGIN.into(),
+    );
     let console = Console::new(ops, guard, None, 20).await.unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel();
     let serving = tokio::spawn(hookgate_cli::console::serve(listener, console, async {
         let _ = stopped.await;
     }));
     Served {
-        base: format!("http://127.0.0.1:{port}"),
+        root: format!("http://127.0.0.1:{port}"),
+        base: format!("http://127.0.0.1:{port}/s/{PATH}"),
         stop,
         serving,
     }
@@ -115,12 +127,12 @@ async fn an_outage_is_held_shown_and_approved_once_and_a_reject_sticks_in_a_real
     // The overview's figures are the metrics this test's stack emitted.
     let service = p.publish_metrics().await;
     let console = serve(operator_ops(&p, "operator").await.metrics_of(&service)).await;
-    let base = console.base.clone();
+    let (root, base) = (console.root.clone(), console.base.clone());
     let b = Browser::start().await;
 
     // The login link gives the browser its session, then the overview.
-    b.goto(&format!("{base}/login?key={LOGIN}")).await;
-    assert!(b.url().await.ends_with('/'), "{}", b.url().await);
+    b.goto(&format!("{root}/login?key={LOGIN}")).await;
+    assert_eq!(b.url().await, format!("{base}/"));
     // The overview: two held outages for the CRM, since when.
     b.goto(&format!("{base}/")).await;
     assert_eq!(b.text("#held-count .figure").await, "2");
@@ -165,7 +177,7 @@ async fn an_outage_is_held_shown_and_approved_once_and_a_reject_sticks_in_a_real
     // The plan first: both items, each action "would be performed"; then
     // exactly that plan, with a reason.
     b.goto(&format!("{base}/")).await;
-    b.click("#held-groups a[href^='/triage/plan']").await;
+    b.click("#held-groups a[href*='/triage/plan']").await;
     let plan = b.text("#plan").await;
     assert_eq!(plan.matches("would be performed").count(), 2, "{plan}");
     assert_eq!(
@@ -221,7 +233,7 @@ async fn an_outage_is_held_shown_and_approved_once_and_a_reject_sticks_in_a_real
     assert_eq!(held.as_array().unwrap().len(), 1, "{held}");
     let id = held[0]["id"].as_str().unwrap().to_owned();
 
-    forged_requests_change_nothing(&b, &base, &id, &p).await;
+    forged_requests_change_nothing(&b, (&root, &base), &id, &p).await;
     assert_eq!(check.triage_show(&id).await.unwrap().json["status"], "HELD");
 
     // A link cannot make a held item look rejected.
@@ -257,9 +269,11 @@ async fn an_outage_is_held_shown_and_approved_once_and_a_reject_sticks_in_a_real
     assert_eq!(b.count("#approve").await, 0);
     let posted = with_session()
         .post(format!("{base}/approve"))
-        .header("origin", &base)
+        .header("origin", &root)
         .header("content-type", "application/x-www-form-urlencoded")
-        .body(format!("csrf={TOKEN}&id={id}&reason=try+anyway"))
+        .body(format!(
+            "csrf={TOKEN}&id={id}&seen=HELD+1&reason=try+anyway"
+        ))
         .send()
         .await
         .unwrap();
@@ -292,7 +306,12 @@ async fn an_outage_is_held_shown_and_approved_once_and_a_reject_sticks_in_a_real
 /// from another origin, and under a rebound host name; another site embeds a
 /// page; a GET asks to approve; a plan smuggles a key collision or an
 /// unknown id among approvable items. Each is refused, and nothing changes.
-async fn forged_requests_change_nothing(b: &Browser, base: &str, id: &str, p: &Pipeline) {
+async fn forged_requests_change_nothing(
+    b: &Browser,
+    (root, base): (&str, &str),
+    id: &str,
+    p: &Pipeline,
+) {
     let evil = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let evil_base = format!("http://127.0.0.1:{}", evil.local_addr().unwrap().port());
     let form = format!(
@@ -319,8 +338,8 @@ async fn forged_requests_change_nothing(b: &Browser, base: &str, id: &str, p: &P
     .await;
 
     let http = with_session();
-    let host = base.trim_start_matches("http://").to_owned();
-    let rebound = format!("rebound.example:{}", base.rsplit(':').next().unwrap());
+    let host = root.trim_start_matches("http://").to_owned();
+    let rebound = format!("rebound.example:{}", root.rsplit(':').next().unwrap());
     let token = format!("csrf={TOKEN}");
     for (path, fields) in [
         (format!("/triage/{id}/reject"), "reason=x".to_owned()),
@@ -331,8 +350,8 @@ async fn forged_requests_change_nothing(b: &Browser, base: &str, id: &str, p: &P
         ),
     ] {
         for (origin, sent, host, what) in [
-            (base, "", host.as_str(), "no token"),
-            (base, "csrf=guess", host.as_str(), "a wrong token"),
+            (root, "", host.as_str(), "no token"),
+            (root, "csrf=guess", host.as_str(), "a wrong token"),
             (
                 "http://evil.example",
                 token.as_str(),
@@ -341,7 +360,7 @@ async fn forged_requests_change_nothing(b: &Browser, base: &str, id: &str, p: &P
             ),
             ("null", token.as_str(), host.as_str(), "an opaque origin"),
             (
-                base,
+                root,
                 token.as_str(),
                 rebound.as_str(),
                 "a rebound host name",
@@ -387,7 +406,7 @@ async fn forged_requests_change_nothing(b: &Browser, base: &str, id: &str, p: &P
     }
     let post = |body: String| {
         http.post(format!("{base}/approve"))
-            .header("origin", base)
+            .header("origin", root)
             .header("content-type", "application/x-www-form-urlencoded")
             .body(body)
             .send()
@@ -457,9 +476,11 @@ async fn forged_requests_change_nothing(b: &Browser, base: &str, id: &str, p: &P
             "no triage item nope; nothing was decided".to_owned(),
         ),
     ] {
-        let smuggled = post(format!("{token}&id={id}&id={other}&reason=x"))
-            .await
-            .unwrap();
+        let smuggled = post(format!(
+            "{token}&id={id}&id={other}&seen=HELD+1&seen=HELD+1&reason=x"
+        ))
+        .await
+        .unwrap();
         assert_eq!(smuggled.status(), 400);
         assert!(smuggled.text().await.unwrap().contains(&why), "{why}");
         let planned = http
@@ -511,10 +532,10 @@ async fn an_uncertain_action_is_reconciled_and_an_event_looked_up_in_a_real_brow
     );
     let task = p.sim.tasks().tasks[0].id.clone();
     let console = serve(operator_ops(&p, "operator").await).await;
-    let base = console.base.clone();
+    let (root, base) = (console.root.clone(), console.base.clone());
     let b = Browser::start().await;
 
-    b.goto(&format!("{base}/login?key={LOGIN}")).await;
+    b.goto(&format!("{root}/login?key={LOGIN}")).await;
     b.goto(&format!("{base}/")).await;
     assert_eq!(b.text("#uncertain-count .figure").await, "1");
     b.goto(&format!("{base}/actions")).await;
@@ -593,7 +614,7 @@ async fn an_uncertain_action_is_reconciled_and_an_event_looked_up_in_a_real_brow
 async fn without_the_session_a_local_process_reads_nothing_and_decides_nothing() {
     let p = Pipeline::new("consess").await;
     let console = serve(operator_ops(&p, "operator").await).await;
-    let base = console.base.clone();
+    let (root, base) = (console.root.clone(), console.base.clone());
     let plain = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
@@ -610,7 +631,7 @@ async fn without_the_session_a_local_process_reads_nothing_and_decides_nothing()
     }
     let forged = plain
         .post(format!("{base}/approve"))
-        .header("origin", &base)
+        .header("origin", &root)
         .header("content-type", "application/x-www-form-urlencoded")
         .body(format!("csrf={TOKEN}&id=x&reason=y"))
         .send()
@@ -618,30 +639,157 @@ async fn without_the_session_a_local_process_reads_nothing_and_decides_nothing()
         .unwrap();
     assert_eq!(forged.status(), 401, "a decision without a session");
     let guessed = plain
-        .get(format!("{base}/login?key=guess"))
+        .get(format!("{root}/login?key=guess"))
         .send()
         .await
         .unwrap();
     assert_eq!(guessed.status(), 403, "a guessed login key");
     let login = plain
-        .get(format!("{base}/login?key={LOGIN}"))
+        .get(format!("{root}/login?key={LOGIN}"))
         .send()
         .await
         .unwrap();
     assert_eq!(login.status(), 303);
-    assert_eq!(login.headers()["location"], "/");
+    assert_eq!(login.headers()["location"], format!("/s/{PATH}/").as_str());
     assert_eq!(
         login.headers()["set-cookie"],
         format!("hookgate_console={SESSION}; HttpOnly; SameSite=Strict; Path=/").as_str()
     );
     let again = plain
-        .get(format!("{base}/login?key={LOGIN}"))
+        .get(format!("{root}/login?key={LOGIN}"))
         .send()
         .await
         .unwrap();
     assert_eq!(again.status(), 403, "the link works once");
     let page = with_session().get(format!("{base}/")).send().await.unwrap();
     assert_eq!(page.status(), 200, "with the session, the overview");
+    let _ = console.stop.send(());
+    console.serving.await.unwrap().unwrap();
+}
+
+/// Issue 44: a browser sends a host's cookies to every port of it (RFC 6265
+/// §8.5), so another listener on 127.0.0.1 that the operator's browser
+/// visits receives the session cookie. With it, and even with the form's
+/// token and the console's origin, it reads no page and decides nothing:
+/// the session also rests on the secret path, which the browser sends to
+/// the console's port only, and no page sends as a referrer.
+#[tokio::test]
+async fn a_listener_on_another_port_visited_by_the_same_browser_cannot_decide() {
+    let p = Pipeline::new("console-port").await;
+    let check = operator_ops(&p, "operator").await;
+    hold_outage(&p, &[("call_p1", "cb-p1")]).await;
+    let held = check
+        .triage_list(TriageStatus::Held, None)
+        .await
+        .unwrap()
+        .json;
+    let id = held[0]["id"].as_str().unwrap().to_owned();
+    let console = serve(operator_ops(&p, "operator").await).await;
+    let (root, base) = (console.root.clone(), console.base.clone());
+    let b = Browser::start().await;
+    b.goto(&format!("{root}/login?key={LOGIN}")).await;
+    b.goto(&format!("{base}/triage/{id}")).await;
+    assert_eq!(b.text("#fact-status").await, "HELD");
+
+    // Another local listener, which records what the browser sends it.
+    let other = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let other_root = format!("http://127.0.0.1:{}", other.local_addr().unwrap().port());
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<(String, String)>::new()));
+    let recorded = seen.clone();
+    let app = axum::Router::new().fallback(move |request: axum::extract::Request| {
+        let recorded = recorded.clone();
+        async move {
+            let header = |name: &str| {
+                request
+                    .headers()
+                    .get(name)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            recorded
+                .lock()
+                .unwrap()
+                .push((header("cookie"), header("referer")));
+            axum::response::Html("<!doctype html><p id=\"other\">another local app</p>")
+        }
+    });
+    tokio::spawn(async move { axum::serve(other, app).await });
+    b.goto(&format!("{other_root}/")).await;
+    assert_eq!(b.text("#other").await, "another local app");
+    let (cookie, referer) = seen.lock().unwrap()[0].clone();
+    assert!(
+        cookie.contains(&format!("hookgate_console={SESSION}")),
+        "the browser sends the console's cookie to another port: {cookie:?}"
+    );
+    assert!(!referer.contains(PATH), "{referer:?}");
+
+    // That listener, as a local process, with the cookie it was sent, the
+    // form's token and the console's own origin: the console's pages and
+    // decisions are refused without the session's secret path.
+    let stolen = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    for path in [
+        "/",
+        &format!("/triage/{id}"),
+        "/s/guess/",
+        &format!("/s/guess/triage/{id}"),
+    ] {
+        let page = stolen
+            .get(format!("{root}{path}"))
+            .header("cookie", &cookie)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(page.status(), 404, "GET {path}");
+        let text = page.text().await.unwrap();
+        assert!(
+            text.contains("not a page of this console session"),
+            "{text}"
+        );
+        assert!(!text.contains(PATH) && !text.contains(TOKEN), "{text}");
+    }
+    for path in [
+        format!("/triage/{id}/reject"),
+        format!("/s/guess/triage/{id}/reject"),
+    ] {
+        let decided = stolen
+            .post(format!("{root}{path}"))
+            .header("cookie", &cookie)
+            .header("origin", &root)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(format!("csrf={TOKEN}&seen=HELD+1&reason=stolen"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(decided.status(), 404, "POST {path}");
+    }
+    let item = check.triage_show(&id).await.unwrap().json;
+    assert_eq!(
+        (item["status"].as_str(), item["decided_by"].as_str()),
+        (Some("HELD"), None),
+        "nothing was decided"
+    );
+
+    // The operator's own pages: no referrer, and the decision goes through.
+    let page = with_session()
+        .get(format!("{base}/triage/{id}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.headers()["referrer-policy"], "no-referrer");
+    b.goto(&format!("{base}/triage/{id}")).await;
+    b.type_into("#reject-reason", "a test hold").await;
+    b.click("#reject").await;
+    b.wait_for_text("#note", "Rejected: recorded as DISCARDED")
+        .await;
+    assert_eq!(
+        check.triage_show(&id).await.unwrap().json["status"],
+        "DISCARDED"
+    );
+    b.quit().await;
     let _ = console.stop.send(());
     console.serving.await.unwrap().unwrap();
 }

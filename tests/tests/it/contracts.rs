@@ -74,6 +74,8 @@ async fn the_sqs_action_queue_honours_the_action_queue_contract() {
             .collect()
     };
     contract::queue::action_queue_contract(&queue, received, "sqs").await;
+    // A delay is the emulator's clock: real seconds.
+    contract::queue::delayed_send_contract(&queue, received, tokio::time::sleep, "sqs").await;
 }
 
 #[tokio::test]

@@ -9,13 +9,16 @@ use hookgate_adapters::{DynamoInbox, SqsActionQueue};
 use hookgate_core::{
     InboxPk, Timestamp,
     inbox::{InboxRecord, InboxStatus, Origin},
-    ledger::ActionStatus,
+    ledger::{ActionStatus, ErrorKind},
     ports::InboxStore,
     provider::Scheme,
     sweep::sweep,
 };
 use hookgate_testkit::sim_crm::{Fault, FaultKind};
-use hookgate_tests::{crash::Step, pipeline::Pipeline};
+use hookgate_tests::{
+    crash::Step,
+    pipeline::{MAX_RECEIVES, Pipeline},
+};
 
 use crate::analyzed;
 
@@ -226,4 +229,34 @@ async fn lookup_destination_whose_gateway_fails_after_the_commit_makes_one_task(
     p.stack.post(crate::bland("bl-502").request()).await;
     p.run_until_idle(IDLE).await;
     assert_one_task(&p, "ws-1#create_followup_task#bl-502").await;
+}
+
+/// Issue 43. The create lands and the gateway answers 502; the message
+/// returns after a second and its takeover finds nothing, the CRM's search
+/// lagging 5 s: it does not create a second task, it waits. The wait is a
+/// message sent again with a delay and this copy deleted, so it uses none
+/// of the message's receives: 4 of a second each would dead-letter it
+/// inside the lag. After the window the lookup finds the task.
+#[tokio::test]
+async fn a_takeover_inside_the_search_lag_waits_without_using_the_receives_and_makes_one_task() {
+    let receives = Duration::from_secs(u64::from(MAX_RECEIVES));
+    assert!(Pipeline::SEARCH_LAG > receives, "the lag must outlast them");
+    let p = pipeline("cp-lag").await;
+    p.sim.add_fault(
+        Fault::new("/tasks", FaultKind::CommitThenStatus)
+            .status(502)
+            .count(1),
+    );
+    p.stack.post(crate::bland("bl-lag").request()).await;
+    p.run_until_idle(IDLE).await;
+    let key = "ws-1#create_followup_task#bl-lag";
+    assert_one_task(&p, key).await;
+    let action = p.action(key).await.expect("ledger record");
+    // The 502, the wait, and the attempt after the window that found it.
+    assert_eq!(
+        (action.attempts, action.last_error_kind),
+        (3, Some(ErrorKind::SearchLag)),
+        "{action:#?}"
+    );
+    assert_eq!(p.queue_depth(&p.dlq_url).await, 0, "nothing dead-lettered");
 }

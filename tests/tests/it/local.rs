@@ -8,7 +8,7 @@ use aws_sdk_ssm::types::ParameterType;
 use hookgate_adapters::ops_api::ApiDecisions;
 use hookgate_core::{Provider, secret::Secret};
 use hookgate_dev::local::{Local, LocalQueues};
-use hookgate_operator::{Caller, DecisionError, Decisions};
+use hookgate_operator::{Caller, DecisionError, Decisions, decisions::Decision};
 use hookgate_testkit::{limits::StackLimits, sim_crm::SimCrm};
 use hookgate_tests::{emulator::Emulator, webhook::Delivery};
 
@@ -200,7 +200,15 @@ async fn the_local_stack_provisioned_from_the_template_turns_a_signed_webhook_in
         recorded: String::new(),
     };
     assert_eq!(
-        decisions.check_plan(&caller, &["nope".into()]).await,
+        decisions
+            .decide(
+                &caller,
+                &Decision::CheckPlan {
+                    ids: vec!["nope".into()],
+                },
+                hookgate_core::Timestamp::now(),
+            )
+            .await,
         Err(DecisionError::Answered {
             status: 400,
             error: "no triage item nope; nothing was decided".into()

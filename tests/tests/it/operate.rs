@@ -769,7 +769,7 @@ async fn doctor_passes_the_stack_provisioned_from_the_transformed_template_and_f
 
     // An alarm like the ones the review found: no dimensions, no action.
     boto3(&format!(
-        r#"boto3.client("cloudwatch", **aws).put_metric_alarm(AlarmName="{prefix}-BlindAlarm",
+        r#"boto3.client("cloudwatch", **aws).put_metric_alarm(AlarmName="{prefix}-BlindAlarm-B11NDA1ARM00",
     Namespace="hookgate", MetricName="IngressUnavailable", Statistic="Sum", Period=60,
     EvaluationPeriods=1, Threshold=0, ComparisonOperator="GreaterThanThreshold")"#
     ));

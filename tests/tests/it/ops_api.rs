@@ -10,18 +10,22 @@ use hookgate_adapters::{
 };
 use hookgate_core::{
     Timestamp,
+    approval::ItemSeen,
     dlq::DeadLetter,
     ports::TriageStore,
     triage::{TriageSource, TriageStatus},
 };
-use hookgate_operator::{
-    Caller, DecisionError, Decisions,
-    decisions::{Approve, Reject},
-};
+use hookgate_operator::{Caller, DecisionError, Decisions, decisions::Decision};
 use hookgate_testkit::sim_crm::{Fault, FaultKind};
 use hookgate_tests::{emulator::Emulator, pipeline::Pipeline};
 
 use crate::{analyzed, triage::until_dead_lettered};
+
+/// What an operator who read an item on its first hold saw of it.
+const FIRST_HOLD: ItemSeen = ItemSeen {
+    status: TriageStatus::Held,
+    holds: 1,
+};
 
 /// The SDK configuration of the session `session` of role `role`, assumed
 /// through the emulator's STS. The role is created first: for a role that
@@ -94,9 +98,10 @@ async fn decisions_over_sigv4_are_scoped_by_the_signer_and_a_lost_answer_reads_d
         recorded: String::new(),
     };
     let bob = client(assumed("decider-ws9", "bob").await);
-    let approve = Approve {
+    let approve = Decision::Approve {
         id: id.clone(),
         reason: "CRM recovered".into(),
+        seen: FIRST_HOLD,
     };
 
     // Without a signature, API Gateway's answer; nothing is decided.
@@ -117,7 +122,7 @@ async fn decisions_over_sigv4_are_scoped_by_the_signer_and_a_lost_answer_reads_d
     front.throttle(2);
     let served = front.served();
     let refused = bob
-        .approve(&anyone(), &approve, Timestamp::now())
+        .decide(&anyone(), &approve, Timestamp::now())
         .await
         .unwrap_err();
     assert_eq!(front.served() - served, 3, "two 429s, then the refusal");
@@ -130,9 +135,14 @@ async fn decisions_over_sigv4_are_scoped_by_the_signer_and_a_lost_answer_reads_d
             ),
         }
     );
-    let plan = [id.clone()];
+    let plan = Decision::CheckPlan {
+        ids: vec![id.clone()],
+    };
     assert_eq!(
-        bob.check_plan(&anyone(), &plan).await.unwrap_err().status(),
+        bob.decide(&anyone(), &plan, Timestamp::now())
+            .await
+            .unwrap_err()
+            .status(),
         403
     );
     let item = p.triage.get(&id).await.unwrap().unwrap();
@@ -141,12 +151,15 @@ async fn decisions_over_sigv4_are_scoped_by_the_signer_and_a_lost_answer_reads_d
     // Alice may: the plan passes, then her approval is carried out but its
     // answer is lost; the retry is refused as decided, and the client reads
     // the item back: decided by her key, so "already decided by you".
-    alice.check_plan(&anyone(), &plan).await.unwrap();
+    alice
+        .decide(&anyone(), &plan, Timestamp::now())
+        .await
+        .unwrap();
     p.sim.clear_faults();
     front.lose_answers(1);
     let served = front.served();
     let answer = alice
-        .approve(&as_alice, &approve, Timestamp::now())
+        .decide(&as_alice, &approve, Timestamp::now())
         .await
         .unwrap_err();
     assert_eq!(
@@ -181,7 +194,7 @@ async fn decisions_over_sigv4_are_scoped_by_the_signer_and_a_lost_answer_reads_d
     // Approved again on purpose, it is the core's refusal, not "by you":
     // no answer was lost.
     let again = alice
-        .approve(&as_alice, &approve, Timestamp::now())
+        .decide(&as_alice, &approve, Timestamp::now())
         .await
         .unwrap_err();
     assert_eq!(again.status(), 409, "{again}");
@@ -192,12 +205,13 @@ async fn decisions_over_sigv4_are_scoped_by_the_signer_and_a_lost_answer_reads_d
     let poison = poison_of(&p, "ws-1", 0).await;
     front.lose_answers(ATTEMPTS as usize);
     let served = front.served();
-    let reject = Reject {
+    let reject = Decision::Reject {
         id: poison.clone(),
         reason: "garbage".into(),
+        seen: FIRST_HOLD,
     };
     let answer = alice
-        .reject(&as_alice, &reject, Timestamp::now())
+        .decide(&as_alice, &reject, Timestamp::now())
         .await
         .unwrap_err();
     assert_eq!(
@@ -217,12 +231,13 @@ async fn decisions_over_sigv4_are_scoped_by_the_signer_and_a_lost_answer_reads_d
     // unknown, never "not decided".
     let other = poison_of(&p, "ws-1", 1).await;
     front.lose_answers(ATTEMPTS as usize);
-    let reject = Reject {
+    let reject = Decision::Reject {
         id: other.clone(),
         reason: "garbage".into(),
+        seen: FIRST_HOLD,
     };
     let unknown = bob
-        .reject(&anyone(), &reject, Timestamp::now())
+        .decide(&anyone(), &reject, Timestamp::now())
         .await
         .unwrap_err();
     assert!(unknown.is_unavailable(), "{unknown}");
@@ -309,19 +324,20 @@ async fn a_decider_limited_to_one_workspace_is_refused_elsewhere_and_recorded_al
     let console = crate::console::serve(crate::operator_ops_as(&p, &carol).await).await;
     let browser = crate::console::with_session();
     let who = cli.decider().await.unwrap();
-    let reject = |id: &str| Reject {
+    let reject = |id: &str| Decision::Reject {
         id: id.to_owned(),
         reason: "not ours to replay".into(),
+        seen: FIRST_HOLD,
     };
     let console_reject = |id: String| {
-        let (browser, base) = (&browser, &console.base);
+        let (browser, base, root) = (&browser, &console.base, &console.root);
         async move {
             browser
                 .post(format!("{base}/triage/{id}/reject"))
-                .header("origin", base)
+                .header("origin", root)
                 .header("content-type", "application/x-www-form-urlencoded")
                 .body(format!(
-                    "csrf={}&reason=not+ours+to+replay",
+                    "csrf={}&seen=HELD+1&reason=not+ours+to+replay",
                     crate::console::TOKEN
                 ))
                 .send()
@@ -335,7 +351,7 @@ async fn a_decider_limited_to_one_workspace_is_refused_elsewhere_and_recorded_al
         "arn:aws:sts::123456789012:assumed-role/decider-ws9/carol may not decide triage item {other}"
     );
     assert_eq!(
-        api.reject(&anyone(), &reject(&other), Timestamp::now())
+        api.decide(&anyone(), &reject(&other), Timestamp::now())
             .await,
         Err(DecisionError::Answered {
             status: 403,
@@ -354,7 +370,7 @@ async fn a_decider_limited_to_one_workspace_is_refused_elsewhere_and_recorded_al
     assert_eq!((item.status, item.decided_by), (TriageStatus::Held, None));
 
     // Allowed for workspace A through each; recorded alike.
-    api.reject(&anyone(), &reject(&mine[0]), Timestamp::now())
+    api.decide(&anyone(), &reject(&mine[0]), Timestamp::now())
         .await
         .unwrap();
     let out = cli
@@ -464,7 +480,10 @@ async fn the_secrets_route_answers_yes_or_no_with_the_functions_role_scoped_to_t
     };
     let all = client(assumed("reader-all", "root").await);
     let limited = client(assumed("reader-ws8", "alice").await);
+    // Each answer as (reference, missing, unreadable), none holding a value.
     let table = |answers: Vec<hookgate_operator::api::SecretResolved>| {
+        let text = serde_json::to_string(&answers).unwrap();
+        assert!(!text.contains("value_route"), "never a value: {text}");
         answers
             .into_iter()
             .map(|a| (a.reference, a.missing, a.error.is_some()))
@@ -472,12 +491,6 @@ async fn the_secrets_route_answers_yes_or_no_with_the_functions_role_scoped_to_t
     };
 
     let answered = all.secrets_resolved().await.unwrap();
-    assert!(
-        !serde_json::to_string(&answered)
-            .unwrap()
-            .contains("value_route"),
-        "never a value"
-    );
     assert_eq!(
         table(answered),
         [
@@ -500,15 +513,68 @@ async fn the_secrets_route_answers_yes_or_no_with_the_functions_role_scoped_to_t
         .await
         .unwrap();
     let answered = all.secrets_resolved().await.unwrap();
-    assert!(
-        !serde_json::to_string(&answered)
-            .unwrap()
-            .contains("value_route"),
-        "never a value"
-    );
     assert_eq!(
         table(answered)[2],
         (format!("secretsmanager:{crm}#token"), false, false),
         "read now: created since the last answer"
+    );
+}
+
+#[tokio::test]
+async fn a_reconcile_whose_answers_were_all_lost_is_read_back_as_decided_by_you() {
+    // Issue 44: a reconcile was not read back after a lost answer, so one
+    // that was made read as refused. It carries the attempt its maker saw,
+    // and the client reads the action back: pending at that attempt, it was
+    // made as asked.
+    let p = Pipeline::new("t-recback").await;
+    p.sim
+        .add_fault(Fault::new("/tasks", FaultKind::CommitThenDrop).count(1));
+    p.sim
+        .add_fault(Fault::new("/tasks", FaultKind::Status).status(503).count(1));
+    let delivery = hookgate_tests::webhook::Delivery::new(
+        hookgate_core::Provider::Bland,
+        "ws-1",
+        r#"{"call_id":"bl-recback","status":"completed"}"#,
+        hookgate_tests::stack::test_secret("WS1_BLAND"),
+    );
+    p.stack.post(delivery.request()).await;
+    p.run_until_idle(std::time::Duration::from_secs(30)).await;
+    let key = "ws-1#create_followup_task#bl-recback";
+    let ops = crate::operator_ops(&p, "operator").await;
+    let action = ops.actions_show(key).await.unwrap().json;
+    assert_eq!(action["status"], "UNCERTAIN");
+    let attempts = u32::try_from(action["attempts"].as_u64().unwrap()).unwrap();
+
+    let front = crate::ops_front(&p).await;
+    let api = ApiDecisions::new(&front.url, &Emulator::shared().sdk_config().await)
+        .unwrap()
+        .with_pause(0.01);
+    let not_found = Decision::Reconcile {
+        key: hookgate_core::action::ActionKey::parse(key).unwrap(),
+        found: None,
+        seen: hookgate_core::approval::ActionSeen { attempts },
+    };
+    front.lose_answers(ATTEMPTS as usize);
+    let served = front.served();
+    let answer = api
+        .decide(&anyone(), &not_found, Timestamp::now())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        answer,
+        DecisionError::DecidedByYou {
+            what: format!("action {key}"),
+            status: "PENDING".into(),
+        }
+    );
+    assert_eq!(
+        front.served() - served,
+        ATTEMPTS as usize + 1,
+        "every attempt, then the read-back"
+    );
+    let action = ops.actions_show(key).await.unwrap().json;
+    assert_eq!(
+        (action["status"].as_str(), action["attempts"].as_u64()),
+        (Some("PENDING"), Some(u64::from(attempts)))
     );
 }

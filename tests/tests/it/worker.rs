@@ -172,6 +172,9 @@ async fn a_lost_answer_with_upsert_completes_once() {
 #[tokio::test]
 async fn a_lost_answer_with_lookup_is_found_and_completed() {
     let p = Pipeline::new("w-lookup").await;
+    // A search that shows the task at once: within its lag the same lookup
+    // finds nothing, and the action is UNCERTAIN (never a second create).
+    p.sim.set_search_lag(std::time::Duration::ZERO);
     p.sim
         .add_fault(Fault::new("/tasks", FaultKind::CommitThenDrop).count(1));
     p.stack.post(bland("bl-found").request()).await;
@@ -398,7 +401,14 @@ async fn a_late_finisher_whose_lease_was_taken_over_cannot_overwrite_the_outcome
         )
         .await
         .unwrap();
-    assert_eq!(second, Reserve::Acquired(Attempt::Again { since: t0 }));
+    // The expired lease's end: the latest worker-a may have called the CRM.
+    assert_eq!(
+        second,
+        Reserve::Acquired(Attempt::Again {
+            since: t0,
+            reach: t0.plus(lease)
+        })
+    );
     let late = p
         .ledger
         .settle(

@@ -17,6 +17,7 @@ use axum::{
     response::{IntoResponse, Response},
     routing::{get, post},
 };
+use hookgate_core::approval::ActionSeen;
 use hookgate_core::{
     InboxPk, Timestamp,
     action::ActionKey,
@@ -26,7 +27,7 @@ use hookgate_core::{
 };
 use hookgate_operator::{
     Decisions,
-    decisions::Reconcile,
+    decisions::Decision,
     views::{self, Nav},
 };
 use maud::Markup;
@@ -243,17 +244,38 @@ async fn reconcile(State(c): Shared, form: Posted) -> Response {
         Ok(key) => key,
         Err(e) => return c.bad_request("Reconcile", Nav::Actions, &e, back),
     };
-    let request = Reconcile { key, found };
-    match c
+    // A finding of the attempt the page showed.
+    let Ok(attempts) = form.get("attempts").parse() else {
+        return c.bad_request(
+            "Reconcile",
+            Nav::Actions,
+            "the form carries the attempt it was read at (attempts); reload the page. Nothing \
+             was decided",
+            back,
+        );
+    };
+    let decision = Decision::Reconcile {
+        key: key.clone(),
+        found,
+        seen: ActionSeen { attempts },
+    };
+    let decided = c
         .ops
         .decisions
-        .reconcile(&c.caller, &request, Timestamp::now())
-        .await
-    {
-        Ok(done) => {
-            let text = crate::ops::reconciled_text(&request.key, &done);
+        .decide(&c.caller, &decision, Timestamp::now())
+        .await;
+    match decided.map(|d| d.reconciled()) {
+        Ok(Some(done)) => {
+            let text = crate::ops::reconciled_text(&key, &done);
             c.message(StatusCode::OK, "Reconcile", Nav::Actions, &text, back)
         }
+        Ok(None) => c.message(
+            StatusCode::BAD_GATEWAY,
+            "Reconcile",
+            Nav::Actions,
+            "the ops API's answer is not a reconcile's",
+            back,
+        ),
         Err(e) => c.refused("Reconcile", Nav::Actions, e, back),
     }
 }

@@ -12,12 +12,13 @@ use axum::{
 };
 use hookgate_core::{
     Timestamp,
+    approval::ItemSeen,
     page::{self, Cursor},
     triage::TriageStatus,
 };
 use hookgate_operator::{
     Caller, Decisions,
-    decisions::{Approve, Reject, reason},
+    decisions::{Decision, reason},
     jobs::Step,
     plan::{Selection, parse_age},
     views::{self, Filters, Nav, url},
@@ -34,8 +35,14 @@ impl Console {
     /// 400 for a plan that cannot run as it is, 403 out of the deciders'
     /// scope, 502 when a store failed.
     async fn refuse_plan(&self, ids: &[String], title: &str, who: &Caller) -> Option<Response> {
-        match self.ops.decisions.check_plan(who, ids).await {
-            Ok(()) => None,
+        let plan = Decision::CheckPlan { ids: ids.to_vec() };
+        match self
+            .ops
+            .decisions
+            .decide(who, &plan, Timestamp::now())
+            .await
+        {
+            Ok(_) => None,
             Err(e) => Some(self.refused(title, Nav::Triage, e, "/triage")),
         }
     }
@@ -207,12 +214,15 @@ pub(super) async fn plan(State(c): Shared, RawQuery(q): RawQuery) -> Response {
         let read = async {
             let item = c.ops.reads.triage_item(&id).await?;
             match item {
-                Some(item) => Ok(Some(c.ops.reads.preview(&item).await?.1)),
+                Some(item) => Ok(Some((
+                    ItemSeen::of(&item),
+                    c.ops.reads.preview(&item).await?.1,
+                ))),
                 None => Ok::<_, hookgate_core::ports::StoreError>(None),
             }
         };
         match read.await {
-            Ok(Some(rows)) => previews.push((id, rows)),
+            Ok(Some((seen, rows))) => previews.push((id, seen, rows)),
             // Gone since the check: the plan is shown without it.
             Ok(None) => {}
             Err(e) => return c.failed(Nav::Triage, &e.into()),
@@ -238,6 +248,21 @@ pub(super) async fn approve(State(c): Shared, form: Posted) -> Response {
         Ok(reason) => reason.to_owned(),
         Err(e) => return c.bad_request("Approve", Nav::Triage, &e.to_string(), "/triage"),
     };
+    // Each item on the hold the plan showed: its form carries what was read.
+    let seen: Option<Vec<ItemSeen>> = form
+        .all("seen")
+        .iter()
+        .map(|s| views::parse_seen(s))
+        .collect();
+    let Some(seen) = seen.filter(|seen| seen.len() == ids.len()) else {
+        return c.bad_request(
+            "Approve",
+            Nav::Triage,
+            "the plan's form carries what was read of each item (seen); reload the plan. \
+             Nothing was decided",
+            "/triage",
+        );
+    };
     // Who decides is the identity read at start: the ops API names the
     // signer of each decision, so nothing is read again here.
     let who = c.caller.clone();
@@ -248,7 +273,8 @@ pub(super) async fn approve(State(c): Shared, form: Posted) -> Response {
         .jobs
         .start(who.recorded.clone(), reason.clone(), ids.clone());
     tracing::info!(job, items = ids.len(), who = %who.recorded, "console approval started");
-    let run = tokio::spawn(carry_out(c.clone(), job, ids, who, reason));
+    let items = ids.into_iter().zip(seen).collect();
+    let run = tokio::spawn(carry_out(c.clone(), job, items, who, reason));
     // A plan whose task died reports the items it never reached.
     let jobs = c.clone();
     tokio::spawn(async move {
@@ -260,21 +286,28 @@ pub(super) async fn approve(State(c): Shared, form: Posted) -> Response {
     Redirect::to(&format!("/jobs/{job}")).into_response()
 }
 
-async fn carry_out(c: Arc<Console>, job: usize, ids: Vec<String>, who: Caller, reason: String) {
-    for (n, id) in ids.iter().enumerate() {
+async fn carry_out(
+    c: Arc<Console>,
+    job: usize,
+    items: Vec<(String, ItemSeen)>,
+    who: Caller,
+    reason: String,
+) {
+    for (n, (id, seen)) in items.into_iter().enumerate() {
         c.turn().await;
         if c.stopping.load(std::sync::atomic::Ordering::SeqCst) {
             return;
         }
         c.jobs.record(job, n, Step::Running);
-        let request = Approve {
+        let decision = Decision::Approve {
             id: id.clone(),
             reason: reason.clone(),
+            seen,
         };
         let decided = c
             .ops
             .decisions
-            .approve(&who, &request, Timestamp::now())
+            .decide(&who, &decision, Timestamp::now())
             .await;
         let step = Step::of(decided.map(|done| crate::ops::approved(&done)));
         tracing::info!(job, item = %id, ?step, "console approval step");
@@ -307,17 +340,28 @@ pub(super) async fn job(State(c): Shared, Path(id): Path<usize>) -> Response {
 pub(super) async fn reject(State(c): Shared, Path(id): Path<String>, form: Posted) -> Response {
     let back = format!("/triage/{}", url(&id));
     let who = &c.caller;
-    let request = Reject {
+    // On the hold the item's page showed.
+    let Some(seen) = views::parse_seen(&form.get("seen")) else {
+        return c.bad_request(
+            "Reject",
+            Nav::Triage,
+            "the form carries what was read of the item (seen); reload its page. Nothing was \
+             decided",
+            &back,
+        );
+    };
+    let decision = Decision::Reject {
         id: id.clone(),
         reason: form.get("reason"),
+        seen,
     };
     match c
         .ops
         .decisions
-        .reject(who, &request, Timestamp::now())
+        .decide(who, &decision, Timestamp::now())
         .await
     {
-        Ok(()) => {
+        Ok(_) => {
             tracing::info!(item = %id, who = %who.recorded, "console rejection");
             Redirect::to(&format!("{back}?note=rejected")).into_response()
         }

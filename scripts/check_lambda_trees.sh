@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# `make lambda-trees` (in `make test`): each Lambda links only what it runs.
+# The ingress, action (and sweep), and dlq-triage functions hold none of the
+# operator's services (hookgate-operator: decisions, reads, the ops API's
+# client) and no console page (maud); the ops function holds the operator's
+# services but no page. Each tree is resolved as `sam build` builds the
+# function: its package alone (cargo tree -p), so a workspace build's
+# unified features cannot hide a dependency.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+fail() { echo "lambda-trees: $*" >&2; exit 1; }
+
+# The crates of `$1`'s normal tree among `$2` (a regex of names).
+holds() {
+  cargo tree -p "$1" -e normal --prefix none | grep -E "^($2) v" | cut -d' ' -f1 | sort -u || true
+}
+
+for function in hookgate-ingress hookgate-action hookgate-dlq-triage; do
+  found=$(holds "$function" 'hookgate-operator|hookgate-cli|maud|axum')
+  [ -z "$found" ] || fail "$function links $(tr '\n' ' ' <<<"$found")(the operator's code or pages)"
+  echo "lambda-trees: $function: no operator service, console page or HTTP server"
+done
+found=$(holds hookgate-ops 'hookgate-cli|maud')
+[ -z "$found" ] || fail "hookgate-ops links $(tr '\n' ' ' <<<"$found")(the console's)"
+echo "lambda-trees: hookgate-ops: the operator's services, no console page"
+# The check can fail: the CLI, which serves the console, is caught.
+[ -n "$(holds hookgate-cli 'hookgate-operator|maud')" ] || fail "the check found nothing in hookgate-cli: it is broken"
