@@ -6,9 +6,11 @@
 use std::{sync::Arc, time::Duration};
 
 use axum::{
+    Router,
     extract::{Path, RawQuery, State},
     http::StatusCode,
     response::{IntoResponse, Redirect, Response},
+    routing::{get, post},
 };
 use hookgate_core::{
     Timestamp,
@@ -26,9 +28,22 @@ use hookgate_operator::{
 
 use super::{PAGE, Shared, first, pairs};
 
+use crate::console::{Console, Posted};
+
 /// The most pages one view of the filtered triage list reads.
 const FILL: usize = 10;
-use crate::console::{Console, Posted};
+
+/// The triage pages and the decisions on an item, each a form: a decision
+/// kind's console route is added here, beside its handler.
+pub(super) fn routes() -> Router<Arc<Console>> {
+    Router::new()
+        .route("/triage", get(list))
+        .route("/triage/plan", get(plan))
+        .route("/triage/{id}", get(detail))
+        .route("/triage/{id}/reject", post(reject))
+        .route("/approve", post(approve))
+        .route("/jobs/{id}", get(job))
+}
 
 impl Console {
     /// The page refusing a plan of `ids` by `who`, when the port refuses it:
