@@ -21,7 +21,7 @@ TRANSFORMED := target/infra/template.json
 export CARGO_PROFILE_DEV_DEBUG ?= 0
 export HOOKGATE_EMULATOR_PYTHON ?= $(VENV_PY)
 
-.PHONY: test check lambda-trees docs-img browser-tools console sim mutants fuzz fuzz-smoke fuzz-tools venv tools scan-venv infra-transform infra-check infra-selftest lint docs-check build cli-check local-smoke coldstart-smoke perf perf-smoke invoke-fixtures bench coldstart emulator local demo deploy sam-build deploy-check clean
+.PHONY: test test-build integration-tests simulator-cases lint-rust lint-infra check lambda-trees docs-img browser-tools console sim mutants fuzz fuzz-smoke fuzz-tools venv tools scan-venv infra-transform infra-check infra-selftest lint docs-check build cli-check local-smoke coldstart-smoke perf perf-smoke invoke-fixtures bench coldstart emulator local demo deploy sam-build deploy-check clean
 
 ## test: everything CI checks, cheapest first, so the first failure comes
 ## soonest: (1) make check, the inner loop; (2) the infra and lint stage:
@@ -41,13 +41,15 @@ test:
 	@echo "make test: simulator seeds $(SIM_SEED) and $(SIM_TEST_SEED) (replay: make test SIM_SEED=$(SIM_SEED) SIM_TEST_SEED=$(SIM_TEST_SEED))"
 	@$(STAGE) --start
 	@$(STAGE) check $(MAKE) check
-	@$(STAGE) lint $(MAKE) lint
+	@# The lint's Rust half, its infra half and the integration tests' build
+	@# side by side: the infra half is Python, mostly waiting, and clippy
+	@# builds in its own target directory.
+	@$(STAGE) lint+build $(MAKE) -j3 -Otarget lint-rust lint-infra test-build
 	@$(STAGE) tools $(MAKE) iam-tools browser-tools
 	@rm -rf target/checks && mkdir -p target/checks
-	@$(STAGE) integration env HOOKGATE_CALL_LOG=$(CURDIR)/$(CALL_LOG) HOOKGATE_EMF_LOG=$(CURDIR)/$(EMF_LOG) \
-		cargo test --workspace --exclude hookgate-core --exclude hookgate-operator --exclude hookgate-memory
-	@$(STAGE) simulator env SIM_SEED=$(SIM_TEST_SEED) SIM_CASES=$(SIM_CASES) cargo test -p hookgate-memory --test sim -- \
-		every_simulated_scenario the_regression_seeds
+	@# The emulator-backed tests beside the simulator's scenarios (in release,
+	@# in their own target directory): the tests mostly wait on the emulator.
+	@$(STAGE) integration+simulator $(MAKE) -j2 -Otarget integration-tests simulator-cases
 	@$(STAGE) local-smoke env HOOKGATE_CALL_LOG=$(CURDIR)/$(CALL_LOG) $(MAKE) local-smoke
 	@$(STAGE) iam-alarm-check $(MAKE) iam-check alarm-check
 	@$(STAGE) invoke-fixtures $(MAKE) invoke-fixtures
@@ -57,6 +59,20 @@ test:
 	@$(STAGE) fuzz-smoke $(MAKE) fuzz-smoke
 	@$(STAGE) deploy-check $(MAKE) deploy-check
 	@$(STAGE) --report
+
+# What make test's integration tests and simulator run, as their own targets
+# so that make runs them side by side.
+INTEGRATION := cargo test --workspace --exclude hookgate-core --exclude hookgate-operator \
+	--exclude hookgate-memory
+test-build:
+	$(INTEGRATION) --no-run
+
+integration-tests:
+	HOOKGATE_CALL_LOG=$(CURDIR)/$(CALL_LOG) HOOKGATE_EMF_LOG=$(CURDIR)/$(EMF_LOG) $(INTEGRATION)
+
+simulator-cases:
+	SIM_SEED=$(SIM_TEST_SEED) SIM_CASES=$(SIM_CASES) CARGO_TARGET_DIR=$(CURDIR)/target/sim \
+		cargo test --release -p hookgate-memory --test sim -- every_simulated_scenario the_regression_seeds
 
 ## check: the inner loop (its times after a one-line change and from a
 ## fresh clone: docs/performance.md, "Build times"). No Python, Node, Chromium
@@ -135,9 +151,17 @@ $(SCAN)/.installed: infra/scan-requirements.txt infra/scan-constraints.txt
 docs-check:
 	$(PYTHON) scripts/check_docs.py
 
-lint: venv tools docs-check
+## lint: the Rust half (cargo fmt, clippy on the workspace) beside the infra
+## half (docs, cfn-lint, sam validate, the transform, checkov, the
+## structural checks); each target's output kept together (make -O).
+lint:
+	$(MAKE) -j2 -Otarget lint-rust lint-infra
+
+lint-rust:
 	cargo fmt --all -- --check
 	$(CLIPPY) --workspace --all-targets -- -D warnings
+
+lint-infra: venv tools docs-check
 	$(VENV)/bin/cfn-lint infra/template.yaml
 	$(SAM) validate --lint --template infra/template.yaml --region us-east-1
 	$(MAKE) infra-check

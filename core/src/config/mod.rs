@@ -207,7 +207,7 @@ pub struct Config {
     pub rules: Vec<Rule>,
     /// Who may decide for which workspaces; empty: every caller IAM lets in.
     pub deciders: Vec<Decider>,
-    /// Which configuration this is: the first 16 hex digits of the SHA-256
+    /// Which configuration this is: the first 8 hex digits of the SHA-256
     /// of the file's bytes, computed at load ([`Config::version_of`]). The
     /// ingress records it on each event it accepts; a worker running another
     /// one hands back an event it finds no rule for (docs/design.md, "A
@@ -433,9 +433,11 @@ impl Config {
     pub const DEFAULT_STORE_TIMEOUT: Duration = Duration::from_secs(5);
 
     /// The version of a configuration file: its bytes' SHA-256, the first
-    /// 16 hex digits (the same file deployed twice is the same version).
+    /// 8 hex digits (the same file deployed twice is the same version; two
+    /// successive files share one with odds of 1 in 2^32). Short, because
+    /// it is stored on every inbox record.
     pub fn version_of(text: &str) -> String {
-        crate::crypto::sha256_hex(text.as_bytes())[..16].to_owned()
+        crate::crypto::sha256_hex(text.as_bytes())[..8].to_owned()
     }
 
     /// Loads the file named by `HOOKGATE_CONFIG` with the process
