@@ -8,7 +8,9 @@ the tools write, such as `config/deploy/hookgate.toml`), and docs/local.md's
 table of the local stack's outputs lists what `LOCAL_OUTPUTS` in
 scripts/provision.py holds, no more and no less, and every template
 parameter's default the Markdown quotes (`Name` followed by a number, or by
-"default" and a number) is the template's."""
+"default" and a number) is the template's, and every count of tests a
+paragraph gives for a suite it names (`memory/tests/services/` … 76 tests)
+is the suite's, unless the paragraph names the commit it was counted at."""
 
 import ast
 import pathlib
@@ -120,6 +122,37 @@ def quoted_default_problems(files):
     return problems
 
 
+# The test suites whose size the docs may quote: folder -> its test files.
+SUITES = {"memory/tests/services/": "memory/tests/services", "tests/tests/it/": "tests/tests/it"}
+TEST_ATTR = re.compile(r"^\s*#\[(?:tokio::)?test(?:\(.*\))?\]", re.M)
+COMMIT = re.compile(r"\b[0-9a-f]{7,40}\b")
+
+
+def suite_sizes():
+    """Each suite's number of test functions (#[test], #[tokio::test])."""
+    return {name: sum(len(TEST_ATTR.findall(f.read_text(encoding="utf-8")))
+                      for f in (ROOT / folder).rglob("*.rs"))
+            for name, folder in SUITES.items()}
+
+
+def quoted_count_problems(files):
+    """A paragraph that names a suite and says `N tests`, with no commit id, gives its size."""
+    sizes = suite_sizes()
+    problems = []
+    for path in files:
+        if path.suffix != ".md" or "node_modules" in path.parts:
+            continue
+        for paragraph in re.split(r"\n\s*\n", path.read_text(encoding="utf-8")):
+            named = [s for s in SUITES if s in paragraph]
+            if len(named) != 1 or COMMIT.search(paragraph):
+                continue
+            for m in re.finditer(r"\b(\d[\d,]*) tests\b", paragraph):
+                if int(m.group(1).replace(",", "")) != sizes[named[0]]:
+                    problems.append(f"{path.relative_to(ROOT)}: says {m.group(0)} of `{named[0]}`, "
+                                    f"which has {sizes[named[0]]}")
+    return problems
+
+
 def main():
     problems = []
     readme_lines = len((ROOT / "README.md").read_text().splitlines())
@@ -129,6 +162,7 @@ def main():
     files = tracked()
     tops = {p.relative_to(ROOT).parts[0] for p in files if len(p.relative_to(ROOT).parts) > 1}
     problems += quoted_default_problems(files)
+    problems += quoted_count_problems(files)
     for path in files:
         rel = path.relative_to(ROOT)
         if (path.suffix in SOURCE_SUFFIXES or path.suffix == ".md" or path.name == "Makefile") \
@@ -154,7 +188,7 @@ def main():
         sys.exit(1)
     print(f"docs-check ok: README {readme_lines} lines; links and named documents resolve "
           f"across {len(files)} files; {LOCAL_OUTPUTS_DOC} lists the local stack's outputs; "
-          f"the parameter defaults quoted are the template's")
+          f"the parameter defaults and suite sizes quoted are true")
 
 
 
