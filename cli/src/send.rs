@@ -211,6 +211,9 @@ mod tests {
         for refused in [
             "http://hooks.example.com/webhooks/retell/ws-42",
             "HTTP://10.0.0.5:8080/webhooks/retell/ws-42",
+            // A loopback address as the user info, another host after it.
+            "http://127.0.0.1:1@evil.example/webhooks/retell/ws-42",
+            "http://localhost:x@evil.example/webhooks/retell/ws-42",
         ] {
             let e = refuse_plain_http(refused).unwrap_err().to_string();
             assert!(

@@ -254,11 +254,16 @@ fn without_suffix(name: &str) -> &str {
 /// Whether `url`'s host is a loopback address (or `localhost`, or the
 /// unspecified `0.0.0.0`): reachable only on this machine.
 pub fn is_loopback(url: &str) -> bool {
+    // The host follows the last `@` of the authority: `http://127.0.0.1:1@
+    // evil.example/` is evil.example's, whatever comes before.
     let authority = url
         .split("://")
         .nth(1)
         .unwrap_or(url)
-        .split(['/', '?'])
+        .split(['/', '?', '#'])
+        .next()
+        .unwrap_or_default()
+        .rsplit('@')
         .next()
         .unwrap_or_default()
         .to_ascii_lowercase();
