@@ -305,10 +305,7 @@ mod tests {
         let digest = crypto::sha256_hex(signed_url("", FORM).as_bytes());
         assert_eq!(
             id.event_key.as_str(),
-            format!(
-                "2f8b0000-0000-0000-0000-000000000001:{}",
-                &digest[..32]
-            )
+            format!("2f8b0000-0000-0000-0000-000000000001:{}", &digest[..32])
         );
         assert_eq!(id.event_type, "StartApp");
         // Without an Event: the status and the fields, in any order.
@@ -319,7 +316,9 @@ mod tests {
         let key = |b: &str| identify(&delivery(&h, b.as_bytes())).unwrap().event_key;
         assert!(key(&digits).as_str().starts_with(&format!("{call}:")));
         assert_eq!(
-            identify(&delivery(&h, digits.as_bytes())).unwrap().event_type,
+            identify(&delivery(&h, digits.as_bytes()))
+                .unwrap()
+                .event_type,
             "in-progress"
         );
         assert_eq!(key(&digits), key(&again));
