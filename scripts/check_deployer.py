@@ -1,5 +1,5 @@
 """The deployer's policies cover the stack and only the stack: the customer
-managed policies POLICIES lists (docs/deployer-policy.json, -2, -3) grant,
+managed policies POLICIES lists (docs/deployer-policy.json, -2, -3, -4) grant,
 together, every permission CloudFormation needs, acting with the deployer's
 own credentials (no service role), to create, update and delete each resource
 of the transformed template, and what `sam deploy` itself calls; and no scope
@@ -25,23 +25,26 @@ AccessDenied and rolls back. A scope wider than its resource's own name
   resource's own ARN (`SELF`) or on the ARN of what it refers to (`Ref`: a
   function's role, a mapping's function, a filter's log group), built from
   the physical name: the template's (`Fn::Sub` of `${AWS::StackName}`), or
-  CloudFormation's `<stack>-<logical id>-<12 characters>` for an unnamed one;
-  fixed sample ARNs for what has an id, not a name (HTTP APIs, mappings).
+  CloudFormation's `<stack>-<logical id>-<12 characters>` for an unnamed one,
+  and again with the older 13-character tail (`1XXXXXXXXXXXX`, which
+  CloudFormation has also generated: a stack may carry either form); fixed
+  sample ARNs for what has an id, not a name (HTTP APIs, mappings).
 * SAM_DEPLOY lists what `sam deploy --guided` / `--resolve-s3` and
   `sam delete` call themselves: the change-set calls on the stack and on the
   Serverless transform, the managed artifacts bucket and its
   `aws-sam-cli-managed-default` stack.
 * The placeholders ${Partition}, ${Region}, ${Account} and ${StackName} are
   replaced by sample values, for the stack `hookgate-prod` and for a stack
-  name as long as make deploy accepts (check_infra.max_stack_name), then each
-  (action, ARN) must be matched by an Allow statement of the union (IAM's `*`
-  and `?` wildcards honoured in actions, case-insensitively, and in
-  resources) and by no Deny. Conditions (CONDITIONS: StringEquals,
+  name as long as make deploy accepts (check_infra.max_stack_name; with the
+  13-character tail, the longest at which none of its names is shortened),
+  then each (action, ARN) must be matched by an Allow statement of the union
+  (IAM's `*` and `?` wildcards honoured in actions, case-insensitively, and
+  in resources) and by no Deny. Conditions (CONDITIONS: StringEquals,
   StringLike, ArnEquals, ArnLike) are evaluated on the keys the call states
   (`lambda:FunctionArn` of a mapping, `iam:PassedToService` of a PassRole);
   any other condition counts as holding.
-* At that longest stack name, no name CloudFormation generates may be
-  shortened (past a type's limit it cuts the stack name and the logical id,
+* At that longest stack name, no name CloudFormation generates with the
+  12-character tail may be shortened (past a type's limit it cuts the stack name and the logical id,
   and the name no longer starts with `<stack>-<logical id>-`).
 * Stacks that cannot reach each other: for `hookgate` and `hookgate-staging`,
   two stacks of the longest name whose names prefix each other the same way,
@@ -49,7 +52,8 @@ AccessDenied and rolls back. A scope wider than its resource's own name
   `hookgate-InboxTable`...), no scope naming ${StackName} (a Resource or a
   condition value) of either stack matches an ARN of the other's: its stack,
   companion stack, artifacts, and every named resource of the template with
-  its other forms (a log group's `:*`, a function's `:$LATEST`...).
+  its other forms (a log group's `:*`, a function's `:$LATEST`...), the
+  generated names with either tail.
 * Each document: Version 2012-10-17, a Sid per statement, alphanumeric and
   unique across the policies, Action and Resource (no
   NotAction/NotResource), no `*` or `service:*` action, `"Resource": "*"`
@@ -68,9 +72,10 @@ calls a real deployment makes: IAM never evaluates them here (docs/deploy.md).
 each, naming it: the policies without logs:CreateLogDelivery (the HTTP API
 access-log delivery API Gateway requires of the caller); the template with an
 unknown resource type; the Tables statement on `${StackName}-*` (takes
-`hookgate-staging`'s tables); a stack name one longer than make deploy
-accepts (a generated name shortened); the policies as one document (over
-6,144 characters).
+`hookgate-staging`'s tables); the policies without their 13-`?` scopes (a
+table named with the 13-character tail denied); a stack name one longer than
+make deploy accepts (a generated name shortened); the policies as one
+document (over 6,144 characters).
 
 Exit: 0 passed, 1 a problem (one line each), 2 bad input.
 """
@@ -101,7 +106,7 @@ PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
 # The deployer's customer managed policies (docs/deploy.md, "The deployer's
 # permissions"): each within MANAGED_POLICY_LIMIT, checked as their union.
 POLICIES = [ROOT / "docs/deployer-policy.json", ROOT / "docs/deployer-policy-2.json",
-            ROOT / "docs/deployer-policy-3.json"]
+            ROOT / "docs/deployer-policy-3.json", ROOT / "docs/deployer-policy-4.json"]
 
 # Sample ARNs of what the stack creates. The named resources' ARNs (roles,
 # functions, tables, ...) are not samples: they come from the template, one
@@ -131,8 +136,13 @@ API_TAGS = f"arn:aws:apigateway:{R}::/tags/arn%3Aaws%3Aapigateway%3A{R}%3A%3A%2F
 
 # The physical names of what the template names. CloudFormation names what
 # the template does not `{stack}-{logical id}-{12 characters}` (GENERATED);
-# the rest carry the name the template gives (NAME_PROPS).
+# the rest carry the name the template gives (NAME_PROPS). CloudFormation has
+# also generated 13-character tails (the older `1XXXXXXXXXXXX` form): a stack's
+# resources may carry either, so each scope has both (`?` x 12 and x 13) and
+# every check runs for each tail (GENERATED_TAILS).
 GENERATED_TAIL = "A1B2C3D4E5F6"
+GENERATED_TAIL_13 = "1A2B3C4D5E6F7"
+GENERATED_TAILS = (GENERATED_TAIL, GENERATED_TAIL_13)
 NAME_PROPS = {**check_infra.NAME_PROPS, "AWS::CloudWatch::Dashboard": "DashboardName"}
 NAME_LIMITS = {**check_infra.NAME_LIMITS, "AWS::CloudWatch::Dashboard": 255}
 ARN_FORMS = {
@@ -177,7 +187,7 @@ class Ref:
 SELF = Ref()
 
 
-def generated_name(stack, logical, limit):
+def generated_name(stack, logical, limit, tail=GENERATED_TAIL):
     """CloudFormation's name for an unnamed resource: `{stack}-{logical}-{12}`.
     Past the type's limit it keeps 13 characters for the tail and its hyphen
     and shares the rest between the stack name (rounding up) and the logical
@@ -185,16 +195,16 @@ def generated_name(stack, logical, limit):
     is inferred from real names (see docs/deploy.md); make deploy's stack-name
     limit keeps every name of this template whole, so no check depends on it
     but the refusal of a longer name."""
-    name = f"{stack}-{logical}-{GENERATED_TAIL}"
+    name = f"{stack}-{logical}-{tail}"
     if len(name) <= limit:
         return name
-    room = limit - len(GENERATED_TAIL) - 2
+    room = limit - len(tail) - 2
     keep_stack = min(len(stack), max((room + 1) // 2, room - len(logical)))
     keep_logical = min(len(logical), room - keep_stack)
-    return f"{stack[:keep_stack]}-{logical[:keep_logical]}-{GENERATED_TAIL}"
+    return f"{stack[:keep_stack]}-{logical[:keep_logical]}-{tail}"
 
 
-def physical_names(template, stack, region=R):
+def physical_names(template, stack, region=R, tail=GENERATED_TAIL):
     """{logical id: (type, name, shortened)} for every resource of a type
     NAME_PROPS lists whose name the template leaves to CloudFormation or
     builds from the stack's name (`Fn::Sub`); a name from a parameter is left out."""
@@ -206,8 +216,8 @@ def physical_names(template, stack, region=R):
             continue
         value = (resource.get("Properties") or {}).get(prop)
         if value is None:
-            whole = f"{stack}-{logical}-{GENERATED_TAIL}"
-            name = generated_name(stack, logical, NAME_LIMITS[type_])
+            whole = f"{stack}-{logical}-{tail}"
+            name = generated_name(stack, logical, NAME_LIMITS[type_], tail)
             names[logical] = (type_, name, name != whole)
         elif isinstance(value, str):
             names[logical] = (type_, value, False)
@@ -219,10 +229,11 @@ def physical_names(template, stack, region=R):
     return names
 
 
-def resource_arns(template, stack, region=R):
-    """{logical id: ARN} of the template's named resources, for `stack`."""
+def resource_arns(template, stack, region=R, tail=GENERATED_TAIL):
+    """{logical id: ARN} of the template's named resources, for `stack`, the
+    generated names ending in `tail`."""
     return {logical: ARN_FORMS[type_].format(R=region, A=A, n=name)
-            for logical, (type_, name, _) in physical_names(template, stack, region).items()}
+            for logical, (type_, name, _) in physical_names(template, stack, region, tail).items()}
 
 
 def row(**by_service):
@@ -518,10 +529,11 @@ def resolve(template, arns, logical, path):
     return found
 
 
-def needs(template, stack):
+def needs(template, stack, tail=GENERATED_TAIL):
     """[(type or "sam deploy", action, ARN, context)]: each call the stack's
-    create, update and delete make, on each resource of the template."""
-    arns = resource_arns(template, stack)
+    create, update and delete make, on each resource of the template (the
+    generated names ending in `tail`)."""
+    arns = resource_arns(template, stack, tail=tail)
     out = []
     for logical, resource in (template.get("Resources") or {}).items():
         type_ = resource.get("Type", "?")
@@ -644,13 +656,14 @@ def stack_scopes(policy):
     return scopes
 
 
-def stack_arns(template, stack):
+def stack_arns(template, stack, tail=GENERATED_TAIL):
     """Every ARN IAM is asked about for a resource of `stack` that carries its
     name: the stack, its companion stack and artifacts, and each named
-    resource of the template with its other forms (ARN_VARIANTS)."""
+    resource of the template with its other forms (ARN_VARIANTS), the
+    generated names ending in `tail`."""
     arns = [for_stack(STACK, stack), for_stack(COMPANION_STACK, stack),
             for_stack(ARTIFACT, stack), for_stack(TEMPLATE_OBJECT, stack)]
-    for logical, arn in resource_arns(template, stack).items():
+    for logical, arn in resource_arns(template, stack, tail=tail).items():
         type_ = template["Resources"][logical]["Type"]
         arns += [arn] + [arn + v for v in ARN_VARIANTS.get(type_, ())]
     return arns
@@ -678,11 +691,12 @@ def stack_pairs(template, longest):
 
 def shared(template, policy, pairs):
     """[(stack, other, Sid, scope, [ARNs])]: a scope of one stack of a pair
-    that takes a resource of the other stack (its name from the template)."""
+    that takes a resource of the other stack (its name from the template,
+    generated names with either tail)."""
     found = []
     for ours, theirs in pairs:
         values = {**SAMPLE, "StackName": ours}
-        arns = stack_arns(template, theirs)
+        arns = [arn for tail in GENERATED_TAILS for arn in stack_arns(template, theirs, tail)]
         for sid, scope in stack_scopes(policy):
             pattern = wildcard(substitute(scope, values), False)
             taken = [arn for arn in arns if pattern.match(arn)]
@@ -698,7 +712,7 @@ def cross_stack_problems(template, policy, pairs):
             for ours, theirs, sid, scope, taken in shared(template, policy, pairs)]
 
 
-def shortened_problems(template, longest):
+def shortened_problems(template, longest, tail=GENERATED_TAIL):
     """A name CloudFormation would shorten for a stack name of `longest`
     characters: it would no longer start with `<stack>-<logical id>-`."""
     stack = ("hookgate-" + "x" * longest)[:longest]
@@ -706,8 +720,16 @@ def shortened_problems(template, longest):
             f"({type_}, at most {NAME_LIMITS[type_]} characters) to {name}, which its scope "
             f"`${{StackName}}-{logical}-…` does not take: make deploy's limit must be lower "
             "(scripts/check_infra.py, max_stack_name)"
-            for logical, (type_, name, shortened) in physical_names(template, stack).items()
+            for logical, (type_, name, shortened) in physical_names(template, stack, tail=tail).items()
             if shortened]
+
+
+def longest_whole(template, longest, tail):
+    """The longest stack name, up to `longest`, at which no name with `tail`
+    is shortened."""
+    while longest > len(S) and shortened_problems(template, longest, tail):
+        longest -= 1
+    return longest
 
 
 def check(template, policies, data_dir=IAM_DATA, longest=None):
@@ -730,10 +752,16 @@ def check(template, policies, data_dir=IAM_DATA, longest=None):
             problems.append(f"{type_} ({', '.join(logicals)}): no row in REQUIRED: add its row "
                             "(its create/read/update/delete handler permissions)")
     checked = set()
-    # The sample stack, and the longest name make deploy accepts.
-    for stack in (S, ("hookgate-" + "x" * longest)[:longest]):
+    # The sample stack, and the longest name make deploy accepts, with each
+    # tail; the 13-character one at the longest name no name of it is
+    # shortened at (CloudFormation has not generated that form lately).
+    runs = [(S, GENERATED_TAIL), (("hookgate-" + "x" * longest)[:longest], GENERATED_TAIL),
+            (S, GENERATED_TAIL_13)]
+    longest_13 = longest_whole(template, longest, GENERATED_TAIL_13)
+    runs.append((("hookgate-" + "x" * longest_13)[:longest_13], GENERATED_TAIL_13))
+    for stack, tail in runs:
         rules = compile_policy(policy, {**SAMPLE, "StackName": stack})
-        for who, action, resource, context in needs(template, stack):
+        for who, action, resource, context in needs(template, stack, tail):
             if action is None:
                 problems.append(f"{who}: {resource}")
                 continue
@@ -771,6 +799,23 @@ def widened(policies, sid):
     return None
 
 
+def twelve_only(policies):
+    """A copy of `policies` without the 13-`?` scopes (the generated names'
+    older 13-character tail); None if there were none."""
+    broken = copy.deepcopy(policies)
+    dropped = False
+    for _, policy in broken:
+        for st in as_list(policy.get("Statement", [])):
+            blocks = [st] + [b for b in (st.get("Condition") or {}).values()]
+            for block in blocks:
+                for key in ("Resource",) if block is st else list(block):
+                    values = as_list(block.get(key, []))
+                    kept = [v for v in values if "?" * 13 not in v]
+                    if len(kept) != len(values):
+                        block[key], dropped = kept, True
+    return broken if dropped else None
+
+
 def self_test(template, policies):
     """0 only if the check refuses each broken copy (SELF_TEST), naming it."""
     action, fake = "logs:CreateLogDelivery", "AWS::HookgateSelfTest::Unknown"
@@ -792,6 +837,12 @@ def self_test(template, policies):
     cases.append(("Tables on ${StackName}-*", wide, template, longest,
                   lambda p: p.startswith("scope Tables") and "of stack hookgate takes stack "
                   "hookgate-staging's" in p))
+    twelve = twelve_only(policies)
+    if twelve is None:
+        print("check_deployer: self-test: no scope takes a 13-character tail", file=sys.stderr)
+        return 1
+    cases.append(("no 13-character tails", twelve, template, longest,
+                  lambda p: f"-{GENERATED_TAIL_13}" in p and "not allowed by the policy" in p))
     cases.append((f"a {longest + 1}-character stack name", policies, template, longest + 1,
                   lambda p: "CloudFormation shortens" in p))
     merged = [("one document", union(policies))]

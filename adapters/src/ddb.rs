@@ -163,8 +163,9 @@ pub(crate) async fn query_shards(
 }
 
 /// Up to `limit` items of a sharded index whose range key (`range`, a
-/// time) is before `before`, oldest first: each shard queried by its key
-/// condition (never a filter), at most `limit` from each, together.
+/// time) is before `before`, newest first (closest to `before`): each shard
+/// queried backwards by its key condition (never a filter), at most `limit`
+/// from each, together.
 pub(crate) async fn query_shards_before(
     client: &Client,
     (store, table, index): (Store, &str, &str),
@@ -181,6 +182,7 @@ pub(crate) async fn query_shards_before(
             let out = shard_query(client, (table, index), (attribute, &bucket), projection)
                 .key_condition_expression(format!("{attribute} = :bucket AND {range} < :before"))
                 .expression_attribute_values(":before", n(before))
+                .scan_index_forward(false)
                 .limit(i32::try_from(limit - found.len()).unwrap_or(i32::MAX))
                 .set_exclusive_start_key(start)
                 .send()
@@ -198,7 +200,9 @@ pub(crate) async fn query_shards_before(
         .into_iter()
         .flatten()
         .collect();
-    items.sort_by_key(|i| crate::attrs::get_n(i, range).unwrap_or(i64::MAX));
+    items.sort_by_key(|i| {
+        std::cmp::Reverse(crate::attrs::get_n::<i64>(i, range).unwrap_or(i64::MIN))
+    });
     items.truncate(limit);
     Ok(items)
 }

@@ -451,12 +451,43 @@ impl InboxStore for DynamoInbox {
     }
 
     async fn discard(&self, pk: &InboxPk, reason: &str) -> Result<(), StoreError> {
-        let result = self
+        self.discarded(pk, None, reason).await
+    }
+
+    async fn discard_read(
+        &self,
+        pk: &InboxPk,
+        reopens: u32,
+        reason: &str,
+    ) -> Result<(), StoreError> {
+        self.discarded(pk, Some(reopens), reason).await
+    }
+}
+
+impl DynamoInbox {
+    /// HELD (re-opened `reopens` times, when given) → DISCARDED.
+    async fn discarded(
+        &self,
+        pk: &InboxPk,
+        reopens: Option<u32>,
+        reason: &str,
+    ) -> Result<(), StoreError> {
+        // `reopens` is absent until the first re-open.
+        let condition = match reopens {
+            None => "#status = :held",
+            Some(0) => "#status = :held AND attribute_not_exists(reopens)",
+            Some(_) => "#status = :held AND reopens = :read",
+        };
+        let mut request = self
             .client
             .update_item()
             .table_name(&self.table)
             .key("pk", s(pk.to_string()))
-            .condition_expression("#status = :held")
+            .condition_expression(condition);
+        if let Some(read) = reopens.filter(|&n| n > 0) {
+            request = request.expression_attribute_values(":read", n(read));
+        }
+        let result = request
             .update_expression(
                 "SET #status = :discarded, status_reason = :reason, pending_bucket = :parked",
             )

@@ -168,6 +168,35 @@ impl DynamoLedger {
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
     }
 
+    /// UNCERTAIN → COMPLETED (found) or PENDING, under `request`'s
+    /// condition.
+    async fn reconciled(
+        &self,
+        key: &ActionKey,
+        request: UpdateItemFluentBuilder,
+        found: Option<&str>,
+        who: &str,
+    ) -> Result<bool, StoreError> {
+        let mut request = request.expression_attribute_values(":who", s(who));
+        let set = match found {
+            Some(id) => {
+                request = request
+                    .expression_attribute_values(":done", s(ActionStatus::Completed.as_str()))
+                    .expression_attribute_values(":ref", s(id));
+                "SET #status = :done, destination_ref = :ref, reconciled_by = :who, updated_at = :now, \
+                 write_token = :token REMOVE open_bucket"
+            }
+            None => {
+                request = request
+                    .expression_attribute_values(":pending", s(ActionStatus::Pending.as_str()))
+                    .expression_attribute_values(":open", open_bucket(key, ActionStatus::Pending));
+                "SET #status = :pending, open_bucket = :open, reconciled_by = :who, updated_at = :now, \
+                 write_token = :token"
+            }
+        };
+        self.decide(request, set).await
+    }
+
     /// An operator's decision: `request` with its `update`, which stamps
     /// `write_token = :token` with a fresh token, so a retry of the
     /// committed write (its answer lost) reads as applied.
@@ -456,26 +485,23 @@ impl Ledger for DynamoLedger {
         who: &str,
         now: Timestamp,
     ) -> Result<bool, StoreError> {
-        let mut request = self
+        let request = self.update_from(key, ActionStatus::Uncertain, now);
+        self.reconciled(key, request, found, who).await
+    }
+
+    async fn reconcile_attempt(
+        &self,
+        key: &ActionKey,
+        attempts: u32,
+        found: Option<&str>,
+        who: &str,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        let request = self
             .update_from(key, ActionStatus::Uncertain, now)
-            .expression_attribute_values(":who", s(who));
-        let set = match found {
-            Some(id) => {
-                request = request
-                    .expression_attribute_values(":done", s(ActionStatus::Completed.as_str()))
-                    .expression_attribute_values(":ref", s(id));
-                "SET #status = :done, destination_ref = :ref, reconciled_by = :who, updated_at = :now, \
-                 write_token = :token REMOVE open_bucket"
-            }
-            None => {
-                request = request
-                    .expression_attribute_values(":pending", s(ActionStatus::Pending.as_str()))
-                    .expression_attribute_values(":open", open_bucket(key, ActionStatus::Pending));
-                "SET #status = :pending, open_bucket = :open, reconciled_by = :who, updated_at = :now, \
-                 write_token = :token"
-            }
-        };
-        self.decide(request, set).await
+            .condition_expression("#status = :from AND attempts = :attempts")
+            .expression_attribute_values(":attempts", n(attempts));
+        self.reconciled(key, request, found, who).await
     }
 
     async fn reopen(&self, key: &ActionKey, now: Timestamp) -> Result<bool, StoreError> {

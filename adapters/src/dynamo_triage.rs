@@ -52,6 +52,57 @@ impl DynamoTriage {
     }
 }
 
+impl DynamoTriage {
+    /// `id` from `from` (on hold `holds`, when given: the item was held
+    /// `reopened` times again after its first hold) to `to`.
+    #[allow(clippy::too_many_arguments)]
+    async fn moved(
+        &self,
+        id: &str,
+        from: TriageStatus,
+        holds: Option<u32>,
+        to: TriageStatus,
+        who: &str,
+        why: &str,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        let token = write_token();
+        let mut request = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(id));
+        request = match holds.map(|h| h.saturating_sub(1)) {
+            None => request.condition_expression("#status = :from"),
+            Some(0) => request
+                .condition_expression(
+                    "#status = :from AND (attribute_not_exists(reopened) OR reopened = :reopened)",
+                )
+                .expression_attribute_values(":reopened", n(0)),
+            Some(reopened) => request
+                .condition_expression("#status = :from AND reopened = :reopened")
+                .expression_attribute_values(":reopened", n(reopened)),
+        };
+        let result = request
+            .update_expression(
+                "SET #status = :to, status_bucket = :bucket, decided_by = :who, decided_at = :now, \
+                 reason = :why, write_token = :token",
+            )
+            .expression_attribute_values(":token", s(&token))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":from", s(from.as_str()))
+            .expression_attribute_values(":to", s(to.as_str()))
+            .expression_attribute_values(":bucket", s(shard::bucket(to.as_str(), id)))
+            .expression_attribute_values(":who", s(who))
+            .expression_attribute_values(":why", s(why))
+            .expression_attribute_values(":now", n(now.as_millis()))
+            .send()
+            .await;
+        own_write(STORE, result, |stored| stamped(stored, &token))
+    }
+}
+
 impl TriageStore for DynamoTriage {
     async fn file(&self, item: &TriageItem) -> Result<Filed, StoreError> {
         // Each write stamps a fresh token: the SDK's retry of a committed
@@ -158,29 +209,19 @@ impl TriageStore for DynamoTriage {
         why: &str,
         now: Timestamp,
     ) -> Result<bool, StoreError> {
-        let token = write_token();
-        let result = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key("pk", s(id))
-            .condition_expression("#status = :from")
-            .update_expression(
-                "SET #status = :to, status_bucket = :bucket, decided_by = :who, decided_at = :now, \
-                 reason = :why, write_token = :token",
-            )
-            .expression_attribute_values(":token", s(&token))
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .expression_attribute_names("#status", "status")
-            .expression_attribute_values(":from", s(from.as_str()))
-            .expression_attribute_values(":to", s(to.as_str()))
-            .expression_attribute_values(":bucket", s(shard::bucket(to.as_str(), id)))
-            .expression_attribute_values(":who", s(who))
-            .expression_attribute_values(":why", s(why))
-            .expression_attribute_values(":now", n(now.as_millis()))
-            .send()
-            .await;
-        own_write(STORE, result, |stored| stamped(stored, &token))
+        self.moved(id, from, None, to, who, why, now).await
+    }
+
+    async fn transition_hold(
+        &self,
+        id: &str,
+        (from, holds): (TriageStatus, u32),
+        to: TriageStatus,
+        who: &str,
+        why: &str,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        self.moved(id, from, Some(holds), to, who, why, now).await
     }
 
     async fn release_alert(&self, marker: &str) -> Result<(), StoreError> {

@@ -147,6 +147,14 @@ impl ActionSeen {
             attempts: record.attempts,
         }
     }
+
+    fn moved(&self, key: &ActionKey, record: &ActionRecord) -> ApprovalError {
+        ApprovalError::Moved {
+            what: format!("action {key}"),
+            seen: format!("attempt {}", self.attempts),
+            found: format!("{} at attempt {}", record.status, record.attempts),
+        }
+    }
 }
 
 /// What a reconciliation did.
@@ -215,6 +223,24 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
             .ok_or_else(|| ApprovalError::NotFound(id.to_owned()))
     }
 
+    /// Why a decision's conditional write on item `id` was not made: the
+    /// item moved on from what its maker saw, or was decided otherwise.
+    async fn refusal(
+        &self,
+        id: &str,
+        seen: Option<&ItemSeen>,
+        approving: bool,
+    ) -> Result<ApprovalError, ApprovalError> {
+        let item = self.item(id).await?;
+        Ok(match seen.filter(|seen| !seen.stands(&item, approving)) {
+            Some(seen) => seen.moved(&item),
+            None => ApprovalError::AlreadyDecided {
+                id: id.to_owned(),
+                status: item.status,
+            },
+        })
+    }
+
     /// HELD → APPROVED (recorded), re-inject, → REINJECTED. An item left
     /// APPROVED by a failed re-injection is re-injected again.
     pub async fn approve(
@@ -268,23 +294,30 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         }
         match item.status {
             TriageStatus::Held => {
-                if !self
-                    .triage
-                    .transition(
-                        id,
-                        TriageStatus::Held,
-                        TriageStatus::Approved,
-                        who,
-                        why,
-                        now,
-                    )
-                    .await?
-                {
-                    let status = self.item(id).await?.status;
-                    return Err(ApprovalError::AlreadyDecided {
-                        id: id.to_owned(),
-                        status,
-                    });
+                // On the hold its maker saw, in the same conditional write:
+                // an item held again since its check is not approved.
+                let written = match seen {
+                    Some(seen) => {
+                        let from = (TriageStatus::Held, seen.holds);
+                        self.triage
+                            .transition_hold(id, from, TriageStatus::Approved, who, why, now)
+                            .await?
+                    }
+                    None => {
+                        self.triage
+                            .transition(
+                                id,
+                                TriageStatus::Held,
+                                TriageStatus::Approved,
+                                who,
+                                why,
+                                now,
+                            )
+                            .await?
+                    }
+                };
+                if !written {
+                    return Err(self.refusal(id, seen, true).await?);
                 }
             }
             TriageStatus::Approved => {}
@@ -408,19 +441,46 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         // decides its action, and a HELD record waits for the decision on
         // the item that holds it (a rejected failure stays FAILED whatever
         // that decision is).
-        if let (Some(pk), Reopener::Event(_)) = (&pk, reopener(&item)) {
-            self.inbox.discard(pk, why).await?;
+        //
+        // With what its maker saw, both writes are made on it only. The
+        // item is read again after its event's record: held again since,
+        // the reject is refused; held again after this read, its event was
+        // re-opened first (by an approval of this hold), and neither write
+        // is made (the record's re-opens and the item's hold, in each
+        // conditional write).
+        if let Some(seen) = seen {
+            let again = self.item(id).await?;
+            if !seen.stands(&again, false) {
+                return Err(seen.moved(&again));
+            }
         }
-        if !self
-            .triage
-            .transition(id, from, TriageStatus::Discarded, who, why, now)
-            .await?
-        {
-            let status = self.item(id).await?.status;
-            return Err(ApprovalError::AlreadyDecided {
-                id: id.to_owned(),
-                status,
-            });
+        if let (Some(pk), Reopener::Event(_)) = (&pk, reopener(&item)) {
+            match (seen, &record) {
+                (Some(_), Some(read)) => self.inbox.discard_read(pk, read.reopens, why).await?,
+                _ => self.inbox.discard(pk, why).await?,
+            }
+        }
+        let written = match seen {
+            Some(seen) => {
+                self.triage
+                    .transition_hold(
+                        id,
+                        (from, seen.holds),
+                        TriageStatus::Discarded,
+                        who,
+                        why,
+                        now,
+                    )
+                    .await?
+            }
+            None => {
+                self.triage
+                    .transition(id, from, TriageStatus::Discarded, who, why, now)
+                    .await?
+            }
+        };
+        if !written {
+            return Err(self.refusal(id, seen, false).await?);
         }
         tracing::info!(
             triage_id = id,
@@ -474,13 +534,9 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
             .await?
             .ok_or_else(|| ApprovalError::NoAction(key.to_string()))?;
         if let Some(seen) = seen.filter(|seen| seen.attempts != record.attempts) {
-            return Err(ApprovalError::Moved {
-                what: format!("action {key}"),
-                seen: format!("attempt {}", seen.attempts),
-                found: format!("{} at attempt {}", record.status, record.attempts),
-            });
+            return Err(seen.moved(key, &record));
         }
-        let done = self.reconciled(key, &record, found, who, now).await?;
+        let done = self.reconciled(key, &record, seen, found, who, now).await?;
         // The line names the event the action was asked for by (the one a
         // "not found" re-queues).
         let event = record.inbox_pks.first();
@@ -498,6 +554,7 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         &self,
         key: &ActionKey,
         record: &ActionRecord,
+        seen: Option<&ActionSeen>,
         found: Option<&str>,
         who: &str,
         now: Timestamp,
@@ -519,13 +576,10 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
             });
         }
         let Some(found) = found else {
-            return self.not_found(key, record, &item, who, now).await;
+            return self.not_found(key, record, seen, &item, who, now).await;
         };
-        if !self.ledger.reconcile(key, Some(found), who, now).await? {
-            return Err(ApprovalError::NotUncertain {
-                key: key.to_string(),
-                status: record.status,
-            });
+        if !self.settle(key, seen, Some(found), who, now).await? {
+            return Err(self.unsettled(key, record, seen).await?);
         }
         // Found: the item is closed (a reject of it made meanwhile stands:
         // nothing is re-run either way).
@@ -542,23 +596,78 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         Ok(Reconciled::Completed(found.to_owned()))
     }
 
+    /// The ledger's UNCERTAIN → COMPLETED or PENDING write, made only at
+    /// the attempt its maker saw (when given).
+    async fn settle(
+        &self,
+        key: &ActionKey,
+        seen: Option<&ActionSeen>,
+        found: Option<&str>,
+        who: &str,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        match seen {
+            Some(seen) => {
+                self.ledger
+                    .reconcile_attempt(key, seen.attempts, found, who, now)
+                    .await
+            }
+            None => self.ledger.reconcile(key, found, who, now).await,
+        }
+    }
+
+    /// Why a reconcile's conditional write was not made: the action moved
+    /// on from the attempt its maker saw, or it is not UNCERTAIN.
+    async fn unsettled(
+        &self,
+        key: &ActionKey,
+        record: &ActionRecord,
+        seen: Option<&ActionSeen>,
+    ) -> Result<ApprovalError, ApprovalError> {
+        if let Some(seen) = seen {
+            let now = self.ledger.get(key).await?;
+            if let Some(now) = now.filter(|now| now.attempts != seen.attempts) {
+                return Ok(seen.moved(key, &now));
+            }
+        }
+        Ok(ApprovalError::NotUncertain {
+            key: key.to_string(),
+            status: record.status,
+        })
+    }
+
     /// A reconcile's "not found": the action PENDING again, and its event
     /// re-run, or left to the decision of the item that holds it.
     async fn not_found(
         &self,
         key: &ActionKey,
         record: &ActionRecord,
+        seen: Option<&ActionSeen>,
         item: &str,
         who: &str,
         now: Timestamp,
     ) -> Result<Reconciled, ApprovalError> {
         // A reject is final: a rejected uncertain action is not run again
         // (what the destination shows can still be recorded).
-        if let Some(held) = self.triage.get(item).await?
+        let held = self.triage.get(item).await?;
+        if let Some(held) = &held
             && held.status == TriageStatus::Discarded
         {
             return Err(ApprovalError::Rejected(key.to_string()));
         }
+        // The item is taken on the hold read here, and only if the action
+        // stood as its maker saw it after that read: an attempt made since
+        // holds the item again, and the claim below is refused.
+        let hold = match seen {
+            Some(seen) => {
+                let now = self.ledger.get(key).await?;
+                if let Some(now) = now.filter(|now| now.attempts != seen.attempts) {
+                    return Err(seen.moved(key, &now));
+                }
+                held.as_ref().map(|held| held.holds)
+            }
+            None => None,
+        };
         let Some(pk) = record.inbox_pks.first().cloned() else {
             return Err(ApprovalError::Reinjection(format!(
                 "{key} names no inbox record"
@@ -586,18 +695,23 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
             None => "reconciled: not found, re-queued".to_owned(),
         };
         if record.status == ActionStatus::Uncertain {
-            if self
-                .claim(item, TriageStatus::Reinjected, who, &why, now)
+            match self
+                .claim(item, hold, TriageStatus::Reinjected, who, &why, now)
                 .await?
-                == Claim::Rejected
             {
-                return Err(ApprovalError::Rejected(key.to_string()));
+                Claim::Rejected => return Err(ApprovalError::Rejected(key.to_string())),
+                Claim::Moved => {
+                    let seen = seen.expect("a hold is claimed only as seen");
+                    let now = self.ledger.get(key).await?;
+                    return Err(match now {
+                        Some(now) => seen.moved(key, &now),
+                        None => ApprovalError::NoAction(key.to_string()),
+                    });
+                }
+                Claim::Taken | Claim::None => {}
             }
-            if !self.ledger.reconcile(key, None, who, now).await? {
-                return Err(ApprovalError::NotUncertain {
-                    key: key.to_string(),
-                    status: record.status,
-                });
+            if !self.settle(key, seen, None, who, now).await? {
+                return Err(self.unsettled(key, record, seen).await?);
             }
         }
         // Re-opened again once the action is PENDING: a worker that read
@@ -742,9 +856,12 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
     /// decides is written: of a reject of the item and this decision, made
     /// at once, one wins, and the other changes nothing. Straight to `to`,
     /// never APPROVED, which a reject may still end.
+    /// With `hold`, only that hold of the item is taken (in the same
+    /// conditional write): another is [`Claim::Moved`].
     async fn claim(
         &self,
         id: &str,
+        hold: Option<u32>,
         to: TriageStatus,
         who: &str,
         why: &str,
@@ -754,12 +871,23 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
             let Some(item) = self.triage.get(id).await? else {
                 return Ok(Claim::None);
             };
+            if hold.is_some_and(|hold| hold != item.holds) {
+                return Ok(Claim::Moved);
+            }
             match item.status {
                 TriageStatus::Discarded => return Ok(Claim::Rejected),
                 // Left APPROVED by its own approval, which stopped: a reject
                 // of it may still come, so it is taken the same way.
                 from @ (TriageStatus::Held | TriageStatus::Approved) => {
-                    if self.triage.transition(id, from, to, who, why, now).await? {
+                    let written = match hold {
+                        Some(hold) => {
+                            self.triage
+                                .transition_hold(id, (from, hold), to, who, why, now)
+                                .await?
+                        }
+                        None => self.triage.transition(id, from, to, who, why, now).await?,
+                    };
+                    if written {
                         return Ok(Claim::Taken);
                     }
                 }
@@ -845,7 +973,7 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
                 }
                 if failed != item.id
                     && self
-                        .claim(&failed, TriageStatus::Reinjected, who, why, now)
+                        .claim(&failed, None, TriageStatus::Reinjected, who, why, now)
                         .await?
                         == Claim::Rejected
                 {
@@ -888,6 +1016,8 @@ enum Claim {
     Taken,
     /// A reject decided it: final.
     Rejected,
+    /// Held again: not the hold the decision was made on.
+    Moved,
     /// No item, or one decided otherwise (approved, re-injected): nothing
     /// to take.
     None,

@@ -5,12 +5,19 @@
 //! after it is refused as expired, and the work is never done.
 //!
 //! The sweep counts, at each run, the HELD items whose deadline is within
-//! the notice (`triage.hold_notice_secs`) or has passed, as the metric
-//! `HeldNearDeadline` (`[service]`), which the template alarms on; each one
-//! is logged with its deadline. Read without a scan: a held item's deadline
-//! is at least its first hold plus the window, so only the items first seen
-//! before `now + notice − window` can be near it (the triage table's status
-//! index, by its range key), and each of those has its record read.
+//! the notice (`triage.hold_notice_secs`), as the metric `HeldNearDeadline`,
+//! and those whose deadline has passed, as `HeldPastDeadline` (each
+//! `[service]`, each alarmed on by the template: an item past its deadline
+//! left undecided keeps its own alarm in ALARM, never the one that tells of
+//! the next item nearing its deadline); each one is logged with its
+//! deadline. Read without a scan: a held item's deadline is at least its
+//! first hold plus the window, so only the items first seen before
+//! `now + notice − window` can be near it (the triage table's status index,
+//! by its range key), and each of those has its record read, the most
+//! recently first held first: at the read limit, the items left unread are
+//! the oldest, those most likely past their deadline, so expired items left
+//! undecided never hide one first held within the last window (which cannot
+//! be past it).
 
 use std::time::Duration;
 
@@ -22,11 +29,13 @@ use crate::{
     triage::TriageStatus,
 };
 
-/// Items one run reads at most (the oldest); the count says "at least".
+/// Items one run reads at most (the newest); the count says "at least".
 pub const LIMIT: usize = 500;
 
-/// The metric the alarm watches.
-pub const METRIC: &str = "HeldNearDeadline";
+/// The metric of the held items whose deadline is within the notice.
+pub const NEAR: &str = "HeldNearDeadline";
+/// The metric of the held items whose deadline has passed.
+pub const PAST: &str = "HeldPastDeadline";
 
 /// What one run found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -58,8 +67,8 @@ impl<T: HeldBefore, S: InboxStore> Deadlines<T, S> {
         }
     }
 
-    /// Counts the held items nearing or past their deadline at `now`, and
-    /// emits the count (0 included) for the alarm.
+    /// Counts the held items nearing and past their deadline at `now`, and
+    /// emits both counts (0 included) for their alarms.
     pub async fn run(&self, now: Timestamp) -> Result<DeadlineReport, StoreError> {
         let horizon = now.plus(self.notice);
         let cut = Timestamp::from_millis(
@@ -102,10 +111,10 @@ impl<T: HeldBefore, S: InboxStore> Deadlines<T, S> {
                 "deadline check read its limit of held items: the count is a floor"
             );
         }
-        let count = report.near + report.past;
+        let count = |n: usize| f64::from(u32::try_from(n).unwrap_or(u32::MAX));
         crate::metrics::emit(
             &[],
-            &[(METRIC, f64::from(u32::try_from(count).unwrap_or(u32::MAX)))],
+            &[(NEAR, count(report.near)), (PAST, count(report.past))],
             now,
         );
         Ok(report)

@@ -114,11 +114,8 @@ pub const REQUIRED_ALARMS: &[(&str, &str, &str)] = &[
     (OWN, "ActionsUncertain", "uncertain actions"),
     (OWN, "DispatchFailures", "queue sends failed"),
     (OWN, "SweepDispatchFailures", "the sweep's sends failed"),
-    (
-        OWN,
-        crate::deadline::METRIC,
-        "held work nearing its deadline",
-    ),
+    (OWN, crate::deadline::NEAR, "held work nearing its deadline"),
+    (OWN, crate::deadline::PAST, "held work past its deadline"),
     (LAMBDA, "Invocations", "the sweep stopped running"),
     (
         SQS,

@@ -196,6 +196,16 @@ pub trait InboxStore: Send + Sync {
         pk: &InboxPk,
         reason: &str,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// [`Self::discard`], made only while the record was re-opened
+    /// `reopens` times ([`InboxRecord::reopens`], as its reject read it) in
+    /// the same conditional write: a record re-opened since is left as it is.
+    fn discard_read(
+        &self,
+        pk: &InboxPk,
+        reopens: u32,
+        reason: &str,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
 }
 
 /// The sweep's one write to the inbox: the mark that it re-queued a record,
@@ -334,6 +344,19 @@ pub trait Ledger: Send + Sync {
         now: Timestamp,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
+    /// [`Self::reconcile`], made only while the record is at the attempt
+    /// `attempts` (its maker's reading, [`ActionRecord::attempts`]) in the
+    /// same conditional write: `false` too when another attempt was made
+    /// since (nothing written).
+    fn reconcile_attempt(
+        &self,
+        key: &ActionKey,
+        attempts: u32,
+        found: Option<&str>,
+        who: &str,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
     /// FAILED → PENDING, by an approved triage decision; `false` when the
     /// action was not FAILED (nothing written).
     fn reopen(
@@ -425,8 +448,9 @@ pub trait TriageReads: Send + Sync {
 /// The held items whose deadline may be near, for the sweep's count
 /// ([`crate::deadline`]): read by the status index's range key, never a scan.
 pub trait HeldBefore: Send + Sync {
-    /// Up to `limit` items with `status` first seen before `before`, oldest
-    /// first, each without its original message.
+    /// Up to `limit` items with `status` first seen before `before`, newest
+    /// first (those closest to `before`: the ones a limit must not leave
+    /// unread behind older ones), each without its original message.
     fn seen_before(
         &self,
         status: TriageStatus,
@@ -469,6 +493,19 @@ pub trait TriageStore: Send + Sync {
         &self,
         id: &str,
         from: TriageStatus,
+        to: TriageStatus,
+        who: &str,
+        why: &str,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// [`Self::transition`] from `from.0`, made only while the item is on
+    /// hold `from.1` ([`TriageItem::holds`]) in the same conditional write:
+    /// `false` too when it was held again since (nothing written).
+    fn transition_hold(
+        &self,
+        id: &str,
+        from: (TriageStatus, u32),
         to: TriageStatus,
         who: &str,
         why: &str,

@@ -100,6 +100,19 @@ impl<L: Ledger> Ledger for Crash<L> {
         self.inner.reconcile(key, found, who, now).await
     }
 
+    async fn reconcile_attempt(
+        &self,
+        key: &ActionKey,
+        attempts: u32,
+        found: Option<&str>,
+        who: &str,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        self.inner
+            .reconcile_attempt(key, attempts, found, who, now)
+            .await
+    }
+
     async fn reopen(&self, key: &ActionKey, now: Timestamp) -> Result<bool, StoreError> {
         self.inner.reopen(key, now).await
     }

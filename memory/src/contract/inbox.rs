@@ -581,7 +581,17 @@ async fn discard_and_dispatch_marks(store: &impl InboxStore, ns: &str) {
         (stored.status, stored.reopened_by.as_deref()),
         (InboxStatus::Held, Some("item-a"))
     );
-    store.discard(&record.pk, "rejected by ana").await.unwrap();
+    // Discarded only as its reject read it: re-opened once since a read
+    // of none, it is left as it is.
+    store.discard_read(&record.pk, 0, "x").await.unwrap();
+    assert_eq!(
+        store.get(&record.pk).await.unwrap().unwrap().status,
+        InboxStatus::Held
+    );
+    store
+        .discard_read(&record.pk, 1, "rejected by ana")
+        .await
+        .unwrap();
     let stored = store.get(&record.pk).await.unwrap().unwrap();
     assert_eq!(
         (

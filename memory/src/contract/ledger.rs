@@ -284,9 +284,23 @@ async fn release_failure_and_human_decisions(ledger: &impl Ledger, ns: &str) {
             .await
             .unwrap()
     );
+    // Reconciled at the attempt its maker saw only, in the same
+    // conditional write: an earlier attempt's finding writes nothing.
+    let attempts = ledger.get(&r.key).await.unwrap().unwrap().attempts;
+    assert!(
+        !ledger
+            .reconcile_attempt(&r.key, attempts - 1, Some("x"), "ana", t1)
+            .await
+            .unwrap()
+    );
+    let stored = ledger.get(&r.key).await.unwrap().unwrap();
+    assert_eq!(
+        (stored.status, stored.attempts, stored.destination_ref),
+        (ActionStatus::Uncertain, attempts, None)
+    );
     assert!(
         ledger
-            .reconcile(&r.key, Some("task-9"), "ana", t1)
+            .reconcile_attempt(&r.key, attempts, Some("task-9"), "ana", t1)
             .await
             .unwrap()
     );

@@ -175,11 +175,25 @@ async fn a_decision_is_recorded_once_from_its_state(store: &impl TriageStore, ns
     // A held item filed again is only a repeat.
     assert_eq!(store.file(&again).await.unwrap(), Filed::Repeat);
 
+    // A decision on the first hold is not made on the second, in the
+    // same conditional write: nothing written.
+    assert!(
+        !store
+            .transition_hold(&a.id, (held, 1), approved, "ana", "x", later(505))
+            .await
+            .unwrap()
+    );
+    let stored = store.get(&a.id).await.unwrap().unwrap();
+    assert_eq!(
+        (stored.status, stored.holds, stored.decided_by),
+        (held, 2, None)
+    );
+
     // Approved and being re-injected, its re-run failed before the approval
     // recorded it: held again too.
     assert!(
         store
-            .transition(&a.id, held, approved, "ana", "once more", later(510))
+            .transition_hold(&a.id, (held, 2), approved, "ana", "once more", later(510))
             .await
             .unwrap()
     );
@@ -187,10 +201,31 @@ async fn a_decision_is_recorded_once_from_its_state(store: &impl TriageStore, ns
     let stored = store.get(&a.id).await.unwrap().unwrap();
     assert_eq!((stored.status, stored.holds), (held, 3));
 
-    // A reject is final: no filing reopens a discarded item.
+    assert!(
+        !store
+            .transition_hold(&a.id, (held, 2), approved, "ana", "x", later(520))
+            .await
+            .unwrap()
+    );
+
+    // A reject is final: no filing reopens a discarded item. Its first
+    // hold, as seen: a hold it never had is refused.
+    assert!(
+        !store
+            .transition_hold(&b.id, (held, 2), discarded, "bob", "x", later(600))
+            .await
+            .unwrap()
+    );
     assert!(
         store
-            .transition(&b.id, held, discarded, "bob", "test traffic", later(600))
+            .transition_hold(
+                &b.id,
+                (held, 1),
+                discarded,
+                "bob",
+                "test traffic",
+                later(600)
+            )
             .await
             .unwrap()
     );

@@ -251,10 +251,32 @@ impl InboxStore for MemoryInbox {
     }
 
     async fn discard(&self, pk: &InboxPk, reason: &str) -> Result<(), StoreError> {
+        self.discarded(pk, None, reason)
+    }
+
+    async fn discard_read(
+        &self,
+        pk: &InboxPk,
+        reopens: u32,
+        reason: &str,
+    ) -> Result<(), StoreError> {
+        self.discarded(pk, Some(reopens), reason)
+    }
+}
+
+impl MemoryInbox {
+    /// HELD (re-opened `reopens` times, when given) → DISCARDED.
+    fn discarded(
+        &self,
+        pk: &InboxPk,
+        reopens: Option<u32>,
+        reason: &str,
+    ) -> Result<(), StoreError> {
         self.write_refused()?;
         self.with(|records| {
             if let Some(r) = records.get_mut(pk)
                 && r.status == InboxStatus::Held
+                && reopens.is_none_or(|n| r.reopens == n)
             {
                 r.status = InboxStatus::Discarded;
                 r.status_reason = Some(reason.to_owned());

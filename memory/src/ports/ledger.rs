@@ -108,6 +108,41 @@ fn add_pk(record: &mut ActionRecord, pk: &InboxPk) {
     }
 }
 
+impl MemoryLedger {
+    /// UNCERTAIN (at the attempt `attempts`, when given) → COMPLETED or
+    /// PENDING.
+    fn reconciled(
+        &self,
+        key: &ActionKey,
+        attempts: Option<u32>,
+        found: Option<&str>,
+        now: Timestamp,
+    ) -> bool {
+        self.replays.write(|token| {
+            self.with(|records| match records.get_mut(key) {
+                Some(stored)
+                    if stored.record.status == ActionStatus::Uncertain
+                        && attempts.is_none_or(|a| stored.record.attempts == a) =>
+                {
+                    let r = &mut stored.record;
+                    match found {
+                        Some(id) => {
+                            r.status = ActionStatus::Completed;
+                            r.destination_ref = Some(id.to_owned());
+                        }
+                        None => r.status = ActionStatus::Pending,
+                    }
+                    r.updated_at = now;
+                    stored.token = Some(token);
+                    true
+                }
+                Some(stored) => stored.token == Some(token),
+                None => false,
+            })
+        })
+    }
+}
+
 impl Ledger for MemoryLedger {
     async fn reserve(
         &self,
@@ -264,25 +299,18 @@ impl Ledger for MemoryLedger {
         _who: &str,
         now: Timestamp,
     ) -> Result<bool, StoreError> {
-        Ok(self.replays.write(|token| {
-            self.with(|records| match records.get_mut(key) {
-                Some(stored) if stored.record.status == ActionStatus::Uncertain => {
-                    let r = &mut stored.record;
-                    match found {
-                        Some(id) => {
-                            r.status = ActionStatus::Completed;
-                            r.destination_ref = Some(id.to_owned());
-                        }
-                        None => r.status = ActionStatus::Pending,
-                    }
-                    r.updated_at = now;
-                    stored.token = Some(token);
-                    true
-                }
-                Some(stored) => stored.token == Some(token),
-                None => false,
-            })
-        }))
+        Ok(self.reconciled(key, None, found, now))
+    }
+
+    async fn reconcile_attempt(
+        &self,
+        key: &ActionKey,
+        attempts: u32,
+        found: Option<&str>,
+        _who: &str,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        Ok(self.reconciled(key, Some(attempts), found, now))
     }
 
     async fn reopen(&self, key: &ActionKey, now: Timestamp) -> Result<bool, StoreError> {

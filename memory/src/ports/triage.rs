@@ -145,8 +145,39 @@ impl HeldBefore for MemoryTriage {
     ) -> Result<Vec<TriageItem>, StoreError> {
         let mut listed = self.list(status).await?;
         listed.retain(|i| i.first_seen < before);
+        // Newest first, as the DynamoDB index read backwards gives them.
+        listed.sort_by_key(|i| std::cmp::Reverse(i.first_seen));
         listed.truncate(limit);
         Ok(listed)
+    }
+}
+
+impl MemoryTriage {
+    /// `id` from `from` (on hold `holds`, when given) to `to`.
+    #[allow(clippy::too_many_arguments)]
+    fn moved(
+        &self,
+        id: &str,
+        from: TriageStatus,
+        holds: Option<u32>,
+        to: TriageStatus,
+        who: &str,
+        why: &str,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        Ok(self.replays.write(|token| {
+            self.with(|s| match s.items.get_mut(id) {
+                Some(item) if item.status == from && holds.is_none_or(|h| item.holds == h) => {
+                    item.status = to;
+                    item.decided_by = Some(who.to_owned());
+                    item.decided_at = Some(now);
+                    item.reason = Some(why.to_owned());
+                    s.tokens.insert(id.to_owned(), token);
+                    true
+                }
+                _ => s.tokens.get(id) == Some(&token),
+            })
+        }))
     }
 }
 
@@ -221,19 +252,19 @@ impl TriageStore for MemoryTriage {
         why: &str,
         now: Timestamp,
     ) -> Result<bool, StoreError> {
-        Ok(self.replays.write(|token| {
-            self.with(|s| match s.items.get_mut(id) {
-                Some(item) if item.status == from => {
-                    item.status = to;
-                    item.decided_by = Some(who.to_owned());
-                    item.decided_at = Some(now);
-                    item.reason = Some(why.to_owned());
-                    s.tokens.insert(id.to_owned(), token);
-                    true
-                }
-                _ => s.tokens.get(id) == Some(&token),
-            })
-        }))
+        self.moved(id, from, None, to, who, why, now)
+    }
+
+    async fn transition_hold(
+        &self,
+        id: &str,
+        (from, holds): (TriageStatus, u32),
+        to: TriageStatus,
+        who: &str,
+        why: &str,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        self.moved(id, from, Some(holds), to, who, why, now)
     }
 
     async fn claim_alert(&self, marker: &str, _now: Timestamp) -> Result<bool, StoreError> {

@@ -305,6 +305,15 @@ impl<T: InboxStore> InboxStore for Faulty<T> {
     async fn discard(&self, pk: &InboxPk, reason: &str) -> Result<(), StoreError> {
         faulted!(self, self.inner.discard(pk, reason).await)
     }
+
+    async fn discard_read(
+        &self,
+        pk: &InboxPk,
+        reopens: u32,
+        reason: &str,
+    ) -> Result<(), StoreError> {
+        faulted!(self, self.inner.discard_read(pk, reopens, reason).await)
+    }
 }
 
 impl<T: Ledger + LoseAnswers> Ledger for Faulty<T> {
@@ -362,6 +371,22 @@ impl<T: Ledger + LoseAnswers> Ledger for Faulty<T> {
         replayed!(self, self.inner.reconcile(key, found, who, now).await)
     }
 
+    async fn reconcile_attempt(
+        &self,
+        key: &ActionKey,
+        attempts: u32,
+        found: Option<&str>,
+        who: &str,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        replayed!(
+            self,
+            self.inner
+                .reconcile_attempt(key, attempts, found, who, now)
+                .await
+        )
+    }
+
     async fn reopen(&self, key: &ActionKey, now: Timestamp) -> Result<bool, StoreError> {
         replayed!(self, self.inner.reopen(key, now).await)
     }
@@ -414,6 +439,23 @@ impl<T: TriageStore + LoseAnswers> TriageStore for Faulty<T> {
         replayed!(
             self,
             self.inner.transition(id, from, to, who, why, now).await
+        )
+    }
+
+    async fn transition_hold(
+        &self,
+        id: &str,
+        from: (TriageStatus, u32),
+        to: TriageStatus,
+        who: &str,
+        why: &str,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        replayed!(
+            self,
+            self.inner
+                .transition_hold(id, from, to, who, why, now)
+                .await
         )
     }
 

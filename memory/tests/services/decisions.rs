@@ -1114,3 +1114,71 @@ async fn an_event_re_opened_past_the_ledger_retention_looks_its_done_action_up_f
         (ActionStatus::Completed, Some("task-1"))
     );
 }
+
+#[tokio::test]
+async fn a_retried_reject_is_refused_when_the_item_is_held_again_between_its_check_and_its_writes()
+{
+    // Issue 44, its review: a reject's retry read the dead letter's item
+    // HELD (hold 1); an approval of that hold and its failed re-run held
+    // it again (hold 2) before the retry's writes, which discarded the
+    // event and the item on a hold nobody had looked at. Meanwhile after
+    // the retry's first read of the item, and after its second (just
+    // before its conditional writes).
+    for nth in [1, 2] {
+        reject_held_again_after_read(nth).await;
+    }
+}
+
+async fn reject_held_again_after_read(nth: usize) {
+    let m = Memory::new();
+    let call = format!("rj{nth}");
+    let item = held(&m, &call).await;
+    assert_eq!((item.status, item.holds), (TriageStatus::Held, 1));
+    let seen = hookgate_core::approval::ItemSeen::of(&item);
+    let (id, name) = (item.id.clone(), call.clone());
+    let approvals = crate::held::interleaved(&m, &item.id, nth, move |m| {
+        let (id, call) = (id.clone(), name.clone());
+        async move {
+            m.approvals()
+                .approve_seen(&id, Some(&seen), "ana", "CRM is back", at(60))
+                .await
+                .expect("the approval meanwhile");
+            m.crm
+                .then(Err(DestinationError::Retryable("HTTP 503".into())));
+            let run = m.worker().process(&message(&call), "m2:1", at(61)).await;
+            assert!(matches!(run, MessageOutcome::Retry(_)), "{run:?}");
+            let letter = DeadLetter {
+                source: TriageSource::ActionDlq,
+                message_id: &format!("dlq-{call}"),
+                body: &message(&call),
+                attributes: json!({"ApproximateReceiveCount": "5"}),
+            };
+            let (_, filed) = m.triager().triage(&letter, at(70)).await.unwrap();
+            assert_eq!(filed, Filed::Reopened);
+        }
+    });
+    let retry = approvals
+        .reject_seen(&item.id, Some(&seen), "bob", "test traffic", at(80))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        retry,
+        ApprovalError::Moved {
+            what: format!("triage item {}", item.id),
+            seen: "HELD (hold 1)".into(),
+            found: "HELD (hold 2)".into(),
+        },
+        "{nth}"
+    );
+    let stored = m.triage.get(&item.id).await.unwrap().unwrap();
+    assert_eq!(
+        (stored.status, stored.holds, stored.decided_by.as_deref()),
+        (TriageStatus::Held, 2, None),
+        "the new hold waits for a decision on it ({nth})"
+    );
+    assert_eq!(
+        status(&m, &call).await,
+        InboxStatus::Held,
+        "its event is not discarded ({nth})"
+    );
+}

@@ -219,7 +219,7 @@ type Meanwhile = Box<dyn Fn() -> Pin<Box<dyn Future<Output = ()> + Send>> + Send
 
 /// The triage table as one decision reads it, with another operator's
 /// work (`meanwhile`) done just after its `nth` read of item `at`.
-struct Interleaved {
+pub(crate) struct Interleaved {
     inner: MemoryTriage,
     at: String,
     nth: usize,
@@ -256,6 +256,20 @@ impl TriageStore for Interleaved {
         self.inner.transition(id, from, to, who, why, now).await
     }
 
+    async fn transition_hold(
+        &self,
+        id: &str,
+        from: (TriageStatus, u32),
+        to: TriageStatus,
+        who: &str,
+        why: &str,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        self.inner
+            .transition_hold(id, from, to, who, why, now)
+            .await
+    }
+
     async fn claim_alert(&self, marker: &str, now: Timestamp) -> Result<bool, StoreError> {
         self.inner.claim_alert(marker, now).await
     }
@@ -267,7 +281,7 @@ impl TriageStore for Interleaved {
 
 /// `m`'s decisions, with `meanwhile` done on `m` after the decision's
 /// `nth` read of item `at`.
-fn interleaved<F>(
+pub(crate) fn interleaved<F>(
     m: &Memory,
     at: &str,
     nth: usize,
@@ -851,4 +865,108 @@ async fn held_work_nearing_its_deadline_is_counted_for_its_alarm_until_decided()
         deadlines.run(past).await.unwrap(),
         DeadlineReport::default()
     );
+}
+
+/// A held item filed straight into the triage table, first seen at
+/// `at(secs)`, holding the inbox record `call` (never stored: its deadline
+/// is gone).
+fn expired_item(m: &Memory, call: &str, secs: u64) -> impl Future<Output = ()> {
+    let item = TriageItem {
+        id: format!("expired-{call}"),
+        class: hookgate_core::triage::TriageClass::DownstreamOutage,
+        status: TriageStatus::Held,
+        source: TriageSource::ActionDlq,
+        workspace: Some("ws-1".into()),
+        destination: None,
+        inbox_pk: Some(pk(call)),
+        evidence: Default::default(),
+        original_body: String::new(),
+        original_attributes: "{}".into(),
+        first_seen: at(secs),
+        last_seen: at(secs),
+        decided_by: None,
+        decided_at: None,
+        reason: None,
+        holds: 1,
+    };
+    let triage = m.triage.clone();
+    async move {
+        triage.file(&item).await.unwrap();
+    }
+}
+
+/// The one held event `call` of the deadline tests, first seen at `at(10)`.
+async fn held_at_ten(m: &Memory, call: &str) {
+    post(&m.ingress(), &analyzed(call), SECRET).await;
+    m.crm
+        .then(Err(DestinationError::Retryable("HTTP 503".into())));
+    m.worker().process(&message(call), "m1:1", NOW).await;
+    let letter = DeadLetter {
+        source: TriageSource::ActionDlq,
+        message_id: "dlq-deadline",
+        body: &message(call),
+        attributes: json!({"ApproximateReceiveCount": "5"}),
+    };
+    m.triager().triage(&letter, at(10)).await.unwrap();
+}
+
+#[tokio::test]
+async fn expired_held_items_past_the_read_limit_never_hide_one_nearing_its_deadline() {
+    // Review: the check read the oldest items first, at most its limit: once
+    // that many expired items were left undecided, one nearing its deadline
+    // was never read, counted or logged.
+    use hookgate_core::deadline::{Deadlines, LIMIT};
+    let m = Memory::with_config(short_ttl());
+    for i in 0..=LIMIT {
+        expired_item(&m, &format!("old{i}"), 0).await;
+    }
+    held_at_ten(&m, "hw5").await;
+    let deadlines = Deadlines::new(m.triage.clone(), m.inbox.clone(), &m.config);
+    let near = at(10 + HOLD_WINDOW - 7 * 86_400 + 60);
+    let report = deadlines.run(near).await.unwrap();
+    assert_eq!(report.near, 1, "{report:?}");
+    assert!(report.past > 0, "{report:?}");
+}
+
+#[tokio::test]
+async fn a_held_item_past_its_deadline_is_its_own_metric_apart_from_those_nearing_it() {
+    // Review: one item past its deadline, never decided, kept the one
+    // metric above 0 and its alarm in ALARM for good: the next item nearing
+    // its deadline changed no state, and so sent no notice.
+    use hookgate_core::{
+        deadline::{DeadlineReport, Deadlines, NEAR, PAST},
+        ports::{MetricReads, Series},
+    };
+    let m = Memory::with_config(short_ttl());
+    expired_item(&m, "old", 0).await;
+    held_at_ten(&m, "hw6").await;
+    let deadlines = Deadlines::new(m.triage.clone(), m.inbox.clone(), &m.config);
+    let early = at(10 + HOLD_WINDOW - 7 * 86_400 - 1);
+    assert_eq!(
+        deadlines.run(early).await.unwrap(),
+        DeadlineReport { near: 0, past: 1 }
+    );
+    let near = at(10 + HOLD_WINDOW - 7 * 86_400 + 60);
+    assert_eq!(
+        deadlines.run(near).await.unwrap(),
+        DeadlineReport { near: 1, past: 1 }
+    );
+    let read = |metric: &'static str| {
+        let metrics = m.metrics.clone();
+        async move {
+            let sums = metrics
+                .sums(
+                    &[Series::service(metric)],
+                    early,
+                    near.plus(Duration::from_secs(1)),
+                    Duration::from_secs(1),
+                )
+                .await
+                .unwrap();
+            sums[0].iter().map(|(t, v)| (*t, *v)).collect::<Vec<_>>()
+        }
+    };
+    // Each run emits both, 0 included: the near one rises on its own.
+    assert_eq!(read(NEAR).await, vec![(early, 0.0), (near, 1.0)]);
+    assert_eq!(read(PAST).await, vec![(early, 1.0), (near, 1.0)]);
 }

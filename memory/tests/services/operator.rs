@@ -895,3 +895,118 @@ async fn a_limited_callers_page_tokens_carry_nothing_of_another_workspace() {
     every.sort_by_key(|id| id[3..].parse::<u32>().unwrap());
     assert_eq!(all, every);
 }
+
+/// The state `m` was left in by another operator's work done meanwhile.
+type Left = Arc<std::sync::Mutex<Option<State>>>;
+
+#[tokio::test]
+async fn an_approval_is_refused_when_the_item_is_held_again_between_its_check_and_its_write() {
+    // Issue 44, its review: the check of what the maker saw read the item
+    // HELD (hold 1); the first approval committed, its re-run failed and
+    // the item was held again (hold 2) before the retry's write, which
+    // checked the status alone and approved the new hold.
+    let m = Memory::new();
+    attempt(&m, "ra2", DestinationError::Permanent("HTTP 422".into())).await;
+    let item = item_of(&m, "ra2").await;
+    assert_eq!((item.status, item.holds), (TriageStatus::Held, 1));
+    let seen = ItemSeen::of(&item);
+    let left: Left = Arc::default();
+    let (id, slot) = (item.id.clone(), left.clone());
+    let approvals = crate::held::interleaved(&m, &item.id, 1, move |m| {
+        let (id, slot) = (id.clone(), slot.clone());
+        async move {
+            m.approvals()
+                .approve_seen(&id, Some(&seen), "ana", "mapping fixed", at(60))
+                .await
+                .expect("the first approval");
+            m.crm
+                .then(Err(DestinationError::Permanent("HTTP 422".into())));
+            m.worker().process(&message("ra2"), "ra2:2", at(61)).await;
+            *slot.lock().unwrap() = Some(state(&m));
+        }
+    });
+    let creates = || m.crm.creates();
+    let retry = approvals
+        .approve_seen(&item.id, Some(&seen), "ana", "mapping fixed", at(62))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        retry,
+        ApprovalError::Moved {
+            what: format!("triage item {}", item.id),
+            seen: "HELD (hold 1)".into(),
+            found: "HELD (hold 2)".into(),
+        }
+    );
+    let before = left.lock().unwrap().clone().expect("the re-hold meanwhile");
+    assert_eq!(state(&m), before, "a refused retry changes nothing");
+    let made = creates();
+    m.worker().process(&message("ra2"), "ra2:3", at(63)).await;
+    assert_eq!(m.crm.creates(), made, "no second re-run");
+    let held = m.triage.get(&item.id).await.unwrap().unwrap();
+    assert_eq!(
+        (held.status, held.holds, held.decided_by.as_deref()),
+        (TriageStatus::Held, 2, None),
+        "the new hold waits for a decision on it"
+    );
+}
+
+#[tokio::test]
+async fn a_not_found_is_refused_when_the_action_moves_on_between_its_check_and_its_write() {
+    // Issue 44, its review: the retry read the action UNCERTAIN at the
+    // attempt its maker saw; the first "not found" and its re-run (ending
+    // UNCERTAIN again, its item held again) came before the retry's
+    // writes, which checked the status alone and re-ran the new attempt.
+    // Meanwhile after the retry's first read of the item, and after its
+    // claim's (just before the claim's conditional write).
+    for nth in [1, 2] {
+        not_found_moved_on_after_read(nth).await;
+    }
+}
+
+async fn not_found_moved_on_after_read(nth: usize) {
+    let mut m = Memory::new();
+    m.crm.lookup_strategy = true;
+    post(&m.ingress(), &analyzed("rr2"), SECRET).await;
+    for _ in 0..2 {
+        m.crm
+            .then(Err(DestinationError::OutcomeUnknown("timeout".into())));
+    }
+    m.worker().process(&message("rr2"), "rr2:1", NOW).await;
+    let record = m.ledger.records().remove(0);
+    assert_eq!(record.status, ActionStatus::Uncertain);
+    let seen = ActionSeen::of(&record);
+    let uncertain =
+        hookgate_core::triage::worker_item_id("uncertain", &record.key, &record.request_sha256);
+    let left: Left = Arc::default();
+    let (key, slot) = (record.key.clone(), left.clone());
+    let approvals = crate::held::interleaved(&m, &uncertain, nth, move |m| {
+        let (key, slot) = (key.clone(), slot.clone());
+        async move {
+            m.approvals()
+                .reconcile_seen(&key, Some(&seen), None, "ana", at(60))
+                .await
+                .expect("the first not found");
+            let run = m.worker().process(&message("rr2"), "rr2:2", at(61)).await;
+            assert!(matches!(run, MessageOutcome::Done(_)), "{run:?}");
+            *slot.lock().unwrap() = Some(state(&m));
+        }
+    });
+    let retry = approvals
+        .reconcile_seen(&record.key, Some(&seen), None, "ana", at(62))
+        .await
+        .unwrap_err();
+    let moved = m.ledger.get(&record.key).await.unwrap().unwrap();
+    assert_eq!(moved.status, ActionStatus::Uncertain);
+    assert!(moved.attempts > record.attempts, "{moved:?}");
+    assert_eq!(
+        retry,
+        ApprovalError::Moved {
+            what: format!("action {}", record.key),
+            seen: format!("attempt {}", record.attempts),
+            found: format!("UNCERTAIN at attempt {}", moved.attempts),
+        }
+    );
+    let before = left.lock().unwrap().clone().expect("the re-run meanwhile");
+    assert_eq!(state(&m), before, "a refused retry changes nothing ({nth})");
+}

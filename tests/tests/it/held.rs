@@ -135,7 +135,21 @@ async fn held_work_nearing_its_deadline_is_counted_by_the_sweep_for_its_alarm() 
     assert!(
         hookgate_tests::metrics::lines()
             .iter()
-            .any(|l| l["HeldNearDeadline"] == 1.0 && l["service"].is_string()),
-        "counted for the alarm"
+            .any(|l| l["HeldNearDeadline"] == 1.0
+                && l["HeldPastDeadline"] == 0.0
+                && l["service"].is_string()),
+        "counted for its alarm, none past the deadline for the other"
+    );
+    // Past its deadline: counted apart, for its own alarm.
+    let past = record.expires_at.plus(std::time::Duration::from_secs(60));
+    let report = deadlines.run(past).await.unwrap();
+    assert_eq!((report.near, report.past), (0, 1));
+    assert!(
+        hookgate_tests::metrics::lines()
+            .iter()
+            .any(|l| l["HeldNearDeadline"] == 0.0
+                && l["HeldPastDeadline"] == 1.0
+                && l["service"].is_string()),
+        "past the deadline: counted for its own alarm, not the near one's"
     );
 }
