@@ -21,6 +21,8 @@
 
 use std::time::Duration;
 
+use futures_util::StreamExt;
+
 use crate::{
     Timestamp,
     config::Config,
@@ -28,6 +30,9 @@ use crate::{
     ports::{HeldBefore, InboxStore, StoreError},
     triage::TriageStatus,
 };
+
+/// Inbox records one run reads at once.
+const READS: usize = 16;
 
 /// Items one run reads at most (the newest); the count says "at least".
 pub const LIMIT: usize = 500;
@@ -78,12 +83,23 @@ impl<T: HeldBefore, S: InboxStore> Deadlines<T, S> {
             .triage
             .seen_before(TriageStatus::Held, cut, LIMIT)
             .await?;
+        // Their records read a few at a time, in the candidates' order.
+        let records: Vec<Result<Option<_>, StoreError>> = futures_util::stream::iter(&candidates)
+            .map(|item| async move {
+                match &item.inbox_pk {
+                    Some(pk) => self.inbox.get(pk).await,
+                    None => Ok(None),
+                }
+            })
+            .buffered(READS)
+            .collect()
+            .await;
         let mut report = DeadlineReport::default();
-        for item in &candidates {
+        for (item, record) in candidates.iter().zip(records) {
             // An event never stored runs through the ingress: no record,
             // no deadline of the inbox's.
             let Some(pk) = &item.inbox_pk else { continue };
-            let record = self.inbox.get(pk).await?;
+            let record = record?;
             let deadline = match &record {
                 Some(r) if r.status == InboxStatus::Discarded => continue,
                 Some(r) if r.expires_at > horizon => continue,

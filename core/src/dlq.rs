@@ -117,8 +117,7 @@ impl<S: InboxStore, L: Ledger, H: Hold> Triager<S, L, H> {
                 "dead-lettered: held for a decision (triage item {})",
                 item.id
             );
-            let until = self.config.hold_until(pk.provider(), now);
-            self.inbox.keep_until(&pk, now, until).await?;
+            crate::hold::keep_for_hold(&self.inbox, &self.config, &pk, now).await?;
             self.inbox
                 .settle(&pk, InboxStatus::Held, Some(&reason), None)
                 .await?;

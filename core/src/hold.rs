@@ -17,6 +17,21 @@ use crate::{
     triage::{Evidence, TriageClass, TriageItem, TriageSource, TriageStatus, classify, item_id},
 };
 
+/// Keeps the event `pk` for the hold window before work on it is held: an
+/// approval re-opens the event, and must find it live until the held
+/// item's deadline (docs/design.md, "Inbox table"). Every way of holding
+/// (the worker's, the triager's, the ingress's collisions) calls it first.
+pub async fn keep_for_hold<S: crate::ports::InboxStore>(
+    inbox: &S,
+    config: &crate::config::Config,
+    pk: &InboxPk,
+    now: Timestamp,
+) -> Result<(), StoreError> {
+    inbox
+        .keep_until(pk, now, config.hold_until(pk.provider(), now))
+        .await
+}
+
 /// An outage's alerts are grouped per destination in windows of this length.
 pub const ALERT_WINDOW_MS: i64 = 15 * 60 * 1000;
 

@@ -566,8 +566,9 @@ impl<S: InboxStore, Q: ActionQueue, K: SecretSource, H: Hold + FailureStreaks> I
             );
             // Its approval re-runs the stored event: kept for the hold
             // window first, as every hold keeps its event.
-            let until = self.config.hold_until(record.pk.provider(), now);
-            if let Err(e) = self.store.keep_until(&record.pk, now, until).await {
+            if let Err(e) =
+                crate::hold::keep_for_hold(&self.store, &self.config, &record.pk, now).await
+            {
                 return storage_failed(key, &e);
             }
             if let Err(e) = self.holder.hold(&item, now).await {

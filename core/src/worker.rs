@@ -335,8 +335,7 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
         // The event is kept for the hold window first: an approval of what
         // is held re-opens it, and must find it live until the deadline.
         if !holds.is_empty() {
-            let until = self.config.hold_until(pk.provider(), now);
-            self.inbox.keep_until(&pk, now, until).await?;
+            crate::hold::keep_for_hold(&self.inbox, &self.config, &pk, now).await?;
         }
         for hold in &holds {
             self.hold(hold, &pk, now).await?;

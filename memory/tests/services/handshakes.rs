@@ -4,15 +4,10 @@
 //! nothing to the inbox and queues nothing. A forged one is a 401 like any
 //! forgery, and the same binding's events still go to the inbox.
 
-use hookgate_core::{
-    Provider,
-    ingress::WebhookRequest,
-    provider::{Scheme, SignRequest},
-    secret::Secret,
-};
+use hookgate_core::Provider;
 use serde_json::{Value, json};
 
-use crate::support::{Memory, MemoryIngress, NOW, SECRET, config_with};
+use crate::support::{Memory, MemoryIngress, SECRET, config_with, post_signed};
 
 fn memory() -> Memory {
     Memory::with_config(config_with(|text| {
@@ -21,43 +16,6 @@ fn memory() -> Memory {
              [workspaces.ws-1.zoom]\nsecrets = [\"env:WS1_ZOOM\"]\n"
         )
     }))
-}
-
-/// Posts `body` to ws-1's `provider`, signed with `secret` at `NOW`.
-async fn post(
-    ingress: &MemoryIngress,
-    provider: Provider,
-    body: &str,
-    secret: &str,
-) -> (u16, Value) {
-    let scheme = Scheme::fixed(provider).expect("a fixed scheme");
-    let secret = Secret::new(secret);
-    let signed = scheme
-        .sign(&SignRequest::new(body.as_bytes(), &secret, NOW))
-        .expect("signed");
-    let mut headers = http::HeaderMap::new();
-    for (k, v) in &signed {
-        headers.insert(
-            http::HeaderName::from_bytes(k.as_bytes()).expect("a name"),
-            v.parse().expect("a value"),
-        );
-    }
-    let reply = ingress
-        .handle(
-            WebhookRequest {
-                provider: provider.as_str(),
-                workspace: "ws-1",
-                query: "",
-                headers: &headers,
-                body: body.as_bytes(),
-            },
-            NOW,
-        )
-        .await;
-    (
-        reply.status,
-        serde_json::from_str(&reply.body).expect("a JSON answer"),
-    )
 }
 
 #[tokio::test]
@@ -111,4 +69,14 @@ async fn zoom_s_validation_is_answered_with_the_token_under_the_verifying_key() 
     assert_eq!(post(&ingress, Provider::Zoom, empty, SECRET).await.0, 400);
     assert!(memory.inbox.records().is_empty());
     assert!(memory.queue.sent().is_empty());
+}
+
+/// Posts `body` to ws-1's `provider`, signed with `secret` at `NOW`.
+async fn post(
+    ingress: &MemoryIngress,
+    provider: Provider,
+    body: &str,
+    secret: &str,
+) -> (u16, Value) {
+    post_signed(ingress, provider, body, secret, &[]).await
 }

@@ -4,15 +4,10 @@
 //! fresh event id is a duplicate, and under a topic its body contradicts it
 //! is refused before any rule can run.
 
-use hookgate_core::{
-    Provider,
-    ingress::WebhookRequest,
-    provider::{Scheme, SignRequest},
-    secret::Secret,
-};
+use hookgate_core::Provider;
 use serde_json::Value;
 
-use crate::support::{Memory, MemoryIngress, NOW, SECRET, config_with};
+use crate::support::{Memory, MemoryIngress, SECRET, config_with, post_signed};
 
 fn memory() -> Memory {
     Memory::with_config(config_with(|text| {
@@ -31,38 +26,7 @@ async fn post(
     body: &str,
     extra: &[(&str, &str)],
 ) -> (u16, Value) {
-    let scheme = Scheme::fixed(provider).expect("a fixed scheme");
-    let secret = Secret::new(SECRET);
-    let signed = scheme
-        .sign(&SignRequest::new(body.as_bytes(), &secret, NOW))
-        .expect("signed");
-    let mut headers = http::HeaderMap::new();
-    for (k, v) in signed
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .chain(extra.iter().copied())
-    {
-        headers.insert(
-            http::HeaderName::from_bytes(k.as_bytes()).expect("a name"),
-            v.parse().expect("a value"),
-        );
-    }
-    let reply = ingress
-        .handle(
-            WebhookRequest {
-                provider: provider.as_str(),
-                workspace: "ws-1",
-                query: "",
-                headers: &headers,
-                body: body.as_bytes(),
-            },
-            NOW,
-        )
-        .await;
-    (
-        reply.status,
-        serde_json::from_str(&reply.body).unwrap_or(Value::Null),
-    )
+    post_signed(ingress, provider, body, SECRET, extra).await
 }
 
 fn verdict(answer: &(u16, Value)) -> (u16, Option<&str>) {

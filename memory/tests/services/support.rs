@@ -335,3 +335,51 @@ impl Memory {
         )
     }
 }
+
+/// Posts `body` to ws-1's `provider`, signed with `secret` at `NOW` by the
+/// provider's own scheme, with `extra` headers set over the signed ones
+/// (an unsigned header a test changes): the answer's status and JSON.
+pub async fn post_signed(
+    ingress: &MemoryIngress,
+    provider: hookgate_core::Provider,
+    body: &str,
+    secret: &str,
+    extra: &[(&str, &str)],
+) -> (u16, serde_json::Value) {
+    let scheme = Scheme::fixed(provider).expect("a fixed scheme");
+    let secret = Secret::new(secret);
+    let signed = scheme
+        .sign(&hookgate_core::provider::SignRequest::new(
+            body.as_bytes(),
+            &secret,
+            NOW,
+        ))
+        .expect("signed");
+    let mut headers = http::HeaderMap::new();
+    for (k, v) in signed
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .chain(extra.iter().copied())
+    {
+        headers.insert(
+            http::HeaderName::from_bytes(k.as_bytes()).expect("a name"),
+            v.parse().expect("a value"),
+        );
+    }
+    let reply = ingress
+        .handle(
+            WebhookRequest {
+                provider: provider.as_str(),
+                workspace: "ws-1",
+                query: "",
+                headers: &headers,
+                body: body.as_bytes(),
+            },
+            NOW,
+        )
+        .await;
+    (
+        reply.status,
+        serde_json::from_str(&reply.body).expect("a JSON answer"),
+    )
+}
