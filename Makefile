@@ -21,7 +21,7 @@ TRANSFORMED := target/infra/template.json
 export CARGO_PROFILE_DEV_DEBUG ?= 0
 export HOOKGATE_EMULATOR_PYTHON ?= $(VENV_PY)
 
-.PHONY: test test-build integration-tests simulator-cases lint-rust lint-infra check lambda-trees docs-img browser-tools console sim mutants fuzz fuzz-smoke fuzz-tools venv tools scan-venv infra-transform infra-check infra-selftest lint docs-check build cli-check local-smoke coldstart-smoke perf perf-smoke invoke-fixtures bench coldstart emulator local demo deploy sam-build deploy-check clean
+.PHONY: test test-build integration-tests simulator-cases lint-rust lint-infra check lambda-trees docs-img browser-tools console sim mutants fuzz fuzz-smoke fuzz-tools venv tools scan-venv infra-transform infra-check infra-selftest lint docs-check build cli-check local-smoke coldstart-smoke perf perf-smoke invoke-fixtures bench coldstart emulator emulator-check local demo demo-check deploy sam-build deploy-check clean
 
 ## test: everything CI checks, cheapest first, so the first failure comes
 ## soonest: (1) make check, the inner loop; (2) the infra and lint stage:
@@ -30,8 +30,9 @@ export HOOKGATE_EMULATOR_PYTHON ?= $(VENV_PY)
 ## (3) the emulator-backed integration tests (recording every AWS call and
 ## EMF line), the console in headless Chromium, the simulator's regression
 ## seeds and SIM_CASES fresh scenarios, make local's script with the operator
-## CLI against its stack (its AWS calls recorded too), then the IAM and alarm
-## checks over the recordings; (4) every fixture through cargo lambda, the
+## CLI against its stack (its AWS calls recorded too), the emulator's own
+## tests and the README's make demo at its default size (recorded too), then
+## the IAM and alarm checks over the recordings; (4) every fixture through cargo lambda, the
 ## operator CLI standing alone, the coldstart, perf and fuzz smoke runs, and
 ## make deploy's refusals. Each stage prints its wall time, and the last line
 ## the table and the total (scripts/stage.sh).
@@ -51,6 +52,9 @@ test:
 	@# in their own target directory): the tests mostly wait on the emulator.
 	@$(STAGE) integration+simulator $(MAKE) -j2 -Otarget integration-tests simulator-cases
 	@$(STAGE) local-smoke env HOOKGATE_CALL_LOG=$(CURDIR)/$(CALL_LOG) $(MAKE) local-smoke
+	@# The README's make demo at its default size, alone (its latency is the
+	@# machine's), its calls recorded for the IAM check; the emulator's own tests first.
+	@$(STAGE) demo env HOOKGATE_CALL_LOG=$(CURDIR)/$(CALL_LOG) $(MAKE) emulator-check demo-check
 	@$(STAGE) iam-alarm-check $(MAKE) iam-check alarm-check
 	@$(STAGE) invoke-fixtures $(MAKE) invoke-fixtures
 	@$(STAGE) cli-check $(MAKE) cli-check lambda-trees
@@ -75,9 +79,10 @@ simulator-cases:
 		cargo test --release -p hookgate-memory --test sim -- every_simulated_scenario the_regression_seeds
 
 ## check: the inner loop (its times after a one-line change and from a
-## fresh clone: docs/performance.md, "Build times"). No Python, Node, Chromium
-## or emulator: cargo fmt, the pure crates' dependency trees (no AWS SDK,
-## scripts/check_pure.sh), clippy and the tests of hookgate-core,
+## fresh clone: docs/performance.md, "Build times"). No Node, Chromium, venv
+## or emulator (only the system's python3, for the length script): cargo fmt, the pure crates' dependency trees (no AWS SDK,
+## scripts/check_pure.sh), the action path's function lengths
+## (scripts/check_fn_length.py), clippy and the tests of hookgate-core,
 ## hookgate-operator and hookgate-memory (the core's unit tests, the
 ## operator's pages, the contract suites on the memory ports, the service
 ## tests with the operator's decisions and reads, CHECK_CASES simulator
@@ -98,6 +103,8 @@ check:
 	@echo "make check: simulator seed $(SIM_SEED) (replay: make check SIM_SEED=$(SIM_SEED))"
 	cargo fmt --all -- --check
 	scripts/check_pure.sh
+	scripts/check_fn_length.py 60 core/src/worker*.rs core/src/destination*.rs core/src/failure.rs \
+		$$(find core/src/vendor -name '*.rs') adapters/src/crm.rs
 	@# clippy beside the test build, one on each core: clippy in its own
 	@# target directory (CLIPPY_TARGET, shared with make lint's), so neither
 	@# waits for the other's lock.
@@ -331,6 +338,12 @@ console:
 	cargo build -p hookgate-cli
 	scripts/console-local.sh $(ARGS)
 
+## emulator-check: the emulator's own tests (emulator/test_server.py): SQS's
+## receives, deletes, visibility changes and sends on one queue serialised,
+## long polls still concurrent.
+emulator-check: venv
+	$(VENV_PY) -m unittest emulator/test_server.py
+
 ## emulator: the local AWS on 127.0.0.1:$(PORT) in the foreground (Ctrl-C stops it).
 PORT ?= 5000
 emulator: venv
@@ -344,12 +357,19 @@ docs-img: venv browser-tools
 
 ## demo: a realistic day of webhooks through the whole local pipeline, with a
 ## report (target/demo/report.{json,html}); fails on a duplicate effect or a
-## lost event. `make demo EVENTS=2000` scales it up.
+## lost event (any of its 12 invariants). `make demo EVENTS=2000` scales it
+## up. make test runs it at the default size (its own stage).
 EVENTS ?= 300
 SEED ?= 42
 demo: venv
 	cargo build --workspace --bins
 	target/debug/hookgate-dev demo --events $(EVENTS) --seed $(SEED) --out target/demo
+
+## demo-check: make demo, then what its report must show beyond the exit
+## code: every staged failure class in triage and decided, both report files
+## (dev/check-demo-report.py). make test's demo stage.
+demo-check: demo
+	$(VENV_PY) dev/check-demo-report.py target/demo
 
 ## deploy: resolve and check the stack's parameters and the config, sam build,
 ## sam deploy without prompting (your AWS credentials; GUIDED=1 prompts).

@@ -7,6 +7,18 @@ Why a wrapper and not `moto_server`:
   Requests whose X-Amz-Target starts with "DynamoDB" are therefore served one at
   a time under one lock, as DynamoDB's per-item atomicity promises. SQS (and
   everything else) stays concurrent, so long polls do not block writes.
+  A DynamoDB request whose client hung up while it waited for the lock is not
+  served (`SerializeDynamoDB`).
+* moto 5.2.5's SQS is not safe under concurrent requests either: two receives
+  moved one message to the DLQ twice (the second answered 500, `ValueError:
+  list.remove(x): x not in list`). One queue's receives, deletes, visibility
+  changes and sends are serialised on that queue, a long poll waiting outside
+  the lock (`serialize_queues`; emulator/test_server.py, `make emulator-check`).
+* moto's dispatcher looks each request's backend up anew, listing its package
+  directory under a lock every request takes; its UpdateItem parses the
+  expression twice. Both answers are remembered (`Dispatcher`,
+  `remember_update_expressions`): on a busy machine the lookup's ~150 stat
+  calls each waited for the GIL, and every request behind them.
 * Port 0 picks a free port; the chosen one is printed as the first line,
   `listening 127.0.0.1:PORT`, for the harness to read.
 * `GET /_hookgate/requests` answers how many requests it served, per client
@@ -15,7 +27,11 @@ Why a wrapper and not `moto_server`:
   would bill them. An app named `NAME.tag` is counted apart, with the read
   units of its DynamoDB reads (`read_units`, computed from the items
   returned: `read_units()` says how), and is NAME in the call log, so a
-  test meters its own calls under its function's policy.
+  test meters its own calls under its function's policy. It also answers
+  the `seconds` this server took per app and operation (a long poll's wait
+  included) and, under `dynamodb`, the seconds requests waited for the
+  DynamoDB lock and how many it did not serve because their client had hung
+  up (`abandoned`): the emulator's own share of the demo's latency.
 * The server exits when its standard input closes, so it never outlives the
   test process or `make` recipe that started it, even after a crash.
 * `POST /_hookgate/faults` makes the next DynamoDB write of an operation on
@@ -50,6 +66,7 @@ import io
 import json
 import os
 import re
+import socket
 import sys
 import threading
 import time
@@ -62,19 +79,155 @@ from werkzeug.serving import WSGIRequestHandler, make_server
 
 
 class SerializeDynamoDB:
-    """WSGI middleware: one DynamoDB request at a time, the rest untouched."""
+    """WSGI middleware: one DynamoDB request at a time, the rest untouched.
+
+    A request whose client hung up while it waited for the lock (the SDK
+    closes the connection when an attempt times out, and tries again) is
+    not served: behind a backlog, serving it would only lengthen the wait
+    of the attempt that replaced it, and commit a write its client has given
+    up on. AWS may or may not have run such a request; not running it is
+    one of the outcomes a client must expect. Counted as `abandoned`."""
 
     def __init__(self, app):
         self.app = app
         self.lock = threading.Lock()
+        self.abandoned = 0
+        self.waited = 0.0  # seconds spent waiting for the lock, all requests together
 
     def __call__(self, environ, start_response):
         target = environ.get("HTTP_X_AMZ_TARGET", "")
         if not target.startswith("DynamoDB"):
             return self.app(environ, start_response)
+        asked = time.perf_counter()
         with self.lock:
+            self.waited += time.perf_counter() - asked
+            if hung_up(environ):
+                self.abandoned += 1
+                start_response("503 Service Unavailable", [("Content-Type", "application/x-amz-json-1.0")])
+                return [b'{"__type":"com.amazonaws.dynamodb.v20120810#ServiceUnavailable",'
+                        b'"message":"the client hung up before it was served"}']
             # Consume the whole response inside the lock: moto may build it lazily.
             return list(self.app(environ, start_response))
+
+
+def hung_up(environ):
+    """Whether the request's client closed its connection: a peek that
+    finds the end of the stream (a waiting client sends nothing more)."""
+    connection = environ.get("werkzeug.socket")
+    if connection is None:
+        return False
+    try:
+        return connection.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
+class Dispatcher(DomainDispatcherApplication):
+    """moto's dispatcher with each host's backend found once.
+
+    moto 5.2.5 looks the backend up for every request, under a lock every
+    request takes: it lists moto's package directory (one stat per service,
+    about 150) and matches the services' URL patterns. Each stat gives up
+    the GIL and must win it back, which on a busy machine (every core taken
+    by a build) can wait a switch interval each time: the lookup, and every
+    request queued behind its lock, slowed with the machine's load. The
+    answer depends on the host only, so it is remembered."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.found = {}
+
+    def get_backend_for_host(self, host):
+        # Called under self.lock (moto's get_application).
+        if host not in self.found:
+            self.found[host] = super().get_backend_for_host(host)
+        return self.found[host]
+
+
+def serialize_queues():
+    """One queue's receives, deletes, visibility changes and sends, one at a
+    time; a long poll waits outside the lock.
+
+    moto 5.2.5 reads and rewrites a queue's message list unlocked: two
+    receives could both move one message to the DLQ (the second answered
+    500, `ValueError: list.remove(x): x not in list`, and the DLQ held it
+    twice), both hand out one message, or a delete drop a message sent
+    meanwhile. Each pass of a receive, each delete, visibility change, send
+    (the DLQ's too) and purge now holds the queue's own lock (moto's
+    `_messages_lock`, a reentrant Condition); between passes a long poll
+    waits on that Condition with the lock released, woken by a send, and
+    every 0.2 s for a message whose visibility ran out, so long polls stay
+    concurrent with everything else."""
+    from moto.sqs.models import Queue, SQSBackend
+
+    receive, delete = SQSBackend.receive_message, Queue.delete_message
+    change, add, purge = SQSBackend.change_message_visibility, Queue.add_message, SQSBackend.purge_queue
+
+    def receive_message(self, queue_name, count, wait_seconds_timeout, visibility_timeout,
+                        message_attribute_names=None):
+        queue = self.get_queue(queue_name)
+        ends = time.monotonic() + (wait_seconds_timeout or 0)
+        with queue._messages_lock:
+            while True:
+                # One pass, no wait: moto's loop breaks after a pass when the wait is 0.
+                result = receive(self, queue_name, count, 0, visibility_timeout, message_attribute_names)
+                left = ends - time.monotonic()
+                if result or left <= 0:
+                    return result
+                queue._messages_lock.wait(min(left, 0.2))  # releases the lock while it waits
+
+    def delete_message(self, receipt_handle):
+        with self._messages_lock:
+            return delete(self, receipt_handle)
+
+    def change_message_visibility(self, queue_name, receipt_handle, visibility_timeout):
+        with self.get_queue(queue_name)._messages_lock:
+            return change(self, queue_name, receipt_handle, visibility_timeout)
+
+    def add_message(self, message):
+        with self._messages_lock:
+            return add(self, message)
+
+    def purge_queue(self, queue_name):
+        with self.get_queue(queue_name)._messages_lock:
+            return purge(self, queue_name)
+
+    SQSBackend.receive_message = receive_message
+    Queue.delete_message = delete_message
+    SQSBackend.change_message_visibility = change_message_visibility
+    Queue.add_message = add_message
+    SQSBackend.purge_queue = purge_queue
+
+
+def remember_update_expressions():
+    """Each UpdateExpression parsed once.
+
+    moto 5.2.5 parses an UpdateItem's expression twice per request (the
+    request's checks, then the update), under the DynamoDB lock, and its
+    parser is slow: for the ingress's upsert (ten attributes set if absent,
+    the tokens, a count) the two parses were about a fifth of the request's
+    time. An expression's tree depends on its text only, and moto never
+    changes it (its Validator works on a deep copy), so the tree of each
+    text is kept."""
+    from moto.dynamodb.parsing import expressions
+
+    parse = expressions.UpdateExpressionParser.make.__func__
+    trees = {}
+    lock = threading.Lock()
+
+    def make(cls, expression_str):
+        with lock:
+            tree = trees.get(expression_str)
+        if tree is None:
+            tree = parse(cls, expression_str)
+            with lock:
+                if len(trees) < 1024:
+                    trees[expression_str] = tree
+        return tree
+
+    expressions.UpdateExpressionParser.make = classmethod(make)
 
 
 APP = re.compile(r"\bapp/([^ ]+)")
@@ -160,11 +313,13 @@ class CountRequests:
     read units of the DynamoDB reads of each app metered apart (`NAME.tag`,
     `read_units`)."""
 
-    def __init__(self, app):
+    def __init__(self, app, serialized=None):
         self.app = app
+        self.serialized = serialized  # the SerializeDynamoDB inside, for its figures
         self.lock = threading.Lock()
         self.counts = {}
         self.units = {}
+        self.seconds = {}
 
     @staticmethod
     def operation(environ):
@@ -181,7 +336,11 @@ class CountRequests:
     def __call__(self, environ, start_response):
         if environ.get("PATH_INFO") == "/_hookgate/requests":
             with self.lock:
-                body = json.dumps({"requests": self.counts, "read_units": self.units}).encode()
+                figures = {"requests": self.counts, "read_units": self.units, "seconds": self.seconds}
+                if self.serialized:
+                    figures["dynamodb"] = {"abandoned": self.serialized.abandoned,
+                                           "lock_wait_seconds": round(self.serialized.waited, 3)}
+                body = json.dumps(figures).encode()
             start_response("200 OK", [("Content-Type", "application/json")])
             return [body]
         app = app_of(environ)
@@ -189,6 +348,18 @@ class CountRequests:
         with self.lock:
             per_app = self.counts.setdefault(app, {})
             per_app[op] = per_app.get(op, 0) + 1
+        started = time.perf_counter()
+        try:
+            return self.serve(environ, start_response, app, op)
+        finally:
+            # The time this server took for the request (moto builds its
+            # answers whole; a long poll's wait included), per app and operation.
+            took = time.perf_counter() - started
+            with self.lock:
+                per_app = self.seconds.setdefault(app, {})
+                per_app[op] = per_app.get(op, 0.0) + took
+
+    def serve(self, environ, start_response, app, op):
         # Only a client metered apart (`NAME.tag`) has its reads sized: the
         # other requests are served as they come.
         if ("." not in app or op not in DYNAMODB_READS
@@ -771,7 +942,10 @@ def main():
                              "(werkzeug closes each one); `make perf` uses it")
     args = parser.parse_args()
 
-    app = CountRequests(LoseAnswers(SerializeDynamoDB(CloudWatchCbor(DomainDispatcherApplication(create_backend_app)))))
+    serialize_queues()
+    remember_update_expressions()
+    serialized = SerializeDynamoDB(CloudWatchCbor(Dispatcher(create_backend_app)))
+    app = CountRequests(LoseAnswers(serialized), serialized)
     if os.environ.get("HOOKGATE_CALL_LOG"):
         app = RecordCalls(app, os.environ["HOOKGATE_CALL_LOG"])
     if args.keep_alive:

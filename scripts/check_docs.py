@@ -10,7 +10,10 @@ scripts/provision.py holds, no more and no less, and every template
 parameter's default the Markdown quotes (`Name` followed by a number, or by
 "default" and a number) is the template's, and every count of tests a
 paragraph gives for a suite it names (`memory/tests/services/` … 76 tests)
-is the suite's, unless the paragraph names the commit it was counted at."""
+is the suite's, unless the paragraph names the commit it was counted at,
+and every Rust name ARCHITECTURE.md's walk of one webhook quotes (a type,
+`Type::method`, `module::function`, `path.rs::function`) is defined in the
+code."""
 
 import ast
 import pathlib
@@ -153,6 +156,59 @@ def quoted_count_problems(files):
     return problems
 
 
+WALK_DOC = "ARCHITECTURE.md"
+WALK_HEADING = "## One webhook, end to end"
+# A quoted Rust name: `Type`, `Type::name`, `module::name`, `path/file.rs::name`.
+QUOTED_NAME = re.compile(r"`((?:[\w/.-]+\.rs::|[A-Za-z_]\w*::)?[A-Za-z_]\w*)`")
+DEFINITION = r"(?:struct|enum|trait|type|fn|const|static|mod)\s+{}\b"
+
+
+def has_method(texts, owner, name):
+    """Whether some `impl … Owner {…}` or `trait Owner {…}` block of `texts`
+    (up to the next item at the margin) defines `fn name`."""
+    owned = re.escape(owner)
+    block = re.compile(r"^(?:pub )?(?:impl\b[^{;]*\b" + owned + r"\b[^{;]*|trait " + owned
+                       + r"\b[^{;]*)\{", re.M)
+    method = re.compile(r"\bfn {}\b".format(re.escape(name)))
+    for text in texts:
+        for m in block.finditer(text):
+            end = re.compile(r"^\}", re.M).search(text, m.end())
+            if method.search(text[m.end(): end.start() if end else len(text)]):
+                return True
+    return False
+
+
+def walk_problems(files):
+    """The Rust names the walk of one webhook quotes that no source defines."""
+    text = (ROOT / WALK_DOC).read_text()
+    walk = text.split(WALK_HEADING, 1)[1]
+    sources = {p.relative_to(ROOT).as_posix(): p.read_text(errors="replace")
+               for p in files if p.suffix == ".rs"}
+    everything = "\n".join(sources.values())
+
+    def defined(name, within=None):
+        pattern = re.compile(DEFINITION.format(re.escape(name)))
+        return bool(pattern.search(sources.get(within, "") if within else everything))
+
+    out = []
+    for quoted in QUOTED_NAME.findall(walk):
+        owner, _, name = quoted.rpartition("::")
+        if owner.endswith(".rs"):
+            ok = owner in sources and defined(name, owner)
+        elif owner[:1].isupper():
+            ok = defined(owner) and has_method(sources.values(), owner, name)
+        elif owner:
+            modules = [p for p in sources if p.endswith((f"/{owner}.rs", f"/{owner}/mod.rs"))]
+            ok = any(defined(name, p) for p in modules)
+        elif name[:1].isupper() and not name.isupper():
+            ok = defined(name)
+        else:
+            continue
+        if not ok:
+            out.append(f"{WALK_DOC}: the walk names `{quoted}`, which no Rust source defines")
+    return out
+
+
 def main():
     problems = []
     readme_lines = len((ROOT / "README.md").read_text().splitlines())
@@ -163,6 +219,7 @@ def main():
     tops = {p.relative_to(ROOT).parts[0] for p in files if len(p.relative_to(ROOT).parts) > 1}
     problems += quoted_default_problems(files)
     problems += quoted_count_problems(files)
+    problems += walk_problems(files)
     for path in files:
         rel = path.relative_to(ROOT)
         if (path.suffix in SOURCE_SUFFIXES or path.suffix == ".md" or path.name == "Makefile") \
@@ -188,7 +245,7 @@ def main():
         sys.exit(1)
     print(f"docs-check ok: README {readme_lines} lines; links and named documents resolve "
           f"across {len(files)} files; {LOCAL_OUTPUTS_DOC} lists the local stack's outputs; "
-          f"the parameter defaults and suite sizes quoted are true")
+          f"the parameter defaults and suite sizes quoted are true; the walk's names are defined")
 
 
 

@@ -261,6 +261,7 @@ def failure_classes(template, functions, rule_name):
         ("dispatch failure", metric_is("hookgate", "DispatchFailures", svc)),
         ("uncertain actions", metric_is("hookgate", "ActionsUncertain", svc)),
         ("destination errors spike", metric_is("hookgate", "DestinationErrors", svc)),
+        ("destination throttling", metric_is("hookgate", "DestinationThrottles", svc)),
         ("duplicates spike", metric_is("hookgate", "Duplicates", svc)),
         ("sweep sends failed", metric_is("hookgate", "SweepDispatchFailures", svc)),
         ("the sweep stopped running (missing data breaching)",

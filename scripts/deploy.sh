@@ -89,6 +89,18 @@ rustup target list --installed | grep -q aarch64-unknown-linux-gnu \
 export SAM_CLI_TELEMETRY=0 SAM_CLI_BETA_RUST_CARGO_LAMBDA=1 PATH="$PWD/.venv-tools/bin:$PATH"
 # SAM reads a relative --config-file from the template's folder: absolute paths.
 sam build --template infra/template.yaml --config-file "$PWD/infra/samconfig.toml"
+# The configuration goes with the stack: into the built template's Metadata
+# (Hookgate::Config), deployed as JSON (--use-json), where `hookgate --stack`
+# reads it with GetTemplate (the operator's Read policy, ReadDeployedConfig).
+# It holds secret references only: check-config refuses a literal secret.
+.venv-tools/bin/python - "$CONFIG" <<'PY'
+import sys
+from samcli.yamlhelper import yaml_dump, yaml_parse
+path = ".aws-sam/build/template.yaml"
+template = yaml_parse(open(path, encoding="utf-8").read())
+template.setdefault("Metadata", {})["Hookgate::Config"] = open(sys.argv[1], encoding="utf-8").read()
+open(path, "w", encoding="utf-8").write(yaml_dump(template))
+PY
 [ "${BUILD_ONLY:-}" = 1 ] && exit 0
 if [ "${GUIDED:-}" = 1 ]; then
   # --guided saves its answers (the e-mail address too) into the config file
@@ -97,12 +109,12 @@ if [ "${GUIDED:-}" = 1 ]; then
   GUIDED_CONFIG="$(cd "$STATE" && pwd)/samconfig-$STACK.toml"
   cp infra/samconfig.toml "$GUIDED_CONFIG"
   sam deploy --guided --config-file "$GUIDED_CONFIG" --stack-name "$STACK" \
-    --s3-prefix "$STACK" \
+    --s3-prefix "$STACK" --use-json \
     --parameter-overrides "${OVERRIDES[@]}"
 else
   # Artifacts under the stack's own prefix: the deployer's policies grant no more.
   sam deploy --config-file "$PWD/infra/samconfig.toml" --stack-name "$STACK" --s3-prefix "$STACK" \
-    --parameter-overrides "${OVERRIDES[@]}"
+    --use-json --parameter-overrides "${OVERRIDES[@]}"
 fi
 # Deployed: what the stack now runs with is what the next deploy starts from.
 .venv/bin/python scripts/deploy_params.py --stack "$STACK" --state "$STATE" --save-deployed

@@ -32,7 +32,8 @@ export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test
 "$PY" scripts/provision.py --endpoint "$AWS_ENDPOINT_URL" \
   --stack-name hookgate-local --webhook-url "http://127.0.0.1:$PORT" \
   --param MaxReceiveCount=3 --param ActionQueueVisibilitySeconds=3 \
-  --param ActionTimeoutSeconds=3 --param EventSource=aws.connect > .local/stack.env
+  --param ActionTimeoutSeconds=3 --param EventSource=aws.connect \
+  --config .local/local.toml > .local/stack.env
 # KEY=value lines, taken verbatim: `source` would strip the quotes out of
 # HOOKGATE_LOCAL_FUNCTIONS's JSON.
 while IFS= read -r line; do [[ -n $line ]] && export "$line"; done < .local/stack.env

@@ -21,8 +21,10 @@ Then it registers the stack in the emulator's CloudFormation (CreateStack,
 `--stack-name`, default `hookgate-local`), so `hookgate --stack NAME` finds it
 as it finds a deployed one: a template of one
 `AWS::CloudFormation::WaitConditionHandle` whose literal Outputs are every
-Output of the template, resolved against what was created here, and whose
-Parameters are the template's, with the values used. An Output whose resource
+Output of the template, resolved against what was created here, whose
+Parameters are the template's, with the values used, and whose Metadata holds
+the configuration `--config` names (`Hookgate::Config`, as `make deploy`
+puts it in the deployed template), which `hookgate --stack` reads. An Output whose resource
 is not created locally (the HTTP API, the functions, the config layer, the
 dashboard) takes its value from `LOCAL_OUTPUTS` instead (docs/local.md, "The
 local stack's outputs", lists the same; `make docs-check` compares them).
@@ -520,12 +522,20 @@ def stack_outputs(template, resolver, stack, webhook_url, local=None):
     return outputs
 
 
-def registration(template, params, outputs):
+# The template Metadata key that holds the deployed configuration (TOML
+# text), where scripts/deploy.sh puts it and `hookgate --stack` reads it
+# (cli/src/stack.rs, CONFIG_METADATA).
+CONFIG_METADATA = "Hookgate::Config"
+
+
+def registration(template, params, outputs, config=None):
     """The template CreateStack is given, and its Parameters: one wait
-    condition handle (no resource of its own), literal Outputs, and the
-    template's Parameters (as strings) with the values used."""
+    condition handle (no resource of its own), literal Outputs, the
+    template's Parameters (as strings) with the values used, and the
+    configuration the stack runs with (`config`, its text) in its Metadata."""
     names = list(template.get("Parameters", {}))
     body = {
+        **({"Metadata": {CONFIG_METADATA: config}} if config is not None else {}),
         "AWSTemplateFormatVersion": "2010-09-09",
         "Description": "hookgate's local stack, registered by scripts/provision.py: "
                       "its resources exist in this emulator, its outputs name them",
@@ -539,9 +549,9 @@ def registration(template, params, outputs):
     return body, values
 
 
-def register(cloudformation, stack, template, params, outputs):
+def register(cloudformation, stack, template, params, outputs, config=None):
     """Registers the stack (again: DeleteStack first when it exists)."""
-    body, values = registration(template, params, outputs)
+    body, values = registration(template, params, outputs, config)
     try:
         cloudformation.describe_stacks(StackName=stack)
         cloudformation.delete_stack(StackName=stack)
@@ -561,6 +571,8 @@ def main():
                         help="the local runner's URL, the WebhookBaseUrl output (default: make local's)")
     parser.add_argument("--param", action="append", default=[], help="Name=value")
     parser.add_argument("--template", default=str(TEMPLATE))
+    parser.add_argument("--config", help="the configuration the stack runs with, registered in its "
+                                         "template's Metadata as make deploy does (hookgate --stack reads it)")
     parser.add_argument("--settings-only", action="store_true",
                         help="print only HOOKGATE_LOCAL_FUNCTIONS (no emulator)")
     args = parser.parse_args()
@@ -594,8 +606,9 @@ def main():
     client = emulator_clients(args.endpoint)
     names, urls, events_url = provision(template, resolver, args.stack, client)
     template_params = {name: params[name] for name in template.get("Parameters", {})}
+    config = Path(args.config).read_text() if args.config else None
     register(client("cloudformation"), args.stack, template, template_params,
-             stack_outputs(template, resolver, args.stack, args.webhook_url))
+             stack_outputs(template, resolver, args.stack, args.webhook_url), config)
     out = {
         "HOOKGATE_INBOX_TABLE": names["InboxTable"],
         "HOOKGATE_ACTIONS_TABLE": names["ActionsTable"],

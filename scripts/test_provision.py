@@ -12,6 +12,7 @@ Output that resolves nor one the template lacks.
 """
 
 import copy
+import json
 import subprocess
 import sys
 import unittest
@@ -100,6 +101,14 @@ class LocalStackOutputs(unittest.TestCase):
         self.assertEqual(given["MaxReceiveCount"], "3")
         self.assertEqual(given["InboxTtlSeconds"], str(self.template["Parameters"]["InboxTtlSeconds"]["Default"]))
         self.assertTrue(all(isinstance(v, str) for v in given.values()))
+        self.assertNotIn("Metadata", body)
+
+    def test_the_registration_holds_the_configuration_where_make_deploy_puts_it(self):
+        params = {name: p.get("Default") for name, p in self.template["Parameters"].items()}
+        text = "[workspaces.ws-42.retell]\nsecrets = [\"env:X\"]\n"
+        body, _ = provision.registration(self.template, params, self.outputs(), text)
+        self.assertEqual(body["Metadata"], {"Hookgate::Config": text})
+        self.assertEqual(json.loads(json.dumps(body))["Metadata"]["Hookgate::Config"], text)
 
 
 class Refusal(unittest.TestCase):

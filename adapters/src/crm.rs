@@ -1,20 +1,15 @@
-//! CRM destinations over HTTP: a generic task API with an idempotency header,
-//! Salesforce-style upsert by External ID, HubSpot-style batch upsert by
-//! `idProperty` (or create + search, for the lookup strategy).
+//! The one HTTP adapter for every CRM vendor: it sends the [`Call`]s a
+//! vendor builds (`hookgate_core::vendor`) and hands the answers back to
+//! the vendor to read, with what every vendor shares around them: the
+//! bearer token, the destination's rate limit, its timeout and the limit on
+//! what is read.
 //!
-//! The two lookup destinations, `http` (`GET /tasks?external_ref=…`) and
-//! `hubspot` (`crm/v3/objects/tasks/search`), have a search lag of 10 s by
-//! default (`search_lag_secs`; docs/design.md, "Search lag"): a "not
-//! found" from them is trusted only that long after an earlier attempt
-//! may have created the task.
-//!
-//! Every adapter sends the action key as the thing that makes a repeat
-//! harmless (header, external id, id property) and classifies failures the
-//! same way: connection refused, 5xx, 408, 429 → retryable (the destination
-//! is down); other 4xx → permanent; a timeout or a connection lost after the
-//! request went out → outcome unknown. An answer longer than
-//! [`MAX_ANSWER_BYTES`] is not read: its status decides, and a 2xx is an
-//! unknown outcome (the effect may exist).
+//! A failure before any answer is classified here: a connection refused
+//! never reached the CRM (retryable); a timeout or a connection lost after
+//! the request went out may have made the effect (outcome unknown). A
+//! non-2xx answer is what its vendor says it is ([`Vendor::refusal`]). An
+//! answer longer than [`MAX_ANSWER_BYTES`] is not read: its status decides,
+//! and a 2xx is an unknown outcome (the effect may exist).
 //!
 //! The bearer token (`auth`) is resolved at the first call that needs it,
 //! through the process's [`SecretSource`] (cached and refreshed there), never
@@ -30,7 +25,7 @@
 //! sent), and the second request gets what is left.
 
 use std::{
-    sync::{Arc, Mutex},
+    sync::{Arc, Mutex, PoisonError},
     time::Duration,
 };
 
@@ -39,19 +34,16 @@ use tokio::time::{Instant, timeout_at};
 use hookgate_core::{
     Timestamp,
     action::{ActionKey, ActionRequest},
-    config::{DestinationConfig, DestinationKind},
-    destination::{Destination, DestinationError, Strategy},
+    config::DestinationConfig,
+    destination::{Destination, Strategy},
+    failure::{Failure, FailureKind},
     pace::TokenBucket,
     secret::{Secret, SecretError, SecretRef, SecretSource},
+    vendor::{Answer, Auth, Call, Method, Target, Vendor, VendorRef},
 };
 use reqwest::{Client, RequestBuilder, Response, StatusCode, Url};
-use serde_json::{Value, json};
 
 use crate::AwsSecrets;
-
-/// The HubSpot property tasks are upserted and searched by.
-pub const HUBSPOT_ID_PROPERTY: &str = "hookgate_action_key";
-const SALESFORCE_UPSERT: &str = "services/data/v60.0/sobjects/Task/External_Id__c";
 
 /// The most of a CRM's answer that is read. An answer we use is an id or a
 /// short error; reading whatever arrives would let a broken or hostile
@@ -63,7 +55,7 @@ pub const MAX_ANSWER_BYTES: usize = 1024 * 1024;
 /// destination of the process, so each reference is cached once).
 #[derive(Debug)]
 pub struct CrmDestination<K = AwsSecrets> {
-    kind: DestinationKind,
+    kind: VendorRef,
     strategy: Strategy,
     base: Url,
     client: Client,
@@ -75,6 +67,9 @@ pub struct CrmDestination<K = AwsSecrets> {
     idempotency_header: String,
     /// The rate limit, shared by the clones this instance makes.
     pacer: Option<Arc<Mutex<TokenBucket>>>,
+    /// Until when its last throttle asked this instance to wait, shared by
+    /// the clones.
+    paused: Arc<Mutex<Option<Instant>>>,
 }
 
 impl<K> Clone for CrmDestination<K> {
@@ -89,6 +84,7 @@ impl<K> Clone for CrmDestination<K> {
             secrets: self.secrets.clone(),
             idempotency_header: self.idempotency_header.clone(),
             pacer: self.pacer.clone(),
+            paused: self.paused.clone(),
         }
     }
 }
@@ -118,30 +114,86 @@ impl<K: SecretSource> CrmDestination<K> {
             pacer: config
                 .pace
                 .map(|p| Arc::new(Mutex::new(TokenBucket::new(p.rate_per_sec, p.burst)))),
+            paused: Arc::default(),
         })
     }
 
-    fn url(&self, path: &str) -> Url {
-        // `path` is one of ours, relative and valid.
-        self.base.join(path).expect("a valid relative path")
+    /// The URL of `call`: its segments below the base, each encoded as one.
+    fn url(&self, call: &Call) -> Url {
+        let mut url = self.base.clone();
+        url.path_segments_mut()
+            .expect("an http(s) base")
+            .pop_if_empty()
+            .extend(&call.path);
+        if !call.query.is_empty() {
+            url.query_pairs_mut().extend_pairs(&call.query);
+        }
+        url
+    }
+
+    /// `call` as a request of the client.
+    fn request(&self, client: &Client, call: &Call, url: &Url) -> RequestBuilder {
+        let method = match call.method {
+            Method::Get => reqwest::Method::GET,
+            Method::Post => reqwest::Method::POST,
+            Method::Patch => reqwest::Method::PATCH,
+        };
+        let mut request = client.request(method, url.clone());
+        for (name, value) in &call.headers {
+            request = request.header(name, value);
+        }
+        match &call.body {
+            Some(body) => request.json(body),
+            None => request,
+        }
+    }
+
+    /// Sends `call` and reads its answer: the 2xx body, or the failure the
+    /// vendor reads in any other answer.
+    async fn call(&self, call: &Call) -> Result<(u16, Vec<u8>), Failure> {
+        let url = self.url(call);
+        let response = self.send(|client| self.request(client, call, &url)).await?;
+        self.paused_by(read(response, self.kind.get()).await)
+    }
+
+    /// `result`, and, when it is a throttle, this instance paused for its
+    /// wait: the one the answer asked for, or the vendor's own.
+    fn paused_by<T>(&self, result: Result<T, Failure>) -> Result<T, Failure> {
+        result.map_err(|mut failure| {
+            if failure.kind == FailureKind::Throttled {
+                let wait = *failure
+                    .retry_after
+                    .get_or_insert(self.kind.spec().throttle_pause);
+                // No call to it from this instance until the wait is over.
+                let until = Instant::now() + wait;
+                let mut paused = self.paused.lock().unwrap_or_else(PoisonError::into_inner);
+                *paused = Some(paused.map_or(until, |p| p.max(until)));
+            }
+            failure
+        })
+    }
+
+    /// The vendor's request settings of this destination.
+    fn target(&self) -> Target<'_> {
+        Target {
+            strategy: self.strategy,
+            idempotency_header: &self.idempotency_header,
+        }
     }
 
     /// Sends the request `build` makes, with the bearer token if the
-    /// destination has one, and reads the answer. A 401 or 403 to the token
+    /// destination has one, and returns the answer. A 401 or 403 to the token
     /// is sent again once, with the token read again, if that one differs.
     /// All of it within the destination's timeout (the client's, without a
     /// token).
-    async fn send(
-        &self,
-        build: impl Fn(&Client) -> RequestBuilder,
-    ) -> Result<Value, DestinationError> {
+    async fn send(&self, build: impl Fn(&Client) -> RequestBuilder) -> Result<Response, Failure> {
         let Some(reference) = &self.auth else {
-            return json_of(exchange(build(&self.client)).await?).await;
+            return exchange(build(&self.client)).await;
         };
         let until = Instant::now() + self.timeout;
         let read = |read: Result<Result<Secret, SecretError>, _>| {
             read.map_err(|_| {
-                DestinationError::Retryable(format!(
+                Failure::retryable(format!(
                     "no auth token: {reference} was not read within the destination's \
                      timeout of {} ms",
                     self.timeout.as_millis()
@@ -150,25 +202,29 @@ impl<K: SecretSource> CrmDestination<K> {
             .map_err(no_token)
         };
         let token = read(timeout_at(until, self.secrets.resolve(reference)).await)?;
-        let response = exchange(bearer(build(&self.client), &token).timeout(left(until))).await?;
+        let response = exchange(
+            authorize(self.kind.spec().auth, build(&self.client), &token).timeout(left(until)),
+        )
+        .await?;
         if !matches!(
             response.status(),
             StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN
         ) {
-            return json_of(response).await;
+            return Ok(response);
         }
         let fresh = read(timeout_at(until, self.secrets.refresh(reference, &token)).await)?;
         if fresh == token {
-            return json_of(response).await;
+            return Ok(response);
         }
         drop(response);
         if left(until).is_zero() {
             // Refused, so nothing was done: the rotated token is cached now.
-            return Err(DestinationError::Retryable(format!(
+            return Err(Failure::retryable(format!(
                 "{reference} was rotated; no time left in this call to send again with it"
             )));
         }
-        json_of(exchange(bearer(build(&self.client), &fresh).timeout(left(until))).await?).await
+        exchange(authorize(self.kind.spec().auth, build(&self.client), &fresh).timeout(left(until)))
+            .await
     }
 }
 
@@ -177,33 +233,31 @@ fn left(until: Instant) -> Duration {
     until.saturating_duration_since(Instant::now())
 }
 
-/// The task's subject, for the CRM styles that name one.
-fn subject(request: &ActionRequest) -> String {
-    format!("{} ({})", request.key.action(), request.key)
-}
-
-fn bearer(request: RequestBuilder, token: &Secret) -> RequestBuilder {
-    request.bearer_auth(String::from_utf8_lossy(token.expose()))
+/// `request` with `token`, as the vendor's `auth` says it is sent.
+fn authorize(auth: Auth, request: RequestBuilder, token: &Secret) -> RequestBuilder {
+    match auth {
+        Auth::Bearer => request.bearer_auth(String::from_utf8_lossy(token.expose())),
+    }
 }
 
 /// A token that cannot be had is a delay, as an outage is: the action waits
 /// for it (created after the deploy, or a store that failed) instead of
 /// failing. The error names the reference, never a value.
-fn no_token(e: SecretError) -> DestinationError {
-    DestinationError::Retryable(format!("no auth token: {e}"))
+fn no_token(e: SecretError) -> Failure {
+    Failure::retryable(format!("no auth token: {e}"))
 }
 
-async fn exchange(request: RequestBuilder) -> Result<Response, DestinationError> {
+async fn exchange(request: RequestBuilder) -> Result<Response, Failure> {
     request.send().await.map_err(classify_send)
 }
 
 /// A failure before any answer: refused connections never reached the CRM;
 /// anything after the request was written may have happened.
-fn classify_send(e: reqwest::Error) -> DestinationError {
+fn classify_send(e: reqwest::Error) -> Failure {
     if e.is_connect() {
-        DestinationError::Retryable(format!("connection failed: {e}"))
+        Failure::retryable(format!("connection failed: {e}"))
     } else {
-        DestinationError::OutcomeUnknown(format!("no answer: {e}"))
+        Failure::outcome_unknown(format!("no answer: {e}"))
     }
 }
 
@@ -224,55 +278,71 @@ async fn body_of(response: &mut Response) -> Result<Option<Vec<u8>>, reqwest::Er
     Ok(Some(body))
 }
 
-async fn json_of(mut response: Response) -> Result<Value, DestinationError> {
+/// The answer of `vendor`: a 2xx's body, or the failure it reads in any
+/// other status (by status, and by its error codes where it has them).
+async fn read(mut response: Response, vendor: &dyn Vendor) -> Result<(u16, Vec<u8>), Failure> {
     let status = response.status();
+    let retry_after = retry_after(&response);
     let body = body_of(&mut response)
         .await
-        .map_err(|e| DestinationError::OutcomeUnknown(format!("answer lost while reading: {e}")))?;
-    let Some(body) = body else {
-        let summary = format!("{status}: the answer is longer than {MAX_ANSWER_BYTES} bytes");
-        // A 2xx may mean the effect exists: unknown, as a lost answer is.
-        return Err(if status.is_success() {
-            DestinationError::OutcomeUnknown(summary)
-        } else {
-            refusal(status, summary)
-        });
-    };
+        .map_err(|e| Failure::outcome_unknown(format!("answer lost while reading: {e}")))?;
     if status.is_success() {
-        return serde_json::from_slice(&body).map_err(|e| {
-            DestinationError::OutcomeUnknown(format!("unreadable answer ({status}): {e}"))
+        // A 2xx too long to read may mean the effect exists: unknown, as a
+        // lost answer is.
+        return body.map(|body| (status.as_u16(), body)).ok_or_else(|| {
+            Failure::outcome_unknown(format!(
+                "{status}: the answer is longer than {MAX_ANSWER_BYTES} bytes"
+            ))
         });
     }
-    let text = String::from_utf8_lossy(&body);
-    Err(refusal(
-        status,
-        format!("{status}: {}", text.chars().take(200).collect::<String>()),
-    ))
+    let (body, summary) = match &body {
+        Some(body) => {
+            let text = String::from_utf8_lossy(body);
+            let text: String = text.chars().take(200).collect();
+            (body.as_slice(), format!("{status}: {text}"))
+        }
+        None => (
+            &[][..],
+            format!("{status}: the answer is longer than {MAX_ANSWER_BYTES} bytes"),
+        ),
+    };
+    let answer = Answer {
+        status: status.as_u16(),
+        body,
+        retry_after,
+    };
+    Err(match vendor.refusal(&answer) {
+        FailureKind::Throttled => Failure::throttled(summary, retry_after),
+        kind => Failure::new(kind, summary),
+    })
 }
 
-/// A non-2xx answer: retryable when the destination is down, busy or
-/// throttling, permanent otherwise.
-fn refusal(status: StatusCode, summary: String) -> DestinationError {
-    // 409: the key is in use by a request still being processed (Stripe's
-    // meaning, and others'): asking again later is the cure, not a human.
-    if status.is_server_error()
-        || status == StatusCode::TOO_MANY_REQUESTS
-        || status == StatusCode::REQUEST_TIMEOUT
-        || status == StatusCode::CONFLICT
-    {
-        DestinationError::Retryable(summary)
-    } else {
-        DestinationError::Permanent(summary)
+/// A 2xx answer, as a vendor reads it.
+fn ok(status: u16, body: &[u8]) -> Answer<'_> {
+    Answer {
+        status,
+        body,
+        retry_after: None,
     }
 }
 
-/// `answer[pointer]` as an id, or an error saying the answer lacked it.
-fn id_at(answer: &Value, pointer: &str) -> Result<String, DestinationError> {
-    answer
-        .pointer(pointer)
-        .and_then(Value::as_str)
-        .map(str::to_owned)
-        .ok_or_else(|| DestinationError::OutcomeUnknown(format!("answer has no {pointer}")))
+/// An answer's `Retry-After`, as a wait from now: delay-seconds, or an
+/// HTTP date (a date past is no wait).
+fn retry_after(response: &Response) -> Option<Duration> {
+    let value = response
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim();
+    if let Ok(secs) = value.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(
+        at.duration_since(std::time::SystemTime::now())
+            .unwrap_or(Duration::ZERO),
+    )
 }
 
 impl<K: SecretSource> Destination for CrmDestination<K> {
@@ -282,6 +352,13 @@ impl<K: SecretSource> Destination for CrmDestination<K> {
 
     fn paced(&self) -> bool {
         self.pacer.is_some()
+    }
+
+    fn paused_for(&self) -> Option<Duration> {
+        let paused = *self.paused.lock().unwrap_or_else(PoisonError::into_inner);
+        paused
+            .map(|until| until.saturating_duration_since(Instant::now()))
+            .filter(|left| !left.is_zero())
     }
 
     async fn admit(&self, max_wait: Duration) -> Option<Duration> {
@@ -296,7 +373,7 @@ impl<K: SecretSource> Destination for CrmDestination<K> {
             // The lock is never held across the sleep.
             let next = pacer
                 .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .unwrap_or_else(PoisonError::into_inner)
                 .take(Timestamp::now());
             match next {
                 None => return Some(started.elapsed()),
@@ -310,96 +387,23 @@ impl<K: SecretSource> Destination for CrmDestination<K> {
         }
     }
 
-    async fn create(&self, request: &ActionRequest) -> Result<String, DestinationError> {
-        let key = request.key.as_str();
-        match (self.kind, self.strategy) {
-            (DestinationKind::Http, strategy) => {
-                let answer = self
-                    .send(|client| {
-                        let post = client.post(self.url("tasks")).json(&request.body);
-                        if strategy == Strategy::IdempotencyKey {
-                            post.header(&self.idempotency_header, key)
-                        } else {
-                            post
-                        }
-                    })
-                    .await?;
-                id_at(&answer, "/id")
-            }
-            (DestinationKind::Salesforce, _) => {
-                let mut url = self.url(SALESFORCE_UPSERT);
-                url.path_segments_mut().expect("an http(s) base").push(key);
-                let body = json!({
-                    "Subject": subject(request),
-                    "Description": request.body["fields"].to_string(),
-                });
-                let answer = self
-                    .send(|client| client.patch(url.clone()).json(&body))
-                    .await?;
-                id_at(&answer, "/id")
-            }
-            (DestinationKind::Hubspot, Strategy::Lookup) => {
-                let body = json!({ "properties": hubspot_properties(request) });
-                let answer = self
-                    .send(|client| client.post(self.url("crm/v3/objects/tasks")).json(&body))
-                    .await?;
-                id_at(&answer, "/id")
-            }
-            (DestinationKind::Hubspot, _) => {
-                let body = json!({ "inputs": [{
-                    "idProperty": HUBSPOT_ID_PROPERTY,
-                    "id": key,
-                    "properties": hubspot_properties(request),
-                }]});
-                let answer = self
-                    .send(|client| {
-                        client
-                            .post(self.url("crm/v3/objects/tasks/batch/upsert"))
-                            .json(&body)
-                    })
-                    .await?;
-                id_at(&answer, "/results/0/id")
-            }
-        }
+    async fn create(&self, request: &ActionRequest) -> Result<String, Failure> {
+        let vendor = self.kind.get();
+        let target = self.target();
+        let (status, body) = self.call(&vendor.create(&target, request)).await?;
+        self.paused_by(vendor.created(&target, &ok(status, &body)))
     }
 
-    async fn lookup(&self, key: &ActionKey) -> Result<Option<String>, DestinationError> {
-        let answer = match self.kind {
-            DestinationKind::Http => {
-                self.send(|client| {
-                    client
-                        .get(self.url("tasks"))
-                        .query(&[("external_ref", key.as_str())])
-                })
-                .await?
-            }
-            DestinationKind::Hubspot => {
-                let body = json!({ "filterGroups": [{ "filters": [{
-                    "propertyName": HUBSPOT_ID_PROPERTY, "operator": "EQ", "value": key.as_str(),
-                }]}]});
-                self.send(|client| {
-                    client
-                        .post(self.url("crm/v3/objects/tasks/search"))
-                        .json(&body)
-                })
-                .await?
-            }
-            // Upserts need no lookup: asking again is the lookup.
-            DestinationKind::Salesforce => return Ok(None),
+    async fn lookup(&self, key: &ActionKey) -> Result<Option<String>, Failure> {
+        let vendor = self.kind.get();
+        let target = self.target();
+        // An upsert needs no lookup: asking again is the lookup.
+        let Some(call) = vendor.lookup(&target, key) else {
+            return Ok(None);
         };
-        Ok(answer
-            .pointer("/results/0/id")
-            .and_then(Value::as_str)
-            .map(str::to_owned))
+        let (status, body) = self.call(&call).await?;
+        self.paused_by(vendor.found(&ok(status, &body)))
     }
-}
-
-fn hubspot_properties(request: &ActionRequest) -> Value {
-    json!({
-        "hs_task_subject": subject(request),
-        "hs_task_body": request.body["fields"].to_string(),
-        HUBSPOT_ID_PROPERTY: request.key.as_str(),
-    })
 }
 
 #[cfg(test)]

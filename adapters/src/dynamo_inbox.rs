@@ -60,6 +60,23 @@ fn refused_with(item: Option<&Item>) -> Result<&Item, StoreError> {
 /// The attributes a first delivery sets and a repeat leaves as they are.
 /// `status_reason` is not among them: a first delivery's is implied by its
 /// status (see `read`), so a colliding repeat cannot add one to a record.
+/// The tokens of the last four upserts, newest first: `last_token`, then
+/// the three before it, each moved one place along by every upsert. A
+/// repeat's retry after its answer was lost finds its own among them while
+/// at most three other deliveries of the event came between its first try
+/// and the retry (the SDK retries within the store timeout, a few seconds).
+const LAST_TOKENS: [&str; 4] = ["last_token", "last2", "last3", "last4"];
+/// An empty place among [`LAST_TOKENS`].
+const NO_TOKEN: &str = "-";
+
+/// The part of an upsert's token [`LAST_TOKENS`] keep: 48 of its 128 bits
+/// (12 hex digits) tell one event's last four upserts apart (a chance of
+/// about 2^-46 that a delivery is taken for its own retry and not counted)
+/// for 13 bytes of the item each. `write_token` keeps the whole token.
+fn repeat_token(token: &str) -> &str {
+    token.get(..12).unwrap_or(token)
+}
+
 const FIRST_SEEN: &[&str] = &[
     "event_type",
     "origin",
@@ -89,11 +106,16 @@ impl DynamoInbox {
     ) -> Result<Upserted, StoreError> {
         // This very write, retried by the SDK after its answer was lost: it
         // stored the record (its token is the record's, whatever deliveries
-        // came between), or it was the last repeat counted.
+        // came between), or it was one of the last four upserts, a repeat
+        // already counted (`LAST_TOKENS`).
         if opt_s(item, "write_token") == Some(token) {
             return Ok(Upserted::New);
         }
-        if opt_s(item, "last_token") == Some(token) {
+        let last = repeat_token(token);
+        if LAST_TOKENS
+            .iter()
+            .any(|name| opt_s(item, name) == Some(last))
+        {
             let stored = from_item(item)?;
             let delivery_count = stored.delivery_count;
             return Ok(Upserted::Repeat {
@@ -125,7 +147,7 @@ impl DynamoInbox {
         let token = crate::ddb::write_token();
         let mut item = to_item(record);
         item.insert("write_token".to_owned(), s(&token));
-        item.insert("last_token".to_owned(), s(&token));
+        item.insert("last_token".to_owned(), s(repeat_token(&token)));
         let result = self
             .client
             .put_item()
@@ -190,8 +212,9 @@ impl InboxStore for DynamoInbox {
         // `write_token` is the token of the write that stored it, even after
         // other deliveries (R8 of the red team: a first write's retry that
         // followed another delivery was counted again and answered as a
-        // repeat, so nothing queued the event); `last_token` is the last
-        // repeat's.
+        // repeat, so nothing queued the event); `LAST_TOKENS` are the last
+        // four upserts' (issue 41: a repeat's retry after another delivery
+        // was counted twice).
         let token = crate::ddb::write_token();
         let mut request = self
             .client
@@ -209,8 +232,13 @@ impl InboxStore for DynamoInbox {
                 .expression_attribute_names(format!("#f{i}"), name)
                 .expression_attribute_values(format!(":f{i}"), value);
         }
+        // `last_token` and the three before it (`EARLIER`, shifted along by
+        // each upsert) name the last four upserts, so a repeat's retry that
+        // comes after other deliveries of the same event still finds its own.
         let update = format!(
-            "SET {}, write_token = if_not_exists(write_token, :token), last_token = :token, \
+            "SET {}, write_token = if_not_exists(write_token, :token), \
+             last4 = if_not_exists(last3, :none), last3 = if_not_exists(last2, :none), \
+             last2 = if_not_exists(last_token, :none), last_token = :last, \
              last_delivery_at = :at ADD delivery_count :one",
             sets.join(", ")
         );
@@ -221,11 +249,16 @@ impl InboxStore for DynamoInbox {
             // without `pending_bucket` predates parking; it is counted apart.
             .condition_expression(
                 "attribute_not_exists(pk) OR (expires_at >= :now AND attribute_exists(pending_bucket) \
-                 AND (attribute_not_exists(last_token) OR last_token <> :token) \
+                 AND (attribute_not_exists(last_token) OR last_token <> :last) \
+                 AND (attribute_not_exists(last2) OR last2 <> :last) \
+                 AND (attribute_not_exists(last3) OR last3 <> :last) \
+                 AND (attribute_not_exists(last4) OR last4 <> :last) \
                  AND (attribute_not_exists(write_token) OR write_token <> :token))",
             )
             .expression_attribute_values(":now", n(now.as_secs()))
             .expression_attribute_values(":token", s(&token))
+            .expression_attribute_values(":last", s(repeat_token(&token)))
+            .expression_attribute_values(":none", s(NO_TOKEN))
             .expression_attribute_values(":at", n(record.last_delivery_at.as_millis()))
             .expression_attribute_values(":one", n(1))
             .return_values(ReturnValue::AllOld)

@@ -19,7 +19,8 @@ use aws_sdk_dynamodb::{
 use hookgate_core::{
     InboxPk, Timestamp,
     action::{ActionKey, ActionRequest},
-    ledger::{ActionRecord, ActionStatus, Claim, ErrorKind, claim, taken_over},
+    failure::FailureKind,
+    ledger::{ActionRecord, ActionStatus, Claim, claim, taken_over},
     page::{Cursor, Page},
     ports::{Attempt, Lease, Ledger, LedgerReads, Reserve, Settle, Store, StoreError},
     shard,
@@ -403,17 +404,19 @@ impl Ledger for DynamoLedger {
                 request = request.expression_attribute_values(":ref", s(destination_ref));
                 (ActionStatus::Completed, None)
             }
-            Settle::Failed(message) => {
-                (ActionStatus::Failed, Some((ErrorKind::Permanent, message)))
-            }
+            Settle::Failed(message) => (
+                ActionStatus::Failed,
+                Some((FailureKind::Permanent, message)),
+            ),
             Settle::Uncertain(message) => (
                 ActionStatus::Uncertain,
-                Some((ErrorKind::OutcomeUnknown, message)),
+                Some((FailureKind::OutcomeUnknown, message)),
             ),
             Settle::Release { kind, message } => (ActionStatus::Pending, Some((kind, message))),
-            Settle::Wait { message, .. } => {
-                (ActionStatus::Pending, Some((ErrorKind::SearchLag, message)))
-            }
+            Settle::Wait { message, .. } => (
+                ActionStatus::Pending,
+                Some((FailureKind::SearchLag, message)),
+            ),
         };
         request = request.expression_attribute_values(":status", s(status.as_str()));
         let update = match (status, error) {
@@ -465,7 +468,7 @@ impl Ledger for DynamoLedger {
             .update_expression(
                 "SET last_error_kind = :kind, last_error = :error, collision_sha256 = :sha, updated_at = :now",
             )
-            .expression_attribute_values(":kind", s(ErrorKind::Collision.as_str()))
+            .expression_attribute_values(":kind", s(FailureKind::Collision.as_str()))
             .expression_attribute_values(
                 ":error",
                 s(format!("{inbox_pk} requested this key with another request ({request_sha256})")),

@@ -36,8 +36,10 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// The options every command takes, as the AWS CLI spells them.
+/// The options every command takes, as the AWS CLI spells them; `-h`
+/// lists them under their own heading, after the command's own.
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Global options")]
 pub struct Global {
     /// The deployed stack's CloudFormation name: its outputs and parameters
     /// give the tables, queues, log groups, alarm prefix and webhook URL
@@ -55,16 +57,21 @@ pub struct Global {
     /// http://127.0.0.1:4566; default: $AWS_ENDPOINT_URL).
     #[arg(long, global = true, value_name = "URL")]
     pub endpoint_url: Option<String>,
-    /// The configuration the stack was deployed with (default:
-    /// $HOOKGATE_CONFIG): the rules a dry-run plan applies, the providers'
-    /// windows `doctor` checks, the secrets `send` signs with. Until the
-    /// configuration lives in a store, the tools read it from this file;
-    /// with --stack, its tables and queues come from the stack.
+    /// A configuration file (default: $HOOKGATE_CONFIG) instead of the one
+    /// the stack was deployed with, which --stack brings: the rules a
+    /// dry-run plan applies, the providers' windows `doctor` checks, the
+    /// secrets `send` signs with. Needed only to check a file before
+    /// deploying it (`check-config`), or without --stack; with --stack, the
+    /// tables and queues still come from the stack.
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Print JSON instead of a table (errors: JSON on stderr).
     #[arg(long, global = true)]
     pub json: bool,
+    /// On failure, print the error's whole cause chain (the AWS SDK's
+    /// details), not its first line.
+    #[arg(long, global = true)]
+    pub debug: bool,
     /// The ops API every decision goes through, without --stack (with it,
     /// the stack's `OpsApiUrl` output; another URL is refused). Requests are
     /// signed with SigV4 under your credentials; the API records your IAM
@@ -83,7 +90,7 @@ pub enum Command {
     /// Sign a webhook as its provider would and post it: to --url, or to the
     /// stack's webhook URL; prints the answer's status and verdict.
     #[command(
-        after_help = "Examples:\n  hookgate --stack hookgate-prod send --provider retell --workspace ws-42 --body body.json\n  hookgate --stack hookgate-local send --provider retell --workspace ws-42 --event events/apigw-v2-retell-call-ended.json"
+        after_help = "Examples:\n  hookgate --stack hookgate-prod send --provider retell --workspace ws-42 --secret env:RETELL_KEY --body body.json\n  hookgate --stack hookgate-prod send --provider retell --workspace ws-42 --secret env:RETELL_KEY --event events/apigw-v2-retell-call-ended.json"
     )]
     Send(Box<crate::send::Args>),
     /// The resolved stack, Region, account and caller identity, the
@@ -100,7 +107,7 @@ pub enum Command {
     /// override the file): inbox TTL vs re-delivery windows, rules,
     /// destinations, secret references. `make deploy` runs it first.
     #[command(
-        after_help = "Examples:\n  hookgate check-config --config hookgate.toml\n  hookgate check-config --config hookgate.toml --deploy HOOKGATE_SERVICE --stack-name hookgate-prod --param EventSource=aws.connect --account 111122223333 --region eu-west-1"
+        after_help = "Examples:\n  hookgate check-config --config hookgate.toml\n  hookgate check-config --config config/deploy.example.toml --deploy HOOKGATE_SERVICE --stack-name hookgate --account 111122223333 --region eu-west-1"
     )]
     CheckConfig {
         /// Also refuse what would fail in Lambda: secret references the
@@ -154,9 +161,7 @@ pub enum Command {
     },
     /// Check the deployed stack: TTL vs re-delivery windows, TTL enabled,
     /// redrive, visibility timeout; with --stack, its alarms.
-    #[command(
-        after_help = "Example:\n  hookgate --stack hookgate-prod --config hookgate.toml doctor"
-    )]
+    #[command(after_help = "Example:\n  hookgate --stack hookgate-prod doctor")]
     Doctor {
         /// The EventBridge rule whose target is the ingress.
         #[arg(long, value_name = "NAME")]
@@ -194,7 +199,7 @@ pub enum Command {
     },
     /// Print a shell completion script.
     #[command(
-        after_help = "Example:\n  hookgate completions bash > ~/.local/share/bash-completion/completions/hookgate"
+        after_help = "Example:\n  mkdir -p ~/.local/share/bash-completion/completions && hookgate completions bash > ~/.local/share/bash-completion/completions/hookgate"
     )]
     Completions {
         /// The shell.
@@ -202,7 +207,7 @@ pub enum Command {
     },
     /// Print the manual page (roff), or write one page per command.
     #[command(
-        after_help = "Examples:\n  hookgate man > hookgate.1 && man ./hookgate.1\n  hookgate man --dir ~/.local/share/man/man1"
+        after_help = "Examples:\n  hookgate man > hookgate.1\n  hookgate man --dir ~/.local/share/man/man1"
     )]
     Man {
         /// Write hookgate.1 and a page per command (hookgate-triage-list.1,
@@ -215,7 +220,9 @@ pub enum Command {
 #[derive(Debug, Subcommand)]
 pub enum InboxCommand {
     /// `inbox show <workspace> <provider> <event-key>`, or the full inbox key.
-    #[command(after_help = "Example:\n  hookgate inbox show ws-42 retell call_analyzed:c-123")]
+    #[command(
+        after_help = "Example:\n  hookgate --stack hookgate-prod inbox show ws-42 retell call_analyzed:c-123"
+    )]
     Show {
         /// The workspace, provider and event key (or the key `ws#provider#event`).
         #[arg(required = true, value_name = "PART")]
@@ -226,7 +233,9 @@ pub enum InboxCommand {
 #[derive(Debug, Subcommand)]
 pub enum ActionsCommand {
     /// Actions that are not COMPLETED, by status.
-    #[command(after_help = "Example:\n  hookgate actions list --status uncertain --older-than 1h")]
+    #[command(
+        after_help = "Example:\n  hookgate --stack hookgate-prod actions list --status uncertain --older-than 1h"
+    )]
     List {
         /// The status to list.
         #[arg(long, value_parser = named(ActionStatus::ALL, |s| s.as_str()), ignore_case = true)]
@@ -243,14 +252,16 @@ pub enum ActionsCommand {
         next: Option<String>,
     },
     /// One action's ledger record.
-    #[command(after_help = "Example:\n  hookgate actions show 'ws-42#crm.create_task#cb-123'")]
+    #[command(
+        after_help = "Example:\n  hookgate --stack hookgate-prod actions show 'ws-42#create_followup_task#cb-123'"
+    )]
     Show {
         /// The action's key.
         key: String,
     },
     /// Resolve an UNCERTAIN action with what you found at the destination.
     #[command(
-        after_help = "Examples:\n  hookgate actions reconcile KEY --found task_81\n  hookgate actions reconcile KEY --not-found"
+        after_help = "Examples:\n  hookgate --stack hookgate-prod actions reconcile KEY --found task_81\n  hookgate --stack hookgate-prod actions reconcile KEY --not-found"
     )]
     Reconcile {
         /// The action's key.
@@ -273,7 +284,7 @@ pub enum ActionsCommand {
 pub enum TriageCommand {
     /// Items by status (HELD by default), oldest first.
     #[command(
-        after_help = "Example:\n  hookgate triage list --status held --class downstream-outage"
+        after_help = "Example:\n  hookgate --stack hookgate-prod triage list --status held --class downstream-outage"
     )]
     List {
         /// Only items of this class.
@@ -291,15 +302,18 @@ pub enum TriageCommand {
         next: Option<String>,
     },
     /// One item: its facts, what an approval would do, the evidence.
-    #[command(after_help = "Example:\n  hookgate triage show 01JD8Z…")]
+    #[command(after_help = "Example:\n  hookgate --stack hookgate-prod triage show ID")]
     Show {
         /// The item's id.
         id: String,
     },
-    /// Approve items by id, or in bulk by class / destination / age (a dry
-    /// run unless --execute; collisions and poison only by id).
+    /// Approve items by id, or in bulk by class / destination / workspace /
+    /// age: a dry run (what each approval would re-inject) unless
+    /// --execute, by id as in bulk. A bulk approval is carried out only as
+    /// the plan its dry run wrote (--plan-out, then --execute --plan);
+    /// collisions and poison only by id.
     #[command(
-        after_help = "Examples:\n  hookgate triage approve --class downstream-outage --since 2h --dry-run --plan-out plan.json --reason 'CRM back'\n  hookgate triage approve --execute --plan plan.json --reason 'CRM back'\n  hookgate triage approve ID --execute --reason 'checked the CRM'"
+        after_help = "Examples:\n  hookgate --stack hookgate-prod triage approve --class downstream-outage --since 2h --plan-out plan.json --reason 'CRM back'\n  hookgate --stack hookgate-prod triage approve --execute --plan plan.json\n  hookgate --stack hookgate-prod triage approve ID --reason 'checked the CRM'\n  hookgate --stack hookgate-prod triage approve ID --execute --reason 'checked the CRM'"
     )]
     Approve {
         /// Item ids to approve.
@@ -316,14 +330,15 @@ pub enum TriageCommand {
         /// Bulk: the items first seen within this age (s, m, h, d).
         #[arg(long, value_parser = parse_age, value_name = "AGE")]
         since: Option<std::time::Duration>,
-        /// Show what would be re-injected and each action's ledger state.
-        #[arg(long)]
+        /// Show what would be re-injected and each action's ledger state
+        /// (the default without --execute).
+        #[arg(long, conflicts_with = "execute")]
         dry_run: bool,
-        /// Carry out the approval. A bulk approval runs only a plan its dry
-        /// run wrote (`--plan FILE`).
+        /// Carry out the approval (without it: a dry run). A bulk approval
+        /// runs only a plan its dry run wrote (`--plan FILE`).
         #[arg(long)]
         execute: bool,
-        /// With a (bulk) dry run: write the items it shows as a plan.
+        /// With a dry run: write the items it shows as a plan.
         #[arg(long, value_name = "FILE")]
         plan_out: Option<PathBuf>,
         /// With --execute: approve exactly the plan's items.
@@ -338,7 +353,9 @@ pub enum TriageCommand {
         rate: u32,
     },
     /// Reject an item for good (final), with a reason.
-    #[command(after_help = "Example:\n  hookgate triage reject ID --reason 'duplicate of task_81'")]
+    #[command(
+        after_help = "Example:\n  hookgate --stack hookgate-prod triage reject ID --reason 'duplicate of task_81'"
+    )]
     Reject {
         /// The item's id.
         id: String,
@@ -441,6 +458,65 @@ mod tests {
         let mut missing = Vec::new();
         walk(&Cli::command(), "", &mut missing);
         assert_eq!(missing, Vec::<String>::new());
+    }
+
+    /// Each example line's `hookgate` words, split as a shell would
+    /// (single quotes; a redirection or `&&` ends them).
+    fn example_argv(line: &str) -> Vec<String> {
+        let line = line.rsplit("&& ").next().unwrap_or(line);
+        let (mut words, mut word, mut quoted) = (Vec::new(), String::new(), false);
+        for c in line.chars() {
+            match c {
+                '\'' => quoted = !quoted,
+                ' ' if !quoted => words.push(std::mem::take(&mut word)),
+                c => word.push(c),
+            }
+        }
+        words.push(word);
+        words.retain(|w| !w.is_empty());
+        if let Some(at) = words.iter().position(|w| w == ">") {
+            words.truncate(at);
+        }
+        words
+    }
+
+    /// Every help example parses as written (`make local-smoke` also runs
+    /// each against the local stack: scripts/help_examples.py), and its
+    /// only placeholders are ID and KEY, the ids it substitutes.
+    #[test]
+    fn every_example_parses_as_written() {
+        fn walk(cmd: &clap::Command, path: &str, lines: &mut Vec<String>) {
+            let path = format!("{path} {}", cmd.get_name());
+            let help = cmd
+                .get_after_long_help()
+                .or(cmd.get_after_help())
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            lines.extend(
+                help.lines()
+                    .skip_while(|l| !l.starts_with("Example"))
+                    .skip(1)
+                    .take_while(|l| l.starts_with("  "))
+                    .map(|l| l.trim().to_owned()),
+            );
+            for sub in cmd.get_subcommands() {
+                walk(sub, &path, lines);
+            }
+        }
+        let mut lines = Vec::new();
+        walk(&Cli::command(), "", &mut lines);
+        assert!(lines.len() >= 30, "{lines:#?}");
+        for line in &lines {
+            let argv = example_argv(line);
+            assert_eq!(argv[0], "hookgate", "{line}");
+            if let Err(e) = Cli::try_parse_from(&argv) {
+                panic!("{line}: {e}");
+            }
+            assert!(
+                !line.contains('…') && !line.contains("01JD") && !line.contains("crm."),
+                "{line}: a shape that never occurs"
+            );
+        }
     }
 
     #[test]

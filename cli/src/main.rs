@@ -14,6 +14,24 @@ use hookgate_cli::{
     session::Session,
 };
 
+/// Writes `text` to stdout. A closed pipe (`hookgate man | head -1`) ends
+/// the program quietly with exit 0: the reader has what it wanted.
+fn emit(text: impl AsRef<[u8]>) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(text.as_ref()).and_then(|()| out.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("error: cannot write the output: {e}");
+        std::process::exit(exit_failed());
+    }
+}
+
+fn exit_failed() -> i32 {
+    hookgate_cli::ops::exit::FAILED
+}
+
 /// Serves the console on 127.0.0.1:`port` until interrupted.
 async fn console(
     ops: Ops,
@@ -38,9 +56,9 @@ async fn console(
     let console = hookgate_cli::console::Console::new(ops, guard, alarm_prefix, rate).await?;
     // The one-time link is the console's only way in: printed to the
     // operator's terminal, never logged.
-    println!(
-        "hookgate console: open {login} (once: it gives this browser its session; Ctrl-C stops it)"
-    );
+    emit(format!(
+        "hookgate console: open {login} (once: it gives this browser its session; Ctrl-C stops it)\n"
+    ));
     // Ctrl-C or SIGTERM: the console reports what its plans left undecided.
     hookgate_cli::console::serve(listener, console, interrupted()).await?;
     Ok(())
@@ -77,6 +95,19 @@ fn deploy_stack(
     })
 }
 
+/// What the stack gives the functions and a configuration file need not
+/// name (its table and queue), as placeholders for `check-config` when
+/// neither the file nor a `HOOKGATE_*` variable does.
+fn stack_given(name: &str) -> Option<String> {
+    match name {
+        "HOOKGATE_INBOX_TABLE" => Some("the-stack-s-inbox-table".to_owned()),
+        "HOOKGATE_ACTION_QUEUE_URL" => {
+            Some("https://sqs.invalid/the-stack-s-action-queue".to_owned())
+        }
+        _ => None,
+    }
+}
+
 /// Prints `output` (with `--json`, a refusal as a JSON error on stderr) and
 /// returns its exit code.
 fn print(output: Output, json: bool) -> i32 {
@@ -84,12 +115,12 @@ fn print(output: Output, json: bool) -> i32 {
         (true, code, Some(message)) if code != 0 => {
             eprintln!("{}", errors::of_output(code, message).json());
         }
-        (true, _, _) if output.lines => println!("{}", output.json),
-        (true, _, _) => println!(
-            "{}",
+        (true, _, _) if output.lines => emit(format!("{}\n", output.json)),
+        (true, _, _) => emit(format!(
+            "{}\n",
             serde_json::to_string_pretty(&output.json).unwrap_or_default()
-        ),
-        (false, _, _) => print!("{}", output.text),
+        )),
+        (false, _, _) => emit(&output.text),
     }
     output.code
 }
@@ -110,23 +141,37 @@ fn session(global: &Global) -> anyhow::Result<(tokio::runtime::Runtime, Session)
     Ok((runtime, session))
 }
 
-/// Refuses a command that needs the deployed configuration when none is
-/// given: with `--stack` alone there are no rules or windows, and the
-/// command would answer as if nothing were configured.
-fn require_config(global: &Global, what: &str) -> anyhow::Result<()> {
-    let from_env = std::env::var_os("HOOKGATE_CONFIG").filter(|v| !v.is_empty());
-    if global.config.is_none() && from_env.is_none() {
-        anyhow::bail!(
-            "{what} needs the configuration the stack was deployed with (its rules and providers): \
-             pass --config FILE or set HOOKGATE_CONFIG; the configuration does not live in the stack yet"
-        );
-    }
-    Ok(())
+/// Whether a configuration file is given (`--config`, or $HOOKGATE_CONFIG).
+fn config_file_given(global: &Global) -> bool {
+    global.config.is_some() || std::env::var_os("HOOKGATE_CONFIG").is_some_and(|v| !v.is_empty())
 }
 
-/// The session, and the operator's view over its configuration.
-fn ops(global: &Global) -> anyhow::Result<(tokio::runtime::Runtime, Session, Ops)> {
-    let (runtime, session) = session(global)?;
+/// The session, and the operator's view over its configuration: the file
+/// given, else the one the stack was deployed with. `needs` names a command
+/// that cannot answer without one (its rules, windows or providers), which
+/// is refused rather than answer as if nothing were configured.
+fn ops(
+    global: &Global,
+    needs: Option<&str>,
+) -> anyhow::Result<(tokio::runtime::Runtime, Session, Ops)> {
+    let (runtime, mut session) = session(global)?;
+    if !config_file_given(global) {
+        let found = runtime.block_on(session.read_deployed_config())?;
+        if let (false, Some(what)) = (found, needs) {
+            anyhow::bail!(match &session.stack {
+                Some(stack) => format!(
+                    "{what} needs the configuration the stack was deployed with, and stack {} \
+                     holds none (deployed before the configuration lived in the stack): deploy it \
+                     again with make deploy, or pass --config FILE",
+                    stack.name
+                ),
+                None => format!(
+                    "{what} needs the deployed configuration: pass --stack NAME (the stack holds \
+                     it), or --config FILE"
+                ),
+            });
+        }
+    }
     let config = session.config(global.config.as_deref())?;
     let url = session.ops_url(global.ops_url.as_deref())?;
     let ops = Ops::connect(Arc::new(config), &session.aws, url.as_deref())?;
@@ -162,23 +207,24 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 .config
                 .clone()
                 .or_else(|| std::env::var_os("HOOKGATE_CONFIG").map(std::path::PathBuf::from));
-            print!(
-                "{}",
-                hookgate_cli::sign::run(&args, hookgate_core::Timestamp::now())?
-            );
+            emit(hookgate_cli::sign::run(
+                &args,
+                hookgate_core::Timestamp::now(),
+            )?);
             0
         }
+        // Rendered whole, then written: a closed pipe is the reader's
+        // choice, not a failure (clap_complete panics on it).
         Command::Completions { shell } => {
-            clap_complete::generate(
-                shell,
-                &mut Cli::command(),
-                "hookgate",
-                &mut std::io::stdout(),
-            );
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "hookgate", &mut script);
+            emit(script);
             0
         }
         Command::Man { dir: None } => {
-            clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout())?;
+            let mut page = Vec::new();
+            clap_mangen::Man::new(Cli::command()).render(&mut page)?;
+            emit(page);
             0
         }
         Command::Man { dir: Some(dir) } => {
@@ -186,7 +232,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 .with_context(|| format!("cannot create {}", dir.display()))?;
             clap_mangen::generate_to(Cli::command(), &dir)
                 .with_context(|| format!("cannot write the pages to {}", dir.display()))?;
-            println!("manual pages written to {}", dir.display());
+            emit(format!("manual pages written to {}\n", dir.display()));
             0
         }
         Command::CheckConfig {
@@ -200,7 +246,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                     let text = std::fs::read_to_string(path)
                         .with_context(|| format!("cannot read --config {}", path.display()))?;
                     hookgate_core::config::Config::from_toml(&text, |name| {
-                        std::env::var(name).ok()
+                        std::env::var(name).ok().or_else(|| stack_given(name))
                     })?
                 }
                 None => hookgate_core::config::Config::load()?,
@@ -229,14 +275,14 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 .iter()
                 .map(|(p, ttl)| format!("{p} {} s", ttl.as_secs()))
                 .collect();
-            println!(
-                "config ok: inbox records live twice their provider's re-delivery window, at least {} s ({}); {} workspaces, {} rules, {} destinations",
+            emit(format!(
+                "config ok: inbox records live twice their provider's re-delivery window, at least {} s ({}); {} workspaces, {} rules, {} destinations\n",
                 config.inbox_ttl.as_secs(),
                 ttls.join(", "),
                 config.workspaces.len(),
                 config.rules.len(),
                 config.destinations.len()
-            );
+            ));
             0
         }
         Command::Status => {
@@ -250,10 +296,16 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             )
         }
         Command::Send(args) => {
-            let (rt, session) = session(global)?;
-            let config = match (&global.config, std::env::var_os("HOOKGATE_CONFIG")) {
-                (None, None) => None,
-                _ => Some(session.config(global.config.as_deref())?),
+            let (rt, mut session) = session(global)?;
+            // Without --secret: the workspace's secret reference, from the
+            // file given or the configuration the stack was deployed with.
+            let file = config_file_given(global);
+            let deployed =
+                !file && args.needs_config() && rt.block_on(session.read_deployed_config())?;
+            let config = if file || deployed {
+                Some(session.config(global.config.as_deref())?)
+            } else {
+                None
             };
             // Only when --url is absent: a stack without the output still
             // takes an explicit URL.
@@ -307,9 +359,9 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 now,
                 |line| {
                     if json {
-                        println!("{}", line.message.trim_end());
+                        emit(format!("{}\n", line.message.trim_end()));
                     } else {
-                        println!("{}", hookgate_cli::logs::render(line));
+                        emit(format!("{}\n", hookgate_cli::logs::render(line)));
                     }
                 },
                 interrupted(),
@@ -333,12 +385,12 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Inbox {
             command: InboxCommand::Show { parts },
         } => {
-            let (rt, _, ops) = ops(global)?;
+            let (rt, _, ops) = ops(global, None)?;
             let pk = parts.join("#");
             print(rt.block_on(ops.inbox_show(&pk))?, json)
         }
         Command::Actions { command } => {
-            let (rt, _, ops) = ops(global)?;
+            let (rt, _, ops) = ops(global, None)?;
             let output = rt.block_on(async {
                 match command {
                     ActionsCommand::List {
@@ -370,12 +422,12 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             print(output, json)
         }
         Command::Triage { command } => {
-            match &command {
-                TriageCommand::Show { .. } => require_config(global, "triage show")?,
-                TriageCommand::Approve { .. } => require_config(global, "triage approve")?,
-                TriageCommand::List { .. } | TriageCommand::Reject { .. } => {}
-            }
-            let (rt, _, ops) = ops(global)?;
+            let needs = match &command {
+                TriageCommand::Show { .. } => Some("triage show"),
+                TriageCommand::Approve { .. } => Some("triage approve"),
+                TriageCommand::List { .. } | TriageCommand::Reject { .. } => None,
+            };
+            let (rt, _, ops) = ops(global, needs)?;
             let output = rt.block_on(async {
                 match command {
                     TriageCommand::List {
@@ -428,6 +480,8 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                             |text: &str, line: &serde_json::Value| {
                                 use std::io::Write;
                                 let mut out = std::io::stdout().lock();
+                                // A closed pipe does not stop the run: the
+                                // items are decided, each once, as planned.
                                 let _ = if json {
                                     writeln!(out, "{line}")
                                 } else {
@@ -453,8 +507,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             ingress_function,
             action_function,
         } => {
-            require_config(global, "doctor")?;
-            let (rt, session, ops) = ops(global)?;
+            let (rt, session, ops) = ops(global, Some("doctor"))?;
             let prefix = session
                 .stack
                 .as_ref()
@@ -473,8 +526,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             print(rt.block_on(ops.doctor(rule, functions, prefix))?, json)
         }
         Command::Console { port, rate } => {
-            require_config(global, "console")?;
-            let (rt, session, ops) = ops(global)?;
+            let (rt, session, ops) = ops(global, Some("console"))?;
             let ops = ops.metrics_of(&session.metrics_service());
             let prefix = session
                 .stack
@@ -485,7 +537,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             0
         }
         Command::Stats { since } => {
-            let (rt, session, ops) = ops(global)?;
+            let (rt, session, ops) = ops(global, None)?;
             let ops = ops.metrics_of(&session.metrics_service());
             print(rt.block_on(ops.stats(since))?, json)
         }
@@ -501,15 +553,19 @@ fn main() {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) if json && e.use_stderr() => {
-            eprintln!("{}", errors::usage(&e.to_string()).json());
+            eprintln!(
+                "{}",
+                errors::usage(&errors::usage_message(&e.to_string())).json()
+            );
             std::process::exit(errors::USAGE);
         }
         Err(e) => e.exit(),
     };
+    let debug = cli.global.debug;
     let code = match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            let failure = errors::classify(&e);
+            let failure = errors::classify(&e, debug);
             if json {
                 eprintln!("{}", failure.json());
             } else {

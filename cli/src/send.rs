@@ -60,6 +60,11 @@ impl Args {
     pub fn has_url(&self) -> bool {
         self.url.is_some()
     }
+
+    /// Whether the secret comes from the configuration (no `--secret`).
+    pub fn needs_config(&self) -> bool {
+        self.secret.is_none()
+    }
 }
 
 /// What `send` needs besides its flags.

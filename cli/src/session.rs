@@ -24,6 +24,9 @@ pub struct Session {
     pub stack: Option<Deployed>,
     /// `--json`: warnings go to stderr as JSON objects too.
     pub json: bool,
+    /// The configuration the stack was deployed with, once read
+    /// ([`Session::read_deployed_config`]).
+    pub deployed_config: Option<String>,
 }
 
 impl Session {
@@ -40,12 +43,31 @@ impl Session {
             }
             None => None,
         };
-        Ok(Self { aws, stack, json })
+        Ok(Self {
+            aws,
+            stack,
+            json,
+            deployed_config: None,
+        })
+    }
+
+    /// Reads the configuration the stack was deployed with (GetTemplate),
+    /// for [`Session::config`] without a file. `Ok(false)`: no stack, or
+    /// one that holds no configuration.
+    pub async fn read_deployed_config(&mut self) -> anyhow::Result<bool> {
+        let Some(stack) = &self.stack else {
+            return Ok(false);
+        };
+        let client = aws_sdk_cloudformation::Client::new(&self.aws);
+        self.deployed_config = stack.configuration(&client).await?;
+        Ok(self.deployed_config.is_some())
     }
 
     /// The configuration at `path` (else $HOOKGATE_CONFIG), with the stack's
     /// settings before the `HOOKGATE_*` variables. With a stack and no file,
-    /// the stack's settings alone (no workspaces, rules or destinations).
+    /// the configuration it was deployed with, when read
+    /// ([`Session::read_deployed_config`]), else the stack's settings alone
+    /// (no workspaces, rules or destinations).
     pub fn config(&self, path: Option<&Path>) -> anyhow::Result<Config> {
         self.config_with(path, |name| std::env::var(name).ok())
     }
@@ -70,7 +92,7 @@ impl Session {
         let text = match (&path, &self.stack) {
             (Some(path), _) => std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read --config {}", path.display()))?,
-            (None, Some(_)) => String::new(),
+            (None, Some(_)) => self.deployed_config.clone().unwrap_or_default(),
             (None, None) => anyhow::bail!(
                 "no configuration: pass --stack NAME (the deployed stack), or --config FILE, or set HOOKGATE_CONFIG"
             ),
@@ -150,6 +172,7 @@ mod tests {
             aws: SdkConfig::builder().build(),
             stack,
             json: false,
+            deployed_config: None,
         }
     }
 
@@ -190,6 +213,61 @@ mod tests {
             "the stack wins over the file"
         );
         assert_eq!(config.workspaces.len(), 1);
+    }
+
+    #[test]
+    fn a_stack_brings_the_configuration_it_was_deployed_with_and_a_file_wins() {
+        let stack = Deployed {
+            name: "hg".into(),
+            outputs: [
+                ("InboxTableName", "hg-InboxTable"),
+                (
+                    "ActionQueueUrl",
+                    "http://127.0.0.1:1/000000000000/hg-ActionQueue",
+                ),
+            ]
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect(),
+            ..Deployed::default()
+        };
+        let template = serde_json::json!({
+            "Resources": {},
+            "Metadata": {
+                crate::stack::CONFIG_METADATA:
+                    "[inbox]\ntable = \"x\"\n\n[workspaces.ws-7.retell]\nsecrets = [\"env:X\"]\n",
+            },
+        })
+        .to_string();
+        let mut deployed = session(Some(stack));
+        deployed.deployed_config = crate::stack::configuration_of(&template);
+        let config = deployed.config_with(None, |_| None).unwrap();
+        assert_eq!(config.inbox_table, "hg-InboxTable", "the stack's table");
+        assert_eq!(
+            config
+                .workspaces
+                .keys()
+                .map(|w| w.as_str())
+                .collect::<Vec<_>>(),
+            ["ws-7"],
+            "the deployed configuration's workspaces"
+        );
+        let file =
+            std::env::temp_dir().join(format!("hookgate-deployed-{}.toml", std::process::id()));
+        std::fs::write(&file, "[workspaces.ws-1.retell]\nsecrets = [\"env:X\"]\n").unwrap();
+        let config = deployed.config_with(Some(&file), |_| None).unwrap();
+        std::fs::remove_file(&file).unwrap();
+        assert_eq!(
+            config
+                .workspaces
+                .keys()
+                .map(|w| w.as_str())
+                .collect::<Vec<_>>(),
+            ["ws-1"],
+            "--config checks a file, whatever the stack holds"
+        );
+        assert_eq!(crate::stack::configuration_of("Resources: {}"), None);
+        assert_eq!(crate::stack::configuration_of("{\"Resources\": {}}"), None);
     }
 
     #[test]

@@ -50,6 +50,18 @@ pub const FUNCTIONS: &[(&str, &str)] = &[
     ("ops", "Ops"),
 ];
 
+/// The template `Metadata` key whose value is the deployed configuration
+/// (TOML text): where `make deploy` and `scripts/provision.py` put it.
+pub const CONFIG_METADATA: &str = "Hookgate::Config";
+
+/// The configuration in a template's body, when it is JSON and holds one.
+pub fn configuration_of(template: &str) -> Option<String> {
+    let template: serde_json::Value = serde_json::from_str(template).ok()?;
+    template["Metadata"][CONFIG_METADATA]
+        .as_str()
+        .map(str::to_owned)
+}
+
 /// One deployed stack, as CloudFormation describes it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Deployed {
@@ -114,6 +126,31 @@ impl Deployed {
                     .collect(),
             ),
         })
+    }
+
+    /// The configuration the stack was deployed with: the text `make
+    /// deploy` (and `make local`'s provisioning) puts in the template's
+    /// `Metadata`, under [`CONFIG_METADATA`], read with GetTemplate (the
+    /// template as deployed, `Original`). `None`: the stack holds none (a
+    /// stack deployed before the configuration lived in it).
+    pub async fn configuration(
+        &self,
+        cloudformation: &aws_sdk_cloudformation::Client,
+    ) -> anyhow::Result<Option<String>> {
+        let name = &self.name;
+        let answer = cloudformation
+            .get_template()
+            .stack_name(if self.id.is_empty() { name } else { &self.id })
+            .template_stage(aws_sdk_cloudformation::types::TemplateStage::Original)
+            .send()
+            .await
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "--stack {name}: cannot read the stack's template (cloudformation GetTemplate): {}",
+                    aws_sdk_cloudformation::error::DisplayErrorContext(e)
+                )
+            })?;
+        Ok(configuration_of(answer.template_body().unwrap_or_default()))
     }
 
     pub fn output(&self, key: &str) -> Option<&str> {

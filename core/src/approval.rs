@@ -15,6 +15,7 @@ use crate::{
     InboxPk, Provider, Timestamp,
     action::ActionKey,
     config::Config,
+    failure::HoldCase,
     inbox::{InboxRecord, InboxStatus, Origin, Reopener, Verdict},
     ledger::{ActionRecord, ActionStatus},
     message::{MessageKind, QueueMessage},
@@ -363,8 +364,14 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
             triage_id = id,
             correlation_id,
             decided_by = who,
+            caller_arn = caller_arn(who),
+            caller_user_id = caller_part(who, "userId"),
+            source_ip = caller_part(who, "sourceIp"),
             reason = why,
-            ?done,
+            outcome = done.outcome(),
+            inbox_pk = done.inbox_pk(),
+            reopened = done.reopened(),
+            verdict = done.verdict(),
             "triage item re-injected"
         );
         crate::metrics::emit(
@@ -486,6 +493,9 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
             triage_id = id,
             correlation_id = self.correlation(&item, now),
             decided_by = who,
+            caller_arn = caller_arn(who),
+            caller_user_id = caller_part(who, "userId"),
+            source_ip = caller_part(who, "sourceIp"),
             reason = why,
             "triage item rejected"
         );
@@ -544,7 +554,12 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
             action_key = %key,
             correlation_id = event.map(crate::message::correlation_id),
             decided_by = who,
-            outcome = ?done,
+            caller_arn = caller_arn(who),
+            caller_user_id = caller_part(who, "userId"),
+            source_ip = caller_part(who, "sourceIp"),
+            outcome = done.outcome(),
+            destination_ref = done.destination_ref(),
+            inbox_pk = done.inbox_pk(),
             "action reconciled"
         );
         Ok(done)
@@ -559,7 +574,7 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         who: &str,
         now: Timestamp,
     ) -> Result<Reconciled, ApprovalError> {
-        let item = worker_item_id("uncertain", key, &record.request_sha256);
+        let item = worker_item_id(HoldCase::Uncertain, key, &record.request_sha256);
         // A "not found" that stopped after its ledger write is run again to
         // its end: the action PENDING, its item decided.
         let resume = found.is_none()
@@ -774,17 +789,13 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         let Decision::Actions(requests) = record.decide(&self.config.rules) else {
             return Ok(());
         };
-        let cases = [
-            ("failed", ActionStatus::Failed),
-            ("uncertain", ActionStatus::Uncertain),
-        ];
         for request in &requests {
-            for (case, filed) in cases {
+            for case in [HoldCase::Failed, HoldCase::Uncertain] {
                 if worker_item_id(case, &request.key, &request.request_sha256) != item.id {
                     continue;
                 }
                 if let Some(action) = self.ledger.get(&request.key).await?
-                    && action.status != filed
+                    && action.status != case.status()
                 {
                     return Err(ApprovalError::NotStanding {
                         key: request.key.to_string(),
@@ -965,7 +976,8 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
                 if action.status != ActionStatus::Failed {
                     continue;
                 }
-                let failed = worker_item_id("failed", &request.key, &request.request_sha256);
+                let failed =
+                    worker_item_id(HoldCase::Failed, &request.key, &request.request_sha256);
                 // A worker's item decides its own action only: the event's
                 // other failures (poison, a collision) wait for their own.
                 if failed != item.id && item.source == TriageSource::Worker {
@@ -1071,4 +1083,86 @@ fn live(pk: &InboxPk, record: Option<&InboxRecord>, now: Timestamp) -> Result<()
         Some(record) if record.expires_at > now => Ok(()),
         _ => Err(ApprovalError::Expired(pk.to_string())),
     }
+}
+
+// The decisions' log keys: typed, so Logs Insights filters on them
+// (docs/operations.md, "Logs").
+
+impl Reinjected {
+    /// `queued` or `ingested`.
+    pub fn outcome(&self) -> &'static str {
+        match self {
+            Self::Queued { .. } => "queued",
+            Self::Ingested(_) => "ingested",
+        }
+    }
+
+    /// The inbox key queued again.
+    pub fn inbox_pk(&self) -> Option<&str> {
+        match self {
+            Self::Queued { inbox_pk, .. } => Some(inbox_pk),
+            Self::Ingested(_) => None,
+        }
+    }
+
+    /// How many actions were re-opened.
+    pub fn reopened(&self) -> Option<u64> {
+        match self {
+            Self::Queued { reopened, .. } => Some(reopened.len() as u64),
+            Self::Ingested(_) => None,
+        }
+    }
+
+    /// The ingress's verdict on an event ingested again.
+    pub fn verdict(&self) -> Option<&'static str> {
+        match self {
+            Self::Queued { .. } => None,
+            Self::Ingested(verdict) => Some(verdict.as_str()),
+        }
+    }
+}
+
+impl Reconciled {
+    /// `completed`, `requeued` or `waiting`.
+    pub fn outcome(&self) -> &'static str {
+        match self {
+            Self::Completed(_) => "completed",
+            Self::Requeued(_) => "requeued",
+            Self::Waiting { .. } => "waiting",
+        }
+    }
+
+    /// The destination's id of the effect found.
+    pub fn destination_ref(&self) -> Option<&str> {
+        match self {
+            Self::Completed(found) => Some(found),
+            _ => None,
+        }
+    }
+
+    /// The event queued again, or waiting for another decision.
+    pub fn inbox_pk(&self) -> Option<&str> {
+        match self {
+            Self::Completed(_) => None,
+            Self::Requeued(pk) | Self::Waiting { inbox_pk: pk, .. } => Some(pk),
+        }
+    }
+}
+
+/// The ARN of who decided, as recorded: `ARN (userId U, accessKey K,
+/// sourceIp I)` from the ops API, or a name alone.
+fn caller_arn(who: &str) -> &str {
+    who.split_once(" (").map_or(who, |(arn, _)| arn)
+}
+
+/// One named part of who decided (`userId`, `sourceIp`), when recorded and
+/// not `-`.
+fn caller_part<'a>(who: &'a str, name: &str) -> Option<&'a str> {
+    let (_, parts) = who.split_once(" (")?;
+    parts
+        .trim_end_matches(')')
+        .split(", ")
+        .filter_map(|part| part.split_once(' '))
+        .find(|(key, value)| *key == name && *value != "-")
+        .map(|(_, value)| value)
 }

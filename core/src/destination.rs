@@ -14,11 +14,13 @@
 
 use std::time::Duration;
 
+use crate::names::names;
+
 use crate::{
     Timestamp,
     action::{ActionKey, ActionRequest},
+    failure::{Failure, FailureKind},
     ledger::Attempt,
-    ledger::ErrorKind,
 };
 
 /// How a destination makes a repeated request harmless.
@@ -32,6 +34,12 @@ pub enum Strategy {
     Lookup,
 }
 
+names!(Strategy "strategy" {
+    IdempotencyKey => "idempotency-key",
+    Upsert => "upsert",
+    Lookup => "lookup",
+});
+
 impl Strategy {
     /// The most destination calls one attempt makes ([`perform`]): a
     /// look-first lookup (an attempt after another at a lookup destination,
@@ -44,20 +52,12 @@ impl Strategy {
             Strategy::IdempotencyKey | Strategy::Lookup => 3,
         }
     }
-}
 
-/// A destination call that did not produce a confirmed result.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum DestinationError {
-    /// The destination is down or throttling (5xx, 429, refused): retry later.
-    #[error("destination unavailable: {0}")]
-    Retryable(String),
-    /// The destination refused the request (4xx validation): do not retry.
-    #[error("destination refused the request: {0}")]
-    Permanent(String),
-    /// Sent, but no answer (timeout, connection lost): it may have happened.
-    #[error("destination outcome unknown: {0}")]
-    OutcomeUnknown(String),
+    /// Whether asking again makes no second effect (a key or an upsert):
+    /// a lost answer is then a retry with the same key.
+    pub const fn keyed(self) -> bool {
+        matches!(self, Strategy::IdempotencyKey | Strategy::Upsert)
+    }
 }
 
 pub trait Destination: Send + Sync {
@@ -67,13 +67,13 @@ pub trait Destination: Send + Sync {
     fn create(
         &self,
         request: &ActionRequest,
-    ) -> impl Future<Output = Result<String, DestinationError>> + Send;
+    ) -> impl Future<Output = Result<String, Failure>> + Send;
 
     /// Finds the effect of `key`, if the destination has one.
     fn lookup(
         &self,
         key: &ActionKey,
-    ) -> impl Future<Output = Result<Option<String>, DestinationError>> + Send;
+    ) -> impl Future<Output = Result<Option<String>, Failure>> + Send;
 
     /// Whether calls wait for a rate limit ([`Destination::admit`]).
     fn paced(&self) -> bool {
@@ -88,24 +88,98 @@ pub trait Destination: Send + Sync {
         let _ = max_wait;
         std::future::ready(Some(Duration::ZERO))
     }
+
+    /// How much longer this destination asked this instance to leave it
+    /// alone (the last throttle's wait, [`FailureKind::Throttled`]), if it
+    /// did: no call is made to it until then.
+    fn paused_for(&self) -> Option<Duration> {
+        None
+    }
 }
 
-/// The confirmed result of performing an action.
+/// How long a throttle that does not say (and whose vendor does not) is
+/// waited out.
+pub const THROTTLE_PAUSE: Duration = Duration::from_secs(30);
+
+/// What performing an action came to: its disposition.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Performed {
     /// Done, with the destination's id as evidence.
     Completed(String),
-    /// Refused for good: FAILED.
-    Failed(String),
-    /// Could not be confirmed: UNCERTAIN.
-    Uncertain(String),
+    /// Settled for a human: FAILED, or UNCERTAIN when the outcome is unknown
+    /// ([`crate::failure::FailureKind::hold_case`]).
+    Hold(Failure),
     /// Not done (or not confirmed, with a key that makes asking again safe):
     /// try again later with the same key.
-    Retry(ErrorKind, String),
+    Retry(Failure),
     /// Not done: the lookup found nothing, but the destination's search may
     /// not show yet what an earlier attempt wrote up to `from`; try again
     /// at `until` (`from` + the search lag), when "not found" is trusted.
     Wait { from: Timestamp, until: Timestamp },
+}
+
+/// Where in an attempt ([`perform`]) a call failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// The lookup before creating again, of an attempt after another
+    /// ([`Attempt::Again`], or [`Attempt::KeyExpired`] when `key_expired`).
+    LookFirst { key_expired: bool },
+    /// The create, its answer read (a lost answer is resolved by the
+    /// strategy's second call, one of the two steps below).
+    Create,
+    /// The same create again, after the first one's answer was lost (a key
+    /// or an upsert destination).
+    CreateAgain,
+    /// The lookup after the create's answer was lost (a lookup destination).
+    LookupAfterLost,
+}
+
+/// The one rule for what a failure makes of an attempt, from its kind, the
+/// destination's strategy and the step of the attempt it ended:
+/// - a refusal (permanent, collision) of the create holds the action;
+/// - an outage or throttle is retried later with the same key;
+/// - a lost answer at a key or upsert destination stays a retry with the
+///   same key (asking again returns the effect already made); at a lookup
+///   destination, where the lookup cannot settle it, it is UNCERTAIN;
+/// - a failed lookup before creating again is retried, never a blind
+///   create; past the key's retention, a lookup that cannot answer leaves
+///   the outcome uncertain;
+/// - a throttle is retried after the wait the destination asked for, with
+///   the same key, before or after a lost answer alike.
+pub fn disposition(failure: Failure, strategy: Strategy, step: Step) -> Performed {
+    use FailureKind::{OutcomeUnknown, Permanent, Retryable, Throttled};
+    match (step, failure.kind) {
+        (Step::LookFirst { key_expired: true }, Permanent | OutcomeUnknown) => {
+            Performed::Hold(Failure::outcome_unknown(format!(
+                "past the destination's key retention, and it cannot be looked up ({}): \
+                 creating again could make a second effect; needs verification",
+                failure.detail
+            )))
+        }
+        // A throttle is waited out whatever the step: nothing was made by
+        // the call it refused, and the key stays the same.
+        (Step::LookFirst { .. } | Step::Create | Step::CreateAgain, Throttled) => {
+            Performed::Retry(failure)
+        }
+        (Step::LookFirst { .. }, _) => Performed::Retry(Failure::retryable(format!(
+            "lookup before creating again failed: {}",
+            failure.detail
+        ))),
+        (Step::Create, Retryable) => Performed::Retry(failure),
+        (Step::Create | Step::CreateAgain, Retryable | OutcomeUnknown) if strategy.keyed() => {
+            Performed::Retry(Failure::outcome_unknown(format!(
+                "{}, retry with the same key",
+                failure.detail
+            )))
+        }
+        (Step::Create | Step::CreateAgain, OutcomeUnknown) | (Step::LookupAfterLost, _) => {
+            Performed::Hold(Failure::outcome_unknown(format!(
+                "{}: needs verification",
+                failure.detail
+            )))
+        }
+        (Step::Create | Step::CreateAgain, _) => Performed::Hold(failure),
+    }
 }
 
 /// Calls `destination` for `request`, resolving a lost answer by its strategy.
@@ -116,8 +190,9 @@ pub enum Performed {
 /// Idempotency keys and upserts make creating again safe; a lookup
 /// destination is asked first, and creates only when it finds nothing at
 /// `now`, `lag` (its search's lag behind its writes) or more after the
-/// earlier attempts' reach: before that, a task they made may not show
+/// earlier attempts' reach: before that, an effect they made may not show
 /// yet, and the attempt waits ([`Performed::Wait`]) instead of creating.
+/// Every failure that ends the attempt gets its [`disposition`].
 pub async fn perform<D: Destination>(
     destination: &D,
     request: &ActionRequest,
@@ -125,11 +200,12 @@ pub async fn perform<D: Destination>(
     lag: Duration,
     now: Timestamp,
 ) -> Performed {
+    let strategy = destination.strategy();
     let look_first = match attempt {
         Attempt::First => false,
-        Attempt::Again { .. } => destination.strategy() == Strategy::Lookup,
+        Attempt::Again { .. } => strategy == Strategy::Lookup,
         // An upsert is safe whatever the destination remembers.
-        Attempt::KeyExpired => destination.strategy() != Strategy::Upsert,
+        Attempt::KeyExpired => strategy != Strategy::Upsert,
     };
     if look_first {
         match destination.lookup(&request.key).await {
@@ -142,52 +218,36 @@ pub async fn perform<D: Destination>(
                     }
                 }
             }
-            Err(DestinationError::Retryable(e)) => {
-                return Performed::Retry(
-                    ErrorKind::Retryable,
-                    format!("lookup before creating again failed: {e}"),
-                );
-            }
-            Err(DestinationError::Permanent(e) | DestinationError::OutcomeUnknown(e))
-                if attempt == Attempt::KeyExpired =>
-            {
-                return Performed::Uncertain(format!(
-                    "past the destination's key retention, and it cannot be looked up ({e}): \
-                     creating again could make a second task; needs verification"
-                ));
-            }
-            Err(e) => {
-                return Performed::Retry(
-                    ErrorKind::Retryable,
-                    format!("lookup before creating again failed: {e}"),
-                );
+            Err(failure) => {
+                let key_expired = attempt == Attempt::KeyExpired;
+                return disposition(failure, strategy, Step::LookFirst { key_expired });
             }
         }
     }
     let lost = match destination.create(request).await {
         Ok(id) => return Performed::Completed(id),
-        Err(DestinationError::Retryable(e)) => return Performed::Retry(ErrorKind::Retryable, e),
-        Err(DestinationError::Permanent(e)) => return Performed::Failed(e),
-        Err(DestinationError::OutcomeUnknown(e)) => e,
+        Err(f) if f.kind == FailureKind::OutcomeUnknown => f,
+        Err(f) => return disposition(f, strategy, Step::Create),
     };
-    match destination.strategy() {
+    let lost = format!("answer lost ({})", lost.detail);
+    match strategy {
         // Asking again is safe: the same key returns the effect already made.
         Strategy::IdempotencyKey | Strategy::Upsert => match destination.create(request).await {
             Ok(id) => Performed::Completed(id),
-            Err(DestinationError::Permanent(e)) => Performed::Failed(e),
-            Err(DestinationError::Retryable(e) | DestinationError::OutcomeUnknown(e)) => {
-                Performed::Retry(
-                    ErrorKind::OutcomeUnknown,
-                    format!("answer lost ({lost}), retry with the same key: {e}"),
-                )
-            }
+            Err(f) => disposition(f.context(lost), strategy, Step::CreateAgain),
         },
         Strategy::Lookup => match destination.lookup(&request.key).await {
             Ok(Some(id)) => Performed::Completed(id),
-            Ok(None) => Performed::Uncertain(format!(
-                "answer lost ({lost}) and no task found by external reference: needs verification"
-            )),
-            Err(e) => Performed::Uncertain(format!("answer lost ({lost}) and lookup failed: {e}")),
+            Ok(None) => disposition(
+                Failure::outcome_unknown(format!("{lost}, and no effect found by the key")),
+                strategy,
+                Step::LookupAfterLost,
+            ),
+            Err(f) => disposition(
+                f.context(format!("{lost}, and the lookup failed")),
+                strategy,
+                Step::LookupAfterLost,
+            ),
         },
     }
 }
@@ -206,8 +266,8 @@ mod tests {
     /// against the simulated CRM.
     struct Scripted {
         strategy: Strategy,
-        creates: Mutex<Vec<Result<String, DestinationError>>>,
-        lookup: Result<Option<String>, DestinationError>,
+        creates: Mutex<Vec<Result<String, Failure>>>,
+        lookup: Result<Option<String>, Failure>,
         calls: Mutex<u32>,
         lookups: Mutex<u32>,
     }
@@ -217,12 +277,12 @@ mod tests {
             self.strategy
         }
 
-        async fn create(&self, _: &ActionRequest) -> Result<String, DestinationError> {
+        async fn create(&self, _: &ActionRequest) -> Result<String, Failure> {
             *self.calls.lock().unwrap() += 1;
             self.creates.lock().unwrap().remove(0)
         }
 
-        async fn lookup(&self, _: &ActionKey) -> Result<Option<String>, DestinationError> {
+        async fn lookup(&self, _: &ActionKey) -> Result<Option<String>, Failure> {
             *self.lookups.lock().unwrap() += 1;
             self.lookup.clone()
         }
@@ -235,8 +295,8 @@ mod tests {
 
     fn scripted(
         strategy: Strategy,
-        creates: Vec<Result<String, DestinationError>>,
-        lookup: Result<Option<String>, DestinationError>,
+        creates: Vec<Result<String, Failure>>,
+        lookup: Result<Option<String>, Failure>,
     ) -> Scripted {
         Scripted {
             strategy,
@@ -258,8 +318,8 @@ mod tests {
     /// No search lag (a destination that shows its writes at once).
     const NO_LAG: Duration = Duration::ZERO;
 
-    fn lost() -> Result<String, DestinationError> {
-        Err(DestinationError::OutcomeUnknown("timeout".into()))
+    fn lost() -> Result<String, Failure> {
+        Err(Failure::outcome_unknown("timeout"))
     }
 
     #[tokio::test]
@@ -279,7 +339,10 @@ mod tests {
         let d = scripted(Strategy::IdempotencyKey, vec![lost(), lost()], Ok(None));
         assert!(matches!(
             perform(&d, &request(), Attempt::First, NO_LAG, NOW).await,
-            Performed::Retry(ErrorKind::OutcomeUnknown, _)
+            Performed::Retry(Failure {
+                kind: FailureKind::OutcomeUnknown,
+                ..
+            })
         ));
     }
 
@@ -294,16 +357,22 @@ mod tests {
         let missing = scripted(Strategy::Lookup, vec![lost()], Ok(None));
         assert!(matches!(
             perform(&missing, &request(), Attempt::First, NO_LAG, NOW).await,
-            Performed::Uncertain(_)
+            Performed::Hold(Failure {
+                kind: FailureKind::OutcomeUnknown,
+                ..
+            })
         ));
         let broken = scripted(
             Strategy::Lookup,
             vec![lost()],
-            Err(DestinationError::Retryable("503".into())),
+            Err(Failure::retryable("503")),
         );
         assert!(matches!(
             perform(&broken, &request(), Attempt::First, NO_LAG, NOW).await,
-            Performed::Uncertain(_)
+            Performed::Hold(Failure {
+                kind: FailureKind::OutcomeUnknown,
+                ..
+            })
         ));
         assert_eq!(*broken.calls.lock().unwrap(), 1, "never a second create");
     }
@@ -324,21 +393,20 @@ mod tests {
             Performed::Completed("task-8".into())
         );
         // The lookup fails: retry later, never create blind.
-        let blind = scripted(
-            Strategy::Lookup,
-            vec![],
-            Err(DestinationError::Retryable("503".into())),
-        );
+        let blind = scripted(Strategy::Lookup, vec![], Err(Failure::retryable("503")));
         assert!(matches!(
             perform(&blind, &request(), AGAIN, NO_LAG, NOW).await,
-            Performed::Retry(ErrorKind::Retryable, _)
+            Performed::Retry(Failure {
+                kind: FailureKind::Retryable,
+                ..
+            })
         ));
         assert_eq!(*blind.calls.lock().unwrap(), 0);
         // Keys make creating again safe: no lookup needed.
         let keyed = scripted(
             Strategy::IdempotencyKey,
             vec![Ok("task-1".into())],
-            Err(DestinationError::Retryable("unused".into())),
+            Err(Failure::retryable("unused")),
         );
         assert_eq!(
             perform(&keyed, &request(), AGAIN, NO_LAG, NOW).await,
@@ -407,11 +475,14 @@ mod tests {
         let blind = scripted(
             Strategy::IdempotencyKey,
             vec![],
-            Err(DestinationError::Permanent("no search endpoint".into())),
+            Err(Failure::permanent("no search endpoint")),
         );
         assert!(matches!(
             perform(&blind, &request(), Attempt::KeyExpired, NO_LAG, NOW).await,
-            Performed::Uncertain(_)
+            Performed::Hold(Failure {
+                kind: FailureKind::OutcomeUnknown,
+                ..
+            })
         ));
         assert_eq!(*blind.calls.lock().unwrap(), 0);
     }
@@ -425,16 +496,16 @@ mod tests {
             vec![
                 Ok("task-1".to_owned()),
                 lost(),
-                Err(DestinationError::Retryable("503".into())),
-                Err(DestinationError::Permanent("422".into())),
+                Err(Failure::retryable("503")),
+                Err(Failure::permanent("422")),
             ]
         };
         let lookups = [
             Ok(Some("task-1".to_owned())),
             Ok(None),
-            Err(DestinationError::Retryable("503".into())),
-            Err(DestinationError::Permanent("403".into())),
-            Err(DestinationError::OutcomeUnknown("timeout".into())),
+            Err(Failure::retryable("503")),
+            Err(Failure::permanent("403")),
+            Err(Failure::outcome_unknown("timeout")),
         ];
         for strategy in [Strategy::IdempotencyKey, Strategy::Upsert, Strategy::Lookup] {
             let mut most = 0;
@@ -458,25 +529,95 @@ mod tests {
         }
     }
 
+    /// The one rule, as a table: every kind, strategy and step.
+    #[test]
+    fn every_failure_gets_its_disposition_by_kind_strategy_and_step() {
+        use FailureKind::{OutcomeUnknown, Permanent, Retryable, Throttled};
+        let steps = [
+            Step::LookFirst { key_expired: false },
+            Step::LookFirst { key_expired: true },
+            Step::Create,
+            Step::CreateAgain,
+            Step::LookupAfterLost,
+        ];
+        let kind_of = |p: &Performed| match p {
+            Performed::Retry(f) => ("retry", f.kind),
+            Performed::Hold(f) => ("hold", f.kind),
+            other => panic!("a failure is never {other:?}"),
+        };
+        for kind in FailureKind::ALL.iter().copied() {
+            for strategy in [Strategy::IdempotencyKey, Strategy::Upsert, Strategy::Lookup] {
+                for step in steps {
+                    let got = kind_of(&disposition(Failure::new(kind, "x"), strategy, step));
+                    let creating = matches!(step, Step::Create | Step::CreateAgain);
+                    let expected = match (step, kind) {
+                        (Step::LookupAfterLost, _) => ("hold", OutcomeUnknown),
+                        (_, Throttled) => ("retry", Throttled),
+                        (Step::LookFirst { key_expired: true }, Permanent | OutcomeUnknown) => {
+                            ("hold", OutcomeUnknown)
+                        }
+                        (Step::LookFirst { .. }, _) => ("retry", Retryable),
+                        (Step::Create, Retryable) => ("retry", Retryable),
+                        (_, Retryable | OutcomeUnknown) if creating && strategy.keyed() => {
+                            ("retry", OutcomeUnknown)
+                        }
+                        (_, OutcomeUnknown) => ("hold", OutcomeUnknown),
+                        _ => ("hold", kind),
+                    };
+                    assert_eq!(got, expected, "{kind} {strategy:?} {step:?}");
+                }
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_throttle_is_retried_with_its_wait_at_any_step() {
+        let throttled = || Err(Failure::throttled("429", Some(Duration::from_secs(7))));
+        let waits = |p: Performed| match p {
+            Performed::Retry(f) => (f.kind, f.retry_after),
+            other => panic!("{other:?}"),
+        };
+        let expected = (FailureKind::Throttled, Some(Duration::from_secs(7)));
+        // The create.
+        let create = scripted(Strategy::Upsert, vec![throttled()], Ok(None));
+        let first = perform(&create, &request(), Attempt::First, NO_LAG, NOW).await;
+        assert_eq!(waits(first), expected);
+        // The same create again, after a lost answer: still the same key.
+        let again = scripted(
+            Strategy::IdempotencyKey,
+            vec![lost(), throttled()],
+            Ok(None),
+        );
+        let second = perform(&again, &request(), Attempt::First, NO_LAG, NOW).await;
+        assert_eq!(waits(second), expected);
+        // The lookup before creating again: nothing created.
+        let look = scripted(Strategy::Lookup, vec![], throttled().map(|_: String| None));
+        assert_eq!(
+            waits(perform(&look, &request(), AGAIN, NO_LAG, NOW).await),
+            expected
+        );
+        assert_eq!(*look.calls.lock().unwrap(), 0);
+    }
+
     #[tokio::test]
     async fn outages_retry_and_refusals_fail() {
         let down = scripted(
             Strategy::Lookup,
-            vec![Err(DestinationError::Retryable("503".into()))],
+            vec![Err(Failure::retryable("503"))],
             Ok(None),
         );
         assert_eq!(
             perform(&down, &request(), Attempt::First, NO_LAG, NOW).await,
-            Performed::Retry(ErrorKind::Retryable, "503".into())
+            Performed::Retry(Failure::retryable("503"))
         );
         let refused = scripted(
             Strategy::Upsert,
-            vec![Err(DestinationError::Permanent("400".into()))],
+            vec![Err(Failure::permanent("400"))],
             Ok(None),
         );
         assert_eq!(
             perform(&refused, &request(), Attempt::First, NO_LAG, NOW).await,
-            Performed::Failed("400".into())
+            Performed::Hold(Failure::permanent("400"))
         );
     }
 
@@ -484,14 +625,13 @@ mod tests {
     async fn a_lookup_that_is_refused_before_creating_again_is_retried_not_uncertain() {
         // Only past the key's retention does a refused lookup leave the
         // outcome uncertain; on an ordinary second attempt it is retried.
-        let refused = scripted(
-            Strategy::Lookup,
-            vec![],
-            Err(DestinationError::Permanent("403".into())),
-        );
+        let refused = scripted(Strategy::Lookup, vec![], Err(Failure::permanent("403")));
         assert!(matches!(
             perform(&refused, &request(), AGAIN, NO_LAG, NOW).await,
-            Performed::Retry(ErrorKind::Retryable, _)
+            Performed::Retry(Failure {
+                kind: FailureKind::Retryable,
+                ..
+            })
         ));
         assert_eq!(*refused.calls.lock().unwrap(), 0);
     }

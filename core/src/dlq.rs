@@ -7,16 +7,18 @@
 //! Lambda's invocation record, the event under `requestPayload`). Nothing is
 //! re-injected here: only an approval does that (`approval`).
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
 use serde_json::Value;
 
 use crate::{
     InboxPk, Timestamp,
+    action::ActionRequest,
     config::Config,
+    failure::FailureKind,
     inbox::InboxStatus,
     ingress::event_record,
-    ledger::{ActionStatus, ErrorKind},
+    ledger::{ActionRecord, ActionStatus},
     message::{QueueMessage, correlate, correlation_id},
     ports::{EventErrorCode, Filed, Hold, InboxStore, Ledger, StoreError},
     rules::Decision,
@@ -79,7 +81,7 @@ impl<S: InboxStore, L: Ledger, H: Hold> Triager<S, L, H> {
         let mut to_hold = None;
         match letter.source {
             TriageSource::ActionDlq => {
-                to_hold = self.action_evidence(letter.body, &mut item).await?;
+                to_hold = self.action_evidence(letter.body, &mut item, now).await?;
             }
             TriageSource::EventbridgeDlq => {
                 self.event_evidence(letter.body, &letter.attributes, &mut item);
@@ -132,6 +134,7 @@ impl<S: InboxStore, L: Ledger, H: Hold> Triager<S, L, H> {
         &self,
         body: &str,
         item: &mut TriageItem,
+        now: Timestamp,
     ) -> Result<Option<InboxPk>, StoreError> {
         let e = &mut item.evidence;
         let Some((message, pk)) = QueueMessage::parse(body) else {
@@ -151,23 +154,23 @@ impl<S: InboxStore, L: Ledger, H: Hold> Triager<S, L, H> {
         };
         match record.decide(&self.config.rules) {
             Decision::Actions(requests) => {
-                for request in requests {
-                    match self.ledger.get(&request.key).await? {
-                        Some(action) => {
-                            if let Some(kind) = action.last_error_kind {
-                                e.error_kinds
-                                    .push(evidence_kind(kind, action.status).to_owned());
-                            }
-                            if let Some(error) = &action.last_error {
-                                e.details.push(format!(
-                                    "{}: {} ({} attempts)",
-                                    action.key, error, action.attempts
-                                ));
-                            }
-                            e.destination.get_or_insert(action.destination);
-                        }
-                        None => e.details.push(format!("{}: never reserved", request.key)),
-                    }
+                let reached = self.actions_evidence(&requests, e, now).await?;
+                let timeout = self.config.action_timeout;
+                // Not reached though received longer ago than an invocation
+                // lasts: every receive ended before it reserved an action.
+                if !reached
+                    && record.status == InboxStatus::Received
+                    && now.since(record.received_at) >= timeout
+                {
+                    e.error_kinds.push(FailureKind::Retryable);
+                    e.details.push(format!(
+                        "not reached: no action of it was reserved, and its event is still \
+                         RECEIVED {} s after it arrived; each receive ended before the worker \
+                         reserved one (the function timeout of {} s, a crash, or a store slower \
+                         than its timeout)",
+                        now.since(record.received_at).as_secs(),
+                        timeout.as_secs()
+                    ));
                 }
             }
             Decision::Ignored(reason) | Decision::Unmatched(reason) => {
@@ -175,6 +178,46 @@ impl<S: InboxStore, L: Ledger, H: Hold> Triager<S, L, H> {
             }
         }
         Ok((record.status == InboxStatus::Received).then_some(pk))
+    }
+
+    /// The ledger's evidence of each of the event's actions: its last error,
+    /// or that it timed out ([`timed_out`]). Whether any was reserved.
+    async fn actions_evidence(
+        &self,
+        requests: &[ActionRequest],
+        e: &mut Evidence,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        let mut reached = false;
+        for request in requests {
+            let Some(action) = self.ledger.get(&request.key).await? else {
+                e.details.push(format!("{}: never reserved", request.key));
+                continue;
+            };
+            reached = true;
+            if let Some(error) = &action.last_error {
+                e.details.push(format!(
+                    "{}: {} ({} attempts)",
+                    action.key, error, action.attempts
+                ));
+            }
+            match cut_off(&action, self.config.action_timeout, now) {
+                // The error an earlier attempt left is stale: the last one
+                // ended without settling.
+                Some(Ok(cut)) => {
+                    e.error_kinds.push(FailureKind::Retryable);
+                    e.details.push(cut);
+                }
+                Some(Err(running)) => e.details.push(running),
+                None => {
+                    if let Some(kind) = action.last_error_kind {
+                        e.error_kinds.push(evidence_kind(kind, action.status));
+                    }
+                }
+            }
+            e.destination.get_or_insert(action.destination);
+        }
+        Ok(reached)
     }
 
     /// An EventBridge event's own inbox record, if an invocation stored it
@@ -207,9 +250,7 @@ impl<S: InboxStore, L: Ledger, H: Hold> Triager<S, L, H> {
         // The rule could not hand the event to the function: Lambda was the
         // unavailable downstream.
         if !item.evidence.unparseable && !item.evidence.unknown_workspace {
-            item.evidence
-                .error_kinds
-                .push(ErrorKind::Retryable.as_str().to_owned());
+            item.evidence.error_kinds.push(FailureKind::Retryable);
         }
     }
 
@@ -231,10 +272,9 @@ impl<S: InboxStore, L: Ledger, H: Hold> Triager<S, L, H> {
         // The ingress reports `EventError::code` as Lambda's errorType; any
         // other type (a timeout, a crash) leaves the item for a human.
         match failure["errorType"].as_str().map(str::parse) {
-            Some(Ok(EventErrorCode::Unavailable)) => item
-                .evidence
-                .error_kinds
-                .push(ErrorKind::Retryable.as_str().to_owned()),
+            Some(Ok(EventErrorCode::Unavailable)) => {
+                item.evidence.error_kinds.push(FailureKind::Retryable)
+            }
             Some(Ok(EventErrorCode::Malformed)) => item.evidence.unparseable = true,
             _ => {}
         }
@@ -277,6 +317,39 @@ impl TriageItem {
     }
 }
 
+/// What an action left IN_PROGRESS says. Under an expired lease: its last
+/// attempt ended without settling, cut off before it could (the function's
+/// timeout, a crash, or a store or destination slower than its timeout),
+/// which is evidence of a failing downstream, as an outage is: approving
+/// re-runs it through the ledger, which takes the expired lease over and
+/// asks again with the same key, or looks the effect up first. Under a live
+/// lease (`Err`): another attempt is running it now, which says nothing of
+/// why this message ran out of receives.
+fn cut_off(
+    action: &ActionRecord,
+    function_timeout: Duration,
+    now: Timestamp,
+) -> Option<Result<String, String>> {
+    if action.status != ActionStatus::InProgress {
+        return None;
+    }
+    if let Some(until) = action.lease_expires_at.filter(|t| *t > now) {
+        return Some(Err(format!(
+            "{}: in progress under another attempt's lease, until {}",
+            action.key,
+            until.utc()
+        )));
+    }
+    Some(Ok(format!(
+        "{}: timed out: still IN_PROGRESS after {} attempts, its lease expired; the last \
+         was cut off before it settled (the function timeout of {} s, a crash, or a store \
+         or destination slower than its timeout)",
+        action.key,
+        action.attempts,
+        function_timeout.as_secs()
+    )))
+}
+
 /// The error kind an action's last error is evidence of. A lost answer
 /// leaves an action UNCERTAIN only where asking again could make a second
 /// effect (the lookup strategy); an action still PENDING after one was
@@ -284,11 +357,9 @@ impl TriageItem {
 /// is evidence of a failing destination. Classed uncertain it could be
 /// neither approved (approval leaves uncertain items to reconcile) nor
 /// reconciled (the action is not UNCERTAIN): only rejected.
-fn evidence_kind(kind: ErrorKind, status: ActionStatus) -> &'static str {
+fn evidence_kind(kind: FailureKind, status: ActionStatus) -> FailureKind {
     match (kind, status) {
-        (ErrorKind::OutcomeUnknown, s) if s != ActionStatus::Uncertain => {
-            ErrorKind::Retryable.as_str()
-        }
-        _ => kind.as_str(),
+        (FailureKind::OutcomeUnknown, s) if s != ActionStatus::Uncertain => FailureKind::Retryable,
+        _ => kind,
     }
 }

@@ -14,7 +14,7 @@ use crate::{
     message::QueueMessage,
     ports::{Alerts, Filed, Hold, StoreError, TriageStore},
     streak::FailureStreaks,
-    triage::{Evidence, TriageClass, TriageItem, TriageSource, TriageStatus, classify, item_id},
+    triage::{AlertGroup, Evidence, TriageItem, TriageSource, TriageStatus, classify, item_id},
 };
 
 /// Keeps the event `pk` for the hold window before work on it is held: an
@@ -78,16 +78,17 @@ impl<T: TriageStore, A: Alerts> Hold for Holder<T, A> {
     /// lost and, within a marker's day, never sent twice.
     async fn hold(&self, item: &TriageItem, now: Timestamp) -> Result<Filed, StoreError> {
         let filed = self.store.file(item).await?;
-        let marker = match item.class {
-            TriageClass::DownstreamOutage => format!(
+        let group = item.class.alert_group();
+        let marker = match group {
+            AlertGroup::Destination => format!(
                 "{}#{}#{}",
                 item.class,
                 item.destination.as_deref().unwrap_or("-"),
                 now.as_millis() / ALERT_WINDOW_MS
             ),
-            _ => item.id.clone(),
+            AlertGroup::Item => item.id.clone(),
         };
-        if filed == Filed::Reopened && item.class != TriageClass::DownstreamOutage {
+        if filed == Filed::Reopened && group == AlertGroup::Item {
             // Held again for a new decision: its own alert again.
             self.store.release_alert(&marker).await?;
         }

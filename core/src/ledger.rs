@@ -16,7 +16,7 @@ use crate::InboxPk;
 use crate::names::names;
 use std::time::Duration;
 
-use crate::{Timestamp, action::ActionKey};
+use crate::{Timestamp, action::ActionKey, failure::FailureKind};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ActionStatus {
@@ -33,27 +33,6 @@ names!(ActionStatus "action status" {
     Completed => "COMPLETED",
     Failed => "FAILED",
     Uncertain => "UNCERTAIN",
-});
-
-/// The kind of the last error, as the ledger records it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorKind {
-    Retryable,
-    Permanent,
-    OutcomeUnknown,
-    Collision,
-    /// Not an error: the attempt found nothing at a lookup destination
-    /// whose search may not show an earlier attempt's task yet, and gave
-    /// its lease back to wait ([`Attempt::Again`]'s `reach`).
-    SearchLag,
-}
-
-names!(ErrorKind "error kind" {
-    Retryable => "retryable",
-    Permanent => "permanent",
-    OutcomeUnknown => "outcome-unknown",
-    Collision => "collision",
-    SearchLag => "search-lag",
 });
 
 /// Whether an attempt that holds the lease is the action's first.
@@ -87,13 +66,13 @@ pub struct ActionRecord {
     pub destination: String,
     /// The destination's id for the effect, recorded only with evidence.
     pub destination_ref: Option<String>,
-    pub last_error_kind: Option<ErrorKind>,
+    pub last_error_kind: Option<FailureKind>,
     pub last_error: Option<String>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
     pub expires_at: Timestamp,
     /// Set by an attempt that waited for the destination's search lag
-    /// ([`ErrorKind::SearchLag`]): the `reach` it waited from, which the
+    /// ([`FailureKind::SearchLag`]): the `reach` it waited from, which the
     /// next takeover keeps (the waiting attempt wrote nothing there).
     pub lag_from: Option<Timestamp>,
 }
@@ -160,7 +139,7 @@ pub fn own_attempt(stored: &ActionRecord) -> Attempt {
 pub fn taken_over(stored: &ActionRecord) -> Attempt {
     let reach = match (stored.status, stored.last_error_kind) {
         (ActionStatus::InProgress, _) => stored.lease_expires_at.unwrap_or(stored.updated_at),
-        (ActionStatus::Pending, Some(ErrorKind::SearchLag)) => {
+        (ActionStatus::Pending, Some(FailureKind::SearchLag)) => {
             stored.lag_from.unwrap_or(stored.updated_at)
         }
         _ => stored.updated_at,
@@ -302,11 +281,11 @@ mod tests {
         // Released: that write came after its calls.
         r = record(ActionStatus::Pending, None);
         r.updated_at = at(1_005);
-        r.last_error_kind = Some(ErrorKind::Retryable);
+        r.last_error_kind = Some(FailureKind::Retryable);
         assert_eq!(taken_over(&r), again(1_005));
         // Released to wait for the search: it wrote nothing, so the window
         // it waited for stands (a later release would not restart it).
-        r.last_error_kind = Some(ErrorKind::SearchLag);
+        r.last_error_kind = Some(FailureKind::SearchLag);
         r.lag_from = Some(at(1_005));
         r.updated_at = at(1_007);
         assert_eq!(taken_over(&r), again(1_005));
@@ -349,7 +328,7 @@ mod tests {
             "collision",
             "search-lag",
         ] {
-            assert_eq!(k.parse::<ErrorKind>().unwrap().as_str(), k);
+            assert_eq!(k.parse::<FailureKind>().unwrap().as_str(), k);
         }
     }
 }

@@ -15,6 +15,7 @@ pub mod deployable;
 pub mod destination;
 pub mod dlq;
 pub mod doctor;
+pub mod failure;
 pub mod hold;
 pub mod ids;
 pub mod inbox;
@@ -34,6 +35,7 @@ pub mod streak;
 pub mod sweep;
 pub mod time;
 pub mod triage;
+pub mod vendor;
 pub mod worker;
 
 pub use ids::{EventKey, WorkspaceId};

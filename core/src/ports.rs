@@ -30,8 +30,9 @@ use std::{sync::Arc, time::Duration};
 use crate::{
     InboxPk, Timestamp,
     action::{ActionKey, ActionRequest},
+    failure::FailureKind,
     inbox::{InboxRecord, InboxStatus, Origin, Reopener, Verdict},
-    ledger::{ActionRecord, ActionStatus, Claim, ErrorKind},
+    ledger::{ActionRecord, ActionStatus, Claim},
     message::{MessageKind, QueueMessage},
     names::names,
     page::{Cursor, Page},
@@ -271,7 +272,7 @@ pub enum Settle<'a> {
     /// Outcome not confirmable: UNCERTAIN until reconciled.
     Uncertain(&'a str),
     /// Retryable: back to PENDING, attempts + 1, the message returns.
-    Release { kind: ErrorKind, message: &'a str },
+    Release { kind: FailureKind, message: &'a str },
     /// Not performed: a lookup destination's search may not show an earlier
     /// attempt's task yet. Back to PENDING as a release, `last_error_kind`
     /// `search-lag`, keeping `from` (the earlier attempts' reach) as

@@ -14,7 +14,12 @@ use crate::names::names;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Timestamp, action::ActionKey, crypto, ledger::ErrorKind};
+use crate::{
+    Timestamp,
+    action::ActionKey,
+    crypto,
+    failure::{FailureKind, HoldCase},
+};
 
 /// Why an item is held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -104,25 +109,31 @@ pub struct Evidence {
     pub unknown_workspace: bool,
     /// A payload hash differed under the same event or action key.
     pub collision: bool,
-    /// The last error kinds the ledger recorded for the event's actions.
-    pub error_kinds: Vec<ErrorKindName>,
+    /// The last error kinds the ledger recorded for the event's actions,
+    /// stored by their names; a name this release does not know (written
+    /// by a later one) is left out when read, not an unreadable item.
+    #[serde(deserialize_with = "known_kinds")]
+    pub error_kinds: Vec<FailureKind>,
     /// The destination involved, when known.
     pub destination: Option<String>,
     /// Free text: the last error, the DLQ's error attributes, the receive count.
     pub details: Vec<String>,
 }
 
-/// An [`ErrorKind`] by name (serializable evidence).
-pub type ErrorKindName = String;
+/// The stored kinds' names this release knows, in order.
+fn known_kinds<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<FailureKind>, D::Error> {
+    let names = Vec::<String>::deserialize(d)?;
+    Ok(names.iter().filter_map(|n| n.parse().ok()).collect())
+}
 
 impl Evidence {
-    pub fn with_kind(mut self, kind: ErrorKind) -> Self {
-        self.error_kinds.push(kind.as_str().to_owned());
+    pub fn with_kind(mut self, kind: FailureKind) -> Self {
+        self.error_kinds.push(kind);
         self
     }
 
-    fn has(&self, kind: ErrorKind) -> bool {
-        self.error_kinds.iter().any(|k| k == kind.as_str())
+    fn has(&self, kind: FailureKind) -> bool {
+        self.error_kinds.contains(&kind)
     }
 }
 
@@ -130,16 +141,16 @@ impl Evidence {
 /// never be re-injected in bulk), then what cannot be processed at all, then
 /// the destination's answers.
 pub fn classify(evidence: &Evidence) -> TriageClass {
-    if evidence.collision || evidence.has(ErrorKind::Collision) {
+    if evidence.collision || evidence.has(FailureKind::Collision) {
         TriageClass::KeyCollision
     } else if evidence.unparseable
         || evidence.unknown_workspace
-        || evidence.has(ErrorKind::Permanent)
+        || evidence.has(FailureKind::Permanent)
     {
         TriageClass::Poison
-    } else if evidence.has(ErrorKind::OutcomeUnknown) {
+    } else if evidence.has(FailureKind::OutcomeUnknown) {
         TriageClass::Uncertain
-    } else if evidence.has(ErrorKind::Retryable) {
+    } else if evidence.has(FailureKind::Retryable) {
         TriageClass::DownstreamOutage
     } else {
         TriageClass::Unknown
@@ -157,15 +168,15 @@ pub fn item_id(source: TriageSource, original: &str) -> String {
     )
 }
 
-/// What names the worker's item for an action's `case` ("failed",
-/// "uncertain", "collision"): the action key and its request hash, so a
-/// later filing of the same case is the same item.
-pub fn worker_original(case: &str, key: &ActionKey, request_sha256: &str) -> String {
+/// What names the worker's item for an action's `case`: the case's name,
+/// the action key and its request hash, so a later filing of the same case
+/// is the same item.
+pub fn worker_original(case: HoldCase, key: &ActionKey, request_sha256: &str) -> String {
     format!("{case}#{key}#{request_sha256}")
 }
 
 /// The id of the worker's item for an action's `case` (see [`worker_original`]).
-pub fn worker_item_id(case: &str, key: &ActionKey, request_sha256: &str) -> String {
+pub fn worker_item_id(case: HoldCase, key: &ActionKey, request_sha256: &str) -> String {
     item_id(
         TriageSource::Worker,
         &worker_original(case, key, request_sha256),
@@ -269,17 +280,44 @@ impl TriageItem {
     }
 }
 
-/// May this class be approved in bulk? Collisions and poison are looked at
-/// one by one.
-pub fn bulk_approvable(class: TriageClass) -> bool {
-    matches!(class, TriageClass::DownstreamOutage | TriageClass::Unknown)
+/// How the alerts of a class's items are grouped ([`crate::hold::Holder`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AlertGroup {
+    /// One alert per destination per alert window: an outage holds many
+    /// items at once, and its fix is one.
+    Destination,
+    /// One alert per item, each time it is held: each needs its own look.
+    Item,
+}
+
+impl TriageClass {
+    /// May items of this class be approved in bulk? Collisions and poison
+    /// are looked at one by one; an uncertain outcome is decided by
+    /// reconciling it (found or not found), never by approval.
+    pub const fn bulk_approvable(self) -> bool {
+        match self {
+            TriageClass::DownstreamOutage | TriageClass::Unknown => true,
+            TriageClass::KeyCollision | TriageClass::Poison | TriageClass::Uncertain => false,
+        }
+    }
+
+    /// How its alerts are grouped.
+    pub const fn alert_group(self) -> AlertGroup {
+        match self {
+            TriageClass::DownstreamOutage => AlertGroup::Destination,
+            TriageClass::KeyCollision
+            | TriageClass::Poison
+            | TriageClass::Uncertain
+            | TriageClass::Unknown => AlertGroup::Item,
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn evidence(kinds: &[ErrorKind]) -> Evidence {
+    fn evidence(kinds: &[FailureKind]) -> Evidence {
         kinds
             .iter()
             .fold(Evidence::default(), |e, k| e.with_kind(*k))
@@ -288,18 +326,18 @@ mod tests {
     #[test]
     fn retryable_destination_errors_are_an_outage() {
         assert_eq!(
-            classify(&evidence(&[ErrorKind::Retryable])),
+            classify(&evidence(&[FailureKind::Retryable])),
             TriageClass::DownstreamOutage
         );
     }
 
     #[test]
     fn a_collision_wins_over_everything() {
-        let mut e = evidence(&[ErrorKind::Retryable, ErrorKind::OutcomeUnknown]);
+        let mut e = evidence(&[FailureKind::Retryable, FailureKind::OutcomeUnknown]);
         e.collision = true;
         assert_eq!(classify(&e), TriageClass::KeyCollision);
         assert_eq!(
-            classify(&evidence(&[ErrorKind::Collision])),
+            classify(&evidence(&[FailureKind::Collision])),
             TriageClass::KeyCollision
         );
     }
@@ -317,7 +355,7 @@ mod tests {
         assert_eq!(classify(&unreadable), TriageClass::Poison);
         assert_eq!(classify(&orphan), TriageClass::Poison);
         assert_eq!(
-            classify(&evidence(&[ErrorKind::Permanent, ErrorKind::Retryable])),
+            classify(&evidence(&[FailureKind::Permanent, FailureKind::Retryable])),
             TriageClass::Poison
         );
     }
@@ -326,8 +364,8 @@ mod tests {
     fn an_unconfirmed_outcome_is_uncertain_and_nothing_known_is_unknown() {
         assert_eq!(
             classify(&evidence(&[
-                ErrorKind::OutcomeUnknown,
-                ErrorKind::Retryable
+                FailureKind::OutcomeUnknown,
+                FailureKind::Retryable
             ])),
             TriageClass::Uncertain
         );
@@ -345,12 +383,48 @@ mod tests {
 
     #[test]
     fn only_outages_and_unknown_go_in_bulk() {
-        assert!(bulk_approvable(TriageClass::DownstreamOutage));
-        assert!(bulk_approvable(TriageClass::Unknown));
-        assert!(!bulk_approvable(TriageClass::KeyCollision));
-        assert!(!bulk_approvable(TriageClass::Poison));
+        assert!(TriageClass::DownstreamOutage.bulk_approvable());
+        assert!(TriageClass::Unknown.bulk_approvable());
+        assert!(!TriageClass::KeyCollision.bulk_approvable());
+        assert!(!TriageClass::Poison.bulk_approvable());
         // Decided by reconcile (found / not found), never by approval.
-        assert!(!bulk_approvable(TriageClass::Uncertain));
+        assert!(!TriageClass::Uncertain.bulk_approvable());
+    }
+
+    #[test]
+    fn only_an_outage_is_alerted_per_destination() {
+        for class in TriageClass::ALL {
+            let grouped = class.alert_group() == AlertGroup::Destination;
+            assert_eq!(grouped, *class == TriageClass::DownstreamOutage, "{class}");
+        }
+    }
+
+    #[test]
+    fn evidence_written_with_kinds_as_strings_reads_the_same() {
+        // The shape stored before the kinds were typed: names as strings.
+        let old = r#"{"unparseable":false,"unknown_workspace":false,"collision":false,
+            "error_kinds":["retryable","outcome-unknown","search-lag"],
+            "destination":"crm","details":["503"]}"#;
+        let evidence: Evidence = serde_json::from_str(old).unwrap();
+        assert_eq!(
+            evidence.error_kinds,
+            [
+                FailureKind::Retryable,
+                FailureKind::OutcomeUnknown,
+                FailureKind::SearchLag
+            ]
+        );
+        let later = old.replace("\"outcome-unknown\"", "\"a-kind-of-a-later-release\"");
+        let later: Evidence = serde_json::from_str(&later).unwrap();
+        assert_eq!(
+            later.error_kinds,
+            [FailureKind::Retryable, FailureKind::SearchLag]
+        );
+        let again = serde_json::to_value(&evidence).unwrap();
+        assert_eq!(
+            again["error_kinds"],
+            serde_json::json!(["retryable", "outcome-unknown", "search-lag"])
+        );
     }
 
     #[test]

@@ -25,13 +25,14 @@ use crate::{
     InboxPk, Timestamp,
     action::ActionRequest,
     config::{Config, DestinationConfig},
-    destination::{Destination, Performed, perform},
-    inbox::InboxStatus,
-    ledger::{self, ActionStatus, Claim, ErrorKind},
+    destination::{Destination, Performed, THROTTLE_PAUSE, perform},
+    failure::{Failure, FailureKind, HoldCase},
+    inbox::{InboxRecord, InboxStatus},
+    ledger::{self, ActionRecord, Claim},
     message::{MessageKind, QueueMessage},
     ports::{
-        ActionQueue, Attempt, Hold, InboxStore, Lease, Ledger, QueueError, Reserve, Settle,
-        StoreError,
+        ActionQueue, Attempt, Hold, InboxStore, Lease, Ledger, MAX_DELAY, QueueError, Reserve,
+        Settle, StoreError,
     },
     rules::Decision,
     triage::{Evidence, TriageItem, TriageSource, worker_original},
@@ -103,13 +104,19 @@ enum ActionOutcome {
 }
 
 /// An action settled for a human, to be filed once the message's actions
-/// have run: `case` names the item (`failed`, `uncertain`, `collision`).
+/// have run, under its failure's case ([`FailureKind::hold_case`]).
 #[derive(Debug)]
 struct ToHold<'a> {
-    case: &'static str,
     request: &'a ActionRequest,
-    kind: ErrorKind,
-    detail: String,
+    failure: Failure,
+}
+
+/// What the actions of one message came to, before it is settled.
+#[derive(Debug, Default)]
+struct Run<'a> {
+    retries: Vec<String>,
+    waits: Vec<(Timestamp, String)>,
+    holds: Vec<ToHold<'a>>,
 }
 
 #[derive(Debug)]
@@ -151,19 +158,15 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
         inbox_pk: &InboxPk,
         now: Timestamp,
     ) -> Result<(), StoreError> {
-        let ToHold {
-            case,
-            request,
-            kind,
-            detail,
-        } = hold;
+        let ToHold { request, failure } = hold;
         let evidence = Evidence {
             destination: Some(request.destination.clone()),
-            details: vec![format!("{}: {detail}", request.key)],
+            details: vec![format!("{}: {}", request.key, failure.detail)],
             ..Evidence::default()
         }
-        .with_kind(*kind);
+        .with_kind(failure.kind);
         let workspace = request.key.workspace();
+        let case = failure.kind.hold_case();
         let original = worker_original(case, &request.key, &request.request_sha256);
         let item = TriageItem::direct(
             TriageSource::Worker,
@@ -229,9 +232,30 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
                 record.status.as_str()
             )));
         }
+        let requests = match self.requests(&record, &pk, now).await? {
+            Ok(requests) => requests,
+            Err(settled) => return Ok(settled),
+        };
+        let run = self
+            .run_actions(&requests, &pk, &record, owner, now, deadline)
+            .await?;
+        self.finish(run, &pk, Some(record.reopens), requests.len(), now)
+            .await
+    }
+
+    /// The actions the workspace's rules request for `record`, or what
+    /// became of a message that requests none (settled IGNORED or
+    /// UNMATCHED, or handed back to a worker on the configuration it was
+    /// accepted under).
+    async fn requests(
+        &self,
+        record: &InboxRecord,
+        pk: &InboxPk,
+        now: Timestamp,
+    ) -> Result<Result<Vec<ActionRequest>, MessageOutcome>, StoreError> {
         let read = Some(record.reopens);
-        let decision = record.decide(&self.config.rules);
-        let requests = match decision {
+        let (status, reason) = match record.decide(&self.config.rules) {
+            Decision::Actions(requests) => return Ok(Ok(requests)),
             // Accepted under another configuration, which may have the rule
             // this one lacks (a deploy switches the functions one by one):
             // handed back for a worker on it, up to the bound.
@@ -249,56 +273,46 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
                     running = %self.config.version,
                     "no rule under this configuration; handed back"
                 );
-                return Ok(MessageOutcome::Later {
+                return Ok(Err(MessageOutcome::Later {
                     delay: CONFIG_HANDBACK_DELAY,
                     reason: format!(
                         "{reason} under configuration {}, accepted under {accepted}: handed back",
                         self.config.version
                     ),
-                });
+                }));
             }
-            Decision::Ignored(reason) => {
-                self.inbox
-                    .settle(&pk, InboxStatus::Ignored, Some(&reason), read)
-                    .await?;
-                return Ok(MessageOutcome::Done(format!("ignored: {reason}")));
-            }
-            Decision::Unmatched(reason) => {
-                self.inbox
-                    .settle(&pk, InboxStatus::Unmatched, Some(&reason), read)
-                    .await?;
-                return Ok(MessageOutcome::Done(format!("unmatched: {reason}")));
-            }
-            Decision::Actions(requests) => requests,
+            Decision::Ignored(reason) => (InboxStatus::Ignored, reason),
+            Decision::Unmatched(reason) => (InboxStatus::Unmatched, reason),
         };
-        let mut retries = Vec::new();
-        let mut waits: Vec<(Timestamp, String)> = Vec::new();
-        let mut holds = Vec::new();
+        self.inbox.settle(pk, status, Some(&reason), read).await?;
+        let name = status.as_str().to_lowercase();
+        Ok(Err(MessageOutcome::Done(format!("{name}: {reason}"))))
+    }
+
+    /// Runs each action in turn, each started only if its worst case ends
+    /// before `deadline`.
+    async fn run_actions<'r>(
+        &self,
+        requests: &'r [ActionRequest],
+        pk: &InboxPk,
+        record: &InboxRecord,
+        owner: &str,
+        now: Timestamp,
+        deadline: Option<Timestamp>,
+    ) -> Result<Run<'r>, StoreError> {
+        let mut run = Run::default();
         // Every step at its worst: the inbox read was one store call.
         let mut worst_end = now.plus(self.config.store_timeout);
-        for request in &requests {
+        for request in requests {
             let budget = self.config.action_budget(&request.destination);
             if deadline.is_some_and(|d| worst_end.plus(budget) > d) {
-                retries.push(format!(
+                run.retries.push(format!(
                     "{}: not started, its worst case would outlast the function timeout",
                     request.key
                 ));
                 break;
             }
-            // A paced destination may make the call wait for its turn, as
-            // long as the action's worst case still ends before the deadline:
-            // the lease covers that wait too.
-            let paced = self
-                .destinations
-                .get(&request.destination)
-                .is_some_and(Destination::paced);
-            let max_wait = if paced {
-                deadline
-                    .map_or(MAX_PACE_WAIT, |d| d.since(worst_end.plus(budget)))
-                    .min(MAX_PACE_WAIT)
-            } else {
-                std::time::Duration::ZERO
-            };
+            let max_wait = self.max_pace_wait(request, worst_end.plus(budget), deadline);
             // This action starts at the latest when the inbox read and the
             // actions before it end at their worst: its lease runs from then,
             // not from the message's start.
@@ -310,24 +324,68 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
             let (outcome, waited) = self
                 .run_action(
                     request,
-                    &pk,
+                    pk,
                     record.received_at,
                     lease,
                     max_wait,
-                    &mut holds,
+                    &mut run.holds,
                 )
                 .await?;
             worst_end = worst_end
                 .plus(waited)
                 .plus(self.config.action_span(&request.destination));
             match outcome {
-                ActionOutcome::Retry(reason) => retries.push(format!("{}: {reason}", request.key)),
+                ActionOutcome::Retry(reason) => {
+                    run.retries.push(format!("{}: {reason}", request.key));
+                }
                 ActionOutcome::Later(until, reason) => {
-                    waits.push((until, format!("{}: {reason}", request.key)));
+                    run.waits
+                        .push((until, format!("{}: {reason}", request.key)));
                 }
                 ActionOutcome::Settled => {}
             }
         }
+        Ok(run)
+    }
+
+    /// How long an action may wait for its destination's turn: a paced
+    /// destination may make the call wait, as long as the action's worst
+    /// case (ending at `worst_end` without the wait) still ends before the
+    /// deadline; the lease covers that wait too.
+    fn max_pace_wait(
+        &self,
+        request: &ActionRequest,
+        worst_end: Timestamp,
+        deadline: Option<Timestamp>,
+    ) -> Duration {
+        let paced = self
+            .destinations
+            .get(&request.destination)
+            .is_some_and(Destination::paced);
+        if !paced {
+            return Duration::ZERO;
+        }
+        deadline
+            .map_or(MAX_PACE_WAIT, |d| d.since(worst_end))
+            .min(MAX_PACE_WAIT)
+    }
+
+    /// Files what needs a human, then settles the message: returned while
+    /// an action is to be retried, sent again later while one waits,
+    /// PROCESSED once every action is settled.
+    async fn finish(
+        &self,
+        run: Run<'_>,
+        pk: &InboxPk,
+        read: Option<u32>,
+        actions: usize,
+        now: Timestamp,
+    ) -> Result<MessageOutcome, StoreError> {
+        let Run {
+            retries,
+            waits,
+            holds,
+        } = run;
         // Filed once every action ran: filing takes store calls that no
         // action's span counts, so it must not delay (and shorten the
         // leases of) the actions after it. Filing that fails returns the
@@ -335,10 +393,10 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
         // The event is kept for the hold window first: an approval of what
         // is held re-opens it, and must find it live until the deadline.
         if !holds.is_empty() {
-            crate::hold::keep_for_hold(&self.inbox, &self.config, &pk, now).await?;
+            crate::hold::keep_for_hold(&self.inbox, &self.config, pk, now).await?;
         }
         for hold in &holds {
-            self.hold(hold, &pk, now).await?;
+            self.hold(hold, pk, now).await?;
         }
         if !retries.is_empty() {
             // The message returns anyway; a waiting action's next attempt
@@ -358,98 +416,154 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
         // As read: an approval that re-opened the event meanwhile (its
         // actions too) re-queued it, and that re-run settles it.
         self.inbox
-            .settle(&pk, InboxStatus::Processed, None, read)
+            .settle(pk, InboxStatus::Processed, None, read)
             .await?;
-        Ok(MessageOutcome::Done(format!(
-            "{} action(s) settled",
-            requests.len()
-        )))
+        Ok(MessageOutcome::Done(format!("{actions} action(s) settled")))
     }
 
-    /// Runs one action of the event received at `received_at`: its outcome,
-    /// and how long it waited for its destination's turn (at most
-    /// `max_wait`); what needs a human goes to `holds`.
+    /// Runs one action of the event received at `received_at`, in four
+    /// steps: claim its key, admit it at the destination's rate, perform
+    /// it, settle what that came to. Its outcome, and how long it waited
+    /// for its destination's turn (at most `max_wait`); what needs a human
+    /// goes to `holds`.
     async fn run_action<'r>(
         &self,
         request: &'r ActionRequest,
         inbox_pk: &InboxPk,
         received_at: Timestamp,
         lease: Lease<'_>,
-        max_wait: std::time::Duration,
+        max_wait: Duration,
         holds: &mut Vec<ToHold<'r>>,
-    ) -> Result<(ActionOutcome, std::time::Duration), StoreError> {
-        let no_wait = std::time::Duration::ZERO;
-        let settled = |outcome| Ok((outcome, no_wait));
-        let (key, owner, now) = (&request.key, lease.owner, lease.from);
-        let reserved = self
-            .ledger
-            .reserve(request, inbox_pk, lease, self.config.ledger_retention)
-            .await?;
-        let attempt = match reserved {
-            // No record stood there: the first attempt, unless the event is
-            // so old that one may have expired after it was performed.
-            Reserve::Acquired(Attempt::First) => {
-                ledger::first_attempt(received_at, now, self.config.ledger_retention)
-            }
-            Reserve::Acquired(attempt) => attempt,
-            Reserve::Existing(Claim::Completed, _) => return settled(ActionOutcome::Settled),
-            // Settled FAILED or UNCERTAIN by an earlier attempt, whose filing
-            // may have failed after the settle: file again (idempotent: the
-            // item's id is the same, a repeat only moves `last_seen`).
-            Reserve::Existing(Claim::Held(status), stored) => {
-                let (case, kind) = match status {
-                    ActionStatus::Uncertain => ("uncertain", ErrorKind::OutcomeUnknown),
-                    _ => ("failed", ErrorKind::Permanent),
-                };
-                let detail = stored.last_error.as_deref().unwrap_or("settled earlier");
-                holds.push(ToHold {
-                    case,
-                    request,
-                    kind,
-                    detail: detail.to_owned(),
-                });
-                return settled(ActionOutcome::Settled);
-            }
-            Reserve::Existing(Claim::Busy | Claim::TakeOver, _) => {
-                return settled(ActionOutcome::Retry(
-                    "another attempt holds the lease".into(),
-                ));
-            }
-            Reserve::Existing(Claim::Collision, stored) => {
-                tracing::error!(
-                    alarm = alarm::COLLISION,
-                    action_key = %key,
-                    stored_sha256 = stored.request_sha256,
-                    requested_sha256 = request.request_sha256,
-                    inbox_pk = %inbox_pk,
-                    "same action key, different request: not executed"
-                );
-                self.ledger
-                    .record_collision(key, &request.request_sha256, inbox_pk, now)
-                    .await?;
-                holds.push(ToHold {
-                    case: "collision",
-                    request,
-                    kind: ErrorKind::Collision,
-                    detail: format!(
-                        "stored request {}, requested {}",
-                        stored.request_sha256, request.request_sha256
-                    ),
-                });
-                return settled(ActionOutcome::Settled);
-            }
+    ) -> Result<(ActionOutcome, Duration), StoreError> {
+        let (owner, now) = (lease.owner, lease.from);
+        if let Some(later) = self.paused(request, now) {
+            return Ok((later, Duration::ZERO));
+        }
+        let attempt = match self
+            .claim(request, inbox_pk, received_at, lease, holds)
+            .await?
+        {
+            Ok(attempt) => attempt,
+            Err(outcome) => return Ok((outcome, Duration::ZERO)),
         };
         let Some(destination) = self.destinations.get(&request.destination) else {
             // Config validation makes this unreachable; fail loudly, not silently.
             let message = format!("destination {:?} is not configured", request.destination);
             self.ledger
-                .settle(key, owner, Settle::Failed(&message), now)
+                .settle(&request.key, owner, Settle::Failed(&message), now)
                 .await?;
-            return settled(ActionOutcome::Settled);
+            return Ok((ActionOutcome::Settled, Duration::ZERO));
         };
-        // Long after the first attempt the destination may have forgotten
-        // the key: the action is looked up before anything is created again.
-        let attempt = match attempt {
+        let waited = match self
+            .admit(destination, request, owner, now, max_wait)
+            .await?
+        {
+            Ok(waited) => waited,
+            Err(outcome) => return Ok((outcome, Duration::ZERO)),
+        };
+        let lag = self
+            .config
+            .destinations
+            .get(&request.destination)
+            .map_or(Duration::ZERO, |d| d.search_lag);
+        let performed = perform(destination, request, attempt, lag, now).await;
+        count(&performed, request, now);
+        let outcome = self
+            .settle(request, owner, performed, lag, now, holds)
+            .await?;
+        Ok((outcome, waited))
+    }
+
+    /// A destination that asked this instance to wait (its last throttle)
+    /// is not called, nor its action reserved, until the wait is over.
+    fn paused(&self, request: &ActionRequest, now: Timestamp) -> Option<ActionOutcome> {
+        let destination = self.destinations.get(&request.destination)?;
+        let pause = destination.paused_for()?;
+        let until = now.plus(pause.clamp(Duration::from_secs(1), MAX_DELAY));
+        let message = format!(
+            "{} asked to wait: not called until {}",
+            request.destination,
+            until.utc()
+        );
+        Some(ActionOutcome::Later(until, message))
+    }
+
+    /// Reserves the action's key under `lease`: the attempt this is (past
+    /// the destination's key retention, [`Attempt::KeyExpired`]), or, when
+    /// another record decides, what became of the action.
+    async fn claim<'r>(
+        &self,
+        request: &'r ActionRequest,
+        inbox_pk: &InboxPk,
+        received_at: Timestamp,
+        lease: Lease<'_>,
+        holds: &mut Vec<ToHold<'r>>,
+    ) -> Result<Result<Attempt, ActionOutcome>, StoreError> {
+        let now = lease.from;
+        let reserved = self
+            .ledger
+            .reserve(request, inbox_pk, lease, self.config.ledger_retention)
+            .await?;
+        let failure = match reserved {
+            // No record stood there: the first attempt, unless the event is
+            // so old that one may have expired after it was performed.
+            Reserve::Acquired(Attempt::First) => {
+                let retention = self.config.ledger_retention;
+                return Ok(Ok(ledger::first_attempt(received_at, now, retention)));
+            }
+            Reserve::Acquired(attempt) => return Ok(Ok(self.key_expired(request, attempt, now))),
+            Reserve::Existing(Claim::Completed, _) => return Ok(Err(ActionOutcome::Settled)),
+            Reserve::Existing(Claim::Busy | Claim::TakeOver, _) => {
+                let busy = "another attempt holds the lease".to_owned();
+                return Ok(Err(ActionOutcome::Retry(busy)));
+            }
+            // Settled FAILED or UNCERTAIN by an earlier attempt, whose filing
+            // may have failed after the settle: file again (idempotent: the
+            // item's id is the same, a repeat only moves `last_seen`).
+            Reserve::Existing(Claim::Held(status), stored) => {
+                let detail = stored.last_error.as_deref().unwrap_or("settled earlier");
+                Failure::new(HoldCase::of_status(status).kind(), detail)
+            }
+            Reserve::Existing(Claim::Collision, stored) => {
+                self.collision(request, inbox_pk, &stored, now).await?
+            }
+        };
+        holds.push(ToHold { request, failure });
+        Ok(Err(ActionOutcome::Settled))
+    }
+
+    /// The key is reserved for another request: recorded on the action,
+    /// alarmed, not executed.
+    async fn collision(
+        &self,
+        request: &ActionRequest,
+        inbox_pk: &InboxPk,
+        stored: &ActionRecord,
+        now: Timestamp,
+    ) -> Result<Failure, StoreError> {
+        tracing::error!(
+            alarm = alarm::COLLISION,
+            action_key = %request.key,
+            stored_sha256 = stored.request_sha256,
+            requested_sha256 = request.request_sha256,
+            inbox_pk = %inbox_pk,
+            "same action key, different request: not executed"
+        );
+        self.ledger
+            .record_collision(&request.key, &request.request_sha256, inbox_pk, now)
+            .await?;
+        let detail = format!(
+            "stored request {}, requested {}",
+            stored.request_sha256, request.request_sha256
+        );
+        Ok(Failure::new(FailureKind::Collision, detail))
+    }
+
+    /// Long after the first attempt the destination may have forgotten the
+    /// key: such an attempt is [`Attempt::KeyExpired`], and the action is
+    /// looked up before anything is created again.
+    fn key_expired(&self, request: &ActionRequest, attempt: Attempt, now: Timestamp) -> Attempt {
+        match attempt {
             Attempt::Again { since, .. }
                 if self
                     .config
@@ -461,139 +575,187 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
                 Attempt::KeyExpired
             }
             other => other,
-        };
-        // The destination's rate limit, only for an action that will call
-        // it: one whose turn is too far off gives its lease back, recorded as
-        // a retryable delay, and its message returns.
-        let Some(waited) = destination.admit(max_wait).await else {
-            let message = format!("{} is at its rate limit", request.destination);
-            self.ledger
-                .settle(
-                    key,
-                    owner,
-                    Settle::Release {
-                        kind: ErrorKind::Retryable,
-                        message: &message,
-                    },
-                    now,
-                )
-                .await?;
-            return settled(ActionOutcome::Retry(format!("not performed: {message}")));
-        };
-        let lag = self
-            .config
-            .destinations
-            .get(&request.destination)
-            .map_or(Duration::ZERO, |d| d.search_lag);
-        let performed = perform(destination, request, attempt, lag, now).await;
-        let (metric, kind) = match &performed {
-            Performed::Completed(_) => ("ActionsCompleted", None),
-            Performed::Wait { .. } => ("SearchLagWaits", None),
-            Performed::Failed(_) => ("ActionsFailed", Some(ErrorKind::Permanent)),
-            Performed::Uncertain(_) => ("ActionsUncertain", Some(ErrorKind::OutcomeUnknown)),
-            Performed::Retry(kind, _) => ("DestinationErrors", Some(*kind)),
-        };
-        let workspace = key.workspace();
-        let mut dimensions = vec![
-            ("workspace", workspace),
-            ("destination", request.destination.as_str()),
-        ];
-        if let Some(kind) = kind {
-            // Destination errors by kind: an outage (retryable) reads
-            // differently from lost answers (outcome-unknown).
-            dimensions.push(("kind", kind.as_str()));
         }
-        crate::metrics::emit(&dimensions, &[(metric, 1.0)], now);
-        let outcome = match performed {
+    }
+
+    /// The destination's rate limit, only for an action that will call it:
+    /// how long the action waited for its turn, or, for one whose turn is
+    /// too far off, its lease given back, recorded as a retryable delay
+    /// (its message returns).
+    async fn admit(
+        &self,
+        destination: &D,
+        request: &ActionRequest,
+        owner: &str,
+        now: Timestamp,
+        max_wait: Duration,
+    ) -> Result<Result<Duration, ActionOutcome>, StoreError> {
+        if let Some(waited) = destination.admit(max_wait).await {
+            return Ok(Ok(waited));
+        }
+        let message = format!("{} is at its rate limit", request.destination);
+        let release = Settle::Release {
+            kind: FailureKind::Retryable,
+            message: &message,
+        };
+        self.ledger
+            .settle(&request.key, owner, release, now)
+            .await?;
+        let retry = format!("not performed: {message}");
+        Ok(Err(ActionOutcome::Retry(retry)))
+    }
+
+    /// Records what performing the action came to in the ledger; what
+    /// needs a human goes to `holds`, unless the lease was taken over
+    /// meanwhile (that attempt decides).
+    async fn settle<'r>(
+        &self,
+        request: &'r ActionRequest,
+        owner: &str,
+        performed: Performed,
+        lag: Duration,
+        now: Timestamp,
+        holds: &mut Vec<ToHold<'r>>,
+    ) -> Result<ActionOutcome, StoreError> {
+        let key = &request.key;
+        let failure = match performed {
             Performed::Completed(id) => {
-                self.ledger
-                    .settle(
-                        key,
-                        owner,
-                        Settle::Completed {
-                            destination_ref: &id,
-                        },
-                        now,
-                    )
-                    .await?;
-                ActionOutcome::Settled
+                let completed = Settle::Completed {
+                    destination_ref: &id,
+                };
+                self.ledger.settle(key, owner, completed, now).await?;
+                return Ok(ActionOutcome::Settled);
             }
-            Performed::Failed(message) => {
-                tracing::error!(alarm = alarm::FAILED, action_key = %key, error = message, "action failed permanently");
-                if self
-                    .ledger
-                    .settle(key, owner, Settle::Failed(&message), now)
-                    .await?
-                {
-                    holds.push(ToHold {
-                        case: "failed",
-                        request,
-                        kind: ErrorKind::Permanent,
-                        detail: message,
-                    });
-                }
-                ActionOutcome::Settled
+            Performed::Retry(failure) if failure.kind == FailureKind::Throttled => {
+                return self.throttled(request, owner, &failure, now).await;
             }
-            Performed::Uncertain(message) => {
-                tracing::error!(alarm = alarm::UNCERTAIN, action_key = %key, error = message, "action outcome needs verification");
-                if self
-                    .ledger
-                    .settle(key, owner, Settle::Uncertain(&message), now)
-                    .await?
-                {
-                    holds.push(ToHold {
-                        case: "uncertain",
-                        request,
-                        kind: ErrorKind::OutcomeUnknown,
-                        detail: message,
-                    });
-                }
-                ActionOutcome::Settled
-            }
-            Performed::Retry(kind, message) => {
-                self.ledger
-                    .settle(
-                        key,
-                        owner,
-                        Settle::Release {
-                            kind,
-                            message: &message,
-                        },
-                        now,
-                    )
-                    .await?;
-                ActionOutcome::Retry(message)
+            Performed::Retry(failure) => {
+                let release = Settle::Release {
+                    kind: failure.kind,
+                    message: &failure.detail,
+                };
+                self.ledger.settle(key, owner, release, now).await?;
+                return Ok(ActionOutcome::Retry(failure.detail));
             }
             Performed::Wait { from, until } => {
-                let message = format!(
-                    "not found, but {} may not show a task made {} s ago yet (its search \
-                     lags up to {} s): not created, retried at {}",
-                    request.destination,
-                    now.since(from).as_secs(),
-                    lag.as_secs(),
-                    until.utc()
-                );
-                tracing::info!(action_key = %key, reason = message, "action waits for the search");
-                if self
-                    .ledger
-                    .settle(
-                        key,
-                        owner,
-                        Settle::Wait {
-                            from,
-                            message: &message,
-                        },
-                        now,
-                    )
-                    .await?
-                {
-                    ActionOutcome::Later(until, message)
-                } else {
-                    // Taken over meanwhile: that attempt decides.
-                    ActionOutcome::Retry(message)
-                }
+                return self.wait(request, owner, (from, until), lag, now).await;
             }
+            Performed::Hold(failure) => failure,
         };
-        Ok((outcome, waited))
+        let case = failure.kind.hold_case();
+        let (alarm, settle, what) = match case {
+            HoldCase::Uncertain => (
+                alarm::UNCERTAIN,
+                Settle::Uncertain(&failure.detail),
+                "action outcome needs verification",
+            ),
+            HoldCase::Failed | HoldCase::Collision => (
+                alarm::FAILED,
+                Settle::Failed(&failure.detail),
+                "action failed permanently",
+            ),
+        };
+        tracing::error!(alarm, action_key = %key, error = failure.detail, "{what}");
+        if self.ledger.settle(key, owner, settle, now).await? {
+            holds.push(ToHold { request, failure });
+        }
+        Ok(ActionOutcome::Settled)
     }
+
+    /// Gives the lease back to wait out a throttle: the action is tried
+    /// again after the wait the destination asked for (at most SQS's
+    /// longest delay, a longer one waited out in steps), its message sent
+    /// again with that delay, so a throttle uses none of its receives.
+    async fn throttled(
+        &self,
+        request: &ActionRequest,
+        owner: &str,
+        failure: &Failure,
+        now: Timestamp,
+    ) -> Result<ActionOutcome, StoreError> {
+        let wait = failure
+            .retry_after
+            .unwrap_or(THROTTLE_PAUSE)
+            .clamp(Duration::from_secs(1), MAX_DELAY);
+        let message = format!(
+            "{} throttled ({}): tried again in {} s",
+            request.destination,
+            failure.detail,
+            wait.as_secs()
+        );
+        tracing::info!(action_key = %request.key, reason = message, "action waits out a throttle");
+        // Stored as the retryable release it is (a kind every release
+        // reads), the throttle named in its message.
+        let release = Settle::Release {
+            kind: FailureKind::Retryable,
+            message: &message,
+        };
+        if self
+            .ledger
+            .settle(&request.key, owner, release, now)
+            .await?
+        {
+            Ok(ActionOutcome::Later(now.plus(wait), message))
+        } else {
+            // Taken over meanwhile: that attempt decides.
+            Ok(ActionOutcome::Retry(message))
+        }
+    }
+
+    /// Gives the lease back to wait for the destination's search, from the
+    /// earlier attempts' reach `from` until `until`.
+    async fn wait(
+        &self,
+        request: &ActionRequest,
+        owner: &str,
+        (from, until): (Timestamp, Timestamp),
+        lag: Duration,
+        now: Timestamp,
+    ) -> Result<ActionOutcome, StoreError> {
+        let message = format!(
+            "not found, but {} may not show a task made {} s ago yet (its search \
+             lags up to {} s): not created, retried at {}",
+            request.destination,
+            now.since(from).as_secs(),
+            lag.as_secs(),
+            until.utc()
+        );
+        tracing::info!(action_key = %request.key, reason = message, "action waits for the search");
+        let wait = Settle::Wait {
+            from,
+            message: &message,
+        };
+        if self.ledger.settle(&request.key, owner, wait, now).await? {
+            Ok(ActionOutcome::Later(until, message))
+        } else {
+            // Taken over meanwhile: that attempt decides.
+            Ok(ActionOutcome::Retry(message))
+        }
+    }
+}
+
+/// Counts what performing an action came to, by workspace and destination,
+/// and a failure by its kind: an outage (retryable) reads differently from
+/// lost answers (outcome-unknown).
+fn count(performed: &Performed, request: &ActionRequest, now: Timestamp) {
+    let (metric, kind) = match performed {
+        Performed::Completed(_) => ("ActionsCompleted", None),
+        Performed::Wait { .. } => ("SearchLagWaits", None),
+        Performed::Hold(f) if f.kind.hold_case() == HoldCase::Uncertain => {
+            ("ActionsUncertain", Some(f.kind))
+        }
+        Performed::Hold(f) => ("ActionsFailed", Some(f.kind)),
+        Performed::Retry(f) if f.kind == FailureKind::Throttled => {
+            ("DestinationThrottles", Some(f.kind))
+        }
+        Performed::Retry(f) => ("DestinationErrors", Some(f.kind)),
+    };
+    let mut dimensions = vec![
+        ("workspace", request.key.workspace()),
+        ("destination", request.destination.as_str()),
+    ];
+    if let Some(kind) = kind {
+        dimensions.push(("kind", kind.as_str()));
+    }
+    crate::metrics::emit(&dimensions, &[(metric, 1.0)], now);
 }

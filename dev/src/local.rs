@@ -42,8 +42,16 @@ pub struct LocalQueues {
 #[derive(Debug)]
 pub struct Local {
     pub addr: SocketAddr,
+    /// How many times the rule's stand-in handed each message of its queue
+    /// (by SQS message id) to the ingress: once, unless an invocation failed
+    /// or timed out and the message came back, as EventBridge invokes a
+    /// Lambda target again. Each hand-off is a delivery the ingress counts.
+    pub rule_handoffs: Handoffs,
     tasks: JoinSet<()>,
 }
+
+/// Hand-offs per SQS message id (see [`Local::rule_handoffs`]).
+pub type Handoffs = Arc<std::sync::Mutex<std::collections::HashMap<String, u32>>>;
 
 impl Drop for Local {
     fn drop(&mut self) {
@@ -192,14 +200,19 @@ impl Local {
             ingress.clone(),
             queues.events,
         );
+        let rule_handoffs = Handoffs::default();
+        let handoffs = rule_handoffs.clone();
         tasks.spawn(as_function(
             "ingress",
             forever(move || {
-                let (s, i, url) = (s.clone(), i.clone(), url.clone());
+                let (s, i, url, h) = (s.clone(), i.clone(), url.clone(), handoffs.clone());
                 async move {
                     poll_once(&s, &url, 1, events, |event, _| async move {
                     let mut failed = Vec::new();
                     for record in event.records {
+                        if let (Some(id), Ok(mut counts)) = (&record.message_id, h.lock()) {
+                            *counts.entry(id.clone()).or_default() += 1;
+                        }
                         let body = record.body.unwrap_or_default();
                         if let Err(e) = i.handle_event(body.as_bytes(), Timestamp::now()).await {
                             // Lambda would retry and then use the on-failure
@@ -227,7 +240,11 @@ impl Local {
                 }
             }
         }));
-        Ok(Local { addr, tasks })
+        Ok(Local {
+            addr,
+            rule_handoffs,
+            tasks,
+        })
     }
 
     /// Serves until Ctrl-C.

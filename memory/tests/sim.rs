@@ -531,7 +531,9 @@ fn an_invocation_paused_before_its_read_runs_as_it_finds_the_event() {
     assert_eq!(
         lines,
         [
-            "m1 dead-lettered after 1 receives, triaged: Ok((Unknown, New))",
+            // Never reached (no action reserved, the event RECEIVED): an
+            // outage since the timeouts became evidence (issue 41).
+            "m1 dead-lettered after 1 receives, triaged: Ok((DownstreamOutage, New))",
             "work m2 (receive 1): paused",
             "work m2 (receive 1): done: 1 action(s) settled",
         ],

@@ -15,7 +15,7 @@ use hookgate_core::{
     approval::{ActionSeen, ApprovalError, Approvals, ItemSeen, Reconciled, Reinjected},
     inbox::Verdict,
     ports::{ActionQueue, EventIngress, InboxStore, Ledger, TriageStore},
-    triage::{TriageStatus, bulk_approvable},
+    triage::TriageStatus,
 };
 use serde::{Deserialize, Serialize};
 
@@ -411,7 +411,7 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
                     item.status
                 )));
             }
-            if ids.len() > 1 && !bulk_approvable(item.class) {
+            if ids.len() > 1 && !item.class.bulk_approvable() {
                 return Err(DecisionError::Invalid(format!(
                     "{id} is a {} item: only outages and unknown failures are approved several \
                      at a time; decide it alone, by id. Nothing was decided",

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use hookgate_core::{
     Timestamp,
-    triage::{TriageClass, TriageItem, bulk_approvable},
+    triage::{TriageClass, TriageItem},
 };
 use serde::{Deserialize, Serialize};
 
@@ -36,14 +36,14 @@ impl Selection {
     /// Why this selection may not be approved in bulk, if it may not.
     pub fn refusal(&self) -> Option<String> {
         self.class
-            .filter(|c| !bulk_approvable(*c))
+            .filter(|c| !c.bulk_approvable())
             .map(|class| format!("{class} items are approved one by one, by id"))
     }
 
     /// Does it take `item` (a HELD one) at `now`? Never a class approved
     /// one by one.
     pub fn takes(&self, item: &TriageItem, now: Timestamp) -> bool {
-        bulk_approvable(item.class)
+        item.class.bulk_approvable()
             && self.class.is_none_or(|c| item.class == c)
             && self
                 .destination

@@ -304,6 +304,33 @@ impl<I: InboxStore, L: Ledger + LedgerReads, T: TriageStore + TriageReads, M> Re
         self.inbox.get(pk).await
     }
 
+    /// Each item's event type, by item id (the triage list's event column):
+    /// its inbox record's, read sixteen at a time; an item with no record
+    /// (an EventBridge dead letter) has none.
+    pub async fn event_types(
+        &self,
+        items: &[TriageItem],
+    ) -> Result<BTreeMap<String, String>, StoreError> {
+        let mut types = BTreeMap::new();
+        for chunk in items.chunks(16) {
+            let keyed: Vec<(&str, &InboxPk)> = chunk
+                .iter()
+                .filter_map(|i| Some((i.id.as_str(), i.inbox_pk.as_ref()?)))
+                .collect();
+            let mut reads = Vec::with_capacity(keyed.len());
+            for (_, pk) in &keyed {
+                reads.push(self.inbox.get(pk));
+            }
+            let records = futures_util::future::try_join_all(reads).await?;
+            for ((id, _), record) in keyed.into_iter().zip(records) {
+                if let Some(record) = record {
+                    types.insert(id.to_owned(), record.event_type);
+                }
+            }
+        }
+        Ok(types)
+    }
+
     pub async fn action(&self, key: &ActionKey) -> Result<Option<ActionRecord>, StoreError> {
         self.ledger.get(key).await
     }

@@ -83,10 +83,17 @@ impl Emulator {
     /// Requests the emulator served, per app and operation
     /// (`GET /_hookgate/requests`, its `requests`).
     pub async fn requests(&self) -> anyhow::Result<serde_json::Value> {
+        Ok(self.served().await?["requests"].take())
+    }
+
+    /// Everything `GET /_hookgate/requests` answers: the `requests` per app
+    /// and operation, the `seconds` the emulator took for them (a long
+    /// poll's wait included), and `dynamodb`: the seconds requests waited
+    /// for the DynamoDB lock, and how many it did not serve because their
+    /// client had hung up (`emulator/server.py`).
+    pub async fn served(&self) -> anyhow::Result<serde_json::Value> {
         let url = format!("{}/_hookgate/requests", self.endpoint);
-        let mut served: serde_json::Value =
-            reqwest::get(&url).await?.error_for_status()?.json().await?;
-        Ok(served["requests"].take())
+        Ok(reqwest::get(&url).await?.error_for_status()?.json().await?)
     }
 
     /// Creates the stack's tables and queues under `prefix` from the template;

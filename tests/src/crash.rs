@@ -14,7 +14,8 @@ use std::{
 use hookgate_core::{
     Timestamp,
     action::{ActionKey, ActionRequest},
-    destination::{Destination, DestinationError, Strategy},
+    destination::{Destination, Strategy},
+    failure::{Failure, FailureKind},
     ledger::ActionRecord,
     ports::{Lease, Ledger, Reserve, Settle, StoreError},
 };
@@ -127,17 +128,20 @@ impl<D: Destination> Destination for Crash<D> {
         self.inner.strategy()
     }
 
-    async fn create(&self, request: &ActionRequest) -> Result<String, DestinationError> {
+    async fn create(&self, request: &ActionRequest) -> Result<String, Failure> {
         let result = self.inner.create(request).await;
         match &result {
-            Err(DestinationError::OutcomeUnknown(_)) => self.crash_if(Step::AfterCrmSent),
+            Err(Failure {
+                kind: FailureKind::OutcomeUnknown,
+                ..
+            }) => self.crash_if(Step::AfterCrmSent),
             Ok(_) => self.crash_if(Step::AfterCrmAnswered),
             Err(_) => {}
         }
         result
     }
 
-    async fn lookup(&self, key: &ActionKey) -> Result<Option<String>, DestinationError> {
+    async fn lookup(&self, key: &ActionKey) -> Result<Option<String>, Failure> {
         self.inner.lookup(key).await
     }
 

@@ -5,6 +5,8 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use hookgate_core::config::{Config, Pace};
+use hookgate_core::failure::FailureKind;
+use serde_json::json;
 
 use super::*;
 
@@ -189,7 +191,11 @@ async fn an_oversized_answer_to_a_create_is_an_unknown_outcome_never_a_result() 
     let d = CrmDestination::new(&config_at(&crm.base_url), Tokens::new(None, None))
         .expect("destination");
     match d.create(&request()).await {
-        Err(DestinationError::OutcomeUnknown(e)) => {
+        Err(Failure {
+            kind: FailureKind::OutcomeUnknown,
+            detail: e,
+            ..
+        }) => {
             assert!(e.contains("1048576 bytes"), "{e}")
         }
         other => panic!("not an unknown outcome: {other:?}"),
@@ -199,7 +205,11 @@ async fn an_oversized_answer_to_a_create_is_an_unknown_outcome_never_a_result() 
     let d = CrmDestination::new(&config_at(&crm.base_url), Tokens::new(None, None))
         .expect("destination");
     match d.create(&request()).await {
-        Err(DestinationError::OutcomeUnknown(e)) => assert!(e.contains("1048576 bytes"), "{e}"),
+        Err(Failure {
+            kind: FailureKind::OutcomeUnknown,
+            detail: e,
+            ..
+        }) => assert!(e.contains("1048576 bytes"), "{e}"),
         other => panic!("not an unknown outcome: {other:?}"),
     }
     // Within the limit it is read as always.
@@ -216,10 +226,18 @@ async fn an_oversized_refusal_or_outage_keeps_the_kind_its_status_gives() {
         let d = CrmDestination::new(&config_at(&crm.base_url), Tokens::new(None, None))
             .expect("destination");
         match d.create(&request()).await {
-            Err(DestinationError::Retryable(e)) if retryable => {
+            Err(Failure {
+                kind: FailureKind::Retryable,
+                detail: e,
+                ..
+            }) if retryable => {
                 assert!(e.starts_with("503"), "{e}")
             }
-            Err(DestinationError::Permanent(e)) if !retryable => {
+            Err(Failure {
+                kind: FailureKind::Permanent,
+                detail: e,
+                ..
+            }) if !retryable => {
                 assert!(e.starts_with("422"), "{e}")
             }
             other => panic!("{status}: {other:?}"),
@@ -285,7 +303,11 @@ async fn a_token_not_there_yet_is_a_retryable_delay_naming_its_reference_and_not
     let tokens = Tokens::new(None, None);
     let d = with_token(&crm.base_url, &tokens);
     match d.create(&request()).await {
-        Err(DestinationError::Retryable(e)) => assert!(e.contains(TOKEN_REF), "{e}"),
+        Err(Failure {
+            kind: FailureKind::Retryable,
+            detail: e,
+            ..
+        }) => assert!(e.contains(TOKEN_REF), "{e}"),
         other => panic!("not a retryable delay: {other:?}"),
     }
     assert!(bearers(&crm).is_empty(), "nothing sent without the token");
@@ -317,7 +339,11 @@ async fn a_refusal_the_token_read_again_cannot_change_is_the_permanent_refusal_i
     let crm = scripted(vec![(403, r#"{"error":"forbidden"}"#.to_owned())]).await;
     let tokens = Tokens::new(Some("tok"), Some("tok"));
     match with_token(&crm.base_url, &tokens).create(&request()).await {
-        Err(DestinationError::Permanent(e)) => assert!(e.starts_with("403"), "{e}"),
+        Err(Failure {
+            kind: FailureKind::Permanent,
+            detail: e,
+            ..
+        }) => assert!(e.starts_with("403"), "{e}"),
         other => panic!("{other:?}"),
     }
     assert_eq!(bearers(&crm), [said("tok")]);
@@ -329,7 +355,11 @@ async fn a_refusal_the_token_read_again_cannot_change_is_the_permanent_refusal_i
     .await;
     let tokens = Tokens::new(Some("tok-old"), Some("tok-new"));
     match with_token(&crm.base_url, &tokens).create(&request()).await {
-        Err(DestinationError::Permanent(e)) => assert!(e.starts_with("401"), "{e}"),
+        Err(Failure {
+            kind: FailureKind::Permanent,
+            detail: e,
+            ..
+        }) => assert!(e.starts_with("401"), "{e}"),
         other => panic!("{other:?}"),
     }
     assert_eq!(bearers(&crm), [said("tok-old"), said("tok-new")]);
@@ -337,7 +367,11 @@ async fn a_refusal_the_token_read_again_cannot_change_is_the_permanent_refusal_i
     let crm = scripted(vec![(401, r#"{"error":"expired"}"#.to_owned())]).await;
     let tokens = Tokens::new(Some("tok-old"), None);
     match with_token(&crm.base_url, &tokens).create(&request()).await {
-        Err(DestinationError::Retryable(e)) => assert!(e.contains(TOKEN_REF), "{e}"),
+        Err(Failure {
+            kind: FailureKind::Retryable,
+            detail: e,
+            ..
+        }) => assert!(e.contains(TOKEN_REF), "{e}"),
         other => panic!("{other:?}"),
     }
 }
@@ -364,7 +398,11 @@ async fn a_call_ends_within_the_destinations_timeout_its_token_reads_included() 
             started.elapsed()
         );
         match answer {
-            Err(DestinationError::Retryable(e)) => assert!(e.contains(TOKEN_REF), "{e}"),
+            Err(Failure {
+                kind: FailureKind::Retryable,
+                detail: e,
+                ..
+            }) => assert!(e.contains(TOKEN_REF), "{e}"),
             other => panic!("not a retryable delay: {other:?}"),
         }
     };
@@ -383,4 +421,47 @@ fn debug_shows_the_reference_never_the_token() {
     let shown = format!("{d:?}");
     assert!(shown.contains("/hookgate/crm-token"), "{shown}");
     assert!(!shown.contains("tok-secret-value"), "{shown}");
+}
+
+#[test]
+fn a_calls_segments_go_below_the_base_path_each_encoded_as_one() {
+    let call = Call::new(Method::Patch, "services/data").segment("ws-1#a/b c");
+    for (base, expected) in [
+        ("http://h", "http://h/services/data/ws-1%23a%2Fb%20c"),
+        (
+            "http://h/api",
+            "http://h/api/services/data/ws-1%23a%2Fb%20c",
+        ),
+        (
+            "http://h/api/",
+            "http://h/api/services/data/ws-1%23a%2Fb%20c",
+        ),
+    ] {
+        let d = CrmDestination::new(&config_at(base), Tokens::new(None, None)).unwrap();
+        assert_eq!(d.url(&call).as_str(), expected, "{base}");
+    }
+    let search = Call::new(Method::Get, "tasks").query("external_ref", "ws-1#a b&c");
+    let d = CrmDestination::new(&config_at("http://h/api"), Tokens::new(None, None)).unwrap();
+    assert_eq!(
+        d.url(&search).as_str(),
+        "http://h/api/tasks?external_ref=ws-1%23a+b%26c"
+    );
+}
+
+#[tokio::test]
+async fn a_429_pauses_the_destination_for_its_retry_after_and_a_vendor_default_without_one() {
+    let crm = scripted(vec![(429, "{}".to_owned())]).await;
+    let d = CrmDestination::new(&config_at(&crm.base_url), Tokens::new(None, None)).unwrap();
+    assert_eq!(d.paused_for(), None);
+    let throttled = d.create(&request()).await.unwrap_err();
+    assert_eq!(throttled.kind, FailureKind::Throttled);
+    // No Retry-After: the `http` vendor's 30 s.
+    assert_eq!(throttled.retry_after, Some(Duration::from_secs(30)));
+    let left = d.paused_for().expect("paused");
+    assert!(
+        left > Duration::from_secs(29) && left <= Duration::from_secs(30),
+        "{left:?}"
+    );
+    // The clones of this instance share the pause.
+    assert!(d.clone().paused_for().is_some());
 }

@@ -1,5 +1,6 @@
-//! `hookgate triage approve`: by id, a bulk dry run that writes a plan, or a
-//! reviewed plan carried out. What is carried out is first checked whole
+//! `hookgate triage approve`: a dry run unless `--execute`, by id as in
+//! bulk (a bulk dry run writes a plan); carried out by id, or as a reviewed
+//! plan. What is carried out is first checked whole
 //! through the `Decisions` port (`Decision::CheckPlan`: the console's rules, so a
 //! key collision or poison is never approved in a batch, by id or by plan),
 //! then approved item by item at `--rate`, each item's line printed as it is
@@ -82,11 +83,12 @@ impl std::fmt::Debug for Live<'_> {
 }
 
 impl Ops {
-    /// `triage approve` as the CLI runs it, `who` deciding: by id (a dry run
-    /// with `--dry-run`), a bulk dry run (its plan written with
-    /// `--plan-out`), or a reviewed plan carried out (`--execute --plan`,
-    /// with the plan's reason). A bulk approval is never carried out without
-    /// a plan. Decided items go to `live` as they are decided.
+    /// `triage approve` as the CLI runs it, `who` deciding: a dry run unless
+    /// `--execute`, by id as in bulk (a bulk dry run writes its plan with
+    /// `--plan-out`); carried out by id (`ID… --execute`), or as a reviewed
+    /// plan (`--execute --plan`, with the plan's reason). A bulk approval is
+    /// never carried out without a plan. Decided items go to `live` as they
+    /// are decided.
     pub async fn triage_approve_command(
         &self,
         request: ApproveRequest,
@@ -125,9 +127,12 @@ impl Ops {
             );
         }
         let selection = bulk.then_some(&request.selection);
-        let dry = request.dry_run || (bulk && !request.execute);
+        // One rule, by id as in bulk: nothing is decided without --execute.
+        let dry = request.dry_run || !request.execute;
         if request.plan_out.is_some() && !dry {
-            anyhow::bail!("--plan-out writes a dry run's plan: add --dry-run");
+            anyhow::bail!(
+                "--plan-out writes a dry run's plan: drop --execute (a dry run is the default)"
+            );
         }
         // Checked before anything is decided or a plan written with it.
         if let Err(e) = reason_of(&reason) {

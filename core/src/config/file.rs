@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use super::{Decider, DestinationKind};
+use super::Decider;
 use crate::rules::Rule;
 
 #[derive(Deserialize)]
@@ -122,10 +122,11 @@ pub(super) struct RawBinding {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawDestination {
-    pub kind: DestinationKind,
+    /// The vendor's name ([`crate::vendor::registry`]).
+    pub kind: String,
     pub base_url: String,
-    /// `idempotency-key` (http), `upsert` (salesforce, hubspot) or `lookup`
-    /// (http, hubspot); default: the kind's first.
+    /// One of the strategies the vendor allows (its `Spec::strategies`);
+    /// default: the vendor's first.
     pub strategy: Option<String>,
     /// A secret reference sent as `Authorization: Bearer …`.
     pub auth: Option<String>,
@@ -133,7 +134,7 @@ pub(super) struct RawDestination {
     pub idempotency_header: Option<String>,
     pub key_retention_secs: Option<u64>,
     /// How long its search may lag its writes (a lookup destination only);
-    /// default: its kind's ([`super::DestinationKind::default_search_lag`]).
+    /// default: its vendor's (`Spec::search_lag`).
     pub search_lag_secs: Option<u64>,
     /// Calls per second one worker instance makes to it, at most.
     pub rate_per_second: Option<f64>,

@@ -31,7 +31,7 @@ use serde::Deserialize;
 
 use crate::{
     Provider, Timestamp, WorkspaceId, destination::Strategy, provider::Scheme, rules::Rule,
-    secret::SecretRef,
+    secret::SecretRef, vendor::VendorRef,
 };
 use env::Env;
 use file::File;
@@ -253,22 +253,11 @@ impl Decider {
     }
 }
 
-/// Which CRM API a destination speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum DestinationKind {
-    /// Generic JSON `POST /tasks` with an idempotency header.
-    Http,
-    /// Salesforce upsert by External ID field.
-    Salesforce,
-    /// HubSpot batch upsert by `idProperty`, search by it.
-    Hubspot,
-}
-
 /// A configured destination (`[destinations.<name>]`), validated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DestinationConfig {
-    pub kind: DestinationKind,
+    /// The CRM vendor it writes to ([`crate::vendor::registry`]).
+    pub kind: VendorRef,
     pub base_url: String,
     /// How writes are made safe: the kind's default unless configured.
     pub strategy: Strategy,
@@ -305,29 +294,16 @@ impl Pace {
     pub const MAX_BURST: u32 = 1_000;
 }
 
-impl DestinationKind {
-    /// How long this kind's search may lag its writes when the destination
-    /// does not say (docs/design.md, "Search lag", cites each):
-    /// - HubSpot: its CRM search is eventually consistent; integrators
-    ///   wait 10 s after a create before searching for it;
-    /// - `http`: an unknown CRM, whose search is taken to lag as HubSpot's
-    ///   does until its own documentation says otherwise;
-    /// - Salesforce: upsert only, it never looks up before creating.
-    pub const fn default_search_lag(self) -> Duration {
-        match self {
-            DestinationKind::Hubspot | DestinationKind::Http => Duration::from_secs(10),
-            DestinationKind::Salesforce => Duration::ZERO,
-        }
-    }
-}
-
 impl DestinationConfig {
     pub const DEFAULT_TIMEOUT_MS: u64 = 3000;
     pub const DEFAULT_IDEMPOTENCY_HEADER: &str = "Idempotency-Key";
 
-    /// How long its idempotency keys are remembered, when it says.
+    /// How long its idempotency keys are remembered: as the destination
+    /// says, or else as its vendor documents, if it does.
     pub fn key_retention(&self) -> Option<Duration> {
-        self.key_retention_secs.map(Duration::from_secs)
+        self.key_retention_secs
+            .map(Duration::from_secs)
+            .or(self.kind.spec().key_retention)
     }
 }
 

@@ -456,6 +456,13 @@ fn rules_and_destinations_are_typed_when_read() {
         bad_strategy,
         r#"destination "crm": strategy "idempotency-key" is not one of ["upsert", "lookup"] for this kind"#
     );
+    let unknown_kind = refused(
+        config("ws-1", "retell", "lookup").replace(r#"kind = "hubspot""#, r#"kind = "pipedrive""#),
+    );
+    assert_eq!(
+        unknown_kind,
+        r#"destination "crm": kind "pipedrive" is not one of ["http", "salesforce", "hubspot"]"#
+    );
 }
 
 #[test]

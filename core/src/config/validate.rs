@@ -10,8 +10,7 @@ use std::{
 };
 
 use super::{
-    Config, ConfigError, DestinationConfig, DestinationKind, EventSource, Pace, ProviderBinding,
-    Workspace,
+    Config, ConfigError, DestinationConfig, EventSource, Pace, ProviderBinding, Workspace,
     file::{RawBinding, RawDestination, RawEventSource},
 };
 use crate::{
@@ -19,6 +18,7 @@ use crate::{
     destination::Strategy,
     provider::{REGISTRY, Scheme, Signed, hmac::HmacScheme},
     secret::{SecretError, SecretRef},
+    vendor::Spec,
 };
 
 impl Config {
@@ -227,7 +227,14 @@ pub(super) fn destinations(
     raw.into_iter()
         .map(|(name, d)| {
             let bad = |msg: String| ConfigError::Destination(name.clone(), msg);
-            let strategy = strategy(d.kind, d.strategy.as_deref()).map_err(bad)?;
+            let kind = crate::vendor::vendor(&d.kind).ok_or_else(|| {
+                bad(format!(
+                    "kind {:?} is not one of {:?}",
+                    d.kind,
+                    crate::vendor::registry::names()
+                ))
+            })?;
+            let strategy = strategy(kind.spec(), d.strategy.as_deref()).map_err(bad)?;
             let auth = d
                 .auth
                 .as_deref()
@@ -235,7 +242,7 @@ pub(super) fn destinations(
                 .transpose()
                 .map_err(|e| bad(e.to_string()))?;
             let destination = DestinationConfig {
-                kind: d.kind,
+                kind,
                 base_url: d.base_url,
                 strategy,
                 auth,
@@ -246,7 +253,7 @@ pub(super) fn destinations(
                     .idempotency_header
                     .unwrap_or_else(|| DestinationConfig::DEFAULT_IDEMPOTENCY_HEADER.to_owned()),
                 key_retention_secs: d.key_retention_secs,
-                search_lag: search_lag(d.kind, strategy, d.search_lag_secs).map_err(bad)?,
+                search_lag: search_lag(kind.spec(), strategy, d.search_lag_secs).map_err(bad)?,
                 pace: pace(d.rate_per_second, d.burst).map_err(bad)?,
             };
             Ok((name, destination))
@@ -258,11 +265,7 @@ pub(super) fn destinations(
 /// destination searches before it creates again, so only one may say; its
 /// kind's default otherwise. A wait for it is one delayed send of the
 /// message (docs/design.md, "Search lag"), so it fits SQS's longest delay.
-fn search_lag(
-    kind: DestinationKind,
-    strategy: Strategy,
-    secs: Option<u64>,
-) -> Result<Duration, String> {
+fn search_lag(spec: &Spec, strategy: Strategy, secs: Option<u64>) -> Result<Duration, String> {
     if strategy != Strategy::Lookup {
         return match secs {
             Some(_) => Err(
@@ -273,7 +276,7 @@ fn search_lag(
             None => Ok(Duration::ZERO),
         };
     }
-    let lag = secs.map_or(kind.default_search_lag(), Duration::from_secs);
+    let lag = secs.map_or(spec.search_lag, Duration::from_secs);
     if lag > crate::ports::MAX_DELAY {
         return Err(format!(
             "search_lag_secs of {} s is longer than the {} s SQS can delay a message: an attempt \
@@ -315,24 +318,17 @@ fn pace(rate: Option<f64>, burst: Option<u32>) -> Result<Option<Pace>, String> {
     }))
 }
 
-/// The named strategy, or the kind's default, if the kind supports it.
-fn strategy(kind: DestinationKind, name: Option<&str>) -> Result<Strategy, String> {
-    let allowed: &[(&str, Strategy)] = match kind {
-        DestinationKind::Http => &[
-            ("idempotency-key", Strategy::IdempotencyKey),
-            ("lookup", Strategy::Lookup),
-        ],
-        DestinationKind::Salesforce => &[("upsert", Strategy::Upsert)],
-        DestinationKind::Hubspot => &[("upsert", Strategy::Upsert), ("lookup", Strategy::Lookup)],
-    };
+/// The named strategy, or the vendor's default, if the vendor allows it.
+fn strategy(spec: &Spec, name: Option<&str>) -> Result<Strategy, String> {
+    let allowed = spec.strategies;
     match name {
-        None => Ok(allowed[0].1),
+        None => Ok(allowed[0]),
         Some(name) => allowed
             .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, s)| *s)
+            .copied()
+            .find(|s| s.as_str() == name)
             .ok_or_else(|| {
-                let names: Vec<_> = allowed.iter().map(|(n, _)| *n).collect();
+                let names: Vec<_> = allowed.iter().map(|s| s.as_str()).collect();
                 format!("strategy {name:?} is not one of {names:?} for this kind")
             }),
     }

@@ -25,7 +25,15 @@ use std::{
 use anyhow::Context;
 use aws_sdk_sqs::types::QueueAttributeName;
 use aws_sdk_ssm::types::ParameterType;
-use hookgate_core::config::Config;
+use hookgate_adapters::{DynamoInbox, DynamoLedger};
+use hookgate_core::{
+    InboxPk,
+    action::ActionKey,
+    config::Config,
+    inbox::InboxStatus,
+    ledger::ActionStatus,
+    ports::{InboxStore, Ledger},
+};
 use serde_json::json;
 
 use crate::local::{Local, LocalQueues};
@@ -202,12 +210,39 @@ pub async fn run(options: &Options) -> anyhow::Result<Report> {
         *decisions.entry(k).or_default() += v;
     }
     settle(&sqs, &all_queues).await;
+    say(start, "waiting for in-flight work to settle");
+    let pending = Pending::of(&plan, &sent, &config, &observer)?;
+    let settled = settle_work(&sqs, &all_queues, pending, SETTLE_BOUND, async || {
+        let more = operator::operate(&ops, &sim.base_url()).await?;
+        for (k, v) in more {
+            *decisions.entry(k).or_default() += v;
+        }
+        Ok(())
+    })
+    .await?;
+    say(
+        start,
+        &if settled.left == 0 {
+            format!("settled after {:.1}s", settled.waited.as_secs_f64())
+        } else {
+            format!(
+                "{} records still in flight after {:.0}s (the bound): checking as it stands",
+                settled.left,
+                settled.waited.as_secs_f64()
+            )
+        },
+    );
     reporter.abort();
     let played = day.elapsed();
 
     say(start, "checking the stored state against the plan");
-    let observed =
+    let mut observed =
         observe::observe(&plan, &sent, &config, &observer, &sim, &emulator, decisions).await?;
+    observed.rule_handoffs = local
+        .rule_handoffs
+        .lock()
+        .map(|handoffs| handoffs.clone())
+        .unwrap_or_default();
     let seconds = json!({
         "day": (played.as_secs_f64() * 10.0).round() / 10.0,
         "total": (start.elapsed().as_secs_f64() * 10.0).round() / 10.0,
@@ -298,9 +333,111 @@ async fn report_progress(
     }
 }
 
+/// How long the demo waits, at most, for in-flight work to settle before it
+/// checks (beyond the operator's two passes).
+const SETTLE_BOUND: Duration = Duration::from_secs(180);
+
+/// What is still in flight: the planned events whose inbox record is still
+/// `RECEIVED` (or not there yet), and the intended actions whose ledger
+/// record is not yet `COMPLETED`. Only these are read again.
+struct Pending {
+    inbox: DynamoInbox,
+    ledger: DynamoLedger,
+    events: Vec<InboxPk>,
+    actions: Vec<ActionKey>,
+}
+
+impl Pending {
+    fn of(
+        plan: &Plan,
+        sent: &[play::Sent],
+        config: &Config,
+        aws: &aws_config::SdkConfig,
+    ) -> anyhow::Result<Pending> {
+        let ddb = aws_sdk_dynamodb::Client::new(aws);
+        Ok(Pending {
+            inbox: DynamoInbox::new(ddb.clone(), &config.inbox_table),
+            ledger: DynamoLedger::new(ddb, config.require_actions_table()?),
+            events: report::inbox_keys(plan, sent)
+                .into_iter()
+                .flatten()
+                .filter_map(|k| InboxPk::parse(&k).ok())
+                .collect(),
+            actions: plan
+                .intended_actions()
+                .iter()
+                .filter_map(|k| ActionKey::parse(k).ok())
+                .collect(),
+        })
+    }
+
+    /// Reads again what was still in flight; how many still are.
+    async fn left(&mut self) -> anyhow::Result<usize> {
+        let mut events = Vec::new();
+        for pk in std::mem::take(&mut self.events) {
+            let record = self.inbox.get(&pk).await?;
+            if record.is_none_or(|r| r.status == InboxStatus::Received) {
+                events.push(pk);
+            }
+        }
+        self.events = events;
+        let mut actions = Vec::new();
+        for key in std::mem::take(&mut self.actions) {
+            let record = self.ledger.get(&key).await?;
+            if record.is_none_or(|r| r.status != ActionStatus::Completed) {
+                actions.push(key);
+            }
+        }
+        self.actions = actions;
+        Ok(self.events.len() + self.actions.len())
+    }
+}
+
+struct Settled {
+    waited: Duration,
+    /// Records still in flight when the wait ended (0: settled).
+    left: usize,
+}
+
+/// Waits, up to `bound`, until the queues are drained and nothing planned
+/// is in flight; while something still is once the queues are drained, the
+/// operator looks again (`operate`: a re-injected action that failed
+/// again, an item held late), as a human would until the day is done.
+async fn settle_work(
+    sqs: &aws_sdk_sqs::Client,
+    queues: &[String],
+    mut pending: Pending,
+    bound: Duration,
+    mut operate: impl AsyncFnMut() -> anyhow::Result<()>,
+) -> anyhow::Result<Settled> {
+    let start = Instant::now();
+    let mut looked: Option<Instant> = None;
+    loop {
+        let left = pending.left().await?;
+        if left == 0 || start.elapsed() >= bound {
+            return Ok(Settled {
+                waited: start.elapsed(),
+                left,
+            });
+        }
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        // The operator's pass reads every held item: not more than once
+        // every OPERATOR_EVERY, so the wait does not load the emulator.
+        let due = looked.is_none_or(|at| at.elapsed() >= OPERATOR_EVERY);
+        if settle(sqs, queues).await && due {
+            operate().await?;
+            looked = Some(Instant::now());
+            settle(sqs, queues).await;
+        }
+    }
+}
+
+/// How often, at most, the operator looks again while the demo waits.
+const OPERATOR_EVERY: Duration = Duration::from_secs(20);
+
 /// Waits until every queue is empty (visible, in flight and delayed) three
-/// checks in a row, or two minutes pass.
-async fn settle(sqs: &aws_sdk_sqs::Client, queues: &[String]) {
+/// checks in a row, or two minutes pass; whether they were.
+async fn settle(sqs: &aws_sdk_sqs::Client, queues: &[String]) -> bool {
     let deadline = Instant::now() + Duration::from_secs(120);
     let mut quiet = 0;
     while quiet < 3 && Instant::now() < deadline {
@@ -331,4 +468,5 @@ async fn settle(sqs: &aws_sdk_sqs::Client, queues: &[String]) {
         }
         quiet = if depth == 0 { quiet + 1 } else { 0 };
     }
+    quiet >= 3
 }

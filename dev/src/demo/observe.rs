@@ -93,6 +93,8 @@ pub async fn observe(
     observed.tasks_total = tasks.total;
     observed.creations = tasks.creations_by_external_ref;
     observed.task_times_ms = tasks.tasks.iter().map(|t| t.created_ms).collect();
-    observed.requests = emulator.requests().await?;
+    let mut served = emulator.served().await?;
+    observed.requests = served["requests"].take();
+    observed.emulator = served;
     Ok(observed)
 }

@@ -34,8 +34,10 @@ pub async fn operate(ops: &Ops, crm: &str) -> anyhow::Result<BTreeMap<String, u6
         let out = ops
             .triage_approve(&[], Some(&selection), false, &who, "CRM recovered", 100)
             .await?;
-        *done.entry("approved_outage".into()).or_default() +=
-            out.json.as_array().map_or(0, |a| a.len() as u64);
+        // The bulk approval's summary names the items it approved.
+        *done.entry("approved_outage".into()).or_default() += out.json["approved"]
+            .as_array()
+            .map_or(0, |a| a.len() as u64);
     }
     for item in &items {
         let id = item["id"].as_str().unwrap_or_default().to_owned();

@@ -35,6 +35,8 @@ pub struct Sent {
     pub latency_us: Option<u64>,
     /// Transport error, if the request got no answer at all.
     pub error: Option<String>,
+    /// EventBridge: the SQS message id the rule's target queue gave it.
+    pub message_id: Option<String>,
 }
 
 /// Counters the progress line reads while the day plays.
@@ -157,7 +159,10 @@ async fn to_rule_target(target: &Target, body: &str, mut sent: Sent) -> Sent {
         .send()
         .await
     {
-        Ok(_) => sent.status = 202,
+        Ok(out) => {
+            sent.status = 202;
+            sent.message_id = out.message_id;
+        }
         Err(e) => sent.error = Some(e.to_string()),
     }
     sent

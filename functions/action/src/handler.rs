@@ -73,11 +73,12 @@ where
     Q: ActionQueue,
 {
     let id = message.message_id.clone().unwrap_or_default();
-    let receives = message
+    // A number in the logs (`receives > 1` filters in Logs Insights).
+    let receives: u64 = message
         .attributes
         .get("ApproximateReceiveCount")
-        .cloned()
-        .unwrap_or_else(|| "1".to_owned());
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1);
     let owner = format!("{id}:{receives}");
     let body = message.body.as_deref().unwrap_or_default();
     // Every line of the message carries its event's correlation id, which
@@ -85,7 +86,7 @@ where
     let span = tracing::info_span!(
         "message",
         message_id = %id,
-        receives = %receives,
+        receives,
         correlation_id = tracing::field::Empty
     );
     let outcome = worker

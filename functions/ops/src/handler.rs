@@ -81,10 +81,19 @@ pub fn router<E: EventIngress + 'static>(ops: Arc<Ops<E>>) -> Router {
         .with_state(ops)
 }
 
+/// The IAM caller as API Gateway names it: each part a log key of its own.
+#[derive(Debug, Clone)]
+struct Identity {
+    arn: String,
+    user_id: Option<String>,
+    access_key: Option<String>,
+    source_ip: Option<String>,
+}
+
 /// The IAM caller, recorded whole on every decision: an assumed role's ARN
 /// ends in a session name the caller chose, so its user id, access key and
 /// source IP go with it.
-fn caller(request: &Request) -> Option<Caller> {
+fn caller(request: &Request) -> Option<(Caller, Identity)> {
     let (arn, user_id, access_key, source_ip) = match request.request_context_ref()? {
         RequestContext::ApiGatewayV2(ctx) => {
             let iam = ctx.authorizer.as_ref()?.iam.as_ref()?;
@@ -103,23 +112,32 @@ fn caller(request: &Request) -> Option<Caller> {
         ),
         _ => return None,
     };
-    let part = |v: Option<String>| v.unwrap_or_else(|| "-".to_owned());
+    let part = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".to_owned());
     let whole = format!(
         "{arn} (userId {}, accessKey {}, sourceIp {})",
-        part(user_id),
-        part(access_key),
-        part(source_ip)
+        part(&user_id),
+        part(&access_key),
+        part(&source_ip)
     );
-    Some(Caller {
-        arn,
-        recorded: whole,
-    })
+    let identity = Identity {
+        arn: arn.clone(),
+        user_id,
+        access_key,
+        source_ip,
+    };
+    Some((
+        Caller {
+            arn,
+            recorded: whole,
+        },
+        identity,
+    ))
 }
 
 /// Refuses a request without an IAM identity; logs every answer with its
 /// caller.
 async fn require_caller(mut request: Request, next: Next) -> Response {
-    let Some(caller) = caller(&request) else {
+    let Some((caller, identity)) = caller(&request) else {
         return answer(
             StatusCode::FORBIDDEN,
             ApiError {
@@ -131,7 +149,10 @@ async fn require_caller(mut request: Request, next: Next) -> Response {
     request.extensions_mut().insert(caller.clone());
     let response = next.run(request).await;
     tracing::info!(
-        caller = caller.recorded,
+        caller_arn = identity.arn,
+        caller_user_id = identity.user_id.as_deref(),
+        caller_access_key = identity.access_key.as_deref(),
+        source_ip = identity.source_ip.as_deref(),
         method = %method,
         path,
         status = response.status().as_u16(),

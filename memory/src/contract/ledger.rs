@@ -7,7 +7,8 @@ use std::time::Duration;
 use hookgate_core::{
     InboxPk, Timestamp, WorkspaceId,
     action::{ActionKey, ActionRequest},
-    ledger::{ActionStatus, Attempt, Claim, ErrorKind},
+    failure::FailureKind,
+    ledger::{ActionStatus, Attempt, Claim},
     ports::{Lease, Ledger, Reserve, Settle},
 };
 use serde_json::json;
@@ -73,7 +74,7 @@ async fn a_wait_for_the_search_keeps_the_window_it_waited_for(ledger: &impl Ledg
         ),
         (
             ActionStatus::Pending,
-            Some(ErrorKind::SearchLag),
+            Some(FailureKind::SearchLag),
             Some(T0),
             None
         )
@@ -90,7 +91,7 @@ async fn a_wait_for_the_search_keeps_the_window_it_waited_for(ledger: &impl Ledg
     );
     // Released again (it created, say, then a 502): from that release on.
     let release = Settle::Release {
-        kind: ErrorKind::Retryable,
+        kind: FailureKind::Retryable,
         message: "502",
     };
     assert!(ledger.settle(&r.key, "a:3", release, t2).await.unwrap());
@@ -208,7 +209,7 @@ async fn reserved_then_released(ledger: &impl Ledger, r: &ActionRequest, pk: &In
         .await
         .unwrap();
     let release = Settle::Release {
-        kind: ErrorKind::Retryable,
+        kind: FailureKind::Retryable,
         message: "503",
     };
     assert!(ledger.settle(&r.key, "a:1", release, T0).await.unwrap());
@@ -226,7 +227,7 @@ async fn release_failure_and_human_decisions(ledger: &impl Ledger, ns: &str) {
         ),
         (
             ActionStatus::Pending,
-            Some(ErrorKind::Retryable),
+            Some(FailureKind::Retryable),
             Some("503")
         )
     );
@@ -340,7 +341,7 @@ async fn another_request_under_the_key_is_a_collision(ledger: &impl Ledger, ns: 
         .await
         .unwrap();
     let stored = ledger.get(&r.key).await.unwrap().unwrap();
-    assert_eq!(stored.last_error_kind, Some(ErrorKind::Collision));
+    assert_eq!(stored.last_error_kind, Some(FailureKind::Collision));
     assert_eq!(stored.request_sha256, r.request_sha256);
     assert_eq!(stored.lease_owner.as_deref(), Some("a:1"));
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use hookgate_core::{
     InboxPk, Timestamp,
+    failure::FailureKind,
     ports::{Filed, TriageStore},
     triage::{Evidence, TriageClass, TriageItem, TriageSource, TriageStatus},
 };
@@ -17,7 +18,7 @@ pub(super) fn item(ns: &str, name: &str, first_seen: Timestamp) -> TriageItem {
     let evidence = Evidence {
         destination: Some("crm".into()),
         details: vec![format!("{ns}-{name}: HTTP 503 (5 attempts)")],
-        error_kinds: vec!["retryable".into()],
+        error_kinds: vec![FailureKind::Retryable],
         ..Evidence::default()
     };
     TriageItem::direct(

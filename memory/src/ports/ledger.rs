@@ -14,9 +14,8 @@ use std::{
 use hookgate_core::{
     InboxPk, Timestamp,
     action::{ActionKey, ActionRequest},
-    ledger::{
-        ActionRecord, ActionStatus, Attempt, Claim, ErrorKind, claim, own_attempt, taken_over,
-    },
+    failure::FailureKind,
+    ledger::{ActionRecord, ActionStatus, Attempt, Claim, claim, own_attempt, taken_over},
     page::{Cursor, Page},
     ports::{Lease, Ledger, LedgerReads, Reserve, Settle, Store, StoreError},
 };
@@ -223,15 +222,16 @@ impl Ledger for MemoryLedger {
     ) -> Result<bool, StoreError> {
         let (status, error) = match outcome {
             Settle::Completed { .. } => (ActionStatus::Completed, None),
-            Settle::Failed(m) => (ActionStatus::Failed, Some((ErrorKind::Permanent, m))),
+            Settle::Failed(m) => (ActionStatus::Failed, Some((FailureKind::Permanent, m))),
             Settle::Uncertain(m) => (
                 ActionStatus::Uncertain,
-                Some((ErrorKind::OutcomeUnknown, m)),
+                Some((FailureKind::OutcomeUnknown, m)),
             ),
             Settle::Release { kind, message } => (ActionStatus::Pending, Some((kind, message))),
-            Settle::Wait { message, .. } => {
-                (ActionStatus::Pending, Some((ErrorKind::SearchLag, message)))
-            }
+            Settle::Wait { message, .. } => (
+                ActionStatus::Pending,
+                Some((FailureKind::SearchLag, message)),
+            ),
         };
         Ok(self.with(|records| {
             let Some(stored) = records.get_mut(key) else {
@@ -279,7 +279,7 @@ impl Ledger for MemoryLedger {
                     detail: format!("ConditionalCheckFailedException: {key} does not exist"),
                 })?;
             let r = &mut stored.record;
-            r.last_error_kind = Some(ErrorKind::Collision);
+            r.last_error_kind = Some(FailureKind::Collision);
             r.last_error = Some(format!(
                 "{inbox_pk} requested this key with another request ({request_sha256})"
             ));

@@ -16,7 +16,8 @@ use std::{
 use hookgate_core::{
     Timestamp,
     action::{ActionKey, ActionRequest},
-    destination::{Destination, DestinationError, Strategy},
+    destination::{Destination, Strategy},
+    failure::Failure,
 };
 
 /// How long the CRM keeps an idempotency key; the simulator's configuration
@@ -107,16 +108,16 @@ impl Destination for SimCrm {
         self.strategy
     }
 
-    async fn create(&self, request: &ActionRequest) -> Result<String, DestinationError> {
+    async fn create(&self, request: &ActionRequest) -> Result<String, Failure> {
         let mut state = self.lock();
         match state.mode {
-            Mode::Down => return Err(DestinationError::Retryable("503 (simulated outage)".into())),
+            Mode::Down => return Err(Failure::retryable("503 (simulated outage)")),
             Mode::DropBeforeCommit => {
-                return Err(DestinationError::OutcomeUnknown(
-                    "timed out before the CRM saw the request (simulated)".into(),
+                return Err(Failure::outcome_unknown(
+                    "timed out before the CRM saw the request (simulated)",
                 ));
             }
-            Mode::Refuse => return Err(DestinationError::Permanent("422 (simulated)".into())),
+            Mode::Refuse => return Err(Failure::permanent("422 (simulated)")),
             Mode::Healthy | Mode::CommitThenDrop => {}
         }
         let key = request.key.as_str().to_owned();
@@ -139,17 +140,17 @@ impl Destination for SimCrm {
             }
         };
         match state.mode {
-            Mode::CommitThenDrop => Err(DestinationError::OutcomeUnknown(
-                "connection lost after the request was sent (simulated)".into(),
+            Mode::CommitThenDrop => Err(Failure::outcome_unknown(
+                "connection lost after the request was sent (simulated)",
             )),
             _ => Ok(id),
         }
     }
 
-    async fn lookup(&self, key: &ActionKey) -> Result<Option<String>, DestinationError> {
+    async fn lookup(&self, key: &ActionKey) -> Result<Option<String>, Failure> {
         let state = self.lock();
         if state.mode == Mode::Down {
-            return Err(DestinationError::Retryable("503 (simulated outage)".into()));
+            return Err(Failure::retryable("503 (simulated outage)"));
         }
         // What the search shows by now: tasks made at least the lag ago.
         Ok(state.tasks.get(key.as_str()).and_then(|t| {

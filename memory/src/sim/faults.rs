@@ -27,7 +27,8 @@ use std::{
 use hookgate_core::{
     InboxPk, Timestamp,
     action::{ActionKey, ActionRequest},
-    destination::{Destination, DestinationError, Strategy},
+    destination::{Destination, Strategy},
+    failure::Failure,
     inbox::{InboxRecord, InboxStatus, Origin, Reopener},
     ledger::ActionRecord,
     message::{MessageKind, QueueMessage},
@@ -507,7 +508,7 @@ impl Destination for Faulty<SimCrm> {
         self.inner.strategy()
     }
 
-    async fn create(&self, request: &ActionRequest) -> Result<String, DestinationError> {
+    async fn create(&self, request: &ActionRequest) -> Result<String, Failure> {
         let fate = self.plan.next();
         if fate == Fate::Pause {
             self.plan.pause(Call::Crm).await;
@@ -521,7 +522,7 @@ impl Destination for Faulty<SimCrm> {
         answer
     }
 
-    async fn lookup(&self, key: &ActionKey) -> Result<Option<String>, DestinationError> {
+    async fn lookup(&self, key: &ActionKey) -> Result<Option<String>, Failure> {
         match self.plan.next() {
             Fate::Crash => std::future::pending().await,
             Fate::Pause => {
@@ -532,9 +533,7 @@ impl Destination for Faulty<SimCrm> {
                 let _lost = self.inner.lookup(key).await;
                 self.inner.lookup(key).await
             }
-            Fate::Fail => Err(DestinationError::Retryable(
-                "the simulated CRM refused".into(),
-            )),
+            Fate::Fail => Err(Failure::retryable("the simulated CRM refused")),
             Fate::Proceed => self.inner.lookup(key).await,
         }
     }

@@ -962,7 +962,7 @@ impl Sim {
                 let event = record.inbox_pks.first().and_then(|pk| self.event_of(pk));
                 let uncertain = event.and_then(|e| {
                     let id = hookgate_core::triage::worker_item_id(
-                        "uncertain",
+                        hookgate_core::failure::HoldCase::Uncertain,
                         &record.key,
                         &record.request_sha256,
                     );

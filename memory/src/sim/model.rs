@@ -224,7 +224,7 @@ impl Sim {
     fn every_item_alerted(&self, items: &[TriageItem]) -> Result<(), String> {
         let alerts = self.alerts.published();
         for item in items {
-            let alerted = if item.class == TriageClass::DownstreamOutage {
+            let alerted = if alerted_per_destination(item.class) {
                 alerts.iter().any(|a| {
                     a["class"] == item.class.as_str()
                         && a["destination"].as_str() == item.destination.as_deref()
@@ -244,5 +244,29 @@ impl Sim {
             }
         }
         Ok(())
+    }
+}
+
+/// The oracle's own statement of the alert rule (the product's is
+/// [`TriageClass::alert_group`]): an outage is alerted once per
+/// destination, every other class once per item and hold. Stated apart so
+/// the model checks the rule rather than repeat it; a test holds the two
+/// equal.
+fn alerted_per_destination(class: TriageClass) -> bool {
+    class == TriageClass::DownstreamOutage
+}
+
+#[cfg(test)]
+mod tests {
+    use hookgate_core::triage::{AlertGroup, TriageClass};
+
+    use super::alerted_per_destination;
+
+    #[test]
+    fn the_models_alert_rule_is_the_products() {
+        for class in TriageClass::ALL {
+            let product = class.alert_group() == AlertGroup::Destination;
+            assert_eq!(alerted_per_destination(*class), product, "{class}");
+        }
     }
 }

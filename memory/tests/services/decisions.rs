@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use hookgate_core::{
     approval::{ApprovalError, Reconciled, Reinjected},
-    destination::DestinationError,
     dlq::DeadLetter,
+    failure::{Failure, FailureKind},
     inbox::{InboxStatus, Reopener},
     ledger::ActionStatus,
     message::{MessageKind, QueueMessage},
@@ -28,12 +28,7 @@ fn at(secs: u64) -> hookgate_core::Timestamp {
 /// `call`'s event delivered and its first attempt made, the CRM answering
 /// `answer` `times` times (a lost answer is asked again once, under the
 /// same key): the attempt's outcome.
-async fn first_attempt(
-    m: &Memory,
-    call: &str,
-    answer: DestinationError,
-    times: usize,
-) -> MessageOutcome {
+async fn first_attempt(m: &Memory, call: &str, answer: Failure, times: usize) -> MessageOutcome {
     post(&m.ingress(), &analyzed(call), SECRET).await;
     for _ in 0..times {
         m.crm.then(Err(answer.clone()));
@@ -44,7 +39,7 @@ async fn first_attempt(
 /// `call`'s event delivered, its action failed once on an outage, and its
 /// message dead-lettered and triaged: the item the triager holds.
 async fn held(m: &Memory, call: &str) -> TriageItem {
-    let first = first_attempt(m, call, DestinationError::Retryable("HTTP 503".into()), 1).await;
+    let first = first_attempt(m, call, Failure::retryable("HTTP 503"), 1).await;
     assert!(matches!(first, MessageOutcome::Retry(_)), "{first:?}");
     let letter = DeadLetter {
         source: TriageSource::ActionDlq,
@@ -78,6 +73,112 @@ async fn dead_letter(
     m.triager().triage(&letter, at(secs)).await
 }
 
+#[tokio::test]
+async fn a_worker_cut_off_by_its_timeout_while_the_crm_is_slow_is_held_as_an_outage_with_the_evidence()
+ {
+    // Issue 41: a message that used up its receives on function timeouts
+    // reached the DLQ with no error recorded, and triage could only call
+    // it `unknown`, which nothing tells an operator how to decide.
+    let mut m = Memory::new();
+    m.crm.slow = Duration::from_secs(600);
+    post(&m.ingress(), &analyzed("c-slow"), SECRET).await;
+    for receive in 1..=3 {
+        let (worker, body, owner) = (m.worker(), message("c-slow"), format!("m1:{receive}"));
+        let run = worker.process(&body, &owner, at(receive * 3600));
+        // Lambda's timeout: the invocation is ended mid-call.
+        let cut = tokio::time::timeout(Duration::from_millis(50), run).await;
+        assert!(cut.is_err(), "receive {receive} was cut off: {cut:?}");
+    }
+    assert_eq!(m.crm.creates(), 3, "each receive reached the CRM");
+    let letter = DeadLetter {
+        source: TriageSource::ActionDlq,
+        message_id: "dlq-c-slow",
+        body: &message("c-slow"),
+        attributes: json!({"ApproximateReceiveCount": "3"}),
+    };
+    let (class, _) = m.triager().triage(&letter, at(4 * 3600)).await.unwrap();
+    assert_eq!(class, TriageClass::DownstreamOutage);
+    let item = dlq_item(&m);
+    assert_eq!(item.evidence.error_kinds, [FailureKind::Retryable]);
+    let timed_out = item
+        .evidence
+        .details
+        .iter()
+        .find(|d| d.contains("timed out"))
+        .unwrap_or_else(|| panic!("no timeout evidence: {:?}", item.evidence.details));
+    assert!(
+        timed_out.contains("IN_PROGRESS") && timed_out.contains("3 attempts"),
+        "{timed_out}"
+    );
+    assert!(timed_out.contains("function timeout"), "{timed_out}");
+    assert_eq!(item.destination.as_deref(), Some("crm"));
+}
+
+#[tokio::test]
+async fn an_action_under_another_attempts_live_lease_is_not_called_a_timeout() {
+    // The review of issue 41's rule: a message can run out of receives on
+    // "another attempt holds the lease" while that attempt runs; its
+    // IN_PROGRESS record says nothing of a timeout until its lease expires.
+    let mut m = Memory::new();
+    m.crm.slow = Duration::from_secs(600);
+    post(&m.ingress(), &analyzed("c-live"), SECRET).await;
+    let (worker, body) = (m.worker(), message("c-live"));
+    let run = worker.process(&body, "m1:1", at(0));
+    assert!(
+        tokio::time::timeout(Duration::from_millis(50), run)
+            .await
+            .is_err()
+    );
+    let letter = DeadLetter {
+        source: TriageSource::ActionDlq,
+        message_id: "dlq-c-live",
+        body: &message("c-live"),
+        attributes: json!({"ApproximateReceiveCount": "3"}),
+    };
+    // Triaged while the lease still holds.
+    let (class, _) = m.triager().triage(&letter, at(1)).await.unwrap();
+    assert_eq!(class, TriageClass::Unknown);
+    let item = dlq_item(&m);
+    assert!(item.evidence.error_kinds.is_empty(), "{:?}", item.evidence);
+    assert!(
+        item.evidence
+            .details
+            .iter()
+            .any(|d| d.contains("another attempt's lease")),
+        "{:?}",
+        item.evidence.details
+    );
+}
+
+#[tokio::test]
+async fn a_message_whose_receives_all_ended_before_any_action_is_held_as_an_outage() {
+    // Issue 41: every invocation ended (the function's timeout, a store too
+    // slow to answer) before it reserved an action, so nothing was recorded
+    // and triage could only call it `unknown`; the RECEIVED event says it
+    // was never worked.
+    let m = Memory::new();
+    post(&m.ingress(), &analyzed("c-unreached"), SECRET).await;
+    let letter = DeadLetter {
+        source: TriageSource::ActionDlq,
+        message_id: "dlq-c-unreached",
+        body: &message("c-unreached"),
+        attributes: json!({"ApproximateReceiveCount": "3"}),
+    };
+    let (class, _) = m.triager().triage(&letter, at(600)).await.unwrap();
+    assert_eq!(class, TriageClass::DownstreamOutage);
+    let item = dlq_item(&m);
+    assert_eq!(item.evidence.error_kinds, [FailureKind::Retryable]);
+    assert!(
+        item.evidence
+            .details
+            .iter()
+            .any(|d| d.contains("not reached")),
+        "{:?}",
+        item.evidence.details
+    );
+    assert_eq!(m.crm.creates(), 0);
+}
+
 /// The one item a dead letter filed.
 fn dlq_item(m: &Memory) -> TriageItem {
     m.triage
@@ -104,7 +205,13 @@ async fn a_dead_letter_is_held_and_alerted_once_and_neither_the_sweep_nor_a_repe
         ),
         (TriageStatus::Held, Some(&pk("d1")), Some("crm"), at(20))
     );
-    assert_eq!(item.evidence.error_kinds, vec!["retryable".to_owned()]);
+    let kinds: Vec<_> = item
+        .evidence
+        .error_kinds
+        .iter()
+        .map(|k| k.as_str())
+        .collect();
+    assert_eq!(kinds, ["retryable"]);
     assert_eq!(status(&m, "d1").await, InboxStatus::Held);
     assert_eq!(m.alerts.published().len(), 1);
     assert_eq!(m.alerts.published()[0]["class"], json!("downstream-outage"));
@@ -249,7 +356,7 @@ async fn a_stranded_record_is_swept_once_it_is_older_than_the_sweep_age() {
 #[tokio::test]
 async fn a_failed_action_is_re_opened_by_approval_and_performed() {
     let m = Memory::new();
-    first_attempt(&m, "d5", DestinationError::Permanent("HTTP 422".into()), 1).await;
+    first_attempt(&m, "d5", Failure::permanent("HTTP 422"), 1).await;
     let item = m.triage.items().remove(0);
     assert_eq!(
         (item.class, item.status),
@@ -282,13 +389,7 @@ async fn an_uncertain_action_is_decided_by_reconcile_only() {
     let mut m = Memory::new();
     m.crm.lookup_strategy = true;
     for call in ["d6", "d7"] {
-        let run = first_attempt(
-            &m,
-            call,
-            DestinationError::OutcomeUnknown("timeout".into()),
-            1,
-        )
-        .await;
+        let run = first_attempt(&m, call, Failure::outcome_unknown("timeout"), 1).await;
         assert_eq!(run, MessageOutcome::Done("1 action(s) settled".into()));
     }
     let records = m.ledger.records();
@@ -368,13 +469,7 @@ async fn an_action_uncertain_again_after_a_not_found_reconcile_is_held_and_alert
     // a repeat of a closed item: held by nobody, alerted to nobody.
     let mut m = Memory::new();
     m.crm.lookup_strategy = true;
-    first_attempt(
-        &m,
-        "d8",
-        DestinationError::OutcomeUnknown("timeout".into()),
-        2,
-    )
-    .await;
+    first_attempt(&m, "d8", Failure::outcome_unknown("timeout"), 2).await;
     let key = m.ledger.records()[0].key.clone();
     let first = m.triage.items().remove(0);
     assert_eq!(first.class, TriageClass::Uncertain);
@@ -417,13 +512,7 @@ async fn a_dead_letter_of_lost_answers_retried_under_the_same_key_can_be_approve
     // which approval refuses ("reconcile it") and reconcile refuses too
     // (the action is not UNCERTAIN): only a reject was left, losing the event.
     let m = Memory::new();
-    let first = first_attempt(
-        &m,
-        "d9",
-        DestinationError::OutcomeUnknown("connection reset".into()),
-        2,
-    )
-    .await;
+    let first = first_attempt(&m, "d9", Failure::outcome_unknown("connection reset"), 2).await;
     assert!(matches!(first, MessageOutcome::Retry(_)), "{first:?}");
     assert_eq!(m.ledger.records()[0].status, ActionStatus::Pending);
     let (class, _) = dead_letter(&m, "d9", "dlq-d9", 10).await.unwrap();
@@ -450,13 +539,7 @@ async fn an_uncertain_dead_letter_is_approvable_once_its_action_is_reconciled() 
     // reconcile said "not uncertain": the item could never be approved.
     let mut m = Memory::new();
     m.crm.lookup_strategy = true;
-    first_attempt(
-        &m,
-        "d10",
-        DestinationError::OutcomeUnknown("timeout".into()),
-        1,
-    )
-    .await;
+    first_attempt(&m, "d10", Failure::outcome_unknown("timeout"), 1).await;
     let key = m.ledger.records()[0].key.clone();
     let (class, _) = dead_letter(&m, "d10", "dlq-d10", 10).await.unwrap();
     assert_eq!(class, TriageClass::Uncertain);
@@ -494,13 +577,7 @@ async fn rejecting_a_stale_dead_letter_leaves_a_reconciled_re_run_alone() {
     // discarded the record, and the re-run was dropped.
     let mut m = Memory::new();
     m.crm.lookup_strategy = true;
-    first_attempt(
-        &m,
-        "d11",
-        DestinationError::OutcomeUnknown("timeout".into()),
-        1,
-    )
-    .await;
+    first_attempt(&m, "d11", Failure::outcome_unknown("timeout"), 1).await;
     let key = m.ledger.records()[0].key.clone();
     dead_letter(&m, "d11", "dlq-d11", 10).await.unwrap();
     let stale = dlq_item(&m);
@@ -526,7 +603,7 @@ async fn a_rejected_failure_stays_failed_when_another_item_of_its_event_is_appro
     // failure as a repeat, held by nobody. A reject is final: the approval
     // leaves that action alone.
     let m = Memory::new();
-    first_attempt(&m, "d12", DestinationError::Permanent("HTTP 422".into()), 1).await;
+    first_attempt(&m, "d12", Failure::permanent("HTTP 422"), 1).await;
     let failed = m.triage.items().remove(0);
     m.approvals()
         .reject(&failed.id, "ana", "bad data", at(10))
@@ -602,13 +679,7 @@ async fn a_rejected_event_is_not_re_run_by_approving_another_of_its_items() {
 async fn a_rejected_uncertain_action_is_not_re_queued_by_reconcile() {
     let mut m = Memory::new();
     m.crm.lookup_strategy = true;
-    first_attempt(
-        &m,
-        "d14",
-        DestinationError::OutcomeUnknown("timeout".into()),
-        1,
-    )
-    .await;
+    first_attempt(&m, "d14", Failure::outcome_unknown("timeout"), 1).await;
     let key = m.ledger.records()[0].key.clone();
     let item = m.triage.items().remove(0);
     m.approvals()
@@ -759,7 +830,7 @@ async fn rejecting_an_item_left_approved_leaves_another_approvals_re_run_alone()
 #[tokio::test]
 async fn an_alert_that_could_not_be_published_goes_out_with_the_redelivered_dead_letter() {
     let m = Memory::new();
-    first_attempt(&m, "d16", DestinationError::Retryable("HTTP 503".into()), 1).await;
+    first_attempt(&m, "d16", Failure::retryable("HTTP 503"), 1).await;
     m.alerts.set_failing(true);
     let failed = dead_letter(&m, "d16", "dlq-d16", 10).await;
     assert!(failed.is_err(), "{failed:?}");
@@ -834,7 +905,7 @@ async fn an_approval_that_re_runs_a_failure_decides_its_held_item_too() {
     // queued, and the action was performed after a reject. The approval now
     // decides the failure's item (REINJECTED), so the reject is refused.
     let m = Memory::new();
-    first_attempt(&m, "d19", DestinationError::Permanent("HTTP 422".into()), 1).await;
+    first_attempt(&m, "d19", Failure::permanent("HTTP 422"), 1).await;
     let failed = m.triage.items().remove(0);
     m.inbox
         .reopen(&pk("d19"), NOW, at(86_400), Reopener::Event("a-decision"))
@@ -985,7 +1056,7 @@ async fn an_approval_that_fails_before_its_event_re_opens_no_action() {
     // reject of the item left the action PENDING for good, run by nothing
     // and held by nobody. The event is re-opened first now.
     let m = Memory::new();
-    first_attempt(&m, "d23", DestinationError::Permanent("HTTP 422".into()), 1).await;
+    first_attempt(&m, "d23", Failure::permanent("HTTP 422"), 1).await;
     let failure = m.triage.items().remove(0);
     dead_letter(&m, "d23", "dlq-d23", 20).await.unwrap();
     let x = dlq_item(&m);
@@ -1023,7 +1094,7 @@ async fn an_item_left_approved_after_its_action_was_re_opened_cannot_be_rejected
     // and its event, then could not re-queue; a reject of the item then
     // recorded a final "no" that stopped nothing (the sweep runs the event).
     let m = Memory::new();
-    first_attempt(&m, "d24", DestinationError::Permanent("HTTP 422".into()), 1).await;
+    first_attempt(&m, "d24", Failure::permanent("HTTP 422"), 1).await;
     let failure = m.triage.items().remove(0);
     m.queue.set_failing(true);
     let failed = m
@@ -1143,8 +1214,7 @@ async fn reject_held_again_after_read(nth: usize) {
                 .approve_seen(&id, Some(&seen), "ana", "CRM is back", at(60))
                 .await
                 .expect("the approval meanwhile");
-            m.crm
-                .then(Err(DestinationError::Retryable("HTTP 503".into())));
+            m.crm.then(Err(Failure::retryable("HTTP 503")));
             let run = m.worker().process(&message(&call), "m2:1", at(61)).await;
             assert!(matches!(run, MessageOutcome::Retry(_)), "{run:?}");
             let letter = DeadLetter {

@@ -18,8 +18,8 @@ use hookgate_core::{
     Timestamp,
     approval::{ApprovalError, Approvals, Reconciled, Reinjected},
     config::Config,
-    destination::DestinationError,
     dlq::DeadLetter,
+    failure::Failure,
     inbox::{InboxStatus, Reopener},
     ledger::ActionStatus,
     ports::{InboxStore, StoreError, TriageStore},
@@ -66,12 +66,11 @@ business_id = ["/call/call_id"]
 async fn task_decided_and_event_held(
     m: &Memory,
     call: &str,
-    first: DestinationError,
+    first: Failure,
 ) -> (TriageItem, TriageItem) {
     post(&m.ingress(), &analyzed(call), SECRET).await;
     m.crm.then(Err(first));
-    m.crm
-        .then(Err(DestinationError::Retryable("HTTP 503".into())));
+    m.crm.then(Err(Failure::retryable("HTTP 503")));
     let run = m.worker().process(&message(call), "m1:1", NOW).await;
     assert!(matches!(run, MessageOutcome::Retry(_)), "{run:?}");
     let letter = DeadLetter {
@@ -121,8 +120,7 @@ async fn a_not_found_reconcile_leaves_an_event_held_by_a_dead_letter_to_its_deci
     let mut m = Memory::with_config(two_actions());
     m.crm.lookup_strategy = true;
     let (task, letter) =
-        task_decided_and_event_held(&m, "h1", DestinationError::OutcomeUnknown("timeout".into()))
-            .await;
+        task_decided_and_event_held(&m, "h1", Failure::outcome_unknown("timeout")).await;
     let key = m
         .ledger
         .records()
@@ -175,7 +173,7 @@ async fn a_failures_approval_does_not_run_an_event_held_by_a_dead_letter() {
     // dead letter held, and its re-run performed the other action.
     let m = Memory::with_config(two_actions());
     let (failed, letter) =
-        task_decided_and_event_held(&m, "h2", DestinationError::Permanent("HTTP 422".into())).await;
+        task_decided_and_event_held(&m, "h2", Failure::permanent("HTTP 422")).await;
     let refused = m
         .approvals()
         .approve(&failed.id, "ana", "fixed", at(20))
@@ -315,7 +313,7 @@ async fn a_failure_rejected_while_another_item_of_its_event_is_approved_stays_fa
     // at that moment, and the approval then re-opened the action.
     let m = Memory::with_config(two_actions());
     let (failed, letter) =
-        task_decided_and_event_held(&m, "h3", DestinationError::Permanent("HTTP 422".into())).await;
+        task_decided_and_event_held(&m, "h3", Failure::permanent("HTTP 422")).await;
     let approvals = interleaved(&m, &failed.id, 1, |m| async move {
         let id = m
             .triage
@@ -435,8 +433,7 @@ async fn a_reconcile_that_found_its_event_held_runs_it_once_the_hold_was_approve
     let mut m = Memory::with_config(two_actions());
     m.crm.lookup_strategy = true;
     let (_, letter) =
-        task_decided_and_event_held(&m, "h5", DestinationError::OutcomeUnknown("timeout".into()))
-            .await;
+        task_decided_and_event_held(&m, "h5", Failure::outcome_unknown("timeout")).await;
     let key = key_of(&m, "create_task");
     let uncertain = m
         .triage
@@ -486,8 +483,7 @@ async fn a_not_found_reconcile_that_stopped_after_its_ledger_write_is_finished_b
     let mut m = Memory::new();
     m.crm.lookup_strategy = true;
     post(&m.ingress(), &analyzed("h6"), SECRET).await;
-    m.crm
-        .then(Err(DestinationError::OutcomeUnknown("timeout".into())));
+    m.crm.then(Err(Failure::outcome_unknown("timeout")));
     m.worker().process(&message("h6"), "m1:1", NOW).await;
     let key = key_of(&m, "create_task");
     let uncertain = m.triage.items().remove(0);
@@ -524,10 +520,8 @@ async fn a_not_found_reconcile_that_stopped_after_its_ledger_write_is_finished_b
 /// and the event HELD. The failure's item, and the dead letter's.
 async fn failure_left_approved_then_held(m: &Memory, call: &str) -> (TriageItem, TriageItem) {
     post(&m.ingress(), &analyzed(call), SECRET).await;
-    m.crm
-        .then(Err(DestinationError::Permanent("HTTP 422".into())));
-    m.crm
-        .then(Err(DestinationError::Retryable("HTTP 503".into())));
+    m.crm.then(Err(Failure::permanent("HTTP 422")));
+    m.crm.then(Err(Failure::retryable("HTTP 503")));
     m.worker().process(&message(call), "m1:1", NOW).await;
     let failed = m.triage.items().remove(0);
     m.inbox.set_failing_writes(true);
@@ -614,10 +608,8 @@ async fn a_failures_approval_re_opens_its_own_action_only() {
     // or a collision, approved one by one) in passing.
     let m = Memory::with_config(two_actions());
     post(&m.ingress(), &analyzed("h8"), SECRET).await;
-    m.crm
-        .then(Err(DestinationError::Permanent("HTTP 422".into())));
-    m.crm
-        .then(Err(DestinationError::Permanent("HTTP 400".into())));
+    m.crm.then(Err(Failure::permanent("HTTP 422")));
+    m.crm.then(Err(Failure::permanent("HTTP 400")));
     let run = m.worker().process(&message("h8"), "m1:1", NOW).await;
     assert_eq!(run, MessageOutcome::Done("2 action(s) settled".into()));
     let items = m.triage.items();
@@ -721,8 +713,7 @@ async fn a_held_event_is_approved_past_its_ttl_within_the_hold_window() {
     // never done although nobody rejected it.
     let m = Memory::with_config(short_ttl());
     post(&m.ingress(), &analyzed("hw1"), SECRET).await;
-    m.crm
-        .then(Err(DestinationError::Retryable("HTTP 503".into())));
+    m.crm.then(Err(Failure::retryable("HTTP 503")));
     let run = m.worker().process(&message("hw1"), "m1:1", NOW).await;
     assert!(matches!(run, MessageOutcome::Retry(_)), "{run:?}");
     let letter = DeadLetter {
@@ -756,8 +747,7 @@ async fn a_held_event_is_approved_past_its_ttl_within_the_hold_window() {
 async fn a_held_event_is_refused_once_its_hold_window_has_passed() {
     let m = Memory::with_config(short_ttl());
     post(&m.ingress(), &analyzed("hw2"), SECRET).await;
-    m.crm
-        .then(Err(DestinationError::Retryable("HTTP 503".into())));
+    m.crm.then(Err(Failure::retryable("HTTP 503")));
     m.worker().process(&message("hw2"), "m1:1", NOW).await;
     let letter = DeadLetter {
         source: TriageSource::ActionDlq,
@@ -782,8 +772,7 @@ async fn a_failed_actions_approval_past_the_events_ttl_within_the_hold_window_re
     // does, or the failure's approval is refused as expired.
     let m = Memory::with_config(short_ttl());
     post(&m.ingress(), &analyzed("hw3"), SECRET).await;
-    m.crm
-        .then(Err(DestinationError::Permanent("HTTP 422".into())));
+    m.crm.then(Err(Failure::permanent("HTTP 422")));
     let run = m.worker().process(&message("hw3"), "m1:1", NOW).await;
     assert_eq!(run, MessageOutcome::Done("1 action(s) settled".into()));
     let record = m.inbox.get(&pk("hw3")).await.unwrap().unwrap();
@@ -814,8 +803,7 @@ async fn held_work_nearing_its_deadline_is_counted_for_its_alarm_until_decided()
     };
     let m = Memory::with_config(short_ttl());
     post(&m.ingress(), &analyzed("hw4"), SECRET).await;
-    m.crm
-        .then(Err(DestinationError::Retryable("HTTP 503".into())));
+    m.crm.then(Err(Failure::retryable("HTTP 503")));
     m.worker().process(&message("hw4"), "m1:1", NOW).await;
     let letter = DeadLetter {
         source: TriageSource::ActionDlq,
@@ -898,8 +886,7 @@ fn expired_item(m: &Memory, call: &str, secs: u64) -> impl Future<Output = ()> {
 /// The one held event `call` of the deadline tests, first seen at `at(10)`.
 async fn held_at_ten(m: &Memory, call: &str) {
     post(&m.ingress(), &analyzed(call), SECRET).await;
-    m.crm
-        .then(Err(DestinationError::Retryable("HTTP 503".into())));
+    m.crm.then(Err(Failure::retryable("HTTP 503")));
     m.worker().process(&message(call), "m1:1", NOW).await;
     let letter = DeadLetter {
         source: TriageSource::ActionDlq,

@@ -11,8 +11,8 @@ use hookgate_core::{
     Timestamp,
     action::ActionKey,
     approval::{ActionSeen, ApprovalError, ItemSeen, Reconciled, Reinjected},
-    destination::DestinationError,
     dlq::DeadLetter,
+    failure::Failure,
     ledger::ActionStatus,
     ports::{Ledger, TriageStore},
     triage::{TriageClass, TriageItem, TriageSource, TriageStatus},
@@ -153,7 +153,7 @@ impl Asked {
 
 /// `call`'s event delivered and its action's first attempt answered with
 /// `answer`.
-async fn attempt(m: &Memory, call: &str, answer: DestinationError) {
+async fn attempt(m: &Memory, call: &str, answer: Failure) {
     let (status, _) = post(&m.ingress(), &analyzed(call), SECRET).await;
     assert_eq!(status, 202);
     m.crm.then(Err(answer));
@@ -165,7 +165,7 @@ async fn attempt(m: &Memory, call: &str, answer: DestinationError) {
 /// An outage's item: `call`'s action failed on a 503 and its message was
 /// dead-lettered and triaged.
 async fn outage(m: &Memory, call: &str) -> String {
-    attempt(m, call, DestinationError::Retryable("HTTP 503".into())).await;
+    attempt(m, call, Failure::retryable("HTTP 503")).await;
     let letter = DeadLetter {
         source: TriageSource::ActionDlq,
         message_id: &format!("dlq-{call}"),
@@ -204,7 +204,7 @@ fn statuses(m: &Memory) -> Vec<(String, &'static str)> {
 async fn a_plan_is_checked_whole_and_its_refusals_decide_nothing() {
     let m = Memory::new();
     let (a, b) = (outage(&m, "op1").await, outage(&m, "op2").await);
-    attempt(&m, "op3", DestinationError::Permanent("HTTP 422".into())).await;
+    attempt(&m, "op3", Failure::permanent("HTTP 422")).await;
     let poison = item_of(&m, "op3").await;
     assert_eq!(poison.class, TriageClass::Poison);
     let (_, decisions) = surfaces(&m);
@@ -280,7 +280,7 @@ async fn a_plan_is_checked_whole_and_its_refusals_decide_nothing() {
 async fn a_bulk_selection_takes_only_held_outages_that_match() {
     let m = Memory::new();
     let a = outage(&m, "sel1").await;
-    attempt(&m, "sel2", DestinationError::Permanent("HTTP 422".into())).await;
+    attempt(&m, "sel2", Failure::permanent("HTTP 422")).await;
     let (reads, _) = surfaces(&m);
     let all = Selection::default();
     let ids: Vec<String> = reads
@@ -462,7 +462,7 @@ async fn a_retried_approval_is_refused_when_the_item_was_held_again_in_between()
     // was held again; the retry approved that new hold, which nobody had
     // looked at, and re-ran the failure a second time.
     let m = Memory::new();
-    attempt(&m, "ra1", DestinationError::Permanent("HTTP 422".into())).await;
+    attempt(&m, "ra1", Failure::permanent("HTTP 422")).await;
     let item = item_of(&m, "ra1").await;
     assert_eq!((item.status, item.holds), (TriageStatus::Held, 1));
     let port = InProcess::new(m.approvals());
@@ -476,8 +476,7 @@ async fn a_retried_approval_is_refused_when_the_item_was_held_again_in_between()
     let first = port.decide(&ana, &approve, at(60)).await.unwrap();
     assert_eq!(first.status(), "REINJECTED");
     // Its re-run fails again at once: held again, a new hold.
-    m.crm
-        .then(Err(DestinationError::Permanent("HTTP 422".into())));
+    m.crm.then(Err(Failure::permanent("HTTP 422")));
     m.worker().process(&message("ra1"), "ra1:2", at(61)).await;
     let again = m.triage.get(&item.id).await.unwrap().unwrap();
     assert_eq!((again.status, again.holds), (TriageStatus::Held, 2));
@@ -526,8 +525,7 @@ async fn a_retried_reconcile_is_refused_when_the_action_moved_on() {
     m.crm.lookup_strategy = true;
     post(&m.ingress(), &analyzed("rr1"), SECRET).await;
     for _ in 0..2 {
-        m.crm
-            .then(Err(DestinationError::OutcomeUnknown("timeout".into())));
+        m.crm.then(Err(Failure::outcome_unknown("timeout")));
     }
     m.worker().process(&message("rr1"), "rr1:1", NOW).await;
     let record = m.ledger.records().remove(0);
@@ -567,12 +565,7 @@ async fn a_retried_reconcile_is_refused_when_the_action_moved_on() {
 async fn reconcile_found_completes_once_and_asking_again_is_refused() {
     let mut m = Memory::new();
     m.crm.lookup_strategy = true;
-    attempt(
-        &m,
-        "rc1",
-        DestinationError::OutcomeUnknown("timeout".into()),
-    )
-    .await;
+    attempt(&m, "rc1", Failure::outcome_unknown("timeout")).await;
     let (reads, decisions) = surfaces(&m);
     let uncertain = reads
         .actions(ActionStatus::Uncertain, None, at(60))
@@ -703,12 +696,7 @@ async fn statistics_count_deliveries_duplicates_held_and_open_work_from_the_metr
 async fn each_page_shows_the_state_it_is_given_and_markup_from_senders_as_text() {
     let m = Memory::new();
     let a = outage(&m, "pg1").await;
-    attempt(
-        &m,
-        "pg2",
-        DestinationError::Permanent("HTTP 422 <b>bad</b>".into()),
-    )
-    .await;
+    attempt(&m, "pg2", Failure::permanent("HTTP 422 <b>bad</b>")).await;
     let (reads, _) = surfaces(&m);
     let held = reads.triage_list(TriageStatus::Held, None).await.unwrap();
     let (stats, hours) = reads
@@ -906,7 +894,7 @@ async fn an_approval_is_refused_when_the_item_is_held_again_between_its_check_an
     // the item was held again (hold 2) before the retry's write, which
     // checked the status alone and approved the new hold.
     let m = Memory::new();
-    attempt(&m, "ra2", DestinationError::Permanent("HTTP 422".into())).await;
+    attempt(&m, "ra2", Failure::permanent("HTTP 422")).await;
     let item = item_of(&m, "ra2").await;
     assert_eq!((item.status, item.holds), (TriageStatus::Held, 1));
     let seen = ItemSeen::of(&item);
@@ -919,8 +907,7 @@ async fn an_approval_is_refused_when_the_item_is_held_again_between_its_check_an
                 .approve_seen(&id, Some(&seen), "ana", "mapping fixed", at(60))
                 .await
                 .expect("the first approval");
-            m.crm
-                .then(Err(DestinationError::Permanent("HTTP 422".into())));
+            m.crm.then(Err(Failure::permanent("HTTP 422")));
             m.worker().process(&message("ra2"), "ra2:2", at(61)).await;
             *slot.lock().unwrap() = Some(state(&m));
         }
@@ -969,15 +956,17 @@ async fn not_found_moved_on_after_read(nth: usize) {
     m.crm.lookup_strategy = true;
     post(&m.ingress(), &analyzed("rr2"), SECRET).await;
     for _ in 0..2 {
-        m.crm
-            .then(Err(DestinationError::OutcomeUnknown("timeout".into())));
+        m.crm.then(Err(Failure::outcome_unknown("timeout")));
     }
     m.worker().process(&message("rr2"), "rr2:1", NOW).await;
     let record = m.ledger.records().remove(0);
     assert_eq!(record.status, ActionStatus::Uncertain);
     let seen = ActionSeen::of(&record);
-    let uncertain =
-        hookgate_core::triage::worker_item_id("uncertain", &record.key, &record.request_sha256);
+    let uncertain = hookgate_core::triage::worker_item_id(
+        hookgate_core::failure::HoldCase::Uncertain,
+        &record.key,
+        &record.request_sha256,
+    );
     let left: Left = Arc::default();
     let (key, slot) = (record.key.clone(), left.clone());
     let approvals = crate::held::interleaved(&m, &uncertain, nth, move |m| {

@@ -2,7 +2,7 @@
 //! answer and outcome checked against the stored state.
 
 use hookgate_core::{
-    destination::DestinationError,
+    failure::{Failure, FailureKind},
     inbox::{InboxStatus, Reopener},
     ledger::ActionStatus,
     message::{MessageKind, QueueMessage},
@@ -138,7 +138,7 @@ async fn a_held_or_discarded_event_is_never_performed() {
 async fn an_outage_returns_the_message_and_the_next_attempt_completes_it() {
     let m = Memory::new();
     post(&m.ingress(), &analyzed("c6"), SECRET).await;
-    m.crm.then(Err(DestinationError::Retryable("503".into())));
+    m.crm.then(Err(Failure::retryable("503")));
     let worker = m.worker();
     let first = worker.process(&message("c6"), "m1:1", NOW).await;
     assert!(matches!(first, MessageOutcome::Retry(_)), "{first:?}");
@@ -158,10 +158,48 @@ async fn an_outage_returns_the_message_and_the_next_attempt_completes_it() {
 }
 
 #[tokio::test]
+async fn a_throttle_sends_the_message_again_after_the_wait_asked_and_the_next_attempt_completes_it()
+{
+    let m = Memory::new();
+    post(&m.ingress(), &analyzed("c-429"), SECRET).await;
+    let wait = std::time::Duration::from_secs(7);
+    m.crm.then(Err(Failure::throttled("429", Some(wait))));
+    let worker = m.worker();
+    let first = worker.process(&message("c-429"), "m1:1", NOW).await;
+    // Not a retry (which would use a receive): a later send of the message.
+    match first {
+        MessageOutcome::Later { delay, reason } => {
+            assert_eq!(delay, wait);
+            assert!(reason.contains("throttled"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let action = &m.ledger.records()[0];
+    // Stored as a retryable release (a kind every release reads).
+    assert_eq!(
+        (action.status, action.last_error_kind),
+        (ActionStatus::Pending, Some(FailureKind::Retryable))
+    );
+    let error = action.last_error.as_deref().unwrap_or_default();
+    assert!(
+        error.contains("throttled") && error.contains("in 7 s"),
+        "{error}"
+    );
+    // Waited out: the same key again completes it, nothing held.
+    let second = worker
+        .process(&message("c-429"), "m2:1", NOW.plus(wait))
+        .await;
+    assert_eq!(second, MessageOutcome::Done("1 action(s) settled".into()));
+    assert_eq!(m.ledger.records()[0].status, ActionStatus::Completed);
+    assert_eq!(m.crm.creates(), 2);
+    assert!(m.triage.items().is_empty());
+}
+
+#[tokio::test]
 async fn a_permanent_refusal_is_failed_and_held_for_a_human() {
     let m = Memory::new();
     post(&m.ingress(), &analyzed("c7"), SECRET).await;
-    m.crm.then(Err(DestinationError::Permanent("422".into())));
+    m.crm.then(Err(Failure::permanent("422")));
     let outcome = m.worker().process(&message("c7"), "m1:1", NOW).await;
     assert_eq!(outcome, MessageOutcome::Done("1 action(s) settled".into()));
     assert_eq!(m.ledger.records()[0].status, ActionStatus::Failed);
@@ -237,8 +275,7 @@ async fn an_attempt_past_the_key_retention_looks_up_before_creating_again() {
     for (call, later, lookups) in cases {
         post(&m.ingress(), &analyzed(call), SECRET).await;
         for _ in 0..2 {
-            m.crm
-                .then(Err(DestinationError::OutcomeUnknown("timeout".into())));
+            m.crm.then(Err(Failure::outcome_unknown("timeout")));
         }
         let first = m.worker().process(&message(call), "m1:1", NOW).await;
         assert!(matches!(first, MessageOutcome::Retry(_)), "{first:?}");

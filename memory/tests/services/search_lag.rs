@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use hookgate_core::{
     Timestamp,
-    destination::DestinationError,
+    failure::{Failure, FailureKind},
     inbox::InboxStatus,
-    ledger::{ActionStatus, ErrorKind},
+    ledger::ActionStatus,
     message::MessageKind,
     ports::InboxStore,
     worker::{MessageOutcome, send_again},
@@ -43,9 +43,8 @@ fn at(secs: u64) -> Timestamp {
 /// then a gateway answers 502, and the lease is released.
 async fn landed_then_released(m: &Memory, call: &str) {
     post(&m.ingress(), &analyzed(call), SECRET).await;
-    m.crm.then(Err(DestinationError::Retryable(
-        "502 after the CRM committed".into(),
-    )));
+    m.crm
+        .then(Err(Failure::retryable("502 after the CRM committed")));
     let first = m.worker().process(&message(call), "m1:1", NOW).await;
     assert!(matches!(first, MessageOutcome::Retry(_)), "{first:?}");
     assert_eq!(m.ledger.records()[0].status, ActionStatus::Pending);
@@ -76,7 +75,7 @@ async fn a_takeover_inside_the_search_lag_after_a_create_that_landed_makes_no_se
         ),
         (
             ActionStatus::Pending,
-            Some(ErrorKind::SearchLag),
+            Some(FailureKind::SearchLag),
             Some(NOW),
             2
         )
@@ -106,9 +105,7 @@ async fn after_the_window_not_found_is_trusted_and_the_retry_makes_the_one_task(
     // next attempt cannot know that.
     m.crm.searchable = false;
     post(&m.ingress(), &analyzed("c2"), SECRET).await;
-    m.crm.then(Err(DestinationError::Retryable(
-        "503 before anything".into(),
-    )));
+    m.crm.then(Err(Failure::retryable("503 before anything")));
     let first = m.worker().process(&message("c2"), "m1:1", NOW).await;
     assert!(matches!(first, MessageOutcome::Retry(_)), "{first:?}");
     // Its takeover inside the window waits.

@@ -11,8 +11,9 @@ use hookgate_core::{
     action::{ActionKey, ActionRequest},
     approval::Approvals,
     config::Config,
-    destination::{Destination, DestinationError, Strategy},
+    destination::{Destination, Strategy},
     dlq::Triager,
+    failure::Failure,
     ingress::{Ingress, WebhookRequest},
     message::QueueMessage,
     provider::Scheme,
@@ -161,7 +162,7 @@ impl Memory {
 /// paced, its turns come from a script too (then at once), counted.
 #[derive(Clone, Default)]
 pub struct ScriptedCrm {
-    pub script: Arc<Mutex<VecDeque<Result<String, DestinationError>>>>,
+    pub script: Arc<Mutex<VecDeque<Result<String, Failure>>>>,
     pub creates: Arc<Mutex<Vec<ActionKey>>>,
     pub paced: bool,
     pub turns: Arc<Mutex<VecDeque<Option<std::time::Duration>>>>,
@@ -178,10 +179,12 @@ pub struct ScriptedCrm {
     /// When each create landed, by the CRM's clock.
     pub made_at: Arc<Mutex<Vec<Timestamp>>>,
     pub clock: Arc<Mutex<Option<Timestamp>>>,
+    /// How long a create takes to answer (a slow CRM), after it is made.
+    pub slow: std::time::Duration,
 }
 
 impl ScriptedCrm {
-    pub fn then(&self, answer: Result<String, DestinationError>) {
+    pub fn then(&self, answer: Result<String, Failure>) {
         self.script.lock().unwrap().push_back(answer);
     }
 
@@ -212,19 +215,23 @@ impl Destination for ScriptedCrm {
         }
     }
 
-    async fn create(&self, request: &ActionRequest) -> Result<String, DestinationError> {
-        let mut creates = self.creates.lock().unwrap();
-        creates.push(request.key.clone());
-        self.made_at.lock().unwrap().push(self.now());
-        let n = creates.len();
-        self.script
-            .lock()
-            .unwrap()
-            .pop_front()
-            .unwrap_or_else(|| Ok(format!("task-{n}")))
+    async fn create(&self, request: &ActionRequest) -> Result<String, Failure> {
+        let answer = {
+            let mut creates = self.creates.lock().unwrap();
+            creates.push(request.key.clone());
+            self.made_at.lock().unwrap().push(self.now());
+            let n = creates.len();
+            self.script
+                .lock()
+                .unwrap()
+                .pop_front()
+                .unwrap_or_else(|| Ok(format!("task-{n}")))
+        };
+        tokio::time::sleep(self.slow).await;
+        answer
     }
 
-    async fn lookup(&self, key: &ActionKey) -> Result<Option<String>, DestinationError> {
+    async fn lookup(&self, key: &ActionKey) -> Result<Option<String>, Failure> {
         *self.lookups.lock().unwrap() += 1;
         let creates = self.creates.lock().unwrap();
         let made_at = self.made_at.lock().unwrap();

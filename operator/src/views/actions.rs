@@ -9,7 +9,7 @@ use hookgate_core::{
 };
 use maud::{Markup, html};
 
-use super::{json_block, notice, select, table, token_field};
+use super::{json_block, notice, select, table, token_field, when};
 use crate::records::InboxView;
 
 /// One page of open actions (`next`: the token of the page after it).
@@ -31,7 +31,7 @@ pub fn actions_list(
                 html! { (a.status) },
                 html! { (a.attempts) },
                 html! { (a.last_error_kind.map_or("", |k| k.as_str())) },
-                html! { (a.created_at.utc()) },
+                html! { (when(a.created_at)) },
                 html! {
                     @if a.status == ActionStatus::Uncertain {
                         form.inline method="post" action="/actions/reconcile" {
@@ -39,7 +39,10 @@ pub fn actions_list(
                             input type="hidden" name="key" value=(a.key);
                             input type="hidden" name="attempts" value=(a.attempts);
                             input type="hidden" name="outcome" value="found";
-                            input name="ref" required placeholder="the CRM's id" size="14";
+                            label {
+                                "found at the destination as "
+                                input name="ref" required placeholder="the CRM's id" size="14";
+                            }
                             button type="submit" { "Found: complete" }
                         }
                         form.inline method="post" action="/actions/reconcile" {

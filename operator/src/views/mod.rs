@@ -17,13 +17,55 @@ mod chart;
 mod overview;
 mod triage;
 
+use std::sync::RwLock;
+
+use hookgate_core::Timestamp;
+use jiff::tz::TimeZone;
 use maud::{DOCTYPE, Markup, html};
 use serde::Serialize;
 
 pub use actions::{actions_list, doctor, lookup};
 pub use chart::activity;
 pub use overview::{Overview, overview};
-pub use triage::{Filters, job, parse_seen, plan, triage_detail, triage_list};
+pub use triage::{
+    Filters, job, parse_seen, plan, triage_detail, triage_list, triage_list_of_events,
+};
+
+/// The zone the pages show times in; `None`: the process's (`TZ`, else the
+/// system's), read when a page is drawn.
+static ZONE: RwLock<Option<TimeZone>> = RwLock::new(None);
+
+/// Shows times in the IANA zone `name` from now on, not the process's
+/// (tests); `false`, and nothing changed, for a zone the system lacks.
+pub fn set_zone(name: &str) -> bool {
+    let Ok(zone) = TimeZone::get(name) else {
+        return false;
+    };
+    *ZONE
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(zone);
+    true
+}
+
+/// A time as the operator reads it: in their zone (the process's `TZ`),
+/// with UTC in its `title` and machine-readable in `datetime`.
+pub fn when(at: Timestamp) -> Markup {
+    let utc = at.utc();
+    let zone = ZONE
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone()
+        .unwrap_or_else(TimeZone::system);
+    let local = jiff::Timestamp::from_millisecond(at.as_millis()).map_or_else(
+        |_| utc.clone(),
+        |t| {
+            jiff::ZonedDateTime::new(t, zone)
+                .strftime("%Y-%m-%d %H:%M:%S %Z")
+                .to_string()
+        },
+    );
+    html! { time datetime=(utc) title={ (utc) " (UTC)" } { (local) } }
+}
 
 /// `text` as one query-string value.
 pub fn url(text: &str) -> String {

@@ -3,12 +3,13 @@
 use std::collections::BTreeMap;
 
 use hookgate_core::{
+    Timestamp,
     ledger::ActionStatus,
-    triage::{TriageClass, TriageItem, bulk_approvable},
+    triage::{TriageClass, TriageItem},
 };
 use maud::{Markup, html};
 
-use super::{activity, age, table, url};
+use super::{activity, age, table, url, when};
 use crate::{activity::Hour, reads::Stats};
 
 fn card(id: &str, figure: &str, label: &str) -> Markup {
@@ -34,16 +35,16 @@ pub struct Overview<'a> {
 
 pub fn overview(o: &Overview<'_>) -> Markup {
     // Per class and destination: how many, and the oldest first_seen.
-    let mut groups: BTreeMap<(&str, &str), (TriageClass, usize, String)> = BTreeMap::new();
+    let mut groups: BTreeMap<(&str, &str), (TriageClass, usize, Timestamp)> = BTreeMap::new();
     for item in o.held {
         let key = (
             item.class.as_str(),
             item.destination.as_deref().unwrap_or(""),
         );
-        let first = item.first_seen.utc();
-        let entry = groups.entry(key).or_insert((item.class, 0, first.clone()));
+        let first = item.first_seen;
+        let entry = groups.entry(key).or_insert((item.class, 0, first));
         entry.1 += 1;
-        entry.2 = entry.2.clone().min(first);
+        entry.2 = entry.2.min(first);
     }
     let s = o.stats;
     let oldest = s
@@ -61,10 +62,10 @@ pub fn overview(o: &Overview<'_>) -> Markup {
                 html! { (class) },
                 html! { (if destination.is_empty() { "-" } else { destination }) },
                 html! { (n) },
-                html! { (since) },
+                html! { (when(*since)) },
                 html! {
                     a href={ "/triage?" (filter) } { "list" }
-                    @if bulk_approvable(*class) {
+                    @if class.bulk_approvable() {
                         " · " a href={ "/triage/plan?" (filter) } { "plan an approval of all" }
                     } @else {
                         " · approved one by one"
@@ -121,12 +122,21 @@ pub fn overview(o: &Overview<'_>) -> Markup {
                 "Not read: start the console with " code { "--stack NAME" }
                 " to show the deployed stack's alarms."
             },
+            // The OK ones counted, the others listed: what needs a look.
             Some(alarms) => {
+                @let ok = alarms.iter().filter(|(_, state)| state == "OK").count();
                 @let rows: Vec<Vec<Markup>> = alarms
                     .iter()
+                    .filter(|(_, state)| state != "OK")
                     .map(|(name, state)| vec![html! { (state) }, html! { (name) }])
                     .collect();
-                (table("alarms", &["state", "alarm"], &rows))
+                p #alarms-summary {
+                    (ok) " OK"
+                    @if !rows.is_empty() { ", " (rows.len()) " not OK:" }
+                }
+                @if !rows.is_empty() {
+                    (table("alarms", &["state", "alarm"], &rows))
+                }
             }
         }
     }
@@ -150,7 +160,11 @@ mod tests {
             open_actions: BTreeMap::from([("UNCERTAIN", 1), ("FAILED", 2)]),
             oldest_pending_action_age_secs: Some(90),
         };
-        let alarms = [("hookgate-prod-Dlq".to_owned(), "<ALARM>".to_owned())];
+        let alarms = [
+            ("hookgate-prod-Dlq".to_owned(), "<ALARM>".to_owned()),
+            ("hookgate-prod-Ok1".to_owned(), "OK".to_owned()),
+            ("hookgate-prod-Ok2".to_owned(), "OK".to_owned()),
+        ];
         let page = overview(&Overview {
             held: &[],
             stats: &stats,
@@ -168,13 +182,30 @@ mod tests {
              <div class=\"label\">actions completed (last 1d 0h)</div>",
             "<p id=\"held-by-class\">Held in the last 1d 0h: downstream-outage 2, poison 1.</p>",
             "<td>&lt;ALARM&gt;</td><td>hookgate-prod-Dlq</td>",
+            "<p id=\"alarms-summary\">2 OK, 1 not OK:</p>",
         ] {
             assert!(page.contains(card), "{card} in {page}");
         }
+        assert!(
+            !page.contains("hookgate-prod-Ok1"),
+            "an OK alarm is counted, not listed"
+        );
+        let calm = [("hookgate-prod-Ok1".to_owned(), "OK".to_owned())];
+        let page = overview(&Overview {
+            held: &[],
+            stats: &stats,
+            hours: &[],
+            alarms: Some(&calm),
+        })
+        .into_string();
+        assert!(page.contains("<p id=\"alarms-summary\">1 OK</p>"), "{page}");
+        assert!(!page.contains("id=\"alarms\""), "{page}");
     }
 
     #[test]
     fn held_items_are_grouped_with_their_oldest_and_bulk_offered_only_where_allowed() {
+        // Shown in the operator's zone, UTC in the title.
+        assert!(crate::views::set_zone("Asia/Kolkata"));
         use crate::views::held_item;
         use hookgate_core::Timestamp;
         let at = |hour: i64| Timestamp::from_millis(1_764_576_000_000 + hour * 3_600_000);
@@ -205,9 +236,11 @@ mod tests {
         for row in [
             "<div class=\"card\" id=\"held-count\"><div class=\"figure\">3</div>",
             "<div class=\"figure\">none</div><div class=\"label\">oldest pending action",
-            "<tr><td>downstream-outage</td><td>crm</td><td>2</td><td>2025-12-01T17:00:00Z</td>",
+            "<tr><td>downstream-outage</td><td>crm</td><td>2</td><td><time datetime=\"2025-12-01T17:00:00Z\" \
+             title=\"2025-12-01T17:00:00Z (UTC)\">2025-12-01 22:30:00 IST</time></td>",
             "<a href=\"/triage/plan?class=downstream-outage&amp;destination=crm\">plan an approval of all</a>",
-            "<tr><td>poison</td><td>crm</td><td>1</td><td>2025-12-01T19:00:00Z</td>\
+            "<tr><td>poison</td><td>crm</td><td>1</td><td><time datetime=\"2025-12-01T19:00:00Z\" \
+             title=\"2025-12-01T19:00:00Z (UTC)\">2025-12-02 00:30:00 IST</time></td>\
              <td><a href=\"/triage?class=poison&amp;destination=crm\">list</a> · approved one by one</td></tr>",
             "--stack NAME",
             "Held in the last 1d 0h: none.",

@@ -1,16 +1,16 @@
 //! Triage: the list and its filters, one item's evidence, an approval's plan
 //! and the job that carries it out.
 
-use std::time::Duration;
+use std::{collections::BTreeMap, time::Duration};
 
 use hookgate_core::{
     Timestamp,
     approval::ItemSeen,
-    triage::{TriageClass, TriageItem, TriageStatus},
+    triage::{TriageClass, TriageItem, TriageSource, TriageStatus},
 };
 use maud::{Markup, html};
 
-use super::{json_block, notice, select, table, token_field, url};
+use super::{json_block, notice, select, table, token_field, url, when};
 use crate::{
     jobs::{Job, Step},
     plan::parse_age,
@@ -82,7 +82,19 @@ fn query(f: &Filters) -> String {
 }
 
 /// One page of the triage list (`next`: the token of the page after it).
+/// The list, its event column without the events' types.
 pub fn triage_list(items: &[TriageItem], f: &Filters, next: Option<&str>) -> Markup {
+    triage_list_of_events(items, &BTreeMap::new(), f, next)
+}
+
+/// The list; `types` holds each item's event type by its id (the event
+/// column shows its key and type).
+pub fn triage_list_of_events(
+    items: &[TriageItem],
+    types: &BTreeMap<String, String>,
+    f: &Filters,
+    next: Option<&str>,
+) -> Markup {
     let mut classes = vec![""];
     classes.extend(TriageClass::ALL.iter().map(|c| c.as_str()));
     let statuses: Vec<&str> = TriageStatus::ALL.iter().map(|s| s.as_str()).collect();
@@ -92,12 +104,20 @@ pub fn triage_list(items: &[TriageItem], f: &Filters, next: Option<&str>) -> Mar
         .map(|i| {
             vec![
                 item_link(&i.id),
+                html! {
+                    @if let Some(pk) = &i.inbox_pk {
+                        span.event-key { (pk.event_key()) }
+                        @if let Some(kind) = types.get(&i.id) {
+                            " " span.event-type { "(" (kind) ")" }
+                        }
+                    }
+                },
                 html! { (i.class) },
                 html! { (i.status) },
                 html! { (i.source) },
                 html! { (i.workspace.as_deref().unwrap_or("")) },
                 html! { (i.destination.as_deref().unwrap_or("")) },
-                html! { (i.first_seen.utc()) },
+                html! { (when(i.first_seen)) },
             ]
         })
         .collect();
@@ -113,7 +133,7 @@ pub fn triage_list(items: &[TriageItem], f: &Filters, next: Option<&str>) -> Mar
         p #triage-count { (items.len()) " items" }
         (table(
             "triage-items",
-            &["id", "class", "status", "source", "workspace", "destination", "first seen"],
+            &["id", "event", "class", "status", "source", "workspace", "destination", "first seen"],
             &rows,
         ))
         @if let Some(token) = next {
@@ -134,28 +154,25 @@ pub fn triage_list(items: &[TriageItem], f: &Filters, next: Option<&str>) -> Mar
 
 pub fn triage_detail(e: &Evidence, token: &str, note: Option<&str>) -> Markup {
     let item = &e.item;
-    let text = |v: Option<&str>| v.unwrap_or("").to_owned();
+    let text = |v: Option<&str>| html! { (v.unwrap_or("")) };
     let mut facts = vec![
-        ("status", item.status.to_string()),
-        ("class", item.class.to_string()),
-        ("source", item.source.to_string()),
+        ("status", html! { (item.status) }),
+        ("class", html! { (item.class) }),
+        ("source", html! { (item.source) }),
         ("workspace", text(item.workspace.as_deref())),
         ("destination", text(item.destination.as_deref())),
         (
             "inbox record",
-            item.inbox_pk
-                .as_ref()
-                .map(ToString::to_string)
-                .unwrap_or_default(),
+            html! { @if let Some(pk) = &item.inbox_pk { (pk) } },
         ),
-        ("first seen", item.first_seen.utc()),
-        ("last seen", item.last_seen.utc()),
+        ("first seen", when(item.first_seen)),
+        ("last seen", when(item.last_seen)),
     ];
     if let Some(by) = &item.decided_by {
-        facts.push(("decided by", by.clone()));
+        facts.push(("decided by", html! { (by) }));
         facts.push((
             "decided at",
-            item.decided_at.map(Timestamp::utc).unwrap_or_default(),
+            html! { @if let Some(at) = item.decided_at { (when(at)) } },
         ));
         facts.push(("reason", text(item.reason.as_deref())));
     }
@@ -173,6 +190,7 @@ pub fn triage_detail(e: &Evidence, token: &str, note: Option<&str>) -> Markup {
     html! {
         @if let Some(note) = note { (notice("note", true, note)) }
         (table("facts", &["", ""], &facts))
+        (collision(e))
         @if item.status == TriageStatus::Held {
             h2 { "Decide" }
             p {
@@ -182,6 +200,7 @@ pub fn triage_detail(e: &Evidence, token: &str, note: Option<&str>) -> Markup {
             form.inline #reject-form method="post" action={ "/triage/" (id) "/reject" } {
                 (token_field(token))
                 (seen_field(&ItemSeen::of(item)))
+                label for="reject-reason" { "Why reject (recorded with the decision) " }
                 input #reject-reason name="reason" required placeholder="why (recorded)" size="40";
                 button.danger #reject type="submit" { "Reject: discard for good" }
             }
@@ -203,6 +222,48 @@ pub fn triage_detail(e: &Evidence, token: &str, note: Option<&str>) -> Markup {
         }
         h2 { "Original message" }
         pre #original { (item.original_body) }
+    }
+}
+
+/// An event-key collision (filed by the ingress): what differs, the body
+/// kept, and what approving and rejecting each do. Empty for any other item.
+fn collision(e: &Evidence) -> Markup {
+    let item = &e.item;
+    let (TriageClass::KeyCollision, TriageSource::Ingress, Some(record)) =
+        (item.class, item.source, e.inbox.as_ref())
+    else {
+        return html! {};
+    };
+    let later = record.collision.as_ref();
+    html! {
+        h2 { "A key collision: what differs" }
+        p #collision-differs {
+            "The provider delivered event " code { (record.pk.event_key()) }
+            " again with a different body. hookgate keeps the first body (SHA-256 "
+            code { (record.payload_sha256) } ") and ran its rules on it; "
+            @match later {
+                Some(c) => {
+                    (c.count) " later " (if c.count == 1 { "delivery" } else { "deliveries" })
+                    " carried another body (the first of them SHA-256 " code { (c.first_hash) }
+                    "), never stored and never run. "
+                }
+                None => "the later body was never stored and never run. ",
+            }
+            "Compare the first body below with what the provider shows for this event."
+        }
+        h3 { "The first body, as kept" }
+        pre #first-body { (record.payload) }
+        ul #collision-choices {
+            li #approve-means {
+                strong { "Approve" } ": runs the first body's actions again, each only if it is "
+                "not completed yet (the ledger below says, per action, what an approval would do); "
+                "the later body is never run."
+            }
+            li #reject-means {
+                strong { "Reject" } ": closes this item for good, with your reason; the first "
+                "body's actions stay as they are, and the later body is never run."
+            }
+        }
     }
 }
 

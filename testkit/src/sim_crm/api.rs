@@ -1,39 +1,29 @@
-//! The simulator's HTTP routes: the three CRM styles and the control API.
+//! The simulator's HTTP server: each vendor's router (one module each),
+//! the token check and fault injection in front of them, and the control
+//! API.
 
-use std::{
-    hash::{DefaultHasher, Hash, Hasher},
-    sync::Arc,
-    time::Duration,
-};
+use std::{sync::Arc, time::Duration};
 
 use axum::{
     Json, Router,
-    extract::{Path, Query, Request, State},
-    http::{HeaderMap, StatusCode, header},
+    extract::{Request, State},
+    http::{StatusCode, header},
     middleware::{self, Next},
     response::{IntoResponse, Response},
-    routing::{patch, post},
+    routing::post,
 };
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::{
     faults::{Fault, FaultKind},
-    state::{Remembered, Shared},
+    state::Shared,
 };
 
-type AppState = Arc<Shared>;
+pub(super) type AppState = Arc<Shared>;
 
 pub(crate) fn router(shared: AppState) -> Router {
     Router::new()
-        .route("/tasks", post(create_task).get(find_tasks))
-        .route(
-            "/services/data/v60.0/sobjects/Task/External_Id__c/{id}",
-            patch(salesforce_upsert),
-        )
-        .route("/crm/v3/objects/tasks", post(hubspot_create))
-        .route("/crm/v3/objects/tasks/batch/upsert", post(hubspot_upsert))
-        .route("/crm/v3/objects/tasks/search", post(hubspot_search))
+        .merge(super::vendor_routes())
         .layer(middleware::from_fn_with_state(
             shared.clone(),
             inject_faults,
@@ -92,7 +82,11 @@ async fn inject_faults(State(shared): State<AppState>, request: Request, next: N
         FaultKind::Status => {
             let status = StatusCode::from_u16(fault.status.unwrap_or(503))
                 .unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
-            let mut response = (status, Json(json!({"error": "injected fault"}))).into_response();
+            let body = fault
+                .body
+                .clone()
+                .unwrap_or_else(|| json!({"error": "injected fault"}));
+            let mut response = (status, Json(body)).into_response();
             if status == StatusCode::TOO_MANY_REQUESTS {
                 response
                     .headers_mut()
@@ -130,168 +124,6 @@ async fn inject_faults(State(shared): State<AppState>, request: Request, next: N
             (StatusCode::GATEWAY_TIMEOUT, "dropped").into_response()
         }
     }
-}
-
-fn hash_of(value: &Value) -> u64 {
-    let mut h = DefaultHasher::new();
-    value.to_string().hash(&mut h);
-    h.finish()
-}
-
-/// `POST /tasks`: creates a task; with `Idempotency-Key`, the first answer
-/// for the key is replayed (and another body under it is refused).
-async fn create_task(
-    State(shared): State<AppState>,
-    headers: HeaderMap,
-    Json(body): Json<Value>,
-) -> Response {
-    let external_ref = body
-        .get("action_key")
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    let key = headers
-        .get("idempotency-key")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    let mut inner = shared.lock();
-    if let Some(key) = &key
-        && let Some(seen) = inner.idempotency.get(key)
-    {
-        if seen.body_hash != hash_of(&body) {
-            let error = json!({"error": "idempotency key reused with a different request"});
-            return (StatusCode::UNPROCESSABLE_ENTITY, Json(error)).into_response();
-        }
-        let mut response = (
-            StatusCode::from_u16(seen.status).unwrap_or(StatusCode::OK),
-            Json(seen.answer.clone()),
-        )
-            .into_response();
-        response.headers_mut().insert(
-            "idempotent-replayed",
-            "true".parse().expect("static header"),
-        );
-        return response;
-    }
-    if body.get("fields").is_none() {
-        return (
-            StatusCode::BAD_REQUEST,
-            Json(json!({"error": "fields is required"})),
-        )
-            .into_response();
-    }
-    let id = inner.create("tasks", external_ref, body.clone());
-    let answer = json!({"id": id});
-    if let Some(key) = key {
-        inner.idempotency.insert(
-            key,
-            Remembered {
-                body_hash: hash_of(&body),
-                status: 201,
-                answer: answer.clone(),
-            },
-        );
-    }
-    (StatusCode::CREATED, Json(answer)).into_response()
-}
-
-#[derive(Deserialize)]
-struct FindQuery {
-    external_ref: String,
-}
-
-/// `GET /tasks?external_ref=…`: the lookup strategy's search.
-async fn find_tasks(State(shared): State<AppState>, Query(q): Query<FindQuery>) -> Json<Value> {
-    let inner = shared.lock();
-    let results: Vec<Value> = inner
-        .find(&q.external_ref)
-        .iter()
-        .map(|t| json!({"id": t.id}))
-        .collect();
-    Json(json!({"results": results}))
-}
-
-/// Salesforce: `PATCH …/sobjects/Task/External_Id__c/{id}` — 201 when created,
-/// 200 when an existing task was updated.
-async fn salesforce_upsert(
-    State(shared): State<AppState>,
-    Path(id): Path<String>,
-    Json(body): Json<Value>,
-) -> Response {
-    let (task_id, created) = shared.lock().upsert("salesforce", &id, body);
-    let status = if created {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
-    (
-        status,
-        Json(json!({"id": task_id, "success": true, "errors": [], "created": created})),
-    )
-        .into_response()
-}
-
-/// The property HubSpot tasks are keyed by.
-const HUBSPOT_ID_PROPERTY: &str = "hookgate_action_key";
-
-/// HubSpot: `POST /crm/v3/objects/tasks` — a plain create (lookup strategy).
-async fn hubspot_create(State(shared): State<AppState>, Json(body): Json<Value>) -> Response {
-    let external_ref = body["properties"][HUBSPOT_ID_PROPERTY]
-        .as_str()
-        .map(str::to_owned);
-    let id = shared.lock().create("hubspot", external_ref, body);
-    (StatusCode::CREATED, Json(json!({"id": id}))).into_response()
-}
-
-/// HubSpot: `POST /crm/v3/objects/tasks/batch/upsert` with `idProperty`.
-async fn hubspot_upsert(State(shared): State<AppState>, Json(body): Json<Value>) -> Response {
-    let Some(inputs) = body["inputs"].as_array() else {
-        return (
-            StatusCode::BAD_REQUEST,
-            Json(json!({"message": "inputs is required"})),
-        )
-            .into_response();
-    };
-    let mut inner = shared.lock();
-    let mut results = Vec::new();
-    for input in inputs {
-        let (Some(HUBSPOT_ID_PROPERTY), Some(id)) =
-            (input["idProperty"].as_str(), input["id"].as_str())
-        else {
-            let message = format!("each input needs idProperty {HUBSPOT_ID_PROPERTY} and id");
-            return (StatusCode::BAD_REQUEST, Json(json!({"message": message}))).into_response();
-        };
-        let (task_id, created) = inner.upsert("hubspot", id, input.clone());
-        results.push(json!({"id": task_id, "new": created, "properties": input["properties"]}));
-    }
-    (
-        StatusCode::OK,
-        Json(json!({"status": "COMPLETE", "results": results})),
-    )
-        .into_response()
-}
-
-/// HubSpot: `POST /crm/v3/objects/tasks/search` by the id property.
-async fn hubspot_search(State(shared): State<AppState>, Json(body): Json<Value>) -> Response {
-    let filter = &body["filterGroups"][0]["filters"][0];
-    let (Some(HUBSPOT_ID_PROPERTY), Some("EQ"), Some(value)) = (
-        filter["propertyName"].as_str(),
-        filter["operator"].as_str(),
-        filter["value"].as_str(),
-    ) else {
-        let message = format!("search by {HUBSPOT_ID_PROPERTY} EQ only");
-        return (StatusCode::BAD_REQUEST, Json(json!({"message": message}))).into_response();
-    };
-    let inner = shared.lock();
-    let results: Vec<Value> = inner
-        .find(value)
-        .iter()
-        .map(|t| json!({"id": t.id}))
-        .collect();
-    (
-        StatusCode::OK,
-        Json(json!({"total": results.len(), "results": results})),
-    )
-        .into_response()
 }
 
 async fn add_fault(State(shared): State<AppState>, Json(fault): Json<Fault>) -> StatusCode {

@@ -11,7 +11,9 @@ use serde::Deserialize;
 pub enum FaultKind {
     /// Wait `delay_ms`, then serve normally.
     Delay,
-    /// Answer `status` (e.g. 503, or 429 with `Retry-After: 1`) and do nothing.
+    /// Answer `status` (e.g. 503, or 429 with `Retry-After: 1`) and do
+    /// nothing; the answer's body is `body` when given (a vendor's error,
+    /// such as Salesforce's `REQUEST_LIMIT_EXCEEDED`).
     Status,
     /// Refuse connections (the listener is closed) for the window.
     Refuse,
@@ -42,6 +44,8 @@ pub struct Fault {
     /// Only requests whose path, query or body contain this text (an action
     /// key, say), so one action can be hit in the middle of other traffic.
     pub matching: Option<String>,
+    /// The JSON body a `status` fault answers with.
+    pub body: Option<serde_json::Value>,
 }
 
 fn root() -> String {
@@ -58,6 +62,7 @@ impl Fault {
             count: None,
             seconds: None,
             matching: None,
+            body: None,
         }
     }
 
@@ -87,6 +92,11 @@ impl Fault {
 
     pub fn status(mut self, status: u16) -> Self {
         self.status = Some(status);
+        self
+    }
+
+    pub fn body(mut self, body: serde_json::Value) -> Self {
+        self.body = Some(body);
         self
     }
 

@@ -1,14 +1,10 @@
-//! A simulated CRM on loopback that honours the three destination strategies
-//! and injects faults — the downstream of tests and `make demo`.
+//! A simulated CRM on loopback that speaks every vendor of
+//! `hookgate_core::vendor` and injects faults — the downstream of tests and
+//! `make demo`.
 //!
-//! Endpoints (docs/design.md, "Simulated CRM"):
-//! - `POST /tasks` honouring `Idempotency-Key` (replays the first answer for a
-//!   key; the same key with another body is 422), and `GET /tasks?external_ref=`
-//!   to look a task up by its external reference (`action_key` of the body);
-//! - Salesforce-style upsert `PATCH /services/data/v60.0/sobjects/Task/External_Id__c/{id}`;
-//! - HubSpot-style `POST /crm/v3/objects/tasks` (create),
-//!   `POST /crm/v3/objects/tasks/batch/upsert` (`idProperty`) and
-//!   `POST /crm/v3/objects/tasks/search` (by that property).
+//! One router per vendor, in a module named after it that takes its paths
+//! and names from the vendor's own module, all listed in [`vendor_routes`]
+//! (docs/design.md, "Simulated CRM").
 //!
 //! Control: `POST /_sim/faults`, `DELETE /_sim/faults`, `GET /_sim/tasks`
 //! (tasks, external refs, creation counts), `DELETE /_sim/tasks`; in process,
@@ -17,7 +13,18 @@
 
 mod api;
 mod faults;
+mod http;
+mod hubspot;
+mod salesforce;
 mod state;
+
+/// Every vendor's routes, as one router.
+fn vendor_routes() -> axum::Router<api::AppState> {
+    axum::Router::new()
+        .merge(http::routes())
+        .merge(salesforce::routes())
+        .merge(hubspot::routes())
+}
 
 use std::{net::SocketAddr, sync::Arc};
 

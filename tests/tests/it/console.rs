@@ -86,6 +86,11 @@ pub(crate) struct Served {
 
 /// The console on a free loopback port.
 pub(crate) async fn serve(ops: Ops) -> Served {
+    serve_with_alarms(ops, None).await
+}
+
+/// [`serve`], its overview showing the alarms named `prefix…`.
+async fn serve_with_alarms(ops: Ops, prefix: Option<String>) -> Served {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let guard = Guard::new(
@@ -95,7 +100,7 @@ pub(crate) async fn serve(ops: Ops) -> Served {
         PATH.into(),
         LOGIN.into(),
     );
-    let console = Console::new(ops, guard, None, 20).await.unwrap();
+    let console = Console::new(ops, guard, prefix, 20).await.unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel();
     let serving = tokio::spawn(hookgate_cli::console::serve(listener, console, async {
         let _ = stopped.await;
@@ -106,6 +111,31 @@ pub(crate) async fn serve(ops: Ops) -> Served {
         stop,
         serving,
     }
+}
+
+/// The page in `b` runs no script (the console serves none), and each
+/// input, select and text area it shows has a label: around it, or naming
+/// it (`for`).
+async fn no_script_and_every_input_labelled(b: &Browser) {
+    assert_eq!(b.count("script").await, 0, "{}", b.url().await);
+    let fields = "input:not([type=hidden]), select, textarea";
+    let wrapped = "label input:not([type=hidden]), label select, label textarea";
+    assert_eq!(
+        b.count(fields).await,
+        b.count(wrapped).await + b.count("label[for]").await,
+        "an unlabelled field on {}",
+        b.url().await
+    );
+}
+
+/// Every time on the page in `b` is in IST (the zone the test set), and
+/// its `title` says it in UTC.
+async fn times_in_the_operator_s_zone(b: &Browser) {
+    let times = b.count("time").await;
+    assert!(times > 0, "no time on {}", b.url().await);
+    assert_eq!(b.count("time[title$=' (UTC)'][datetime$='Z']").await, times);
+    let shown = b.text("time").await;
+    assert!(shown.ends_with(" IST"), "{shown}");
 }
 
 /// Where a screenshot goes: `HOOKGATE_SCREENSHOTS` (`make docs-img` sets
@@ -126,8 +156,25 @@ async fn an_outage_is_held_shown_and_approved_once_and_a_reject_sticks_in_a_real
     hold_outage(&p, &[("call_c1", "cb-c1"), ("call_c2", "cb-c2")]).await;
     // The overview's figures are the metrics this test's stack emitted.
     let service = p.publish_metrics().await;
-    let console = serve(operator_ops(&p, "operator").await.metrics_of(&service)).await;
+    // Three alarms of the console's stack (named as CloudFormation names
+    // them: `{stack}-{LogicalId}-{suffix}`): two OK, one in ALARM.
+    let prefix = format!("console{}-", std::process::id());
+    crate::operate::boto3(&format!(
+        r#"cw = boto3.client("cloudwatch", **aws)
+for name, state in (("OkOne-A1", "OK"), ("OkTwo-B2", "OK"), ("Down-C3", "ALARM")):
+    cw.put_metric_alarm(AlarmName="{prefix}" + name, Namespace="hookgate", MetricName="Deliveries",
+        Statistic="Sum", Period=60, EvaluationPeriods=1, Threshold=0, ComparisonOperator="GreaterThanThreshold")
+    cw.set_alarm_state(AlarmName="{prefix}" + name, StateValue=state, StateReason="the console's test")"#
+    ));
+    let console = serve_with_alarms(
+        operator_ops(&p, "operator").await.metrics_of(&service),
+        Some(prefix.clone()),
+    )
+    .await;
     let (root, base) = (console.root.clone(), console.base.clone());
+    // Times in the operator's zone (the process's TZ; here one half an hour
+    // off UTC's hours), UTC in each one's title.
+    assert!(hookgate_operator::views::set_zone("Asia/Kolkata"));
     let b = Browser::start().await;
 
     // The login link gives the browser its session, then the overview.
@@ -148,6 +195,14 @@ async fn an_outage_is_held_shown_and_approved_once_and_a_reject_sticks_in_a_real
         "{chart}"
     );
     assert!(b.text("header .who").await.contains(WHO));
+    // The alarms summarised, and only the one not OK listed.
+    assert_eq!(b.text("#alarms-summary").await, "2 OK, 1 not OK:");
+    assert_eq!(b.count("#alarms tbody tr").await, 1);
+    assert_eq!(
+        b.text("#alarms tbody tr").await,
+        format!("ALARM {prefix}Down-C3")
+    );
+    no_script_and_every_input_labelled(&b).await;
     b.screenshot(&screenshot("console-overview.png")).await;
 
     // The triage list and one item's evidence: its inbox record, its
@@ -157,9 +212,20 @@ async fn an_outage_is_held_shown_and_approved_once_and_a_reject_sticks_in_a_real
     ))
     .await;
     assert_eq!(b.text("#triage-count").await, "2 items");
+    // The event column: the held event's key and type.
+    let event = b
+        .text("#triage-items tbody tr:first-child td:nth-child(2)")
+        .await;
+    assert!(
+        event.starts_with("call_analyzed:call_c") && event.ends_with(" (call_analyzed)"),
+        "{event}"
+    );
+    no_script_and_every_input_labelled(&b).await;
+    times_in_the_operator_s_zone(&b).await;
     b.click("#triage-items tbody tr:first-child a").await;
     assert_eq!(b.text("#fact-status").await, "HELD");
     assert_eq!(b.text("#fact-class").await, "downstream-outage");
+    times_in_the_operator_s_zone(&b).await;
     assert!(
         b.text("#inbox-record")
             .await
@@ -240,6 +306,12 @@ async fn an_outage_is_held_shown_and_approved_once_and_a_reject_sticks_in_a_real
     b.goto(&format!("{base}/triage/{id}?note=rejected")).await;
     assert_eq!(b.count("#note").await, 0);
     b.goto(&format!("{base}/triage/{id}")).await;
+    // The reject's reason is labelled, not only by its placeholder.
+    assert_eq!(
+        b.text("label[for=reject-reason]").await,
+        "Why reject (recorded with the decision)"
+    );
+    no_script_and_every_input_labelled(&b).await;
     b.click("#reject").await;
     assert_eq!(
         b.url().await,
@@ -298,6 +370,51 @@ async fn an_outage_is_held_shown_and_approved_once_and_a_reject_sticks_in_a_real
         check.triage_show(&id).await.unwrap().json["status"],
         "DISCARDED"
     );
+
+    // A key collision's page answers the question on it: what differs,
+    // the body kept, and what approving and rejecting each mean.
+    let first = stripe("evt_console_col", "charge.refunded", 5);
+    p.stack.post(first.request()).await;
+    p.stack
+        .post(stripe("evt_console_col", "charge.refunded", 6).request())
+        .await;
+    let collisions = check
+        .triage_list(TriageStatus::Held, Some(TriageClass::KeyCollision))
+        .await
+        .unwrap()
+        .json;
+    let collision = collisions
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["inbox_pk"] == "ws-1#stripe#evt_console_col")
+        .unwrap_or_else(|| panic!("no collision of evt_console_col: {collisions}"))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    b.goto(&format!("{base}/triage/{collision}")).await;
+    let differs = b.text("#collision-differs").await;
+    assert!(
+        differs.starts_with("The provider delivered event evt_console_col again")
+            && differs.contains(" again with a different body. hookgate keeps the first body")
+            && differs.contains("1 later delivery carried another body"),
+        "{differs}"
+    );
+    assert_eq!(
+        b.text("#first-body").await,
+        String::from_utf8(first.body.clone()).unwrap()
+    );
+    assert!(
+        b.text("#approve-means")
+            .await
+            .starts_with("Approve: runs the first body's actions again")
+    );
+    assert!(
+        b.text("#reject-means")
+            .await
+            .starts_with("Reject: closes this item for good")
+    );
+    no_script_and_every_input_labelled(&b).await;
     b.quit().await;
 }
 

@@ -8,8 +8,9 @@ use std::time::Duration;
 use hookgate_adapters::{DynamoInbox, SqsActionQueue};
 use hookgate_core::{
     InboxPk, Timestamp,
+    failure::FailureKind,
     inbox::{InboxRecord, InboxStatus, Origin},
-    ledger::{ActionStatus, ErrorKind},
+    ledger::ActionStatus,
     ports::InboxStore,
     provider::Scheme,
     sweep::sweep,
@@ -255,7 +256,7 @@ async fn a_takeover_inside_the_search_lag_waits_without_using_the_receives_and_m
     // The 502, the wait, and the attempt after the window that found it.
     assert_eq!(
         (action.attempts, action.last_error_kind),
-        (3, Some(ErrorKind::SearchLag)),
+        (3, Some(FailureKind::SearchLag)),
         "{action:#?}"
     );
     assert_eq!(p.queue_depth(&p.dlq_url).await, 0, "nothing dead-lettered");

@@ -103,6 +103,9 @@ fn keys_in_order(line: &str) -> Vec<String> {
     keys
 }
 
+/// Who decides, as the ops API records an IAM caller.
+const WHO: &str = "arn:aws:sts::123456789012:assumed-role/ops/ana (userId AROAEXAMPLE:ana, accessKey ASIAEXAMPLE, sourceIp 203.0.113.7)";
+
 #[tokio::test]
 async fn one_events_lines_carry_its_correlation_id_from_the_webhook_to_the_decision() {
     let captured = Captured::default();
@@ -110,7 +113,7 @@ async fn one_events_lines_carry_its_correlation_id_from_the_webhook_to_the_decis
     let p = Pipeline::new("logcorr").await;
     let held = dead_lettered(&p, "call_corr", "cb-corr").await;
     p.approvals
-        .approve(&held, "ana@example.com", "CRM is back", Timestamp::now())
+        .approve(&held, WHO, "CRM is back", Timestamp::now())
         .await
         .unwrap();
     p.run_until_idle(Duration::from_secs(30)).await;
@@ -126,6 +129,44 @@ async fn one_events_lines_carry_its_correlation_id_from_the_webhook_to_the_decis
         .iter()
         .map(|l| l["message"].as_str().unwrap())
         .collect();
+    // Typed: numbers are numbers, outcomes names, the caller its own keys
+    // (docs/operations.md, "Logs"), so Logs Insights can filter
+    // `receives > 1` or one ARN.
+    let line = |message: &str| {
+        lines
+            .iter()
+            .find(|l| l["message"] == message)
+            .unwrap_or_else(|| panic!("no {message:?} line: {lines:#?}"))
+    };
+    assert_eq!(line("message returns to the queue")["receives"], 1);
+    assert_eq!(line("message settled")["receives"], 1);
+    let decided = line("triage item re-injected");
+    assert_eq!(decided["outcome"], "queued", "{decided}");
+    assert_eq!(decided["inbox_pk"], "ws-1#retell#call_analyzed:call_corr");
+    assert_eq!(decided["reopened"], 0);
+    assert!(decided.get("done").is_none(), "{decided}");
+    assert_eq!(decided["decided_by"], WHO);
+    assert_eq!(
+        decided["caller_arn"],
+        "arn:aws:sts::123456789012:assumed-role/ops/ana"
+    );
+    assert_eq!(decided["caller_user_id"], "AROAEXAMPLE:ana");
+    assert_eq!(decided["source_ip"], "203.0.113.7");
+    // Every row of docs/operations.md's typed keys, on its line.
+    for (key, kind, message) in typed_keys() {
+        let value = &line(&message)[key.as_str()];
+        let typed = match kind.as_str() {
+            "number" => value.is_u64(),
+            "string" => value.as_str().is_some_and(|v| !v.is_empty()),
+            "name" => value.as_str().is_some_and(|v| {
+                !v.is_empty()
+                    && v.chars()
+                        .all(|c| c.is_ascii_lowercase() || c == '_' || c == '-')
+            }),
+            other => panic!("{key}: type {other} is none of number, string, name"),
+        };
+        assert!(typed, "{key} on {message:?} is not a {kind}: {value}");
+    }
     for expected in [
         // ingress
         "delivery",
@@ -205,4 +246,31 @@ async fn an_invocations_lines_carry_its_request_and_trace_ids_as_lambda_writes_t
     );
     // The runtime's span names are not fields of the line.
     assert!(line.get("requestId").is_none() && line.get("xrayTraceId").is_none());
+}
+
+/// docs/operations.md's typed keys: (key, type, the line's message).
+fn typed_keys() -> Vec<(String, String, String)> {
+    let doc = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docs/operations.md"
+    ))
+    .unwrap();
+    let table = &doc[doc
+        .find("| key | type | on the line |")
+        .expect("the typed keys' table")..];
+    let rows: Vec<_> = table
+        .lines()
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| {
+            let cells: Vec<&str> = l.split('|').map(|c| c.trim().trim_matches('`')).collect();
+            (
+                cells[1].to_owned(),
+                cells[2].to_owned(),
+                cells[3].to_owned(),
+            )
+        })
+        .collect();
+    assert!(rows.len() >= 10, "{rows:?}");
+    rows
 }

@@ -58,6 +58,42 @@ async fn a_repeat_whose_upsert_answer_was_lost_is_counted_once() {
 }
 
 #[tokio::test]
+async fn a_repeat_retried_after_another_delivery_is_counted_once() {
+    // Issue 41: a repeat's upsert committed and its answer was lost; before
+    // the SDK's retry another delivery of the same event was counted. The
+    // retry, no longer the last upsert, was counted once more (three
+    // deliveries read four, as `make demo` saw on a busy machine).
+    let p = Pipeline::new("la-repeat-interleave").await;
+    let delivery = analyzed("call_la7", "cb-la7");
+    let pk = "ws-1#retell#call_analyzed:call_la7";
+    assert_eq!(p.stack.post(delivery.request()).await.1["verdict"], "new");
+    Emulator::shared()
+        .lose_answer_later(
+            "UpdateItem",
+            &p.stack.inbox_table,
+            Duration::from_millis(1500),
+        )
+        .await;
+    let again = async {
+        // The repeat's write is stored, its answer not yet sent.
+        while p.stack.record(pk).await.unwrap().delivery_count < 2 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        p.stack.post(delivery.request()).await
+    };
+    let (second, third) = tokio::join!(p.stack.post(delivery.request()), again);
+    assert_eq!(
+        (second.1["verdict"].as_str(), third.1["verdict"].as_str()),
+        (Some("duplicate"), Some("duplicate"))
+    );
+    let record = p.stack.record(pk).await.unwrap();
+    assert_eq!(
+        record.delivery_count, 3,
+        "three deliveries, each counted once"
+    );
+}
+
+#[tokio::test]
 async fn a_first_delivery_retried_after_another_delivery_is_still_new_and_dispatched() {
     // R8 of the red team: the first delivery's upsert committed and its
     // answer was lost; before the SDK's retry the provider delivered again,

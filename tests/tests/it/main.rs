@@ -8,7 +8,6 @@ mod console;
 mod contracts;
 mod crash_points;
 mod dedup;
-mod demo;
 mod dispatch;
 mod held;
 mod identity;

@@ -418,10 +418,16 @@ async fn a_decider_limited_to_one_workspace_is_refused_elsewhere_and_recorded_al
             )),
         "{audit:?}"
     );
+    // The caller's ARN a key of its own, as on the decisions' lines.
+    let arn = recorded[0].split(" (").next().unwrap();
+    assert!(
+        audit_lines(&lines, &mine).all(|l| l["caller_arn"] == arn),
+        "{lines:?}"
+    );
     let requests: Vec<_> = lines
         .iter()
         .filter(|l| l["message"] == "ops request" && l["method"] == "POST")
-        .map(|l| (l["caller"].clone(), l["status"].clone()))
+        .map(|l| (l["caller_arn"].clone(), l["status"].clone()))
         .collect();
     assert_eq!(
         requests.len(),
@@ -431,7 +437,7 @@ async fn a_decider_limited_to_one_workspace_is_refused_elsewhere_and_recorded_al
     assert!(
         requests
             .iter()
-            .all(|(caller, _)| caller == &serde_json::json!(recorded[0])),
+            .all(|(caller, _)| caller == &serde_json::json!(arn)),
         "{requests:?}"
     );
     let _ = console.stop.send(());
@@ -577,4 +583,14 @@ async fn a_reconcile_whose_answers_were_all_lost_is_read_back_as_decided_by_you(
         (action["status"].as_str(), action["attempts"].as_u64()),
         (Some("PENDING"), Some(u64::from(attempts)))
     );
+}
+
+/// The rejection lines of `ids`.
+fn audit_lines<'a>(
+    lines: &'a [serde_json::Value],
+    ids: &'a [String],
+) -> impl Iterator<Item = &'a serde_json::Value> {
+    lines.iter().filter(move |l| {
+        l["message"] == "triage item rejected" && ids.iter().any(|id| l["triage_id"] == **id)
+    })
 }

@@ -7,10 +7,10 @@
 use std::time::Duration;
 
 use aws_sdk_ssm::types::ParameterType;
-use hookgate_core::ledger::{ActionStatus, ErrorKind};
 use hookgate_core::ports::TriageStore;
 use hookgate_core::secret::Secret;
 use hookgate_core::{Provider, triage::TriageStatus};
+use hookgate_core::{failure::FailureKind, ledger::ActionStatus};
 use hookgate_tests::{
     emulator::Emulator,
     logs::Captured,
@@ -319,7 +319,7 @@ async fn a_destination_token_created_after_the_deploy_delays_the_action_then_it_
     let action = p.action(key).await.expect("reserved");
     assert_eq!(
         (action.status, action.last_error_kind),
-        (ActionStatus::Pending, Some(ErrorKind::Retryable)),
+        (ActionStatus::Pending, Some(FailureKind::Retryable)),
         "a retryable delay, like an outage: {action:?}"
     );
     let error = action.last_error.unwrap_or_default();

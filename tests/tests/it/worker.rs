@@ -5,9 +5,7 @@
 use std::{sync::Arc, time::Duration};
 
 use hookgate_core::{
-    Provider, Timestamp,
-    inbox::InboxStatus,
-    ledger::{ActionStatus, ErrorKind},
+    Provider, Timestamp, failure::FailureKind, inbox::InboxStatus, ledger::ActionStatus,
     worker::MessageOutcome,
 };
 use hookgate_testkit::sim_crm::{Fault, FaultKind};
@@ -207,7 +205,7 @@ async fn a_lost_answer_that_cannot_be_looked_up_is_uncertain_and_still_one_task(
     let key = "ws-1#create_followup_task#bl-unknown";
     let action = p.action(key).await.unwrap();
     assert_eq!(action.status, ActionStatus::Uncertain);
-    assert_eq!(action.last_error_kind, Some(ErrorKind::OutcomeUnknown));
+    assert_eq!(action.last_error_kind, Some(FailureKind::OutcomeUnknown));
     assert_eq!(action.destination_ref, None, "no id without evidence");
     assert_eq!(creations(&p, key), 1);
     // A redelivery of the message changes nothing: UNCERTAIN waits for reconciliation.
@@ -317,7 +315,7 @@ async fn a_crm_outage_for_the_whole_window_sends_the_message_to_the_dlq_with_the
     }
     let action = p.action("ws-1#create_followup_task#cb-6").await.unwrap();
     assert_eq!(action.status, ActionStatus::Pending);
-    assert_eq!(action.last_error_kind, Some(ErrorKind::Retryable));
+    assert_eq!(action.last_error_kind, Some(FailureKind::Retryable));
     assert_eq!(action.attempts, hookgate_tests::pipeline::MAX_RECEIVES);
     assert_eq!(p.sim.tasks().total, 0);
     let inbox = p
@@ -465,7 +463,11 @@ async fn the_same_action_key_with_another_request_is_a_collision_and_is_not_exec
     for key in ["ws-1#create_order#pi_col", "ws-1#add_note#pi_col"] {
         let action = p.action(key).await.unwrap();
         assert_eq!(action.status, ActionStatus::Completed, "{key}");
-        assert_eq!(action.last_error_kind, Some(ErrorKind::Collision), "{key}");
+        assert_eq!(
+            action.last_error_kind,
+            Some(FailureKind::Collision),
+            "{key}"
+        );
         assert!(
             action
                 .last_error
@@ -542,6 +544,82 @@ async fn refused_connections_and_throttling_are_retried_until_the_crm_is_back() 
         action.attempts
     );
     assert_eq!(creations(&p, "ws-1#create_followup_task#cb-7"), 1);
+}
+
+/// A CRM that throttles more often than the message has receives: each 429
+/// (`Retry-After: 1`) is waited out by sending the message again with that
+/// delay and deleting the received copy, so none of it counts towards
+/// `maxReceiveCount`, and the task is made once when the limit allows.
+#[tokio::test]
+async fn a_429_with_retry_after_delays_the_work_without_using_its_receives_and_makes_one_task() {
+    let p = Pipeline::new("w-throttle").await;
+    let throttles = hookgate_tests::pipeline::MAX_RECEIVES + 1;
+    p.sim.add_fault(
+        Fault::new("/tasks", FaultKind::Status)
+            .status(429)
+            .count(throttles),
+    );
+    p.stack
+        .post(analyzed("call_w429", "cb-429").request())
+        .await;
+    p.run_until_idle(Duration::from_secs(40)).await;
+    let key = "ws-1#create_followup_task#cb-429";
+    let action = p.action(key).await.unwrap();
+    assert_eq!(action.status, ActionStatus::Completed, "{action:#?}");
+    assert_eq!(creations(&p, key), 1);
+    assert_eq!(
+        p.sim.tasks().faults_applied,
+        throttles,
+        "each throttle was a call"
+    );
+    assert_eq!(p.queue_depth(&p.dlq_url).await, 0, "nothing dead-lettered");
+}
+
+/// Salesforce's org past its API allowance answers 403
+/// `REQUEST_LIMIT_EXCEEDED`, without `Retry-After`: a throttle, not a
+/// refusal. The order waits the vendor's pause (5 minutes), its message sent
+/// again with that delay, and nothing is held or dead-lettered.
+#[tokio::test]
+async fn salesforces_limit_error_is_a_throttle_that_waits_not_a_refusal() {
+    let p = Pipeline::new("w-sf-limit").await;
+    let limit = serde_json::json!([{
+        "message": "TotalRequests Limit exceeded.",
+        "errorCode": "REQUEST_LIMIT_EXCEEDED"
+    }]);
+    p.sim.add_fault(
+        Fault::new("/services/data/", FaultKind::Status)
+            .status(403)
+            .body(limit),
+    );
+    p.stack
+        .post(payment("pi_limit", "evt_limit", 4200).request())
+        .await;
+    assert_eq!(p.poll_once().await, 1);
+    let order = p.action("ws-1#create_order#pi_limit").await.unwrap();
+    assert_eq!(
+        (order.status, order.last_error_kind),
+        (ActionStatus::Pending, Some(FailureKind::Retryable)),
+        "{order:#?}"
+    );
+    assert!(
+        order
+            .last_error
+            .as_deref()
+            .unwrap_or_default()
+            .contains("throttled (403 Forbidden: [{\"errorCode\":\"REQUEST_LIMIT_EXCEEDED\"")
+            && order
+                .last_error
+                .as_deref()
+                .unwrap_or_default()
+                .contains("tried again in 300 s"),
+        "{order:#?}"
+    );
+    // Sent again with the delay, the received copy deleted: one message,
+    // delayed, none in the DLQ, nothing held.
+    assert_eq!(p.queue_depth(&p.stack.queue_url).await, 1);
+    assert_eq!(p.poll_once().await, 0, "not visible before its delay");
+    assert_eq!(p.queue_depth(&p.dlq_url).await, 0);
+    assert!(p.alerts().await.is_empty(), "nothing held");
 }
 
 #[tokio::test]
@@ -656,7 +734,7 @@ async fn an_action_over_its_destinations_rate_limit_is_not_performed_and_returns
         ),
         (
             ActionStatus::Pending,
-            Some(ErrorKind::Retryable),
+            Some(FailureKind::Retryable),
             Some("crm-paced is at its rate limit"),
             None
         ),

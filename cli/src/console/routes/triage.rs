@@ -109,11 +109,16 @@ pub(super) async fn list(State(c): Shared, RawQuery(q): RawQuery) -> Response {
             _ => break,
         }
     }
+    // The event column: each item's event key and type.
+    let types = match c.ops.reads.event_types(&items).await {
+        Ok(types) => types,
+        Err(e) => return c.failed(Nav::Triage, &e.into()),
+    };
     c.render(
         StatusCode::OK,
         "Triage",
         Nav::Triage,
-        &views::triage_list(&items, &filters, next.as_deref()),
+        &views::triage_list_of_events(&items, &types, &filters, next.as_deref()),
     )
 }
 
