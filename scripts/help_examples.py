@@ -224,7 +224,13 @@ class Walk:
         if command == "console" or "--tail" in line:
             return self.run_and_interrupt(command, line)
         last = None
-        for _ in range(20):
+        # Retried while the emulator has not served what it reads yet; the
+        # first failure is printed all the same, so a retry never hides one
+        # (a command that changes state could pass on the state it left).
+        for attempt in range(20):
+            if attempt == 1:
+                print(f"help-examples: `{line}` failed once, retried:\n{last.stdout}{last.stderr}",
+                      file=sys.stderr)
             run = subprocess.run(
                 ["bash", "-c", line], cwd=self.work, env=self.env, capture_output=True, text=True
             )

@@ -38,6 +38,7 @@ use hookgate_core::{
     destination::{Destination, Strategy},
     failure::{Failure, FailureKind},
     pace::TokenBucket,
+    ports::MAX_DELAY,
     secret::{Secret, SecretError, SecretRef, SecretSource},
     vendor::{Answer, Auth, Call, Method, Target, Vendor, VendorRef},
 };
@@ -161,9 +162,13 @@ impl<K: SecretSource> CrmDestination<K> {
     fn paused_by<T>(&self, result: Result<T, Failure>) -> Result<T, Failure> {
         result.map_err(|mut failure| {
             if failure.kind == FailureKind::Throttled {
-                let wait = *failure
+                // At most SQS's longest delay: a later turn is waited out in
+                // steps, each one seen (`DestinationThrottles`).
+                let wait = failure
                     .retry_after
-                    .get_or_insert(self.kind.spec().throttle_pause);
+                    .unwrap_or(self.kind.spec().throttle_pause)
+                    .min(MAX_DELAY);
+                failure.retry_after = Some(wait);
                 // No call to it from this instance until the wait is over.
                 let until = Instant::now() + wait;
                 let mut paused = self.paused.lock().unwrap_or_else(PoisonError::into_inner);

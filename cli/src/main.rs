@@ -156,13 +156,24 @@ fn ops(
 ) -> anyhow::Result<(tokio::runtime::Runtime, Session, Ops)> {
     let (runtime, mut session) = session(global)?;
     if !config_file_given(global) {
-        let found = runtime.block_on(session.read_deployed_config())?;
+        // A command that answers without the configuration (a list, a
+        // record) still runs when it cannot be read (a role without
+        // cloudformation:GetTemplate): only the one that needs it is refused.
+        let found = match (runtime.block_on(session.read_deployed_config()), needs) {
+            (Ok(found), _) => found,
+            (Err(e), Some(_)) => return Err(e),
+            (Err(e), None) => {
+                session.warn(&format!("the deployed configuration was not read: {e:#}"));
+                false
+            }
+        };
         if let (false, Some(what)) = (found, needs) {
             anyhow::bail!(match &session.stack {
                 Some(stack) => format!(
                     "{what} needs the configuration the stack was deployed with, and stack {} \
-                     holds none (deployed before the configuration lived in the stack): deploy it \
-                     again with make deploy, or pass --config FILE",
+                     holds none (deployed before the configuration lived in the stack, or not by \
+                     make deploy, whose JSON template carries it): deploy it again with make \
+                     deploy, or pass --config FILE",
                     stack.name
                 ),
                 None => format!(

@@ -485,6 +485,10 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
             request.destination,
             until.utc()
         );
+        // Each deferral is counted, as the throttle that caused it is: a
+        // long pause stays seen (`DestinationThrottles`, its alarm).
+        let deferred = Performed::Retry(Failure::throttled(message.clone(), Some(pause)));
+        count(&deferred, request, now);
         Some(ActionOutcome::Later(until, message))
     }
 

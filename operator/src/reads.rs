@@ -306,7 +306,7 @@ impl<I: InboxStore, L: Ledger + LedgerReads, T: TriageStore + TriageReads, M> Re
 
     /// Each item's event type, by item id (the triage list's event column):
     /// its inbox record's, read sixteen at a time; an item with no record
-    /// (an EventBridge dead letter) has none.
+    /// (an EventBridge dead letter), or whose read failed, has none.
     pub async fn event_types(
         &self,
         items: &[TriageItem],
@@ -321,9 +321,11 @@ impl<I: InboxStore, L: Ledger + LedgerReads, T: TriageStore + TriageReads, M> Re
             for (_, pk) in &keyed {
                 reads.push(self.inbox.get(pk));
             }
-            let records = futures_util::future::try_join_all(reads).await?;
+            // A read that fails leaves that item's column empty: the list
+            // is the page, the type only a help to it.
+            let records = futures_util::future::join_all(reads).await;
             for ((id, _), record) in keyed.into_iter().zip(records) {
-                if let Some(record) = record {
+                if let Ok(Some(record)) = record {
                     types.insert(id.to_owned(), record.event_type);
                 }
             }

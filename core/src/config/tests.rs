@@ -456,6 +456,22 @@ fn rules_and_destinations_are_typed_when_read() {
         bad_strategy,
         r#"destination "crm": strategy "idempotency-key" is not one of ["upsert", "lookup"] for this kind"#
     );
+    for (url, says) in [
+        ("https://user:tok3n@crm.example", "user or password"),
+        (
+            "https://crm.example/api?api_key=tok3n",
+            "query or a fragment",
+        ),
+        ("https://crm.example/#tok3n", "query or a fragment"),
+    ] {
+        let text = config("ws-1", "retell", "lookup").replace("https://crm.example", url);
+        let err = refused(text);
+        assert!(err.contains(says), "{url}: {err}");
+        assert!(
+            !err.contains("tok3n"),
+            "the credential is never shown: {err}"
+        );
+    }
     let unknown_kind = refused(
         config("ws-1", "retell", "lookup").replace(r#"kind = "hubspot""#, r#"kind = "pipedrive""#),
     );

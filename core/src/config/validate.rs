@@ -235,6 +235,7 @@ pub(super) fn destinations(
                 ))
             })?;
             let strategy = strategy(kind.spec(), d.strategy.as_deref()).map_err(bad)?;
+            base_url(&d.base_url).map_err(bad)?;
             let auth = d
                 .auth
                 .as_deref()
@@ -316,6 +317,30 @@ fn pace(rate: Option<f64>, burst: Option<u32>) -> Result<Option<Pace>, String> {
         rate_per_sec: rate,
         burst,
     }))
+}
+
+/// A destination's `base_url` holds no credential: a user or password, or a
+/// query or fragment (where an API key would travel), is refused, named but
+/// not shown. The configuration is stored with the stack and read by
+/// operators; a credential is an `auth` secret reference.
+fn base_url(url: &str) -> Result<(), String> {
+    let authority = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = authority.split('/').next().unwrap_or_default();
+    if authority.contains('@') {
+        return Err(
+            "base_url holds a user or password: put the credential in a secret \
+                    and name it in auth"
+                .into(),
+        );
+    }
+    if url.contains(['?', '#']) {
+        return Err(
+            "base_url holds a query or a fragment (where an API key would travel): \
+                    give the API's base path only, and the credential as an auth secret"
+                .into(),
+        );
+    }
+    Ok(())
 }
 
 /// The named strategy, or the vendor's default, if the vendor allows it.

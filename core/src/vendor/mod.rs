@@ -37,8 +37,8 @@ pub struct Spec {
     pub strategies: &'static [Strategy],
     /// How the action key travels, so a repeat is harmless.
     pub key: KeyCarrier,
-    /// The longest key it takes, in characters (action keys are ASCII): a
-    /// longer key is sent mapped ([`sent_key`]).
+    /// The longest key it takes, in characters: a longer key is sent
+    /// mapped ([`sent_key`]).
     pub key_max_len: usize,
     /// How long it remembers a key, when it says; past it a later attempt
     /// looks the action up first (`Attempt::KeyExpired`). A destination's
@@ -239,23 +239,26 @@ pub fn cut(text: String, max: usize, vendor: &str, field: &str) -> String {
 pub const KEY_MAPPING: &str = "1";
 
 /// The action key as `spec`'s vendor is sent it: the key itself when it fits
-/// the vendor's limit; otherwise, deterministically, its first characters,
+/// the vendor's limit (in characters); otherwise, deterministically, its
+/// first characters,
 /// `~`, the mapping's version and 32 hex digits of the SHA-256 of the whole
 /// key, exactly as long as the limit. Every attempt of an action sends the
 /// same key, so a repeat stays harmless; changing this mapping would not,
 /// and is a stored-format change (docs/design.md, "The two keys").
 pub fn sent_key<'k>(spec: &Spec, key: &'k ActionKey) -> std::borrow::Cow<'k, str> {
     let whole = key.as_str();
-    if whole.len() <= spec.key_max_len {
+    if whole.chars().count() <= spec.key_max_len {
         return whole.into();
     }
     let digest = format!(
         "~{KEY_MAPPING}{}",
         &crate::crypto::sha256_hex(whole.as_bytes())[..32]
     );
-    // Action keys are ASCII: a byte is a character.
+    // Counted in characters, as vendors count a field's length; a business
+    // id may hold any character but a control one.
     let keep = spec.key_max_len.saturating_sub(digest.len());
-    format!("{}{digest}", &whole[..keep]).into()
+    let prefix: String = whole.chars().take(keep).collect();
+    format!("{prefix}{digest}").into()
 }
 
 #[cfg(test)]
@@ -305,6 +308,12 @@ mod tests {
         // Keys that differ only past the cut map apart.
         let other = key(&format!("{}y", "x".repeat(299)));
         assert_ne!(sent, sent_key(spec, &other));
+        // A business id may hold any character: cut on characters, counted
+        // as the vendor counts them, never inside one.
+        let wide = key(&"é".repeat(300));
+        let sent = sent_key(spec, &wide);
+        assert_eq!(sent.chars().count(), spec.key_max_len);
+        assert!(sent.starts_with("ws-1#create_order#éé"), "{sent}");
     }
 
     #[test]

@@ -196,20 +196,20 @@ pub async fn run(options: &Options) -> anyhow::Result<Report> {
         .collect();
     all_queues.push(queues.events.clone());
     all_queues.push(config.action_queue_url.clone());
-    settle(&sqs, &all_queues).await;
+    settle(&sqs, &all_queues, Duration::from_secs(120)).await;
 
     say(start, "operator: reviewing what triage holds");
     let operator_aws = emulator.sdk_config(OPERATOR_APP).await;
     let ops_url = format!("http://{}/ops", local.addr);
     let ops = Ops::connect(config.clone(), &operator_aws, Some(&ops_url))?;
     let mut decisions = operator::operate(&ops, &sim.base_url()).await?;
-    settle(&sqs, &all_queues).await;
+    settle(&sqs, &all_queues, Duration::from_secs(120)).await;
     // A re-queued action may fail again if the operator was early; look once more.
     let again = operator::operate(&ops, &sim.base_url()).await?;
     for (k, v) in again {
         *decisions.entry(k).or_default() += v;
     }
-    settle(&sqs, &all_queues).await;
+    settle(&sqs, &all_queues, Duration::from_secs(120)).await;
     say(start, "waiting for in-flight work to settle");
     let pending = Pending::of(&plan, &sent, &config, &observer)?;
     let settled = settle_work(&sqs, &all_queues, pending, SETTLE_BOUND, async || {
@@ -424,10 +424,12 @@ async fn settle_work(
         // The operator's pass reads every held item: not more than once
         // every OPERATOR_EVERY, so the wait does not load the emulator.
         let due = looked.is_none_or(|at| at.elapsed() >= OPERATOR_EVERY);
-        if settle(sqs, queues).await && due {
+        // Each wait within what is left of the bound, so the bound holds.
+        let left = || bound.saturating_sub(start.elapsed());
+        if settle(sqs, queues, left()).await && due && !left().is_zero() {
             operate().await?;
             looked = Some(Instant::now());
-            settle(sqs, queues).await;
+            settle(sqs, queues, left()).await;
         }
     }
 }
@@ -436,9 +438,10 @@ async fn settle_work(
 const OPERATOR_EVERY: Duration = Duration::from_secs(20);
 
 /// Waits until every queue is empty (visible, in flight and delayed) three
-/// checks in a row, or two minutes pass; whether they were.
-async fn settle(sqs: &aws_sdk_sqs::Client, queues: &[String]) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(120);
+/// checks in a row, or `within` passes (two minutes at most); whether they
+/// were.
+async fn settle(sqs: &aws_sdk_sqs::Client, queues: &[String], within: Duration) -> bool {
+    let deadline = Instant::now() + within.min(Duration::from_secs(120));
     let mut quiet = 0;
     while quiet < 3 && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(700)).await;
