@@ -47,9 +47,14 @@ pub fn classify(error: &anyhow::Error, debug: bool) -> Failure {
     }
 }
 
-/// The first line of `chain`, cut before any Debug text (`Name(…`,
-/// `Name {…`), and a pointer to `--debug` when anything was left out.
+/// `chain` as it is when it holds no Debug text (a refusal's list of
+/// reasons, `check-config`'s, is the message); otherwise (an SDK error's
+/// `Name(…` or `Name {…`) its first line, cut before any Debug text, and a
+/// pointer to `--debug`.
 fn one_line(chain: &str) -> String {
+    if chain.lines().all(|line| debug_start(line).is_none()) {
+        return chain.to_owned();
+    }
     let first = chain.lines().next().unwrap_or_default();
     let cut = debug_start(first).unwrap_or(first.len());
     let line = first[..cut]
@@ -168,6 +173,30 @@ mod tests {
         );
         let json: serde_json::Value = serde_json::from_str(&failure.json()).unwrap();
         assert_eq!(json["error"]["code"], "credentials");
+    }
+
+    /// Found by make deploy's refusals (deploy-check): a refusal whose
+    /// reasons are its lines kept only its first, the reasons left to
+    /// `--debug`.
+    #[test]
+    fn a_refusal_without_debug_text_keeps_every_line() {
+        let refusal = anyhow::anyhow!(
+            "destination \"crm\": base_url http://127.0.0.1:8788 is a loopback address\n\
+             workspace ws-42: the template sets no variable HOOKGATE_SECRET_WS42_RETELL"
+        )
+        .context("this config would not work as deployed");
+        let failure = classify(&refusal, false);
+        assert!(
+            failure.message.contains("loopback address"),
+            "{}",
+            failure.message
+        );
+        assert!(
+            failure.message.contains("HOOKGATE_SECRET_WS42_RETELL"),
+            "{}",
+            failure.message
+        );
+        assert!(!failure.message.contains("--debug"), "{}", failure.message);
     }
 
     #[test]
