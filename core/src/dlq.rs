@@ -181,7 +181,7 @@ impl<S: InboxStore, L: Ledger, H: Hold> Triager<S, L, H> {
     }
 
     /// The ledger's evidence of each of the event's actions: its last error,
-    /// or that it timed out ([`timed_out`]). Whether any was reserved.
+    /// or that it timed out ([`in_progress`]). Whether any was reserved.
     async fn actions_evidence(
         &self,
         requests: &[ActionRequest],
@@ -201,14 +201,14 @@ impl<S: InboxStore, L: Ledger, H: Hold> Triager<S, L, H> {
                     action.key, error, action.attempts
                 ));
             }
-            match cut_off(&action, self.config.action_timeout, now) {
+            match in_progress(&action, self.config.action_timeout, now) {
                 // The error an earlier attempt left is stale: the last one
                 // ended without settling.
-                Some(Ok(cut)) => {
+                Some(InProgress::CutOff(cut)) => {
                     e.error_kinds.push(FailureKind::Retryable);
                     e.details.push(cut);
                 }
-                Some(Err(running)) => e.details.push(running),
+                Some(InProgress::Running(running)) => e.details.push(running),
                 None => {
                     if let Some(kind) = action.last_error_kind {
                         e.error_kinds.push(evidence_kind(kind, action.status));
@@ -317,30 +317,37 @@ impl TriageItem {
     }
 }
 
-/// What an action left IN_PROGRESS says. Under an expired lease: its last
-/// attempt ended without settling, cut off before it could (the function's
-/// timeout, a crash, or a store or destination slower than its timeout),
-/// which is evidence of a failing downstream, as an outage is: approving
-/// re-runs it through the ledger, which takes the expired lease over and
-/// asks again with the same key, or looks the effect up first. Under a live
-/// lease (`Err`): another attempt is running it now, which says nothing of
-/// why this message ran out of receives.
-fn cut_off(
+/// What an action left IN_PROGRESS says, each with its evidence line.
+enum InProgress {
+    /// Under an expired lease: its last attempt ended without settling,
+    /// cut off before it could (the function's timeout, a crash, or a store
+    /// or destination slower than its timeout). Evidence of a failing
+    /// downstream, as an outage is: approving re-runs it through the ledger,
+    /// which takes the expired lease over and asks again with the same key,
+    /// or looks the effect up first.
+    CutOff(String),
+    /// Under a live lease: another attempt is running it now, which says
+    /// nothing of why this message ran out of receives.
+    Running(String),
+}
+
+/// [`InProgress`], for an action that is IN_PROGRESS at `now`.
+fn in_progress(
     action: &ActionRecord,
     function_timeout: Duration,
     now: Timestamp,
-) -> Option<Result<String, String>> {
+) -> Option<InProgress> {
     if action.status != ActionStatus::InProgress {
         return None;
     }
     if let Some(until) = action.lease_expires_at.filter(|t| *t > now) {
-        return Some(Err(format!(
+        return Some(InProgress::Running(format!(
             "{}: in progress under another attempt's lease, until {}",
             action.key,
             until.utc()
         )));
     }
-    Some(Ok(format!(
+    Some(InProgress::CutOff(format!(
         "{}: timed out: still IN_PROGRESS after {} attempts, its lease expired; the last \
          was cut off before it settled (the function timeout of {} s, a crash, or a store \
          or destination slower than its timeout)",

@@ -487,8 +487,12 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
         );
         // Each deferral is counted, as the throttle that caused it is: a
         // long pause stays seen (`DestinationThrottles`, its alarm).
-        let deferred = Performed::Retry(Failure::throttled(message.clone(), Some(pause)));
-        count(&deferred, request, now);
+        emit(
+            "DestinationThrottles",
+            Some(FailureKind::Throttled),
+            request,
+            now,
+        );
         Some(ActionOutcome::Later(until, message))
     }
 
@@ -754,6 +758,12 @@ fn count(performed: &Performed, request: &ActionRequest, now: Timestamp) {
         }
         Performed::Retry(f) => ("DestinationErrors", Some(f.kind)),
     };
+    emit(metric, kind, request, now);
+}
+
+/// One of the worker's metrics for `request`, by workspace and destination,
+/// and by `kind` when it names a failure.
+fn emit(metric: &str, kind: Option<FailureKind>, request: &ActionRequest, now: Timestamp) {
     let mut dimensions = vec![
         ("workspace", request.key.workspace()),
         ("destination", request.destination.as_str()),
