@@ -405,7 +405,8 @@ EMF_LOG ?= target/checks/emf.jsonl
 TRANSFORMED ?= target/infra/template.json
 IAM_CHECK := tools/iam-check
 
-.PHONY: iam-check alarm-check iam-tools provider-fixtures provider-fixtures-check provider-sdks
+.PHONY: iam-check alarm-check iam-tools provider-fixtures provider-fixtures-check provider-sdks \
+	destination-fixtures destination-fixtures-check destination-sdks
 
 # ---- The providers' SDKs and the fixtures they sign (docs/providers.md) ----
 PROVIDERS_VENV := .venv-providers
@@ -427,6 +428,25 @@ $(PROVIDERS_VENV)/.installed: $(PROVIDER_FIXTURES)/requirements.txt $(PROVIDER_F
 
 $(PROVIDER_FIXTURES)/node_modules/.installed: $(PROVIDER_FIXTURES)/package.json $(PROVIDER_FIXTURES)/package-lock.json
 	cd $(PROVIDER_FIXTURES) && npm ci --no-audit --no-fund --ignore-scripts
+	touch $@
+
+# ---- The CRM vendors' SDKs and the requests they send (fixtures/destinations/README.md) ----
+DESTINATION_FIXTURES := fixtures/destinations
+
+## destination-fixtures: writes fixtures/destinations/requests/*.json, each the
+## request a CRM vendor's own SDK sends (pinned: npm), recorded by a local
+## server on 127.0.0.1; the two cases with no SDK call follow the documentation.
+destination-fixtures: destination-sdks
+	node $(DESTINATION_FIXTURES)/record.mjs
+
+## destination-fixtures-check: records them again and fails on any difference.
+destination-fixtures-check: destination-sdks
+	node $(DESTINATION_FIXTURES)/record.mjs --check
+
+destination-sdks: $(DESTINATION_FIXTURES)/node_modules/.installed
+
+$(DESTINATION_FIXTURES)/node_modules/.installed: $(DESTINATION_FIXTURES)/package.json $(DESTINATION_FIXTURES)/package-lock.json
+	cd $(DESTINATION_FIXTURES) && npm ci --no-audit --no-fund --ignore-scripts
 	touch $@
 
 ## iam-tools: the IAM check's pinned node packages (npm ci, when the lock changes).

@@ -33,8 +33,8 @@ use tokio::time::{Instant, timeout_at};
 
 use hookgate_core::{
     Timestamp,
-    action::{ActionKey, ActionRequest},
-    config::DestinationConfig,
+    action::ActionRequest,
+    config::{DestinationConfig, RequestTemplate},
     destination::{Destination, Strategy},
     failure::{Failure, FailureKind},
     pace::TokenBucket,
@@ -71,6 +71,8 @@ pub struct CrmDestination<K = AwsSecrets> {
     /// Until when its last throttle asked this instance to wait, shared by
     /// the clones.
     paused: Arc<Mutex<Option<Instant>>>,
+    /// The request an `http` destination is configured to be sent.
+    request: Option<RequestTemplate>,
 }
 
 impl<K> Clone for CrmDestination<K> {
@@ -86,6 +88,7 @@ impl<K> Clone for CrmDestination<K> {
             idempotency_header: self.idempotency_header.clone(),
             pacer: self.pacer.clone(),
             paused: self.paused.clone(),
+            request: self.request.clone(),
         }
     }
 }
@@ -116,6 +119,7 @@ impl<K: SecretSource> CrmDestination<K> {
                 .pace
                 .map(|p| Arc::new(Mutex::new(TokenBucket::new(p.rate_per_sec, p.burst)))),
             paused: Arc::default(),
+            request: config.request.clone(),
         })
     }
 
@@ -137,6 +141,7 @@ impl<K: SecretSource> CrmDestination<K> {
         let method = match call.method {
             Method::Get => reqwest::Method::GET,
             Method::Post => reqwest::Method::POST,
+            Method::Put => reqwest::Method::PUT,
             Method::Patch => reqwest::Method::PATCH,
         };
         let mut request = client.request(method, url.clone());
@@ -154,7 +159,19 @@ impl<K: SecretSource> CrmDestination<K> {
     async fn call(&self, call: &Call) -> Result<(u16, Vec<u8>), Failure> {
         let url = self.url(call);
         let response = self.send(|client| self.request(client, call, &url)).await?;
-        self.paused_by(read(response, self.kind.get()).await)
+        let read = read(response, self.kind.get())
+            .await
+            .map_err(|mut failure| {
+                // A key reused with another body needs a key: without one, the
+                // same answer is a plain refusal.
+                if failure.kind == FailureKind::Collision
+                    && self.strategy != Strategy::IdempotencyKey
+                {
+                    failure.kind = FailureKind::Permanent;
+                }
+                failure
+            });
+        self.paused_by(read)
     }
 
     /// `result`, and, when it is a throttle, this instance paused for its
@@ -183,6 +200,7 @@ impl<K: SecretSource> CrmDestination<K> {
         Target {
             strategy: self.strategy,
             idempotency_header: &self.idempotency_header,
+            request: self.request.as_ref(),
         }
     }
 
@@ -395,15 +413,15 @@ impl<K: SecretSource> Destination for CrmDestination<K> {
     async fn create(&self, request: &ActionRequest) -> Result<String, Failure> {
         let vendor = self.kind.get();
         let target = self.target();
-        let (status, body) = self.call(&vendor.create(&target, request)).await?;
+        let (status, body) = self.call(&vendor.create(&target, request)?).await?;
         self.paused_by(vendor.created(&target, &ok(status, &body)))
     }
 
-    async fn lookup(&self, key: &ActionKey) -> Result<Option<String>, Failure> {
+    async fn lookup(&self, request: &ActionRequest) -> Result<Option<String>, Failure> {
         let vendor = self.kind.get();
         let target = self.target();
         // An upsert needs no lookup: asking again is the lookup.
-        let Some(call) = vendor.lookup(&target, key) else {
+        let Some(call) = vendor.lookup(&target, request) else {
             return Ok(None);
         };
         let (status, body) = self.call(&call).await?;

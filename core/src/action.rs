@@ -9,7 +9,7 @@ use std::fmt;
 
 use serde_json::{Value, json};
 
-use crate::{WorkspaceId, crypto};
+use crate::{Timestamp, WorkspaceId, crypto, effect::Effect};
 
 /// `{workspace}#{action}#{business id}`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -90,6 +90,12 @@ pub struct ActionRequest {
     /// SHA-256 of the canonical body: the same key with another hash is a
     /// key collision.
     pub request_sha256: String,
+    /// The typed record it makes, for a rule that names an `object`;
+    /// `None`: a task whose body is the rule's fields (the format before
+    /// objects, kept for the rules written for it).
+    pub effect: Option<Effect>,
+    /// The event's time (its first delivery), when the rules knew it.
+    pub at: Option<Timestamp>,
 }
 
 impl ActionRequest {
@@ -103,7 +109,32 @@ impl ActionRequest {
             destination: destination.to_owned(),
             body,
             request_sha256,
+            effect: None,
+            at: None,
         }
+    }
+
+    /// The action that makes `effect`: its body (and so its hash) names the
+    /// object, its typed fields and its links.
+    pub fn of_effect(key: ActionKey, destination: &str, effect: Effect) -> Self {
+        let mut body = effect.to_json();
+        body["action_key"] = Value::String(key.as_str().to_owned());
+        body["action"] = Value::String(key.action().to_owned());
+        let request_sha256 = crypto::sha256_hex(body.to_string().as_bytes());
+        Self {
+            key,
+            destination: destination.to_owned(),
+            body,
+            request_sha256,
+            at: Some(effect.at),
+            effect: Some(effect),
+        }
+    }
+
+    /// The same request, knowing the event's time.
+    pub fn at(mut self, at: Timestamp) -> Self {
+        self.at = Some(at);
+        self
     }
 }
 

@@ -18,7 +18,7 @@ use crate::names::names;
 
 use crate::{
     Timestamp,
-    action::{ActionKey, ActionRequest},
+    action::ActionRequest,
     failure::{Failure, FailureKind},
     ledger::Attempt,
 };
@@ -69,10 +69,11 @@ pub trait Destination: Send + Sync {
         request: &ActionRequest,
     ) -> impl Future<Output = Result<String, Failure>> + Send;
 
-    /// Finds the effect of `key`, if the destination has one.
+    /// Finds the effect of `request` by its key, if the destination has
+    /// one.
     fn lookup(
         &self,
-        key: &ActionKey,
+        request: &ActionRequest,
     ) -> impl Future<Output = Result<Option<String>, Failure>> + Send;
 
     /// Whether calls wait for a rate limit ([`Destination::admit`]).
@@ -161,6 +162,12 @@ pub fn disposition(failure: Failure, strategy: Strategy, step: Step) -> Performe
         (Step::LookFirst { .. } | Step::Create | Step::CreateAgain, Throttled) => {
             Performed::Retry(failure)
         }
+        // A refused lookup cannot confirm anything, wherever it comes: the
+        // same hold as after a lost answer, never a retry until the DLQ.
+        (Step::LookFirst { .. }, Permanent) => Performed::Hold(Failure::outcome_unknown(format!(
+            "the lookup was refused ({}): needs verification",
+            failure.detail
+        ))),
         (Step::LookFirst { .. }, _) => Performed::Retry(Failure::retryable(format!(
             "lookup before creating again failed: {}",
             failure.detail
@@ -208,7 +215,7 @@ pub async fn perform<D: Destination>(
         Attempt::KeyExpired => strategy != Strategy::Upsert,
     };
     if look_first {
-        match destination.lookup(&request.key).await {
+        match destination.lookup(request).await {
             Ok(Some(id)) => return Performed::Completed(id),
             Ok(None) => {
                 if let Attempt::Again { reach, .. } = attempt {
@@ -236,7 +243,7 @@ pub async fn perform<D: Destination>(
             Ok(id) => Performed::Completed(id),
             Err(f) => disposition(f.context(lost), strategy, Step::CreateAgain),
         },
-        Strategy::Lookup => match destination.lookup(&request.key).await {
+        Strategy::Lookup => match destination.lookup(request).await {
             Ok(Some(id)) => Performed::Completed(id),
             Ok(None) => disposition(
                 Failure::outcome_unknown(format!("{lost}, and no effect found by the key")),
@@ -254,6 +261,7 @@ pub async fn perform<D: Destination>(
 
 #[cfg(test)]
 mod tests {
+    use crate::action::ActionKey;
     use std::sync::Mutex;
 
     use serde_json::json;
@@ -282,7 +290,7 @@ mod tests {
             self.creates.lock().unwrap().remove(0)
         }
 
-        async fn lookup(&self, _: &ActionKey) -> Result<Option<String>, Failure> {
+        async fn lookup(&self, _: &ActionRequest) -> Result<Option<String>, Failure> {
             *self.lookups.lock().unwrap() += 1;
             self.lookup.clone()
         }
@@ -556,6 +564,8 @@ mod tests {
                         (Step::LookFirst { key_expired: true }, Permanent | OutcomeUnknown) => {
                             ("hold", OutcomeUnknown)
                         }
+                        // A refused lookup: the hold it is after a lost answer.
+                        (Step::LookFirst { .. }, Permanent) => ("hold", OutcomeUnknown),
                         (Step::LookFirst { .. }, _) => ("retry", Retryable),
                         (Step::Create, Retryable) => ("retry", Retryable),
                         (_, Retryable | OutcomeUnknown) if creating && strategy.keyed() => {
@@ -622,17 +632,25 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_lookup_that_is_refused_before_creating_again_is_retried_not_uncertain() {
-        // Only past the key's retention does a refused lookup leave the
-        // outcome uncertain; on an ordinary second attempt it is retried.
+    async fn a_refused_lookup_is_held_uncertain_wherever_it_comes_in_an_attempt() {
+        // Refused before creating again, as after a lost answer: nothing
+        // confirms the effect, and asking until the DLQ would not either.
         let refused = scripted(Strategy::Lookup, vec![], Err(Failure::permanent("403")));
-        assert!(matches!(
-            perform(&refused, &request(), AGAIN, NO_LAG, NOW).await,
-            Performed::Retry(Failure {
-                kind: FailureKind::Retryable,
-                ..
-            })
-        ));
-        assert_eq!(*refused.calls.lock().unwrap(), 0);
+        let before = perform(&refused, &request(), AGAIN, NO_LAG, NOW).await;
+        assert!(
+            matches!(&before, Performed::Hold(f) if f.kind == FailureKind::OutcomeUnknown),
+            "{before:?}"
+        );
+        assert_eq!(*refused.calls.lock().unwrap(), 0, "no create after it");
+        let after = scripted(
+            Strategy::Lookup,
+            vec![lost()],
+            Err(Failure::permanent("403")),
+        );
+        let after = perform(&after, &request(), Attempt::First, NO_LAG, NOW).await;
+        assert!(
+            matches!(&after, Performed::Hold(f) if f.kind == FailureKind::OutcomeUnknown),
+            "{after:?}"
+        );
     }
 }

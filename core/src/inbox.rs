@@ -227,6 +227,7 @@ impl InboxRecord {
             self.pk.provider(),
             &self.event_type,
             &self.payload_value(),
+            self.received_at,
         )
     }
 

@@ -15,6 +15,7 @@ pub mod deployable;
 pub mod destination;
 pub mod dlq;
 pub mod doctor;
+pub mod effect;
 pub mod failure;
 pub mod hold;
 pub mod ids;

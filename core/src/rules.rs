@@ -13,8 +13,9 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::{
-    Provider, WorkspaceId,
+    Provider, Timestamp, WorkspaceId,
     action::{ActionKey, ActionRequest},
+    effect::{Effect, Field, LinkRule, Object, Priority, Template, parse_due_in},
 };
 
 /// A condition on one field of the payload.
@@ -43,9 +44,25 @@ pub struct Rule {
     /// A pointer whose value must be this workspace's id: an event that does
     /// not name it cannot be correlated to this workspace's request.
     pub correlate: Option<String>,
-    /// Fields sent to the destination: name → pointer (absent → null).
+    /// The record it makes (`task`, `order`, `deal`, `note`); absent: a
+    /// task whose body is `fields` as taken from the event (the format
+    /// before objects).
+    #[serde(default, deserialize_with = "object")]
+    pub object: Option<Object>,
+    /// With an `object`: each of its fields → a template
+    /// (`crate::effect::Template`). Without: name → pointer (absent →
+    /// null), sent as they are.
     #[serde(default)]
     pub fields: std::collections::BTreeMap<String, String>,
+    /// Records the effect is linked to in the same write (an `object`
+    /// rule's; what each vendor can link is its `ObjectSpec`).
+    #[serde(default)]
+    pub link: Vec<LinkRule>,
+}
+
+fn object<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Object>, D::Error> {
+    let name = String::deserialize(d)?;
+    name.parse().map(Some).map_err(serde::de::Error::custom)
 }
 
 impl Rule {
@@ -64,10 +81,57 @@ impl Rule {
             .iter()
             .chain(self.require.iter().map(|r| &r.pointer))
             .chain(&self.correlate)
-            .chain(self.fields.values());
+            .chain(self.fields.values().filter(|_| self.object.is_none()));
         for p in pointers {
             if !p.starts_with('/') {
                 return Err(format!("JSON pointer {p:?} must start with /"));
+            }
+        }
+        match self.object {
+            Some(object) => self.validate_effect(object),
+            None if !self.link.is_empty() => {
+                Err("link is set without object: only a typed record is linked".into())
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// An `object` rule's fields are the object's, each a template; a
+    /// literal `due_in` or `priority` is checked here, and the object's
+    /// required field is mapped.
+    fn validate_effect(&self, object: Object) -> Result<(), String> {
+        for (name, template) in &self.fields {
+            let field: Field = name.parse()?;
+            if !object.fields().contains(&field) {
+                let names: Vec<_> = object.fields().iter().map(|f| f.as_str()).collect();
+                return Err(format!(
+                    "a {object} has no field {name:?}; its fields: {names:?}"
+                ));
+            }
+            let template = Template::parse(template)?;
+            match (field, template.literal()) {
+                (Field::DueIn, Some(text)) => {
+                    parse_due_in(text)?;
+                }
+                (Field::DueIn, None) => {
+                    return Err("due_in is a literal duration (24h, 2d), counted from the                                 event's time"
+                        .into());
+                }
+                (Field::Priority, Some(text)) => {
+                    text.parse::<Priority>()?;
+                }
+                _ => {}
+            }
+        }
+        let required = object.required();
+        if !self.fields.contains_key(required.as_str()) {
+            return Err(format!("a {object} needs its {required} in fields"));
+        }
+        for link in &self.link {
+            link.to.parse::<crate::effect::LinkTo>()?;
+            Template::parse(&link.value)?;
+            if link.by.is_empty() {
+                return Err(format!("the {} link names no field to find it by", link.to));
             }
         }
         Ok(())
@@ -112,7 +176,12 @@ fn key_part(v: &Value) -> Option<String> {
     }
 }
 
-fn apply(rule: &Rule, workspace: &WorkspaceId, payload: &Value) -> Result<ActionRequest, Skip> {
+fn apply(
+    rule: &Rule,
+    workspace: &WorkspaceId,
+    payload: &Value,
+    at: Timestamp,
+) -> Result<ActionRequest, Skip> {
     if let Some(pointer) = &rule.correlate {
         match payload.pointer(pointer).and_then(Value::as_str) {
             None => {
@@ -163,6 +232,18 @@ fn apply(rule: &Rule, workspace: &WorkspaceId, payload: &Value) -> Result<Action
     let business_id = parts.join(":");
     let key = ActionKey::new(workspace, &rule.action, &business_id)
         .map_err(|e| Skip::Ignored(format!("business id unusable: {e}")))?;
+    if let Some(object) = rule.object {
+        let effect =
+            Effect::render(object, &rule.fields, &rule.link, payload, at).map_err(Skip::Ignored)?;
+        let required = object.required();
+        if !effect.values.contains_key(&required) {
+            return Err(Skip::Ignored(format!(
+                "missing fields: the {object}'s {required} ({})",
+                rule.fields[required.as_str()]
+            )));
+        }
+        return Ok(ActionRequest::of_effect(key, &rule.destination, effect));
+    }
     let fields: Map<String, Value> = rule
         .fields
         .iter()
@@ -173,21 +254,19 @@ fn apply(rule: &Rule, workspace: &WorkspaceId, payload: &Value) -> Result<Action
             )
         })
         .collect();
-    Ok(ActionRequest::new(
-        key,
-        &rule.destination,
-        Value::Object(fields),
-    ))
+    Ok(ActionRequest::new(key, &rule.destination, Value::Object(fields)).at(at))
 }
 
 /// Runs every rule of `workspace` that applies to `provider`/`event_type`
-/// over `payload`.
+/// over `payload`, an event first delivered `at` (what an effect's dates
+/// count from).
 pub fn evaluate(
     rules: &[Rule],
     workspace: &WorkspaceId,
     provider: Provider,
     event_type: &str,
     payload: &Value,
+    at: Timestamp,
 ) -> Decision {
     let mut actions = Vec::new();
     let mut ignored = Vec::new();
@@ -196,7 +275,7 @@ pub fn evaluate(
         .iter()
         .filter(|r| r.applies_to(workspace, provider, event_type))
     {
-        match apply(rule, workspace, payload) {
+        match apply(rule, workspace, payload, at) {
             Ok(request) => actions.push(request),
             Err(Skip::Ignored(reason)) => ignored.push(reason),
             Err(Skip::Unmatched(reason)) => unmatched.push(reason),
@@ -218,6 +297,24 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    /// [`super::evaluate`] for an event first delivered at one moment.
+    fn evaluate(
+        rules: &[Rule],
+        workspace: &WorkspaceId,
+        provider: Provider,
+        event_type: &str,
+        payload: &Value,
+    ) -> Decision {
+        super::evaluate(
+            rules,
+            workspace,
+            provider,
+            event_type,
+            payload,
+            Timestamp::from_secs(1_700_000_000),
+        )
+    }
 
     /// The rules shipped in the example config.
     fn rules() -> Vec<Rule> {

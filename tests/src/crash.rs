@@ -141,8 +141,8 @@ impl<D: Destination> Destination for Crash<D> {
         result
     }
 
-    async fn lookup(&self, key: &ActionKey) -> Result<Option<String>, Failure> {
-        self.inner.lookup(key).await
+    async fn lookup(&self, request: &ActionRequest) -> Result<Option<String>, Failure> {
+        self.inner.lookup(request).await
     }
 
     fn paced(&self) -> bool {

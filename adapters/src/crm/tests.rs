@@ -4,6 +4,7 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use hookgate_core::action::ActionKey;
 use hookgate_core::config::{Config, Pace};
 use hookgate_core::failure::FailureKind;
 use serde_json::json;

@@ -140,4 +140,17 @@ pub(super) struct RawDestination {
     pub rate_per_second: Option<f64>,
     /// Calls one worker instance may make at once after a quiet spell.
     pub burst: Option<u32>,
+    /// The `http` kind's request templates.
+    pub request: Option<RawRequest>,
+}
+
+/// `[destinations.<name>.request]` as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRequest {
+    pub method: Option<String>,
+    pub path: Option<String>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    pub body: Option<toml::Value>,
 }

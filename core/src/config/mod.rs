@@ -276,6 +276,25 @@ pub struct DestinationConfig {
     pub search_lag: Duration,
     /// The calls per second (and burst) each worker instance allows itself.
     pub pace: Option<Pace>,
+    /// The request an `http` destination is sent (`[destinations.<name>.request]`);
+    /// `None`: `POST {base_url}/tasks` with the action as its body.
+    pub request: Option<RequestTemplate>,
+}
+
+/// What an `http` destination is sent, as templates rendered against the
+/// action (`crate::effect::Template`): `{{/key}}` (the key as sent),
+/// `{{/action}}`, `{{/object}}`, `{{/fields/<field>}}`, `{{/links/0/value}}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestTemplate {
+    pub method: crate::vendor::Method,
+    /// The path below `base_url`, `/`-separated; each segment is rendered,
+    /// then sent percent-encoded as one segment.
+    pub path: String,
+    /// Headers sent as rendered (never `Authorization`: that is `auth`).
+    pub headers: Vec<(String, String)>,
+    /// The JSON body, its strings rendered as templates; `None`: the
+    /// action as it is.
+    pub body: Option<serde_json::Value>,
 }
 
 /// A destination's rate limit per worker instance (`core/src/pace.rs`).
@@ -301,9 +320,11 @@ impl DestinationConfig {
     /// How long its idempotency keys are remembered: as the destination
     /// says, or else as its vendor documents, if it does.
     pub fn key_retention(&self) -> Option<Duration> {
-        self.key_retention_secs
-            .map(Duration::from_secs)
-            .or(self.kind.spec().key_retention)
+        self.key_retention_secs.map(Duration::from_secs).or(self
+            .kind
+            .spec()
+            .keying(self.strategy)
+            .key_retention)
     }
 }
 

@@ -750,3 +750,111 @@ fn a_lookup_destinations_search_lag_defaults_by_kind_and_fits_one_delayed_send()
          delay; set at most 900"
     );
 }
+
+/// A rule's typed effect, checked against what its destination's vendor
+/// can write (`Spec::check`): `check-config` refuses it with the reason.
+#[test]
+fn check_config_refuses_objects_fields_and_links_a_vendor_cannot_write() {
+    let rule = |destination: &str, body: &str| {
+        format!(
+            "{BASE}\n[destinations.sf]\nkind = \"salesforce\"\nbase_url = \"https://sf.example.test\"\n\
+             [destinations.sfui]\nkind = \"salesforce\"\nstrategy = \"idempotency-key\"\nbase_url = \"https://sf.example.test\"\n\
+             [destinations.hs]\nkind = \"hubspot\"\nbase_url = \"https://hs.example.test\"\n\
+             [[rules]]\nworkspace = \"ws-1\"\nprovider = \"stripe\"\nevent_types = [\"payment_intent.succeeded\"]\n\
+             action = \"make\"\ndestination = \"{destination}\"\nbusiness_id = [\"/data/object/id\"]\n{body}\n"
+        )
+    };
+    let refused = |destination: &str, body: &str| {
+        Config::from_toml(&rule(destination, body), no_env)
+            .unwrap_err()
+            .to_string()
+    };
+    let cases = [
+        (
+            "sf",
+            "object = \"note\"\nfields = { body = \"x\" }",
+            "cannot write a note",
+        ),
+        (
+            "sf",
+            "object = \"order\"\nfields = { name = \"x\", amount = \"{{/a}}\" }\nlink = [{ to = \"account\", by = \"Ext__c\", value = \"{{/c}}\" }]",
+            "TotalAmount",
+        ),
+        (
+            "sf",
+            "object = \"order\"\nfields = { name = \"x\" }",
+            "needs a link to its account",
+        ),
+        (
+            "sf",
+            "object = \"deal\"\nfields = { name = \"x\" }",
+            "needs its stage",
+        ),
+        (
+            "sfui",
+            "object = \"task\"\nfields = { subject = \"x\" }\nlink = [{ to = \"contact\", by = \"Email__c\", value = \"{{/e}}\" }]",
+            "same write",
+        ),
+        (
+            "hs",
+            "object = \"task\"\nfields = { subject = \"x\" }\nlink = [{ to = \"contact\", by = \"id\", value = \"{{/e}}\" }]",
+            "same write",
+        ),
+        (
+            "hs",
+            "object = \"task\"\nfields = { subject = \"x\", amount = \"1\" }",
+            "has no field \"amount\"",
+        ),
+        (
+            "hs",
+            "object = \"deal\"\nfields = { amount = \"1\" }",
+            "needs its name",
+        ),
+        (
+            "hs",
+            "object = \"task\"\nfields = { subject = \"x\", due_in = \"soon\" }",
+            "due_in",
+        ),
+        (
+            "hs",
+            "object = \"task\"\nfields = { subject = \"x\", priority = \"urgent\" }",
+            "priority",
+        ),
+        (
+            "hs",
+            "object = \"ticket\"\nfields = { subject = \"x\" }",
+            "unknown object",
+        ),
+        (
+            "hs",
+            "fields = { a = \"/a\" }\nlink = [{ to = \"contact\", by = \"id\", value = \"x\" }]",
+            "without object",
+        ),
+    ];
+    for (destination, body, why) in cases {
+        let error = refused(destination, body);
+        assert!(error.contains(why), "{body}: {error}");
+        assert!(
+            error.starts_with("rule 1 (make)") || error.contains("unknown object"),
+            "{error}"
+        );
+    }
+    // What each vendor can write loads.
+    for (destination, body) in [
+        (
+            "sf",
+            "object = \"order\"\nfields = { name = \"x\" }\nlink = [{ to = \"account\", by = \"Ext__c\", value = \"{{/c}}\" }]",
+        ),
+        (
+            "sf",
+            "object = \"task\"\nfields = { subject = \"x\", due_in = \"2d\", owner = \"005\" }\nlink = [{ to = \"contact\", by = \"Email__c\", value = \"{{/e}}\" }]",
+        ),
+        (
+            "hs",
+            "object = \"order\"\nfields = { name = \"x\", amount = \"{{/a}}\", currency = \"USD\" }",
+        ),
+    ] {
+        let config = Config::from_toml(&rule(destination, body), no_env);
+        assert!(config.is_ok(), "{body}: {:?}", config.err());
+    }
+}

@@ -10,15 +10,17 @@ use std::{
 };
 
 use super::{
-    Config, ConfigError, DestinationConfig, EventSource, Pace, ProviderBinding, Workspace,
-    file::{RawBinding, RawDestination, RawEventSource},
+    Config, ConfigError, DestinationConfig, EventSource, Pace, ProviderBinding, RequestTemplate,
+    Workspace,
+    file::{RawBinding, RawDestination, RawEventSource, RawRequest},
 };
 use crate::{
     Provider, WorkspaceId,
     destination::Strategy,
+    effect::{Field, LinkTo, Template},
     provider::{REGISTRY, Scheme, Signed, hmac::HmacScheme},
     secret::{SecretError, SecretRef},
-    vendor::Spec,
+    vendor::{Method, Spec},
 };
 
 impl Config {
@@ -167,12 +169,23 @@ impl Config {
             {
                 return Err(bad(why));
             }
-            if !self.destinations.contains_key(&rule.destination) {
+            let Some(destination) = self.destinations.get(&rule.destination) else {
                 return Err(bad(format!(
                     "destination {:?} is not configured",
                     rule.destination
                 )));
-            }
+            };
+            // What the rule writes, as its destination's vendor can write it.
+            let fields: Vec<Field> = match rule.object {
+                Some(_) => rule.fields.keys().filter_map(|f| f.parse().ok()).collect(),
+                None => Vec::new(),
+            };
+            let links: Vec<LinkTo> = rule.link.iter().filter_map(|l| l.to.parse().ok()).collect();
+            destination
+                .kind
+                .spec()
+                .check(destination.strategy, rule.object, &fields, &links)
+                .map_err(|e| bad(format!("destination {:?}: {e}", rule.destination)))?;
         }
         Ok(())
     }
@@ -256,6 +269,11 @@ pub(super) fn destinations(
                 key_retention_secs: d.key_retention_secs,
                 search_lag: search_lag(kind.spec(), strategy, d.search_lag_secs).map_err(bad)?,
                 pace: pace(d.rate_per_second, d.burst).map_err(bad)?,
+                request: d
+                    .request
+                    .map(|r| request(kind.spec(), r))
+                    .transpose()
+                    .map_err(bad)?,
             };
             Ok((name, destination))
         })
@@ -345,18 +363,69 @@ fn base_url(url: &str) -> Result<(), String> {
 
 /// The named strategy, or the vendor's default, if the vendor allows it.
 fn strategy(spec: &Spec, name: Option<&str>) -> Result<Strategy, String> {
-    let allowed = spec.strategies;
     match name {
-        None => Ok(allowed[0]),
-        Some(name) => allowed
-            .iter()
-            .copied()
+        None => Ok(spec.keyings[0].strategy),
+        Some(name) => spec
+            .strategies()
             .find(|s| s.as_str() == name)
             .ok_or_else(|| {
-                let names: Vec<_> = allowed.iter().map(|s| s.as_str()).collect();
+                let names: Vec<_> = spec.strategies().map(Strategy::as_str).collect();
                 format!("strategy {name:?} is not one of {names:?} for this kind")
             }),
     }
+}
+
+/// An `http` destination's request: a method that writes, templates that
+/// parse, and no credential or key header written into the file.
+fn request(spec: &Spec, raw: RawRequest) -> Result<RequestTemplate, String> {
+    if spec.name != crate::vendor::http::SPEC.name {
+        return Err(format!(
+            "request is set, but only an {:?} destination is sent a configured request",
+            crate::vendor::http::SPEC.name
+        ));
+    }
+    let method: Method = raw.method.as_deref().unwrap_or("POST").parse()?;
+    if method == Method::Get {
+        return Err("request.method GET writes nothing: use POST, PUT or PATCH".into());
+    }
+    let path = raw
+        .path
+        .unwrap_or_else(|| crate::vendor::http::TASKS.to_owned());
+    for segment in Template::path_segments(&path) {
+        Template::parse(segment).map_err(|e| format!("request.path: {e}"))?;
+    }
+    let mut headers = Vec::new();
+    for (name, value) in raw.headers {
+        let lower = name.to_ascii_lowercase();
+        if lower == "authorization" || lower == "content-type" {
+            return Err(format!(
+                "request.headers.{name}: set by hookgate (the token is auth, a secret reference)"
+            ));
+        }
+        if !name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
+            return Err(format!("request.headers: {name:?} is not a header name"));
+        }
+        Template::parse(&value).map_err(|e| format!("request.headers.{name}: {e}"))?;
+        headers.push((name, value));
+    }
+    let body = raw
+        .body
+        .map(serde_json::to_value)
+        .transpose()
+        .map_err(|e| format!("request.body: {e}"))?;
+    if let Some(body) = &body {
+        Template::render_tree(body, &serde_json::Value::Null)
+            .map_err(|e| format!("request.body: {e}"))?;
+    }
+    Ok(RequestTemplate {
+        method,
+        path,
+        headers,
+        body,
+    })
 }
 
 impl RawBinding {

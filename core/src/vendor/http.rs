@@ -1,138 +1,215 @@
-//! `http`: any CRM with a JSON task API, `POST /tasks`, made safe by an
-//! idempotency header or, for one without, looked up by
-//! `GET /tasks?external_ref=…`.
+//! `http`: any JSON API, made safe by an idempotency header or, for one
+//! without, looked up by `GET {path}?external_ref=…`.
 //!
-//! The task is the rule's request body as it is. With the idempotency-key
-//! strategy the key travels in the destination's `idempotency_header`
-//! (`Idempotency-Key` by default; an HTTP header value is kept to 1,024
-//! characters here, the longest action key). An unknown CRM's search is
-//! taken to lag as HubSpot's does until its own documentation says
-//! otherwise; how long it keeps a key it does not say, so a destination
-//! states it (`key_retention_secs`). A throttle without `Retry-After` is
-//! waited out 30 s.
+//! By default the request is `POST {base_url}/tasks` with the action as its
+//! body (`{"action_key", "action", "fields"}`, and `object`, `links` for a
+//! typed rule). A destination may configure its own method, path, headers
+//! and body (`[destinations.<name>.request]`, `crate::config::RequestTemplate`),
+//! rendered against the action with the key as sent at `/key`.
+//!
+//! Its answers follow the Idempotency-Key draft of the IETF (HTTPAPI):
+//! a 409 is a repeat of a key still in flight (asked again later), a 422
+//! the same key with another body (a collision, for a person). With the
+//! idempotency-key strategy the key travels in the destination's
+//! `idempotency_header` (`Idempotency-Key` by default; an HTTP header value
+//! is kept to 1,024 characters here, the longest action key). An unknown
+//! API's search is taken to lag as HubSpot's does until its own
+//! documentation says otherwise; how long it keeps a key it does not say,
+//! so a destination states it (`key_retention_secs`). A throttle without
+//! `Retry-After` is waited out 30 s.
 
 use std::time::Duration;
 
+use serde_json::Value;
+
 use crate::{
-    action::{ActionKey, ActionRequest},
+    action::ActionRequest,
     destination::Strategy,
-    failure::Failure,
+    effect::{Field, LinkTo, Object, Template},
+    failure::{Failure, FailureKind},
 };
 
-use super::{Answer, Auth, Call, KeyCarrier, Method, Spec, Target, Vendor, sent_key};
+use super::{
+    Answer, Auth, Call, KeyCarrier, Keying, Method, ObjectSpec, Spec, Target, Vendor, failure_of,
+    sent_key,
+};
 
-/// Where tasks are created and searched, below the base URL.
+/// Where records are created and searched by default, below the base URL.
 pub const TASKS: &str = "tasks";
 /// The query parameter a lookup searches by.
 pub const EXTERNAL_REF: &str = "external_ref";
 
+/// Every field of an object, by its own name.
+macro_rules! own_names {
+    ($($field:ident),+) => { &[$((Field::$field, Field::$field.as_str())),+] };
+}
+
+const LINKS: &[LinkTo] = &[LinkTo::Contact, LinkTo::Account, LinkTo::Deal];
+
 pub static SPEC: Spec = Spec {
     name: "http",
-    strategies: &[Strategy::IdempotencyKey, Strategy::Lookup],
-    key: KeyCarrier::Header,
-    key_max_len: crate::action::ActionKey::MAX_BYTES,
-    key_retention: None,
+    keyings: &[
+        Keying {
+            strategy: Strategy::IdempotencyKey,
+            key: KeyCarrier::Header,
+            key_max_len: crate::action::ActionKey::MAX_BYTES,
+            key_retention: None,
+            links: true,
+        },
+        Keying {
+            strategy: Strategy::Lookup,
+            key: KeyCarrier::Reference,
+            key_max_len: crate::action::ActionKey::MAX_BYTES,
+            key_retention: None,
+            links: true,
+        },
+    ],
     auth: Auth::Bearer,
     search_lag: Duration::from_secs(10),
     throttle_pause: Duration::from_secs(30),
+    objects: &[
+        ObjectSpec {
+            object: Object::Task,
+            name: "task",
+            fields: own_names!(Subject, Body, DueIn, Owner, Priority),
+            absent: &[],
+            needs: &[],
+            links: LINKS,
+            needs_link: None,
+        },
+        ObjectSpec {
+            object: Object::Order,
+            name: "order",
+            fields: own_names!(Name, Amount, Currency, Stage),
+            absent: &[],
+            needs: &[],
+            links: LINKS,
+            needs_link: None,
+        },
+        ObjectSpec {
+            object: Object::Deal,
+            name: "deal",
+            fields: own_names!(Name, Amount, Currency, Stage, DueIn),
+            absent: &[],
+            needs: &[],
+            links: LINKS,
+            needs_link: None,
+        },
+        ObjectSpec {
+            object: Object::Note,
+            name: "note",
+            fields: own_names!(Body),
+            absent: &[],
+            needs: &[],
+            links: LINKS,
+            needs_link: None,
+        },
+    ],
+    cannot: &[],
 };
 
 #[derive(Debug)]
 pub struct Http;
+
+/// What a configured request's templates are rendered against: the
+/// action's body, and the key as sent at `/key`.
+fn document(request: &ActionRequest, key: &str) -> Value {
+    let mut doc = request.body.clone();
+    doc["key"] = Value::String(key.to_owned());
+    doc
+}
+
+/// A rendered value as text (a path segment, a header).
+fn text(value: Value) -> String {
+    match value {
+        Value::String(s) => s,
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// A configured template that no longer renders (it was checked at load).
+fn unrenderable(what: &str, e: String) -> Failure {
+    Failure::permanent(format!("request.{what}: {e}"))
+}
 
 impl Vendor for Http {
     fn spec(&self) -> &'static Spec {
         &SPEC
     }
 
-    fn create(&self, target: &Target<'_>, request: &ActionRequest) -> Call {
-        let call = Call::new(Method::Post, TASKS).json(request.body.clone());
-        if target.strategy == Strategy::IdempotencyKey {
-            call.header(target.idempotency_header, &sent_key(&SPEC, &request.key))
+    fn create(&self, target: &Target<'_>, request: &ActionRequest) -> Result<Call, Failure> {
+        let key = sent_key(SPEC.keying(target.strategy), &request.key);
+        let call = match target.request {
+            None => Call::new(Method::Post, TASKS).json(request.body.clone()),
+            Some(template) => {
+                let doc = document(request, &key);
+                let mut call = Call::new(template.method, "");
+                call.path = Vec::new();
+                for segment in Template::path_segments(&template.path) {
+                    let rendered = Template::parse(segment)
+                        .map_err(|e| unrenderable("path", e))?
+                        .render(&doc);
+                    call = call.segment(&text(rendered));
+                }
+                for (name, value) in &template.headers {
+                    let rendered = text(
+                        Template::parse(value)
+                            .map_err(|e| unrenderable("headers", e))?
+                            .render(&doc),
+                    );
+                    if rendered.contains(['\r', '\n']) {
+                        return Err(Failure::permanent(format!(
+                            "request.headers.{name}: the value rendered holds a line break"
+                        )));
+                    }
+                    call = call.header(name, &rendered);
+                }
+                let body = match &template.body {
+                    Some(body) => {
+                        Template::render_tree(body, &doc).map_err(|e| unrenderable("body", e))?
+                    }
+                    None => request.body.clone(),
+                };
+                call.json(body)
+            }
+        };
+        Ok(if target.strategy == Strategy::IdempotencyKey {
+            call.header(target.idempotency_header, &key)
         } else {
             call
-        }
+        })
     }
 
     fn created(&self, _: &Target<'_>, answer: &Answer<'_>) -> Result<String, Failure> {
         answer.id_at("/id")
     }
 
-    fn lookup(&self, _: &Target<'_>, key: &ActionKey) -> Option<Call> {
-        Some(Call::new(Method::Get, TASKS).query(EXTERNAL_REF, &sent_key(&SPEC, key)))
+    fn lookup(&self, target: &Target<'_>, request: &ActionRequest) -> Option<Call> {
+        let key = sent_key(SPEC.keying(target.strategy), &request.key);
+        let path = match target.request {
+            // The collection a record was made in: its path up to the first
+            // placeholder.
+            Some(template) => Template::path_segments(&template.path)
+                .into_iter()
+                .take_while(|s| Template::parse(s).is_ok_and(|t| t.literal().is_some()))
+                .collect::<Vec<_>>()
+                .join("/"),
+            None => TASKS.to_owned(),
+        };
+        Some(Call::new(Method::Get, &path).query(EXTERNAL_REF, &key))
+    }
+
+    /// A 409 is a repeat of a key whose first request is still in flight
+    /// (retried); a 422 under a key is the same key sent with another body
+    /// (a collision, never retried). Otherwise by status.
+    fn refusal(&self, answer: &Answer<'_>) -> FailureKind {
+        match answer.status {
+            422 => FailureKind::Collision,
+            _ => failure_of(answer),
+        }
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-    use crate::{WorkspaceId, failure::FailureKind};
-
-    fn request() -> ActionRequest {
-        let ws = WorkspaceId::parse("ws-1").unwrap();
-        let key = ActionKey::new(&ws, "create_task", "c-1").unwrap();
-        ActionRequest::new(key, "crm", json!({"fields": {"a": 1}}))
-    }
-
-    fn target(strategy: Strategy) -> Target<'static> {
-        Target {
-            strategy,
-            idempotency_header: "Idempotency-Key",
-        }
-    }
-
-    #[test]
-    fn a_create_posts_the_body_with_the_key_in_the_header_only_under_that_strategy() {
-        let r = request();
-        let keyed = Http.create(&target(Strategy::IdempotencyKey), &r);
-        assert_eq!(
-            (keyed.method, keyed.path.clone()),
-            (Method::Post, vec!["tasks".to_owned()])
-        );
-        assert_eq!(
-            keyed.headers,
-            [("Idempotency-Key".to_owned(), r.key.to_string())]
-        );
-        assert_eq!(keyed.body, Some(r.body.clone()));
-        let plain = Http.create(&target(Strategy::Lookup), &r);
-        assert!(plain.headers.is_empty());
-    }
-
-    #[test]
-    fn answers_read_as_ids() {
-        let created = Answer {
-            status: 201,
-            body: br#"{"id":"t-9"}"#,
-            retry_after: None,
-        };
-        assert_eq!(
-            Http.created(&target(Strategy::IdempotencyKey), &created)
-                .unwrap(),
-            "t-9"
-        );
-        let found = Answer {
-            status: 200,
-            body: br#"{"results":[{"id":"t-9"}]}"#,
-            retry_after: None,
-        };
-        assert_eq!(Http.found(&found).unwrap().as_deref(), Some("t-9"));
-        let none = Answer {
-            status: 200,
-            body: br#"{"results":[]}"#,
-            retry_after: None,
-        };
-        assert_eq!(Http.found(&none).unwrap(), None);
-        let call = Http
-            .lookup(&target(Strategy::Lookup), &request().key)
-            .unwrap();
-        assert_eq!(call.query, [(EXTERNAL_REF, request().key.to_string())]);
-        let refused = Answer {
-            status: 422,
-            body: b"{}",
-            retry_after: None,
-        };
-        assert_eq!(Http.refusal(&refused), FailureKind::Permanent);
-    }
-}
+mod tests;

@@ -1,65 +1,161 @@
-//! `hubspot`: a task written through HubSpot's CRM objects API, upserted in
-//! a batch by a property with unique values (`idProperty`), or created and
-//! searched by it (the lookup strategy).
+//! `hubspot`: tasks, deals, orders and notes written through HubSpot's CRM
+//! objects API, upserted in a batch by a property with unique values
+//! (`idProperty`), or created and searched by it (the lookup strategy).
 //!
-//! The property, [`ID_PROPERTY`], must exist on tasks in the portal with
-//! unique values (docs/destinations.md says how). HubSpot's CRM search is
-//! eventually consistent: integrators wait about 10 s after a create before
-//! they search for it, the default search lag here. A unique property's
-//! value holds far more than the longest action key. Its API limits count
-//! per 10-second window, so a 429 without `Retry-After` is waited out 10 s.
+//! The property, [`ID_PROPERTY`], must exist with unique values on each
+//! object a destination writes (docs/destinations.md says how). HubSpot's
+//! CRM search is eventually consistent: integrators wait about 10 s after a
+//! create before they search for it, the default search lag here. A unique
+//! property's value holds far more than the longest action key. Its API
+//! limits count per 10-second window, so a 429 without `Retry-After` is
+//! waited out 10 s.
+//!
+//! A batch upsert's input carries no associations, so under the upsert
+//! strategy an effect cannot be linked in the same write; the lookup
+//! strategy's create carries them, by the linked record's HubSpot id.
 
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::{
-    action::{ActionKey, ActionRequest},
+    action::ActionRequest,
     destination::Strategy,
+    effect::{Effect, Field, LinkTo, Object, Priority, datetime},
     failure::Failure,
 };
 
-use super::{Answer, Auth, Call, KeyCarrier, Method, Spec, Target, Vendor, sent_key};
+use super::{
+    Answer, Auth, Call, KeyCarrier, Keying, Method, ObjectSpec, Spec, Target, Vendor, cut, sent_key,
+};
 
-/// The property tasks are upserted and searched by.
+/// The property records are upserted and searched by.
 pub const ID_PROPERTY: &str = "hookgate_action_key";
-/// A plain create (the lookup strategy).
-pub const TASKS: &str = "crm/v3/objects/tasks";
-/// The batch upsert by [`ID_PROPERTY`].
-pub const TASKS_UPSERT: &str = "crm/v3/objects/tasks/batch/upsert";
-/// The search by [`ID_PROPERTY`].
-pub const TASKS_SEARCH: &str = "crm/v3/objects/tasks/search";
+/// The CRM objects API, below the base URL; an object's type follows.
+pub const OBJECTS: &str = "crm/v3/objects";
+/// The longest value HubSpot keeps in a property (its properties guide):
+/// a longer text is cut, the cut logged.
+pub const VALUE_MAX: usize = 65_536;
 
 pub static SPEC: Spec = Spec {
     name: "hubspot",
-    strategies: &[Strategy::Upsert, Strategy::Lookup],
-    key: KeyCarrier::UniqueProperty(ID_PROPERTY),
-    key_max_len: crate::action::ActionKey::MAX_BYTES,
-    key_retention: None,
+    keyings: &[
+        Keying {
+            strategy: Strategy::Upsert,
+            key: KeyCarrier::UniqueProperty(ID_PROPERTY),
+            key_max_len: crate::action::ActionKey::MAX_BYTES,
+            key_retention: None,
+            links: false,
+        },
+        Keying {
+            strategy: Strategy::Lookup,
+            key: KeyCarrier::UniqueProperty(ID_PROPERTY),
+            key_max_len: crate::action::ActionKey::MAX_BYTES,
+            key_retention: None,
+            links: true,
+        },
+    ],
     auth: Auth::Bearer,
     search_lag: Duration::from_secs(10),
     throttle_pause: Duration::from_secs(10),
+    objects: &[
+        ObjectSpec {
+            object: Object::Task,
+            name: "tasks",
+            fields: &[
+                (Field::Subject, "hs_task_subject"),
+                (Field::Body, "hs_task_body"),
+                (Field::DueIn, "hs_timestamp"),
+                (Field::Owner, "hubspot_owner_id"),
+                (Field::Priority, "hs_task_priority"),
+            ],
+            absent: &[],
+            needs: &[],
+            links: &[LinkTo::Contact, LinkTo::Deal],
+            needs_link: None,
+        },
+        ObjectSpec {
+            object: Object::Deal,
+            name: "deals",
+            fields: &[
+                (Field::Name, "dealname"),
+                (Field::Amount, "amount"),
+                (Field::Currency, "deal_currency_code"),
+                (Field::Stage, "dealstage"),
+                (Field::DueIn, "closedate"),
+            ],
+            absent: &[],
+            needs: &[],
+            links: &[LinkTo::Contact],
+            needs_link: None,
+        },
+        ObjectSpec {
+            object: Object::Order,
+            name: "orders",
+            fields: &[
+                (Field::Name, "hs_order_name"),
+                (Field::Amount, "hs_total_price"),
+                (Field::Currency, "hs_currency_code"),
+                (Field::Stage, "hs_pipeline_stage"),
+            ],
+            absent: &[],
+            needs: &[],
+            links: &[LinkTo::Contact, LinkTo::Deal],
+            needs_link: None,
+        },
+        ObjectSpec {
+            object: Object::Note,
+            name: "notes",
+            fields: &[(Field::Body, "hs_note_body")],
+            absent: &[],
+            needs: &[],
+            links: &[LinkTo::Contact, LinkTo::Deal],
+            needs_link: None,
+        },
+    ],
+    cannot: &[],
 };
 
 #[derive(Debug)]
 pub struct Hubspot;
+
+/// The object `request` writes (a rule without one writes a task).
+fn object_of(request: &ActionRequest) -> &'static ObjectSpec {
+    let object = request.effect.as_ref().map_or(Object::Task, |e| e.object);
+    SPEC.object(object).unwrap_or(&SPEC.objects[0])
+}
+
+/// `crm/v3/objects/{type}` and what follows it.
+pub fn path(object: &ObjectSpec, rest: &str) -> String {
+    if rest.is_empty() {
+        format!("{OBJECTS}/{}", object.name)
+    } else {
+        format!("{OBJECTS}/{}/{rest}", object.name)
+    }
+}
 
 impl Vendor for Hubspot {
     fn spec(&self) -> &'static Spec {
         &SPEC
     }
 
-    fn create(&self, target: &Target<'_>, request: &ActionRequest) -> Call {
-        let properties = properties(request);
+    fn create(&self, target: &Target<'_>, request: &ActionRequest) -> Result<Call, Failure> {
+        let object = object_of(request);
+        let keying = SPEC.keying(target.strategy);
+        let key = sent_key(keying, &request.key);
+        let mut properties = match &request.effect {
+            Some(effect) => properties(object, effect)?,
+            None => legacy(request),
+        };
+        properties.insert(ID_PROPERTY.to_owned(), Value::String(key.clone().into()));
         if target.strategy == Strategy::Lookup {
-            return Call::new(Method::Post, TASKS).json(json!({ "properties": properties }));
+            let associations = associations(object, request.effect.as_ref());
+            let body = json!({ "properties": properties, "associations": associations });
+            return Ok(Call::new(Method::Post, &path(object, "")).json(body));
         }
-        let input = json!({
-            "idProperty": ID_PROPERTY,
-            "id": sent_key(&SPEC, &request.key),
-            "properties": properties,
-        });
-        Call::new(Method::Post, TASKS_UPSERT).json(json!({ "inputs": [input] }))
+        let input = json!({ "idProperty": ID_PROPERTY, "id": key, "properties": properties });
+        Ok(Call::new(Method::Post, &path(object, "batch/upsert"))
+            .json(json!({ "inputs": [input] })))
     }
 
     fn created(&self, target: &Target<'_>, answer: &Answer<'_>) -> Result<String, Failure> {
@@ -77,13 +173,114 @@ impl Vendor for Hubspot {
         }
     }
 
-    fn lookup(&self, _: &Target<'_>, key: &ActionKey) -> Option<Call> {
-        let filter = json!({
-            "propertyName": ID_PROPERTY, "operator": "EQ", "value": sent_key(&SPEC, key),
+    fn lookup(&self, target: &Target<'_>, request: &ActionRequest) -> Option<Call> {
+        let key = sent_key(SPEC.keying(target.strategy), &request.key);
+        let filter = json!({ "propertyName": ID_PROPERTY, "operator": "EQ", "value": key });
+        // The fields HubSpot's published spec requires of a search.
+        let body = json!({
+            "filterGroups": [{ "filters": [filter] }],
+            "properties": [ID_PROPERTY],
+            "sorts": [],
+            "limit": 10,
+            "after": "0",
         });
-        let body = json!({ "filterGroups": [{ "filters": [filter] }] });
-        Some(Call::new(Method::Post, TASKS_SEARCH).json(body))
+        Some(Call::new(Method::Post, &path(object_of(request), "search")).json(body))
     }
+}
+
+/// The properties of `effect` as HubSpot names them: every value a
+/// string, dates to the millisecond, a task's priority in its upper case.
+/// A task and a note carry `hs_timestamp`, which HubSpot requires: a
+/// task's due time, a note's event time.
+fn properties(object: &ObjectSpec, effect: &Effect) -> Result<Map<String, Value>, Failure> {
+    let mut out = Map::new();
+    let mut put = |field: Field, value: String| {
+        if let Some((_, name)) = object.fields.iter().find(|(f, _)| *f == field) {
+            let value = cut(value, VALUE_MAX, SPEC.name, name);
+            out.insert((*name).to_owned(), Value::String(value));
+        }
+    };
+    for field in [
+        Field::Subject,
+        Field::Body,
+        Field::Owner,
+        Field::Name,
+        Field::Stage,
+    ] {
+        if let Some(text) = effect.text(field) {
+            put(field, text);
+        }
+    }
+    if let Some(amount) = effect.amount()? {
+        put(Field::Amount, amount);
+    }
+    if let Some(currency) = effect.currency()? {
+        put(Field::Currency, currency);
+    }
+    if let Some(priority) = effect.priority()? {
+        let name = match priority {
+            Priority::Low => "LOW",
+            Priority::Normal => "MEDIUM",
+            Priority::High => "HIGH",
+        };
+        put(Field::Priority, name.to_owned());
+    }
+    match object.object {
+        Object::Task => {
+            put(Field::DueIn, datetime(effect.due()));
+            out.insert("hs_task_status".into(), "NOT_STARTED".into());
+        }
+        Object::Deal => put(Field::DueIn, datetime(effect.due())),
+        Object::Note => {
+            out.insert("hs_timestamp".into(), datetime(effect.at).into());
+        }
+        Object::Order => {}
+    }
+    Ok(out)
+}
+
+/// A rule without an object: a task named after the action, its body the
+/// rule's fields as JSON, its time the event's.
+fn legacy(request: &ActionRequest) -> Map<String, Value> {
+    let mut out = Map::new();
+    out.insert("hs_task_subject".into(), super::subject(request).into());
+    out.insert(
+        "hs_task_body".into(),
+        request.body["fields"].to_string().into(),
+    );
+    if let Some(at) = request.at {
+        out.insert("hs_timestamp".into(), datetime(at).into());
+    }
+    out
+}
+
+/// The association type HubSpot defines from `object` to `to`.
+fn association_type(object: Object, to: LinkTo) -> Option<u32> {
+    Some(match (object, to) {
+        (Object::Task, LinkTo::Contact) => 204,
+        (Object::Task, LinkTo::Deal) => 216,
+        (Object::Note, LinkTo::Contact) => 202,
+        (Object::Note, LinkTo::Deal) => 214,
+        (Object::Deal, LinkTo::Contact) => 3,
+        (Object::Order, LinkTo::Contact) => 507,
+        (Object::Order, LinkTo::Deal) => 512,
+        _ => return None,
+    })
+}
+
+/// A create's associations: each link, by the linked record's id.
+fn associations(object: &ObjectSpec, effect: Option<&Effect>) -> Vec<Value> {
+    let links = effect.map(|e| e.links.as_slice()).unwrap_or_default();
+    links
+        .iter()
+        .filter_map(|link| {
+            let type_id = association_type(object.object, link.to)?;
+            Some(json!({
+                "to": { "id": link.value },
+                "types": [{ "associationCategory": "HUBSPOT_DEFINED", "associationTypeId": type_id }],
+            }))
+        })
+        .collect()
 }
 
 /// An error of a batch answer (`{"status": "error", "category", "message"}`)
@@ -106,105 +303,5 @@ fn batch_error(status: u16, error: &Value) -> Failure {
     }
 }
 
-fn properties(request: &ActionRequest) -> Value {
-    json!({
-        "hs_task_subject": super::subject(request),
-        "hs_task_body": request.body["fields"].to_string(),
-        ID_PROPERTY: sent_key(&SPEC, &request.key),
-    })
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::WorkspaceId;
-
-    fn request() -> ActionRequest {
-        let ws = WorkspaceId::parse("ws-1").unwrap();
-        let key = ActionKey::new(&ws, "create_task", "c-1").unwrap();
-        ActionRequest::new(key, "hs", json!({"a": 1}))
-    }
-
-    fn target(strategy: Strategy) -> Target<'static> {
-        Target {
-            strategy,
-            idempotency_header: "Idempotency-Key",
-        }
-    }
-
-    #[test]
-    fn an_upsert_is_one_batch_input_by_the_unique_property() {
-        let r = request();
-        let call = Hubspot.create(&target(Strategy::Upsert), &r);
-        assert_eq!(call.path.join("/"), TASKS_UPSERT);
-        let input = &call.body.unwrap()["inputs"][0];
-        assert_eq!(input["idProperty"], ID_PROPERTY);
-        assert_eq!(input["id"], r.key.as_str());
-        assert_eq!(input["properties"][ID_PROPERTY], r.key.as_str());
-        assert_eq!(input["properties"]["hs_task_body"], r#"{"a":1}"#);
-        let answer = Answer {
-            status: 200,
-            body: br#"{"status":"COMPLETE","results":[{"id":"7"}]}"#,
-            retry_after: None,
-        };
-        assert_eq!(
-            Hubspot.created(&target(Strategy::Upsert), &answer).unwrap(),
-            "7"
-        );
-    }
-
-    #[test]
-    fn a_batch_answer_carrying_an_error_is_that_error_never_a_lost_answer() {
-        let upsert = target(Strategy::Upsert);
-        let refused = Answer {
-            status: 207,
-            body: br#"{"status":"COMPLETE","results":[],"numErrors":1,"errors":[{"status":"error","category":"VALIDATION_ERROR","message":"Property values were not valid"}]}"#,
-            retry_after: None,
-        };
-        let failure = Hubspot.created(&upsert, &refused).unwrap_err();
-        assert_eq!(failure.kind, crate::failure::FailureKind::Permanent);
-        assert!(
-            failure.detail.contains("VALIDATION_ERROR"),
-            "{}",
-            failure.detail
-        );
-        let limited = Answer {
-            status: 207,
-            body: br#"{"results":[],"errors":[{"status":"error","category":"RATE_LIMITS","message":"slow down"}]}"#,
-            retry_after: None,
-        };
-        let failure = Hubspot.created(&upsert, &limited).unwrap_err();
-        assert_eq!(failure.kind, crate::failure::FailureKind::Throttled);
-        // No results and no error: the answer says nothing of the effect.
-        let empty = Answer {
-            status: 200,
-            body: br#"{"results":[]}"#,
-            retry_after: None,
-        };
-        let failure = Hubspot.created(&upsert, &empty).unwrap_err();
-        assert_eq!(failure.kind, crate::failure::FailureKind::OutcomeUnknown);
-    }
-
-    #[test]
-    fn the_lookup_strategy_creates_plainly_and_searches_by_the_property() {
-        let r = request();
-        let lookup = target(Strategy::Lookup);
-        let call = Hubspot.create(&lookup, &r);
-        assert_eq!(call.path.join("/"), TASKS);
-        assert_eq!(
-            call.body.unwrap()["properties"][ID_PROPERTY],
-            r.key.as_str()
-        );
-        let answer = Answer {
-            status: 201,
-            body: br#"{"id":"8"}"#,
-            retry_after: None,
-        };
-        assert_eq!(Hubspot.created(&lookup, &answer).unwrap(), "8");
-        let search = Hubspot.lookup(&lookup, &r.key).unwrap();
-        assert_eq!(search.path.join("/"), TASKS_SEARCH);
-        let filter = &search.body.unwrap()["filterGroups"][0]["filters"][0];
-        assert_eq!(filter["propertyName"], ID_PROPERTY);
-        assert_eq!(filter["value"], r.key.as_str());
-    }
-}
+mod tests;

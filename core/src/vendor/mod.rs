@@ -11,16 +11,20 @@
 //! the answer back. [`registry`] lists the vendors; a destination's `kind`
 //! names one.
 
-use std::time::Duration;
+use std::{borrow::Cow, time::Duration};
 
 use serde_json::Value;
 
 use crate::{
     action::{ActionKey, ActionRequest},
     destination::Strategy,
+    effect::{Field, LinkTo, Object},
     failure::{Failure, FailureKind},
+    names::names,
 };
 
+#[cfg(test)]
+mod fixtures;
 pub mod http;
 pub mod hubspot;
 pub mod registry;
@@ -33,17 +37,9 @@ pub use registry::{VENDORS, VendorRef, vendor};
 pub struct Spec {
     /// The `kind` a destination names it by.
     pub name: &'static str,
-    /// The strategies it allows; the first is its default.
-    pub strategies: &'static [Strategy],
-    /// How the action key travels, so a repeat is harmless.
-    pub key: KeyCarrier,
-    /// The longest key it takes, in characters: a longer key is sent
-    /// mapped ([`sent_key`]).
-    pub key_max_len: usize,
-    /// How long it remembers a key, when it says; past it a later attempt
-    /// looks the action up first (`Attempt::KeyExpired`). A destination's
-    /// `key_retention_secs` overrides it.
-    pub key_retention: Option<Duration>,
+    /// The strategies it allows, each with how its key travels; the first
+    /// is its default.
+    pub keyings: &'static [Keying],
     /// How a request proves who sends it.
     pub auth: Auth,
     /// How long its search may lag its writes, when the destination does
@@ -52,6 +48,121 @@ pub struct Spec {
     /// How long a throttle that does not say (no `Retry-After`) is waited
     /// out.
     pub throttle_pause: Duration,
+    /// The objects it writes, each as it names them.
+    pub objects: &'static [ObjectSpec],
+    /// The objects it cannot write safely, and why.
+    pub cannot: &'static [(Object, &'static str)],
+}
+
+/// How one strategy of a vendor makes a repeat harmless.
+#[derive(Debug)]
+pub struct Keying {
+    pub strategy: Strategy,
+    /// How the action key travels.
+    pub key: KeyCarrier,
+    /// The longest key it takes, in characters: a longer key is sent
+    /// mapped ([`sent_key`]).
+    pub key_max_len: usize,
+    /// How long it remembers a key, when it says; past it a later attempt
+    /// looks the action up first (`Attempt::KeyExpired`). A destination's
+    /// `key_retention_secs` overrides it.
+    pub key_retention: Option<Duration>,
+    /// Whether its write can set a link to another record (in the same
+    /// request, so a repeat links nothing twice).
+    pub links: bool,
+}
+
+/// An object as a vendor writes it.
+#[derive(Debug)]
+pub struct ObjectSpec {
+    pub object: Object,
+    /// The vendor's name of it (an API path's object type, an sObject).
+    pub name: &'static str,
+    /// The fields it takes, each with the vendor's name of it.
+    pub fields: &'static [(Field, &'static str)],
+    /// The object's fields the vendor will not take, and why.
+    pub absent: &'static [(Field, &'static str)],
+    /// Fields the vendor requires besides the object's own required one.
+    pub needs: &'static [Field],
+    /// The records it can be linked to.
+    pub links: &'static [LinkTo],
+    /// A link the vendor requires (an order's account).
+    pub needs_link: Option<LinkTo>,
+}
+
+impl Spec {
+    /// The strategies it allows; the first is its default.
+    pub fn strategies(&self) -> impl Iterator<Item = Strategy> + '_ {
+        self.keyings.iter().map(|k| k.strategy)
+    }
+
+    /// How `strategy` carries the key (the default's when it has no such
+    /// strategy: configuration refuses that).
+    pub fn keying(&self, strategy: Strategy) -> &Keying {
+        self.keyings
+            .iter()
+            .find(|k| k.strategy == strategy)
+            .unwrap_or(&self.keyings[0])
+    }
+
+    /// How it writes `object`, if it does.
+    pub fn object(&self, object: Object) -> Option<&ObjectSpec> {
+        self.objects.iter().find(|o| o.object == object)
+    }
+
+    /// Whether a rule that makes `object` with `fields` and `links` can be
+    /// written under `strategy`, as `check-config` asks: a refusal names
+    /// what cannot be, and why. A rule without an object writes a task.
+    pub fn check(
+        &self,
+        strategy: Strategy,
+        object: Option<Object>,
+        fields: &[Field],
+        links: &[LinkTo],
+    ) -> Result<(), String> {
+        let vendor = self.name;
+        let Some(object) = object else {
+            return Ok(());
+        };
+        let Some(spec) = self.object(object) else {
+            if let Some((_, why)) = self.cannot.iter().find(|(o, _)| *o == object) {
+                return Err(format!("{vendor} cannot write a {object}: {why}"));
+            }
+            let writes: Vec<_> = self.objects.iter().map(|o| o.object.as_str()).collect();
+            return Err(format!(
+                "{vendor} cannot write a {object}; it writes {writes:?}"
+            ));
+        };
+        for field in fields {
+            if spec.fields.iter().any(|(f, _)| f == field) {
+                continue;
+            }
+            return Err(match spec.absent.iter().find(|(f, _)| f == field) {
+                Some((_, why)) => format!("{vendor}'s {object} takes no {field}: {why}"),
+                None => format!("{vendor}'s {object} takes no {field}"),
+            });
+        }
+        if let Some(need) = spec.needs.iter().find(|f| !fields.contains(f)) {
+            return Err(format!(
+                "{vendor}'s {object} needs its {need} in fields (the vendor requires it)"
+            ));
+        }
+        if let Some(to) = links.iter().find(|to| !spec.links.contains(to)) {
+            return Err(format!("{vendor}'s {object} cannot be linked to a {to}"));
+        }
+        if !links.is_empty() && !self.keying(strategy).links {
+            return Err(format!(
+                "{vendor} cannot set a link in the same write under strategy \"{strategy}\": \
+                 a second, unkeyed write could link twice (docs/destinations.md)"
+            ));
+        }
+        if let Some(to) = spec.needs_link.filter(|to| !links.contains(to)) {
+            return Err(format!(
+                "{vendor}'s {object} needs a link to its {to} (the vendor requires one)"
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// How the action key travels with a create.
@@ -60,8 +171,14 @@ pub enum KeyCarrier {
     /// A request header (the destination's `idempotency_header`), under
     /// the idempotency-key strategy.
     Header,
+    /// The `Idempotency-Key` header as a UUID derived from the key
+    /// ([`uuid_of`]): Salesforce's UI API takes only that format.
+    UuidHeader,
     /// The record's External ID, in the path of an upsert.
     ExternalId,
+    /// Sent as the record's `action_key` and searched as `external_ref`
+    /// (the lookup strategy of the `http` kind).
+    Reference,
     /// A property with unique values, named here.
     UniqueProperty(&'static str),
 }
@@ -79,8 +196,16 @@ pub enum Auth {
 pub enum Method {
     Get,
     Post,
+    Put,
     Patch,
 }
+
+names!(Method "method" {
+    Get => "GET",
+    Post => "POST",
+    Put => "PUT",
+    Patch => "PATCH",
+});
 
 /// One request, described: the adapter sends it as it is.
 #[derive(Debug, Clone, PartialEq)]
@@ -165,21 +290,38 @@ pub struct Target<'a> {
     pub strategy: Strategy,
     /// The header an idempotency key travels in.
     pub idempotency_header: &'a str,
+    /// The request a generic destination is sent (the `http` kind's
+    /// `[destinations.<name>.request]`); `None`: its default.
+    pub request: Option<&'a crate::config::RequestTemplate>,
+}
+
+impl<'a> Target<'a> {
+    /// A destination's default request settings under `strategy`.
+    pub fn plain(strategy: Strategy) -> Self {
+        Self {
+            strategy,
+            idempotency_header: crate::config::DestinationConfig::DEFAULT_IDEMPOTENCY_HEADER,
+            request: None,
+        }
+    }
 }
 
 /// One CRM vendor: its [`Spec`], its requests and how its answers read.
 pub trait Vendor: Send + Sync + std::fmt::Debug {
     fn spec(&self) -> &'static Spec;
 
-    /// The request that makes the effect of `request`.
-    fn create(&self, target: &Target<'_>, request: &ActionRequest) -> Call;
+    /// The request that makes the effect of `request`; a value the vendor
+    /// cannot take (a currency that is no code, an amount that is no
+    /// number) is a permanent failure naming its field.
+    fn create(&self, target: &Target<'_>, request: &ActionRequest) -> Result<Call, Failure>;
 
     /// The effect's id in a 2xx answer to [`Vendor::create`].
     fn created(&self, target: &Target<'_>, answer: &Answer<'_>) -> Result<String, Failure>;
 
-    /// The request that finds the effect of `key`; `None` for a vendor
-    /// that never needs to look (an upsert's repeat is its lookup).
-    fn lookup(&self, target: &Target<'_>, key: &ActionKey) -> Option<Call>;
+    /// The request that finds the effect of `request` by its key; `None`
+    /// for a vendor that never needs to look (an upsert's repeat is its
+    /// lookup).
+    fn lookup(&self, target: &Target<'_>, request: &ActionRequest) -> Option<Call>;
 
     /// The effect's id in a 2xx answer to [`Vendor::lookup`], if found.
     fn found(&self, answer: &Answer<'_>) -> Result<Option<String>, Failure> {
@@ -238,16 +380,20 @@ pub fn cut(text: String, max: usize, vendor: &str, field: &str) -> String {
 /// The version of [`sent_key`]'s mapping, in every mapped key.
 pub const KEY_MAPPING: &str = "1";
 
-/// The action key as `spec`'s vendor is sent it: the key itself when it fits
-/// the vendor's limit (in characters); otherwise, deterministically, its
-/// first characters,
-/// `~`, the mapping's version and 32 hex digits of the SHA-256 of the whole
-/// key, exactly as long as the limit. Every attempt of an action sends the
-/// same key, so a repeat stays harmless; changing this mapping would not,
-/// and is a stored-format change (docs/design.md, "The two keys").
-pub fn sent_key<'k>(spec: &Spec, key: &'k ActionKey) -> std::borrow::Cow<'k, str> {
+/// The action key as a vendor is sent it under `keying`: the key itself
+/// when it fits the limit (in characters); otherwise, deterministically,
+/// its first characters, `~`, the mapping's version and 32 hex digits of
+/// the SHA-256 of the whole key, exactly as long as the limit. Under a
+/// [`KeyCarrier::UuidHeader`] it is always [`uuid_of`] the key. Every
+/// attempt of an action sends the same key, so a repeat stays harmless;
+/// changing this mapping would not, and is a stored-format change
+/// (docs/design.md, "The two keys").
+pub fn sent_key<'k>(keying: &Keying, key: &'k ActionKey) -> Cow<'k, str> {
     let whole = key.as_str();
-    if whole.chars().count() <= spec.key_max_len {
+    if keying.key == KeyCarrier::UuidHeader {
+        return uuid_of(key).into();
+    }
+    if whole.chars().count() <= keying.key_max_len {
         return whole.into();
     }
     let digest = format!(
@@ -256,9 +402,32 @@ pub fn sent_key<'k>(spec: &Spec, key: &'k ActionKey) -> std::borrow::Cow<'k, str
     );
     // Counted in characters, as vendors count a field's length; a business
     // id may hold any character but a control one.
-    let keep = spec.key_max_len.saturating_sub(digest.len());
+    let keep = keying.key_max_len.saturating_sub(digest.len());
     let prefix: String = whole.chars().take(keep).collect();
     format!("{prefix}{digest}").into()
+}
+
+/// The key as a UUID in version 4's format (Salesforce's UI API takes no
+/// other): the first 16 bytes of the SHA-256 of the whole key, with the
+/// version and variant bits set. The same key is the same UUID; a stored
+/// format (docs/design.md, "The two keys").
+pub fn uuid_of(key: &ActionKey) -> String {
+    let digest = crate::crypto::sha256_hex(key.as_str().as_bytes());
+    let mut hex: Vec<u8> = digest.as_bytes()[..32].to_vec();
+    hex[12] = b'4';
+    // The variant: 10xx in the first bits of the 17th hex digit.
+    let nibble =
+        u8::from_str_radix(std::str::from_utf8(&hex[16..17]).unwrap_or("0"), 16).unwrap_or(0);
+    hex[16] = b"89ab"[usize::from(nibble & 0b11)];
+    let hex = String::from_utf8(hex).unwrap_or_default();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
 }
 
 #[cfg(test)]
@@ -292,7 +461,7 @@ mod tests {
     fn a_key_too_long_for_the_vendor_is_mapped_to_one_that_fits_the_same_every_time() {
         let ws = crate::WorkspaceId::parse("ws-1").unwrap();
         let key = |id: &str| ActionKey::new(&ws, "create_order", id).unwrap();
-        let spec = &salesforce::SPEC;
+        let spec = salesforce::SPEC.keying(Strategy::Upsert);
         let short = key("pi_1");
         assert_eq!(
             sent_key(spec, &short),

@@ -58,79 +58,153 @@ impl fmt::Debug for VendorRef {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vendor::KeyCarrier;
+    use crate::{
+        effect::Object,
+        vendor::{KeyCarrier, Keying, ObjectSpec, Target},
+    };
 
-    /// A vendor's row in docs/destinations.md, as its [`Spec`] declares it.
-    fn doc_row(spec: &Spec) -> String {
-        let strategies: Vec<_> = spec.strategies.iter().map(|s| format!("`{s}`")).collect();
-        let key = match spec.key {
+    /// How one strategy reads in docs/destinations.md.
+    fn keying_text(k: &Keying) -> String {
+        let key = match k.key {
             KeyCarrier::Header => "a header (`idempotency_header`)".to_owned(),
+            KeyCarrier::UuidHeader => "`Idempotency-Key`, as a UUID".to_owned(),
             KeyCarrier::ExternalId => "the External ID, in the path".to_owned(),
+            KeyCarrier::Reference => {
+                "the body's `action_key`, searched as `external_ref`".to_owned()
+            }
             KeyCarrier::UniqueProperty(p) => format!("the unique property `{p}`"),
         };
-        let kept = spec
-            .key_retention
-            .map_or_else(|| "not stated".to_owned(), |d| format!("{} s", d.as_secs()));
+        let kept = k.key_retention.map_or_else(
+            || "not stated".to_owned(),
+            |d| format!("{} days", d.as_secs() / 86_400),
+        );
+        let lost = if k.strategy.keyed() {
+            "asked again with the key"
+        } else {
+            "looked up; not found: uncertain"
+        };
         format!(
-            "| `{}` | {} | {key}, at most {} characters | {kept} | {} s | {} s | bearer token |",
+            "`{}`: {key}, at most {} characters, kept {kept}; links {}; a lost answer: {lost}",
+            k.strategy,
+            k.key_max_len,
+            if k.links { "yes" } else { "no" }
+        )
+    }
+
+    /// A vendor's row for one object in docs/destinations.md, as its
+    /// [`Spec`] declares it.
+    fn doc_row(spec: &Spec, object: &ObjectSpec) -> String {
+        let fields: Vec<_> = object
+            .fields
+            .iter()
+            .map(|(f, name)| format!("{f} `{name}`"))
+            .collect();
+        let links: Vec<_> = object.links.iter().map(|l| l.as_str()).collect();
+        let keyings: Vec<_> = spec.keyings.iter().map(keying_text).collect();
+        format!(
+            "| `{}` | `{}` as `{}` | {} | {} | {} | {} s | {} s | bearer token |",
             spec.name,
-            strategies.join(", "),
-            spec.key_max_len,
+            object.object,
+            object.name,
+            fields.join(", "),
+            if links.is_empty() {
+                "none".to_owned()
+            } else {
+                links.join(", ")
+            },
+            keyings.join("<br>"),
             spec.search_lag.as_secs(),
             spec.throttle_pause.as_secs()
         )
     }
 
     /// Each vendor sends the key where its `Spec` says, under each strategy
-    /// it allows that sends one.
+    /// it allows, for each object it writes.
     #[test]
     fn every_vendor_sends_the_key_where_its_spec_says() {
         let ws = crate::WorkspaceId::parse("ws-1").unwrap();
         let key = crate::action::ActionKey::new(&ws, "create_task", "c-1").unwrap();
-        let request = crate::action::ActionRequest::new(key.clone(), "d", serde_json::json!({}));
         for vendor in VENDORS {
             let spec = vendor.spec();
-            for strategy in spec.strategies {
-                let target = super::super::Target {
-                    strategy: *strategy,
-                    idempotency_header: "Idempotency-Key",
-                };
-                let call = vendor.create(&target, &request);
-                let body = call.body.clone().unwrap_or_default().to_string();
-                let sent = match spec.key {
-                    KeyCarrier::Header => {
-                        *strategy != crate::destination::Strategy::IdempotencyKey
-                            || call
-                                .headers
-                                .contains(&("Idempotency-Key".to_owned(), key.as_str().to_owned()))
-                    }
-                    KeyCarrier::ExternalId => {
-                        call.path.last().map(String::as_str) == Some(key.as_str())
-                    }
-                    KeyCarrier::UniqueProperty(p) => body.contains(&format!("\"{p}\":\"{key}\"")),
-                };
-                assert!(sent, "{} {strategy:?}: {call:?}", spec.name);
+            for object in spec.objects {
+                let field = object.object.required().as_str().to_owned();
+                let mut templates: std::collections::BTreeMap<_, _> =
+                    [(field, "x".to_owned())].into();
+                for need in object.needs {
+                    templates.insert(need.as_str().to_owned(), "y".to_owned());
+                }
+                let links: Vec<_> = object
+                    .needs_link
+                    .iter()
+                    .map(|to| crate::effect::LinkRule {
+                        to: to.as_str().into(),
+                        by: "Ext__c".into(),
+                        value: "v".into(),
+                    })
+                    .collect();
+                let at = crate::Timestamp::from_secs(0);
+                let effect = crate::effect::Effect::render(
+                    object.object,
+                    &templates,
+                    &links,
+                    &serde_json::Value::Null,
+                    at,
+                )
+                .unwrap();
+                let request = crate::action::ActionRequest::of_effect(key.clone(), "d", effect);
+                for keying in spec.keyings {
+                    let call = vendor
+                        .create(&Target::plain(keying.strategy), &request)
+                        .unwrap();
+                    let body = call.body.clone().unwrap_or_default().to_string();
+                    let sent = match keying.key {
+                        KeyCarrier::Header => call
+                            .headers
+                            .contains(&("Idempotency-Key".to_owned(), key.as_str().to_owned())),
+                        KeyCarrier::UuidHeader => call
+                            .headers
+                            .contains(&("Idempotency-Key".to_owned(), super::super::uuid_of(&key))),
+                        KeyCarrier::ExternalId => {
+                            call.path.last().map(String::as_str) == Some(key.as_str())
+                        }
+                        KeyCarrier::Reference => {
+                            body.contains(&format!("\"action_key\":\"{key}\""))
+                        }
+                        KeyCarrier::UniqueProperty(p) => {
+                            body.contains(&format!("\"{p}\":\"{key}\""))
+                        }
+                    };
+                    assert!(
+                        sent,
+                        "{} {:?} {}: {call:?}",
+                        spec.name, keying.strategy, object.name
+                    );
+                }
             }
         }
     }
 
     #[test]
-    fn destinations_md_has_one_row_per_vendor_as_its_spec_declares() {
+    fn destinations_md_has_one_row_per_vendor_and_object_as_its_spec_declares() {
         let page = std::fs::read_to_string(
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/destinations.md"),
         )
         .unwrap();
+        let mut expected = 0;
         for vendor in VENDORS {
-            let line = doc_row(vendor.spec());
-            assert!(
-                page.lines().any(|l| l == line),
-                "docs/destinations.md lacks:\n{line}"
-            );
+            for object in vendor.spec().objects {
+                let line = doc_row(vendor.spec(), object);
+                assert!(
+                    page.lines().any(|l| l == line),
+                    "docs/destinations.md lacks:\n{line}"
+                );
+                expected += 1;
+            }
         }
         let table = page.split("## The vendors").nth(1).unwrap();
         let table = table.split("\n## ").next().unwrap();
         let rows = table.lines().filter(|l| l.starts_with("| `")).count();
-        assert_eq!(rows, VENDORS.len(), "one row per vendor, no more");
+        assert_eq!(rows, expected, "one row per vendor and object, no more");
     }
 
     #[test]
@@ -139,10 +213,14 @@ mod tests {
         for name in &names {
             assert_eq!(vendor(name).unwrap().name(), *name);
             assert_eq!(names.iter().filter(|n| *n == name).count(), 1, "{name}");
-            assert!(
-                !vendor(name).unwrap().spec().strategies.is_empty(),
-                "{name}"
-            );
+            let spec = vendor(name).unwrap().spec();
+            assert!(!spec.keyings.is_empty(), "{name}");
+            // Every object is written or refused with a reason, never silently.
+            for object in Object::ALL {
+                let said =
+                    spec.object(*object).is_some() || spec.cannot.iter().any(|(o, _)| o == object);
+                assert!(said, "{name} says nothing of {object}");
+            }
         }
         assert!(vendor("no-such-crm").is_none());
     }

@@ -1,11 +1,21 @@
-//! `salesforce`: a Task upserted by its External ID field,
-//! `PATCH /services/data/v60.0/sobjects/Task/External_Id__c/{key}`.
+//! `salesforce`: a Task, an Order or an Opportunity upserted by its
+//! External ID field, `PATCH /services/data/v60.0/sobjects/{Object}/External_Id__c/{key}`,
+//! or created through the UI API with an `Idempotency-Key`.
 //!
 //! The upsert is its own lookup: asking again with the same External ID
-//! returns the task already made (201 created, 200 updated), so it never
-//! searches. An External ID text field holds at most 255 characters
-//! (Salesforce's field limits), so a longer key is sent mapped to one
-//! that fits (`vendor::sent_key`).
+//! returns the record already made (201 created, 200 updated), so it never
+//! searches. It sets links in the same write, by the linked record's
+//! External ID (`"Account": {"External_Id__c": …}`; a Task's polymorphic
+//! `Who`/`What` with its type). An External ID text field holds at most
+//! 255 characters (Salesforce's field limits), so a longer key is sent
+//! mapped to one that fits (`vendor::sent_key`).
+//!
+//! The UI API (`POST /ui-api/records`) takes an `Idempotency-Key` in UUID
+//! version 4 format and keeps it 30 days (its guide, "Prevent Record
+//! Duplication with Idempotent Record Writes"); its fields are flat, so it
+//! sets no link by External ID. The record carries the External ID too, so
+//! a later attempt past the key's 30 days finds it by SOQL, which reads the
+//! database (no search lag).
 //!
 //! An org past its API allowance answers 403 with the error code
 //! `REQUEST_LIMIT_EXCEEDED` (a list of `{"errorCode", "message"}`), and no
@@ -14,61 +24,188 @@
 
 use std::time::Duration;
 
-use serde_json::json;
+use serde_json::{Map, Value, json};
 
 use crate::{
-    action::{ActionKey, ActionRequest},
+    action::ActionRequest,
     destination::Strategy,
+    effect::{Effect, Field, Link, LinkTo, Object, Priority, date},
     failure::{Failure, FailureKind},
 };
 
 use super::{
-    Answer, Auth, Call, KeyCarrier, Method, Spec, Target, Vendor, cut, failure_of, sent_key,
+    Answer, Auth, Call, KeyCarrier, Keying, Method, ObjectSpec, Spec, Target, Vendor, cut,
+    failure_of, sent_key, uuid_of,
 };
 
-/// The Task's upsert, below the base URL; the key is the last segment.
-pub const TASK_UPSERT: &str = "services/data/v60.0/sobjects/Task/External_Id__c";
-/// The longest Task `Subject` Salesforce takes (255 characters, its object
-/// reference for Task); a longer one is cut, the cut logged.
-pub const SUBJECT_MAX: usize = 255;
+/// The REST API's version, below the base URL.
+pub const API: &str = "services/data/v60.0";
+/// The External ID field records are upserted by (marked Unique).
+pub const EXTERNAL_ID: &str = "External_Id__c";
+/// The UI API's record create.
+pub const UI_RECORDS: &str = "services/data/v60.0/ui-api/records";
+/// The SOQL query resource.
+pub const QUERY: &str = "services/data/v60.0/query";
 /// The error code of an org past its API allowance.
 pub const REQUEST_LIMIT_EXCEEDED: &str = "REQUEST_LIMIT_EXCEEDED";
 
+/// The longest text each field takes (Salesforce's object reference):
+/// a longer one is cut, the cut logged.
+const LIMITS: &[(&str, usize)] = &[
+    ("Subject", 255),
+    ("Description", 32_000),
+    ("Name", 80),
+    ("StageName", 255),
+    ("Status", 255),
+];
+/// An Opportunity's Name takes 120 characters, an Order's 80.
+const OPPORTUNITY_NAME_MAX: usize = 120;
+
+const THIRTY_DAYS: Duration = Duration::from_secs(30 * 86_400);
+
 pub static SPEC: Spec = Spec {
     name: "salesforce",
-    strategies: &[Strategy::Upsert],
-    key: KeyCarrier::ExternalId,
-    key_max_len: 255,
-    key_retention: None,
+    keyings: &[
+        Keying {
+            strategy: Strategy::Upsert,
+            key: KeyCarrier::ExternalId,
+            key_max_len: 255,
+            key_retention: None,
+            links: true,
+        },
+        Keying {
+            strategy: Strategy::IdempotencyKey,
+            key: KeyCarrier::UuidHeader,
+            key_max_len: 36,
+            key_retention: Some(THIRTY_DAYS),
+            links: false,
+        },
+    ],
     auth: Auth::Bearer,
     search_lag: Duration::ZERO,
     throttle_pause: Duration::from_secs(300),
+    objects: &[
+        ObjectSpec {
+            object: Object::Task,
+            name: "Task",
+            fields: &[
+                (Field::Subject, "Subject"),
+                (Field::Body, "Description"),
+                (Field::DueIn, "ActivityDate"),
+                (Field::Owner, "OwnerId"),
+                (Field::Priority, "Priority"),
+            ],
+            absent: &[],
+            needs: &[],
+            links: &[LinkTo::Contact, LinkTo::Account, LinkTo::Deal],
+            needs_link: None,
+        },
+        ObjectSpec {
+            object: Object::Order,
+            name: "Order",
+            fields: &[
+                (Field::Name, "Name"),
+                (Field::Currency, "CurrencyIsoCode"),
+                (Field::Stage, "Status"),
+            ],
+            absent: &[(
+                Field::Amount,
+                "Salesforce computes an Order's TotalAmount from its products (OrderItem)",
+            )],
+            needs: &[],
+            links: &[LinkTo::Account],
+            needs_link: Some(LinkTo::Account),
+        },
+        ObjectSpec {
+            object: Object::Deal,
+            name: "Opportunity",
+            fields: &[
+                (Field::Name, "Name"),
+                (Field::Amount, "Amount"),
+                (Field::Currency, "CurrencyIsoCode"),
+                (Field::Stage, "StageName"),
+                (Field::DueIn, "CloseDate"),
+            ],
+            absent: &[],
+            needs: &[Field::Stage],
+            links: &[LinkTo::Account],
+            needs_link: None,
+        },
+    ],
+    cannot: &[(
+        Object::Note,
+        "a Note (or ContentNote) takes no custom field, so it has no External ID to \
+         upsert by",
+    )],
 };
 
 #[derive(Debug)]
 pub struct Salesforce;
+
+/// The sObject `request` writes (a rule without one writes a Task).
+fn object_of(request: &ActionRequest) -> &'static ObjectSpec {
+    let object = request.effect.as_ref().map_or(Object::Task, |e| e.object);
+    SPEC.object(object).unwrap_or(&SPEC.objects[0])
+}
 
 impl Vendor for Salesforce {
     fn spec(&self) -> &'static Spec {
         &SPEC
     }
 
-    fn create(&self, _: &Target<'_>, request: &ActionRequest) -> Call {
-        let body = json!({
-            "Subject": cut(super::subject(request), SUBJECT_MAX, SPEC.name, "Subject"),
-            "Description": request.body["fields"].to_string(),
-        });
-        Call::new(Method::Patch, TASK_UPSERT)
-            .segment(&sent_key(&SPEC, &request.key))
-            .json(body)
+    fn create(&self, target: &Target<'_>, request: &ActionRequest) -> Result<Call, Failure> {
+        let object = object_of(request);
+        let external = sent_key(SPEC.keying(Strategy::Upsert), &request.key);
+        let mut fields = match &request.effect {
+            Some(effect) => fields(object, effect)?,
+            None => legacy(request),
+        };
+        if target.strategy == Strategy::IdempotencyKey {
+            fields.insert(EXTERNAL_ID.to_owned(), Value::String(external.into()));
+            let body = json!({ "apiName": object.name, "fields": fields });
+            return Ok(Call::new(Method::Post, UI_RECORDS)
+                .header("Idempotency-Key", &uuid_of(&request.key))
+                .json(body));
+        }
+        if let Some(effect) = &request.effect {
+            for link in &effect.links {
+                relate(&mut fields, object.object, link);
+            }
+        }
+        Ok(Call::new(
+            Method::Patch,
+            &format!("{API}/sobjects/{}/{EXTERNAL_ID}", object.name),
+        )
+        .segment(&external)
+        .json(Value::Object(fields)))
     }
 
     fn created(&self, _: &Target<'_>, answer: &Answer<'_>) -> Result<String, Failure> {
         answer.id_at("/id")
     }
 
-    fn lookup(&self, _: &Target<'_>, _: &ActionKey) -> Option<Call> {
-        None
+    /// Under the UI API's key, past its 30 days: the record by its External
+    /// ID, in SOQL (the database, not a lagging search index). An upsert
+    /// never looks.
+    fn lookup(&self, target: &Target<'_>, request: &ActionRequest) -> Option<Call> {
+        if target.strategy != Strategy::IdempotencyKey {
+            return None;
+        }
+        let external = sent_key(SPEC.keying(Strategy::Upsert), &request.key);
+        let soql = format!(
+            "SELECT Id FROM {} WHERE {EXTERNAL_ID} = '{}'",
+            object_of(request).name,
+            soql_quoted(&external)
+        );
+        Some(Call::new(Method::Get, QUERY).query("q", &soql))
+    }
+
+    fn found(&self, answer: &Answer<'_>) -> Result<Option<String>, Failure> {
+        Ok(answer
+            .json()?
+            .pointer("/records/0/Id")
+            .and_then(Value::as_str)
+            .map(str::to_owned))
     }
 
     fn refusal(&self, answer: &Answer<'_>) -> FailureKind {
@@ -79,88 +216,130 @@ impl Vendor for Salesforce {
     }
 }
 
+/// `text` inside SOQL's single quotes: a backslash and a quote escaped.
+fn soql_quoted(text: &str) -> String {
+    text.replace('\\', "\\\\").replace('\'', "\\'")
+}
+
+/// Text cut to the field's documented limit.
+fn limited(object: Object, name: &str, text: String) -> String {
+    let max = match (object, name) {
+        (Object::Deal, "Name") => OPPORTUNITY_NAME_MAX,
+        _ => LIMITS
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or(usize::MAX, |(_, max)| *max),
+    };
+    cut(text, max, SPEC.name, name)
+}
+
+/// The fields of `effect` as Salesforce names them: an amount a JSON
+/// number, dates as `YYYY-MM-DD` (a Task's `ActivityDate` its due date, an
+/// Opportunity's `CloseDate` its close, an Order's `EffectiveDate` the
+/// event's date), the values Salesforce requires filled in (an Order's
+/// `Status` starts `Draft`, a Task's `Not Started`).
+fn fields(object: &ObjectSpec, effect: &Effect) -> Result<Map<String, Value>, Failure> {
+    let mut out = Map::new();
+    let name_of = |field: Field| {
+        object
+            .fields
+            .iter()
+            .find(|(f, _)| *f == field)
+            .map(|(_, n)| *n)
+    };
+    for field in [
+        Field::Subject,
+        Field::Body,
+        Field::Owner,
+        Field::Name,
+        Field::Stage,
+    ] {
+        if let (Some(name), Some(text)) = (name_of(field), effect.text(field)) {
+            out.insert(name.to_owned(), limited(object.object, name, text).into());
+        }
+    }
+    if let (Some(name), Some(amount)) = (name_of(Field::Amount), effect.amount()?) {
+        let number: Value = serde_json::from_str(&amount)
+            .map_err(|_| crate::effect::refused(Field::Amount, "not a number Salesforce reads"))?;
+        out.insert(name.to_owned(), number);
+    }
+    if let (Some(name), Some(currency)) = (name_of(Field::Currency), effect.currency()?) {
+        out.insert(name.to_owned(), currency.into());
+    }
+    if let Some(priority) = effect.priority()? {
+        let text = match priority {
+            Priority::Low => "Low",
+            Priority::Normal => "Normal",
+            Priority::High => "High",
+        };
+        out.insert("Priority".into(), text.into());
+    }
+    match object.object {
+        Object::Task => {
+            if effect.values.contains_key(&Field::DueIn) {
+                out.insert("ActivityDate".into(), date(effect.due()).into());
+            }
+            out.insert("Status".into(), "Not Started".into());
+        }
+        Object::Deal => {
+            out.insert("CloseDate".into(), date(effect.due()).into());
+        }
+        Object::Order => {
+            out.entry("Status").or_insert_with(|| "Draft".into());
+            out.insert("EffectiveDate".into(), date(effect.at).into());
+        }
+        Object::Note => {}
+    }
+    Ok(out)
+}
+
+/// A rule without an object: a Task named after the action, its
+/// description the rule's fields as JSON.
+fn legacy(request: &ActionRequest) -> Map<String, Value> {
+    let mut out = Map::new();
+    out.insert(
+        "Subject".into(),
+        limited(Object::Task, "Subject", super::subject(request)).into(),
+    );
+    out.insert(
+        "Description".into(),
+        request.body["fields"].to_string().into(),
+    );
+    out
+}
+
+/// `link` set in the upsert's own body: by the linked record's External
+/// ID as a relationship (a Task's `Who` and `What` are polymorphic, so
+/// they name the type), or by its Salesforce id (`by = "Id"`).
+fn relate(fields: &mut Map<String, Value>, object: Object, link: &Link) {
+    let (relationship, sobject) = match (object, link.to) {
+        (Object::Task, LinkTo::Contact) => ("Who", Some("Contact")),
+        (Object::Task, LinkTo::Account) => ("What", Some("Account")),
+        (Object::Task, LinkTo::Deal) => ("What", Some("Opportunity")),
+        (_, LinkTo::Account) => ("Account", None),
+        (_, LinkTo::Contact) => ("Contact", None),
+        (_, LinkTo::Deal) => ("Opportunity", None),
+    };
+    if link.by.eq_ignore_ascii_case("id") {
+        fields.insert(format!("{relationship}Id"), link.value.clone().into());
+        return;
+    }
+    let mut reference = Map::new();
+    if let Some(sobject) = sobject {
+        reference.insert("attributes".into(), json!({ "type": sobject }));
+    }
+    reference.insert(link.by.clone(), link.value.clone().into());
+    fields.insert(relationship.to_owned(), Value::Object(reference));
+}
+
 /// The error code of a Salesforce REST error answer: `[{"errorCode": …}]`.
 fn error_code(body: &[u8]) -> Option<String> {
-    let errors: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let errors: Value = serde_json::from_slice(body).ok()?;
     errors
         .pointer("/0/errorCode")
-        .and_then(serde_json::Value::as_str)
+        .and_then(Value::as_str)
         .map(str::to_owned)
 }
 
 #[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-    use crate::WorkspaceId;
-
-    fn request(business_id: &str) -> ActionRequest {
-        let ws = WorkspaceId::parse("ws-1").unwrap();
-        let key = ActionKey::new(&ws, "create_order", business_id).unwrap();
-        ActionRequest::new(key, "sf", json!({"amount": 10}))
-    }
-
-    #[test]
-    fn a_task_is_upserted_by_its_external_id_with_subject_and_description() {
-        let r = request("ord/1");
-        let target = Target {
-            strategy: Strategy::Upsert,
-            idempotency_header: "Idempotency-Key",
-        };
-        let call = Salesforce.create(&target, &r);
-        assert_eq!(call.method, Method::Patch);
-        assert_eq!(
-            call.path.last().unwrap(),
-            r.key.as_str(),
-            "one segment, encoded by the sender"
-        );
-        assert_eq!(call.path.len(), TASK_UPSERT.split('/').count() + 1);
-        let body = call.body.unwrap();
-        assert_eq!(body["Description"], r#"{"amount":10}"#);
-        assert!(
-            body["Subject"]
-                .as_str()
-                .unwrap()
-                .starts_with("create_order (")
-        );
-        assert!(Salesforce.lookup(&target, &r.key).is_none());
-    }
-
-    #[test]
-    fn an_org_past_its_api_allowance_is_a_throttle_and_other_403s_are_refusals() {
-        let answer = |body: &'static [u8]| Answer {
-            status: 403,
-            body,
-            retry_after: None,
-        };
-        let limit = br#"[{"message":"TotalRequests Limit exceeded.","errorCode":"REQUEST_LIMIT_EXCEEDED"}]"#;
-        assert_eq!(Salesforce.refusal(&answer(limit)), FailureKind::Throttled);
-        let denied = br#"[{"message":"no access","errorCode":"INSUFFICIENT_ACCESS"}]"#;
-        assert_eq!(Salesforce.refusal(&answer(denied)), FailureKind::Permanent);
-        assert_eq!(
-            Salesforce.refusal(&answer(b"not json")),
-            FailureKind::Permanent
-        );
-    }
-
-    #[test]
-    fn a_key_longer_than_the_external_id_field_is_sent_mapped_to_255() {
-        let target = Target {
-            strategy: Strategy::Upsert,
-            idempotency_header: "Idempotency-Key",
-        };
-        let long = request(&"x".repeat(300));
-        let call = Salesforce.create(&target, &long);
-        let sent = call.path.last().unwrap();
-        assert_eq!(sent.len(), 255);
-        assert_eq!(*sent, super::super::sent_key(&SPEC, &long.key));
-        // Its subject names the key: cut to the field's 255 characters.
-        let subject = call.body.unwrap()["Subject"].as_str().unwrap().to_owned();
-        assert_eq!(subject.chars().count(), SUBJECT_MAX);
-        assert!(
-            subject.starts_with("create_order (ws-1#create_order#xxx"),
-            "{subject}"
-        );
-    }
-}
+mod tests;

@@ -15,7 +15,7 @@ use std::{
 
 use hookgate_core::{
     Timestamp,
-    action::{ActionKey, ActionRequest},
+    action::ActionRequest,
     destination::{Destination, Strategy},
     failure::Failure,
 };
@@ -147,7 +147,8 @@ impl Destination for SimCrm {
         }
     }
 
-    async fn lookup(&self, key: &ActionKey) -> Result<Option<String>, Failure> {
+    async fn lookup(&self, request: &ActionRequest) -> Result<Option<String>, Failure> {
+        let key = &request.key;
         let state = self.lock();
         if state.mode == Mode::Down {
             return Err(Failure::retryable("503 (simulated outage)"));

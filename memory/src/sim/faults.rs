@@ -522,19 +522,19 @@ impl Destination for Faulty<SimCrm> {
         answer
     }
 
-    async fn lookup(&self, key: &ActionKey) -> Result<Option<String>, Failure> {
+    async fn lookup(&self, request: &ActionRequest) -> Result<Option<String>, Failure> {
         match self.plan.next() {
             Fate::Crash => std::future::pending().await,
             Fate::Pause => {
                 self.plan.pause(Call::Crm).await;
-                self.inner.lookup(key).await
+                self.inner.lookup(request).await
             }
             Fate::LoseAnswer => {
-                let _lost = self.inner.lookup(key).await;
-                self.inner.lookup(key).await
+                let _lost = self.inner.lookup(request).await;
+                self.inner.lookup(request).await
             }
             Fate::Fail => Err(Failure::retryable("the simulated CRM refused")),
-            Fate::Proceed => self.inner.lookup(key).await,
+            Fate::Proceed => self.inner.lookup(request).await,
         }
     }
 

@@ -231,7 +231,8 @@ impl Destination for ScriptedCrm {
         answer
     }
 
-    async fn lookup(&self, key: &ActionKey) -> Result<Option<String>, Failure> {
+    async fn lookup(&self, request: &ActionRequest) -> Result<Option<String>, Failure> {
+        let key = &request.key;
         *self.lookups.lock().unwrap() += 1;
         let creates = self.creates.lock().unwrap();
         let made_at = self.made_at.lock().unwrap();

@@ -18,7 +18,8 @@ mod hubspot;
 mod salesforce;
 mod state;
 
-/// Every vendor's routes, as one router.
+/// Every vendor's routes, as one router (the `http` vendor's at every
+/// path the others do not take).
 fn vendor_routes() -> axum::Router<api::AppState> {
     axum::Router::new()
         .merge(http::routes())
@@ -84,6 +85,19 @@ impl SimCrm {
     /// search lags its writes (none at start).
     pub fn set_search_lag(&self, lag: std::time::Duration) {
         self.shared.lock().search_lag = lag;
+    }
+
+    /// From now on an idempotency key is forgotten `retention` after its
+    /// first answer, as a CRM that keeps keys a day does (kept for ever at
+    /// start).
+    pub fn set_key_retention(&self, retention: Option<std::time::Duration>) {
+        self.shared.lock().key_retention = retention;
+    }
+
+    /// From now on a keyed write of the `http` vendor takes `processing` to
+    /// commit, its key in flight meanwhile: a repeat then is answered 409.
+    pub fn set_processing(&self, processing: std::time::Duration) {
+        self.shared.lock().processing = processing;
     }
 
     /// A handle on the simulator for tasks that outlive a borrow of it.

@@ -20,8 +20,13 @@ pub struct Task {
     pub id: String,
     /// The external reference it can be found by (the action key).
     pub external_ref: Option<String>,
-    /// Which API created it: `tasks`, `salesforce` or `hubspot`.
+    /// Which API created it: `tasks` (the `http` kind), `salesforce` or
+    /// `hubspot`.
     pub api: &'static str,
+    /// What it is, as the vendor names it: HubSpot's object type (`tasks`,
+    /// `deals`, `orders`, `notes`), Salesforce's sObject (`Task`, `Order`,
+    /// `Opportunity`), or the `http` path it was posted to.
+    pub object: String,
     pub body: Value,
     /// Upserts that updated it after creation.
     pub updates: u32,
@@ -50,6 +55,7 @@ pub(crate) struct Remembered {
     pub body_hash: u64,
     pub status: u16,
     pub answer: Value,
+    pub at: Instant,
 }
 
 #[derive(Debug, Default)]
@@ -64,6 +70,12 @@ pub(crate) struct Inner {
     /// How long a new task is hidden from the searches (a search that lags
     /// its writes, as HubSpot's does).
     pub search_lag: std::time::Duration,
+    /// How long an idempotency key is remembered (`None`: for ever).
+    pub key_retention: Option<std::time::Duration>,
+    /// How long a keyed create takes to commit, its key in flight meanwhile.
+    pub processing: std::time::Duration,
+    /// Keys whose first request is still being processed.
+    pub in_flight: std::collections::HashSet<String>,
 }
 
 #[derive(Debug, Default)]
@@ -73,10 +85,10 @@ pub(crate) struct Shared {
 }
 
 impl Inner {
-    /// Creates a task and returns its id.
+    /// Creates a record and returns its id.
     pub fn create(
         &mut self,
-        api: &'static str,
+        (api, object): (&'static str, &str),
         external_ref: Option<String>,
         body: Value,
     ) -> String {
@@ -85,6 +97,7 @@ impl Inner {
             id: id.clone(),
             external_ref,
             api,
+            object: object.to_owned(),
             body,
             updates: 0,
             created_ms: now_ms(),
@@ -92,14 +105,30 @@ impl Inner {
         id
     }
 
-    /// Updates the task with `external_ref`, or creates it; `(id, created)`.
-    pub fn upsert(&mut self, api: &'static str, external_ref: &str, body: Value) -> (String, bool) {
+    /// Updates the record with `external_ref`, or creates it; `(id, created)`.
+    pub fn upsert(
+        &mut self,
+        at: (&'static str, &str),
+        external_ref: &str,
+        body: Value,
+    ) -> (String, bool) {
         if let Some(task) = self.find_mut(external_ref) {
             task.body = body;
             task.updates += 1;
             return (task.id.clone(), false);
         }
-        (self.create(api, Some(external_ref.to_owned()), body), true)
+        (self.create(at, Some(external_ref.to_owned()), body), true)
+    }
+
+    /// The answer remembered for `key`, if it is still kept.
+    pub fn remembered(&mut self, key: &str) -> Option<Remembered> {
+        let retention = self.key_retention;
+        if let Some(seen) = self.idempotency.get(key)
+            && retention.is_some_and(|r| seen.at.elapsed() >= r)
+        {
+            self.idempotency.remove(key);
+        }
+        self.idempotency.get(key).cloned()
     }
 
     /// The tasks with `external_ref` that the searches show: those made at

@@ -9,6 +9,7 @@ mod contracts;
 mod crash_points;
 mod dedup;
 mod dispatch;
+mod effects;
 mod held;
 mod identity;
 mod limits;

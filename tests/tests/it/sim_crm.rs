@@ -50,3 +50,43 @@ async fn a_fault_matching_one_business_id_spares_every_other_request() {
             .all(|t| t.created_ms > 1_700_000_000_000)
     );
 }
+
+/// The `http` vendor's keys as the IETF draft has them: a repeat while the
+/// first request is processed is 409, another body under a kept key 422,
+/// and a key past its retention is forgotten (a new record).
+#[tokio::test]
+async fn a_key_in_flight_is_409_another_body_422_and_a_key_past_its_retention_forgotten() {
+    let sim = SimCrm::start(([127, 0, 0, 1], 0).into()).await.unwrap();
+    let http = reqwest::Client::new();
+    let url = format!("{}/tasks", sim.base_url());
+    let post = |body: serde_json::Value| {
+        http.post(&url)
+            .header("Idempotency-Key", "ws-1#a#1")
+            .json(&body)
+            .send()
+    };
+    sim.set_processing(std::time::Duration::from_millis(300));
+    let body = json!({"action_key": "ws-1#a#1", "fields": {}});
+    let (first, repeat) = tokio::join!(post(body.clone()), async {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        post(body.clone()).await
+    });
+    assert_eq!(first.unwrap().status(), 201);
+    assert_eq!(
+        repeat.unwrap().status(),
+        409,
+        "the first is still in flight"
+    );
+    sim.set_processing(std::time::Duration::ZERO);
+    assert_eq!(post(body.clone()).await.unwrap().status(), 201, "replayed");
+    let other = json!({"action_key": "ws-1#a#1", "fields": {"x": 1}});
+    assert_eq!(post(other).await.unwrap().status(), 422);
+    assert_eq!(sim.tasks().total, 1);
+    sim.set_key_retention(Some(std::time::Duration::ZERO));
+    assert_eq!(post(body).await.unwrap().status(), 201);
+    assert_eq!(
+        sim.tasks().total,
+        2,
+        "a forgotten key makes a second record"
+    );
+}
