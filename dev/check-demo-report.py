@@ -1,6 +1,7 @@
 """Checks what a default `make demo` run must show beyond its exit code
 (`make test`'s demo stage): every staged failure class reached triage and was
-decided, and both report files were written.
+decided (the poison class twice: the CRM's refusal and the email service's),
+each payment made its three effects once, and both report files were written.
 
 usage: python dev/check-demo-report.py target/demo
 """
@@ -18,7 +19,7 @@ def main():
     problems = []
     if report["ok"] is not True:
         problems.append("report.json: ok is not true")
-    for name, want in (("key-collision", 1), ("uncertain", 2), ("poison", 1)):
+    for name, want in (("key-collision", 1), ("uncertain", 2), ("poison", 2)):
         if classes.get(name) != want:
             problems.append(f"triage class {name}: {classes.get(name)}, not {want}")
     if not classes.get("downstream-outage"):
@@ -28,6 +29,11 @@ def main():
             problems.append(f"operator {name}: {operator.get(name)}, not 1")
     if report["actions"]["intended"] != report["actions"]["crm_tasks"]:
         problems.append(f"actions: {report['actions']}")
+    payments = report["actions"]["payments"]
+    if not payments["payments"] or any(
+        payments[effect] != payments["payments"] for effect in ("orders", "tasks", "emails")
+    ):
+        problems.append(f"payments: {payments}")
     if report["aws_requests"]["per_delivery"] <= 2.0:
         problems.append(f"AWS requests per delivery {report['aws_requests']['per_delivery']}")
     html = (out / "report.html").read_text()

@@ -155,18 +155,16 @@ impl<K: SecretSource> CrmDestination<K> {
     }
 
     /// Sends `call` and reads its answer: the 2xx body, or the failure the
-    /// vendor reads in any other answer.
-    async fn call(&self, call: &Call) -> Result<(u16, Vec<u8>), Failure> {
+    /// vendor reads in any other answer. `keyed`: the call carries the
+    /// action's idempotency key (a create under that strategy); only then
+    /// can an answer say the key is held for another request.
+    async fn call(&self, call: &Call, keyed: bool) -> Result<(u16, Vec<u8>), Failure> {
         let url = self.url(call);
         let response = self.send(|client| self.request(client, call, &url)).await?;
         let read = read(response, self.kind.get())
             .await
             .map_err(|mut failure| {
-                // A key reused with another body needs a key: without one, the
-                // same answer is a plain refusal.
-                if failure.kind == FailureKind::Collision
-                    && self.strategy != Strategy::IdempotencyKey
-                {
+                if failure.kind == FailureKind::Collision && !keyed {
                     failure.kind = FailureKind::Permanent;
                 }
                 failure
@@ -277,7 +275,11 @@ async fn exchange(request: RequestBuilder) -> Result<Response, Failure> {
 /// A failure before any answer: refused connections never reached the CRM;
 /// anything after the request was written may have happened.
 fn classify_send(e: reqwest::Error) -> Failure {
-    if e.is_connect() {
+    if e.is_builder() {
+        // Never sent: a request that cannot be built (a header value a
+        // template rendered) is refused, not a lost answer.
+        Failure::permanent(format!("request not sent: {e}"))
+    } else if e.is_connect() {
         Failure::retryable(format!("connection failed: {e}"))
     } else {
         Failure::outcome_unknown(format!("no answer: {e}"))
@@ -413,18 +415,27 @@ impl<K: SecretSource> Destination for CrmDestination<K> {
     async fn create(&self, request: &ActionRequest) -> Result<String, Failure> {
         let vendor = self.kind.get();
         let target = self.target();
-        let (status, body) = self.call(&vendor.create(&target, request)?).await?;
+        let keyed = self.strategy == Strategy::IdempotencyKey;
+        let (status, body) = self.call(&vendor.create(&target, request)?, keyed).await?;
         self.paused_by(vendor.created(&target, &ok(status, &body)))
     }
 
     async fn lookup(&self, request: &ActionRequest) -> Result<Option<String>, Failure> {
         let vendor = self.kind.get();
         let target = self.target();
-        // An upsert needs no lookup: asking again is the lookup.
         let Some(call) = vendor.lookup(&target, request) else {
-            return Ok(None);
+            // An upsert needs no lookup: asking again is the lookup. Under a
+            // key that may be forgotten, a vendor that cannot look refuses,
+            // so the attempt is held, never a second effect.
+            if self.strategy == Strategy::Upsert {
+                return Ok(None);
+            }
+            return Err(Failure::permanent(format!(
+                "{} cannot look an effect up by its key",
+                self.kind.name()
+            )));
         };
-        let (status, body) = self.call(&call).await?;
+        let (status, body) = self.call(&call, false).await?;
         self.paused_by(vendor.found(&ok(status, &body)))
     }
 }

@@ -408,6 +408,10 @@ impl Ledger for DynamoLedger {
                 ActionStatus::Failed,
                 Some((FailureKind::Permanent, message)),
             ),
+            Settle::Collided(message) => (
+                ActionStatus::Failed,
+                Some((FailureKind::Collision, message)),
+            ),
             Settle::Uncertain(message) => (
                 ActionStatus::Uncertain,
                 Some((FailureKind::OutcomeUnknown, message)),

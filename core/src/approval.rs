@@ -15,7 +15,7 @@ use crate::{
     InboxPk, Provider, Timestamp,
     action::ActionKey,
     config::Config,
-    failure::HoldCase,
+    failure::{FailureKind, HoldCase},
     inbox::{InboxRecord, InboxStatus, Origin, Reopener, Verdict},
     ledger::{ActionRecord, ActionStatus},
     message::{MessageKind, QueueMessage},
@@ -976,8 +976,14 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
                 if action.status != ActionStatus::Failed {
                     continue;
                 }
-                let failed =
-                    worker_item_id(HoldCase::Failed, &request.key, &request.request_sha256);
+                // Filed as the collision it was, when the destination held
+                // the key for another request: approved once that is
+                // settled there, re-run as a refusal is.
+                let case = match action.last_error_kind {
+                    Some(FailureKind::Collision) => HoldCase::Collision,
+                    _ => HoldCase::Failed,
+                };
+                let failed = worker_item_id(case, &request.key, &request.request_sha256);
                 // A worker's item decides its own action only: the event's
                 // other failures (poison, a collision) wait for their own.
                 if failed != item.id && item.source == TriageSource::Worker {

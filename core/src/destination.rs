@@ -142,9 +142,10 @@ pub enum Step {
 /// - a lost answer at a key or upsert destination stays a retry with the
 ///   same key (asking again returns the effect already made); at a lookup
 ///   destination, where the lookup cannot settle it, it is UNCERTAIN;
-/// - a failed lookup before creating again is retried, never a blind
-///   create; past the key's retention, a lookup that cannot answer leaves
-///   the outcome uncertain;
+/// - a lookup before creating again that fails is retried, never a blind
+///   create; one that is refused leaves the outcome uncertain, as after a
+///   lost answer, and so does one past the key's retention that cannot
+///   answer;
 /// - a throttle is retried after the wait the destination asked for, with
 ///   the same key, before or after a lost answer alike.
 pub fn disposition(failure: Failure, strategy: Strategy, step: Step) -> Performed {

@@ -29,6 +29,7 @@ pub enum Object {
     Order,
     Deal,
     Note,
+    Email,
 }
 
 names!(Object "object" {
@@ -36,6 +37,7 @@ names!(Object "object" {
     Order => "order",
     Deal => "deal",
     Note => "note",
+    Email => "email",
 });
 
 /// A typed field of an object.
@@ -54,12 +56,27 @@ pub enum Field {
     Priority,
     /// An order's or a deal's name (text).
     Name,
-    /// A decimal number, as the event gives it (no unit conversion).
+    /// A decimal number, as the event gives it.
     Amount,
+    /// An amount in the currency's minor units, as Stripe gives one (2000
+    /// is 20.00 USD, 2000 JPY): written as the decimal amount by the
+    /// currency's exponent; needs `currency`.
+    AmountMinor,
     /// An ISO 4217 code: three letters.
     Currency,
     /// The stage (pipeline stage, status) as the vendor names it (text).
     Stage,
+    /// An email's recipient: one address.
+    To,
+    /// An email's sender, `Name <address>` or an address.
+    From,
+    /// Where replies go: one address.
+    ReplyTo,
+    /// An email's plain-text body.
+    Text,
+    /// An email's HTML body: values from the event escaped unless raw
+    /// (`{{{/pointer}}}`).
+    Html,
 }
 
 names!(Field "field" {
@@ -70,8 +87,14 @@ names!(Field "field" {
     Priority => "priority",
     Name => "name",
     Amount => "amount",
+    AmountMinor => "amount_minor",
     Currency => "currency",
     Stage => "stage",
+    To => "to",
+    From => "from",
+    ReplyTo => "reply_to",
+    Text => "text",
+    Html => "html",
 });
 
 impl Object {
@@ -80,18 +103,20 @@ impl Object {
         use Field::*;
         match self {
             Object::Task => &[Subject, Body, DueIn, Owner, Priority],
-            Object::Order => &[Name, Amount, Currency, Stage],
-            Object::Deal => &[Name, Amount, Currency, Stage, DueIn],
+            Object::Order => &[Name, Amount, AmountMinor, Currency, Stage],
+            Object::Deal => &[Name, Amount, AmountMinor, Currency, Stage, DueIn],
             Object::Note => &[Body],
+            Object::Email => &[To, From, ReplyTo, Subject, Text, Html],
         }
     }
 
-    /// The field without which the object is not worth making.
-    pub const fn required(self) -> Field {
+    /// The fields without which the object is not worth making.
+    pub const fn required(self) -> &'static [Field] {
         match self {
-            Object::Task => Field::Subject,
-            Object::Order | Object::Deal => Field::Name,
-            Object::Note => Field::Body,
+            Object::Task => &[Field::Subject],
+            Object::Order | Object::Deal => &[Field::Name],
+            Object::Note => &[Field::Body],
+            Object::Email => &[Field::To, Field::From, Field::Subject],
         }
     }
 }
@@ -134,12 +159,17 @@ pub struct Template {
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Part {
     Text(String),
-    Pointer(String),
+    /// A JSON pointer; `raw` (written `{{{/pointer}}}`) is never escaped.
+    Pointer {
+        pointer: String,
+        raw: bool,
+    },
 }
 
 impl Template {
     /// Parses `text`: every `{{` opens a placeholder that a `}}` closes,
-    /// holding a JSON pointer (it starts with `/`).
+    /// holding a JSON pointer (it starts with `/`); `{{{` and `}}}` mark a
+    /// raw one, never escaped (an email's HTML body escapes the others).
     pub fn parse(text: &str) -> Result<Self, String> {
         let mut parts = Vec::new();
         let mut rest = text;
@@ -147,9 +177,11 @@ impl Template {
             if open > 0 {
                 parts.push(Part::Text(rest[..open].to_owned()));
             }
-            let after = &rest[open + 2..];
+            let raw = rest[open..].starts_with("{{{");
+            let (opener, closer) = if raw { (3, "}}}") } else { (2, "}}") };
+            let after = &rest[open + opener..];
             let close = after
-                .find("}}")
+                .find(closer)
                 .ok_or_else(|| format!("template {text:?}: a {{{{ is not closed"))?;
             let pointer = after[..close].trim();
             if !pointer.starts_with('/') {
@@ -158,8 +190,11 @@ impl Template {
                      (start with /)"
                 ));
             }
-            parts.push(Part::Pointer(pointer.to_owned()));
-            rest = &after[close + 2..];
+            parts.push(Part::Pointer {
+                pointer: pointer.to_owned(),
+                raw,
+            });
+            rest = &after[close + closer.len()..];
         }
         if rest.contains("}}") {
             return Err(format!("template {text:?}: a }}}} opens nothing"));
@@ -209,18 +244,38 @@ impl Template {
     /// written as a string is, a number or boolean as JSON, an absent or
     /// null one as nothing.
     pub fn render(&self, doc: &Value) -> Value {
-        if let [Part::Pointer(pointer)] = self.parts.as_slice() {
+        if let [Part::Pointer { pointer, .. }] = self.parts.as_slice() {
             return doc.pointer(pointer).cloned().unwrap_or(Value::Null);
         }
+        self.text(doc, false)
+    }
+
+    /// The text for an HTML document: each value taken from `doc` escaped
+    /// (`&`, `<`, `>`, `"`, `'`) unless its placeholder is raw; the
+    /// template's own text is HTML as written.
+    pub fn render_html(&self, doc: &Value) -> Value {
+        self.text(doc, true)
+    }
+
+    fn text(&self, doc: &Value, html: bool) -> Value {
         let mut out = String::new();
         for part in &self.parts {
-            match part {
-                Part::Text(text) => out.push_str(text),
-                Part::Pointer(pointer) => match doc.pointer(pointer) {
-                    Some(Value::String(s)) => out.push_str(s),
-                    None | Some(Value::Null) => {}
-                    Some(other) => out.push_str(&other.to_string()),
-                },
+            let (pointer, raw) = match part {
+                Part::Text(text) => {
+                    out.push_str(text);
+                    continue;
+                }
+                Part::Pointer { pointer, raw } => (pointer, *raw),
+            };
+            let value = match doc.pointer(pointer) {
+                Some(Value::String(s)) => s.clone(),
+                None | Some(Value::Null) => String::new(),
+                Some(other) => other.to_string(),
+            };
+            if html && !raw {
+                out.push_str(&escape_html(&value));
+            } else {
+                out.push_str(&value);
             }
         }
         Value::String(out)
@@ -313,7 +368,11 @@ impl Effect {
         let mut values = BTreeMap::new();
         for (name, template) in templates {
             let field: Field = name.parse()?;
-            let value = Template::parse(template)?.render(payload);
+            let template = Template::parse(template)?;
+            let value = match field {
+                Field::Html => template.render_html(payload),
+                _ => template.render(payload),
+            };
             let empty = value.is_null() || value.as_str().is_some_and(str::is_empty);
             if !empty {
                 values.insert(field, value);
@@ -360,9 +419,25 @@ impl Effect {
         self.at.plus(after)
     }
 
-    /// The amount as the decimal text it was given in (a number, or a
-    /// string holding one).
+    /// The amount as decimal text: `amount` as it was given (a number, or a
+    /// string holding one), or `amount_minor` divided by the currency's
+    /// exponent.
     pub fn amount(&self) -> Result<Option<String>, Failure> {
+        if let Some(value) = self.values.get(&Field::AmountMinor) {
+            let Some(minor) = value
+                .as_i64()
+                .or_else(|| value.as_str().and_then(|s| s.trim().parse().ok()))
+            else {
+                return Err(refused(
+                    Field::AmountMinor,
+                    &format!("{value} is not a whole number"),
+                ));
+            };
+            let currency = self
+                .currency()?
+                .ok_or_else(|| refused(Field::AmountMinor, "minor units need the currency"))?;
+            return Ok(Some(from_minor(minor, minor_exponent(&currency))));
+        }
         let Some(value) = self.values.get(&Field::Amount) else {
             return Ok(None);
         };
@@ -371,12 +446,7 @@ impl Effect {
             Value::String(s) => s.trim().to_owned(),
             _ => String::new(),
         };
-        let decimal = !text.is_empty()
-            && text.split_once('.').map_or_else(
-                || digits(text.strip_prefix('-').unwrap_or(&text)),
-                |(whole, frac)| digits(whole.strip_prefix('-').unwrap_or(whole)) && digits(frac),
-            );
-        if decimal {
+        if decimal(&text) {
             Ok(Some(text))
         } else {
             Err(refused(
@@ -433,11 +503,72 @@ impl Effect {
         if !links.is_empty() {
             body["links"] = Value::Array(links);
         }
-        if self.values.contains_key(&Field::DueIn) {
-            body["due"] = Value::String(self.due().utc());
-        }
+        // The dates counted from the event's time are not hashed: two
+        // events that request one action (a rule on two event types, a
+        // delivery after its record expired) are the same request; the
+        // first attempt's dates are the ones written.
         body
     }
+}
+
+/// `text` safe inside HTML text and attribute values.
+pub fn escape_html(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Whether `text` is a decimal number: digits, an optional sign and point.
+pub fn decimal(text: &str) -> bool {
+    let unsigned = text.strip_prefix('-').unwrap_or(text);
+    match unsigned.split_once('.') {
+        Some((whole, frac)) => digits(whole) && digits(frac),
+        None => digits(unsigned),
+    }
+}
+
+/// How many decimals a currency's minor unit has, as Stripe lists them:
+/// none for the zero-decimal currencies, three for the three-decimal ones,
+/// two for every other.
+pub fn minor_exponent(currency: &str) -> u32 {
+    const ZERO: &[&str] = &[
+        "BIF", "CLP", "DJF", "GNF", "JPY", "KMF", "KRW", "MGA", "PYG", "RWF", "UGX", "VND", "VUV",
+        "XAF", "XOF", "XPF",
+    ];
+    const THREE: &[&str] = &["BHD", "JOD", "KWD", "OMR", "TND"];
+    if ZERO.contains(&currency) {
+        0
+    } else if THREE.contains(&currency) {
+        3
+    } else {
+        2
+    }
+}
+
+/// `minor` units as decimal text with `exponent` decimals: 2000, 2 → 20.00.
+fn from_minor(minor: i64, exponent: u32) -> String {
+    if exponent == 0 {
+        return minor.to_string();
+    }
+    let unit = 10i64.pow(exponent);
+    let sign = if minor < 0 { "-" } else { "" };
+    let abs = minor.unsigned_abs();
+    let unit = unit.unsigned_abs();
+    format!(
+        "{sign}{}.{:0width$}",
+        abs / unit,
+        abs % unit,
+        width = exponent as usize
+    )
 }
 
 fn digits(s: &str) -> bool {
@@ -486,6 +617,16 @@ mod tests {
             Template::path_segments("v2/orders/{{/key}}/x"),
             ["v2", "orders", "{{/key}}", "x"]
         );
+        let html = json!({"name": "<b>Ada & co</b>", "n": 2});
+        let body = Template::parse("<p>{{/name}} {{{/name}}} {{/n}}</p>").unwrap();
+        assert_eq!(
+            body.render_html(&html),
+            json!("<p>&lt;b&gt;Ada &amp; co&lt;/b&gt; <b>Ada & co</b> 2</p>")
+        );
+        assert_eq!(
+            Template::parse("{{{/name}}}").unwrap().render(&html),
+            json!("<b>Ada & co</b>")
+        );
         let tree = json!({"ref": "{{/a/s}}", "n": ["{{/a/n}}", 1]});
         assert_eq!(
             Template::render_tree(&tree, &doc).unwrap(),
@@ -521,6 +662,32 @@ mod tests {
             failure.detail
         );
         assert!(effect.currency().unwrap_err().detail.contains("currency"));
+        // Stripe's minor units, by the currency's exponent.
+        let minor: BTreeMap<String, String> = [
+            ("name", "x"),
+            ("amount_minor", "{{/amount}}"),
+            ("currency", "{{/currency}}"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        for (currency, amount, text) in [
+            ("usd", 2000, "20.00"),
+            ("jpy", 2000, "2000"),
+            ("kwd", 1005, "1.005"),
+            ("eur", -5, "-0.05"),
+        ] {
+            let payload = json!({"amount": amount, "currency": currency});
+            let effect = Effect::render(Object::Order, &minor, &[], &payload, at).unwrap();
+            assert_eq!(
+                effect.amount().unwrap().as_deref(),
+                Some(text),
+                "{currency}"
+            );
+        }
+        let no_currency = json!({"amount": 2000});
+        let effect = Effect::render(Object::Order, &minor, &[], &no_currency, at).unwrap();
+        assert!(effect.amount().unwrap_err().detail.contains("amount_minor"));
         // An absent value is no field at all.
         let none = Effect::render(Object::Deal, &templates, &[], &json!({}), at).unwrap();
         assert_eq!(none.amount().unwrap(), None);

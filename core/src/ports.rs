@@ -269,6 +269,10 @@ pub enum Settle<'a> {
     Completed { destination_ref: &'a str },
     /// Permanent error: FAILED until an approved triage decision.
     Failed(&'a str),
+    /// The destination holds the key for another request (a key reused with
+    /// another body): FAILED, its `last_error_kind` `collision`, so a
+    /// re-filing files it as the collision it is.
+    Collided(&'a str),
     /// Outcome not confirmable: UNCERTAIN until reconciled.
     Uncertain(&'a str),
     /// Retryable: back to PENDING, attempts + 1, the message returns.

@@ -114,17 +114,39 @@ impl Rule {
                     parse_due_in(text)?;
                 }
                 (Field::DueIn, None) => {
-                    return Err("due_in is a literal duration (24h, 2d), counted from the                                 event's time"
-                        .into());
+                    return Err(
+                        "due_in is a literal duration (24h, 2d), counted from the event's time"
+                            .into(),
+                    );
                 }
                 (Field::Priority, Some(text)) => {
                     text.parse::<Priority>()?;
                 }
+                // A literal that could never be written: refused now, not
+                // on every action.
+                (Field::Amount, Some(text)) if !crate::effect::decimal(text.trim()) => {
+                    return Err(format!("amount {text:?} is not a decimal number"));
+                }
+                (Field::Currency, Some(text))
+                    if !(text.len() == 3 && text.bytes().all(|b| b.is_ascii_alphabetic())) =>
+                {
+                    return Err(format!(
+                        "currency {text:?} is not a three-letter ISO 4217 code"
+                    ));
+                }
                 _ => {}
             }
         }
-        let required = object.required();
-        if !self.fields.contains_key(required.as_str()) {
+        if self.fields.contains_key(Field::Amount.as_str())
+            && self.fields.contains_key(Field::AmountMinor.as_str())
+        {
+            return Err("amount and amount_minor are one value: map one of them".into());
+        }
+        if let Some(required) = object
+            .required()
+            .iter()
+            .find(|f| !self.fields.contains_key(f.as_str()))
+        {
             return Err(format!("a {object} needs its {required} in fields"));
         }
         for link in &self.link {
@@ -235,8 +257,11 @@ fn apply(
     if let Some(object) = rule.object {
         let effect =
             Effect::render(object, &rule.fields, &rule.link, payload, at).map_err(Skip::Ignored)?;
-        let required = object.required();
-        if !effect.values.contains_key(&required) {
+        if let Some(required) = object
+            .required()
+            .iter()
+            .find(|f| !effect.values.contains_key(f))
+        {
             return Err(Skip::Ignored(format!(
                 "missing fields: the {object}'s {required} ({})",
                 rule.fields[required.as_str()]
@@ -443,7 +468,9 @@ mod tests {
 
     #[test]
     fn payment_success_and_refund_are_different_actions_of_one_payment() {
-        let paid = json!({"id": "evt_1", "data": {"object": {"id": "pi_1"}}});
+        let paid = json!({"id": "evt_1", "data": {"object": {
+            "id": "pi_1", "amount": 2000, "currency": "usd", "customer": "cus_1",
+            "receipt_email": "ada@example.com"}}});
         let refunded =
             json!({"id": "evt_2", "data": {"object": {"id": "ch_1", "payment_intent": "pi_1"}}});
         let a = evaluate(
@@ -460,8 +487,38 @@ mod tests {
             "charge.refunded",
             &refunded,
         );
-        assert_eq!(keys(&a), ["ws-42#create_order#pi_1"]);
+        // One payment, three effects, each its own key.
+        assert_eq!(
+            keys(&a),
+            [
+                "ws-42#create_order#pi_1",
+                "ws-42#followup_payment#pi_1",
+                "ws-42#send_receipt#pi_1"
+            ]
+        );
         assert_eq!(keys(&b), ["ws-42#record_refund#pi_1"]);
+        let Decision::Actions(actions) = a else {
+            unreachable!()
+        };
+        let email = actions[2].effect.as_ref().unwrap();
+        assert_eq!(email.object, crate::effect::Object::Email);
+        assert_eq!(
+            email.text(crate::effect::Field::Html).as_deref(),
+            Some("<p>Thank you for your payment (pi_1).</p>")
+        );
+        // A payment without its customer is no order: the missing value named.
+        let bare = json!({"id": "evt_3", "data": {"object": {"id": "pi_3"}}});
+        let d = evaluate(
+            &rules(),
+            &ws(),
+            Provider::Stripe,
+            "payment_intent.succeeded",
+            &bare,
+        );
+        assert!(
+            matches!(&d, Decision::Ignored(r) if r.contains("account link")),
+            "{d:?}"
+        );
     }
 
     #[test]

@@ -530,7 +530,12 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
             // item's id is the same, a repeat only moves `last_seen`).
             Reserve::Existing(Claim::Held(status), stored) => {
                 let detail = stored.last_error.as_deref().unwrap_or("settled earlier");
-                Failure::new(HoldCase::of_status(status).kind(), detail)
+                let kind = match stored.last_error_kind {
+                    // The destination's collision stays one.
+                    Some(FailureKind::Collision) => FailureKind::Collision,
+                    _ => HoldCase::of_status(status).kind(),
+                };
+                Failure::new(kind, detail)
             }
             Reserve::Existing(Claim::Collision, stored) => {
                 self.collision(request, inbox_pk, &stored, now).await?
@@ -657,10 +662,15 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
                 Settle::Uncertain(&failure.detail),
                 "action outcome needs verification",
             ),
-            HoldCase::Failed | HoldCase::Collision => (
+            HoldCase::Failed => (
                 alarm::FAILED,
                 Settle::Failed(&failure.detail),
                 "action failed permanently",
+            ),
+            HoldCase::Collision => (
+                alarm::COLLISION,
+                Settle::Collided(&failure.detail),
+                "the destination holds the key for another request: not executed",
             ),
         };
         tracing::error!(alarm, action_key = %key, error = failure.detail, "{what}");

@@ -32,6 +32,8 @@ fn mode() -> impl Strategy<Value = Mode> {
         2 => Just(Mode::CommitThenDrop),
         1 => Just(Mode::DropBeforeCommit),
         1 => Just(Mode::Refuse),
+        1 => Just(Mode::Throttle),
+        1 => Just(Mode::Collide),
     ]
 }
 
@@ -457,6 +459,45 @@ fn an_approval_while_a_re_run_settles_its_event_still_runs_the_action() {
             trace
                 .iter()
                 .any(|l| l.ends_with("work m2 (receive 1): paused")),
+            "{trace:#?}"
+        );
+    }
+}
+
+#[test]
+fn a_destinations_collision_once_settled_there_is_approved_and_performed_once() {
+    // Found by the simulator once its CRM could answer that a key is held
+    // for another request (issue 47): the action FAILED as a collision and
+    // filed as one, but an approval re-opened only actions filed as
+    // refusals, so the event re-ran, found it FAILED, filed it again, and
+    // the operator's every approval held it again. Now the approval
+    // re-opens it, and the re-run (the key settled at the CRM) makes it.
+    // Throttles before it only delay it.
+    for strategy in [CrmStrategy::IdempotencyKey, CrmStrategy::Lookup] {
+        let trace = run_ok(
+            strategy,
+            3,
+            vec![
+                Op::Crm(Mode::Throttle),
+                Op::Deliver(0),
+                work(0, 0),
+                Op::Advance(3),
+                Op::Crm(Mode::Collide),
+                work(0, 0),
+                Op::Crm(Mode::Healthy),
+                Op::Decide {
+                    pick: 0,
+                    reject: false,
+                },
+                work(0, 0),
+            ],
+        );
+        // Held (a collision at a key destination, a refusal at a lookup
+        // one), approved, and re-opened by the approval.
+        assert!(
+            trace
+                .iter()
+                .any(|l| l.contains("approved: Queued") && !l.contains("reopened: []")),
             "{trace:#?}"
         );
     }

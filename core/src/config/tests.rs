@@ -477,7 +477,7 @@ fn rules_and_destinations_are_typed_when_read() {
     );
     assert_eq!(
         unknown_kind,
-        r#"destination "crm": kind "pipedrive" is not one of ["http", "salesforce", "hubspot"]"#
+        r#"destination "crm": kind "pipedrive" is not one of ["http", "salesforce", "hubspot", "resend"]"#
     );
 }
 
@@ -760,6 +760,7 @@ fn check_config_refuses_objects_fields_and_links_a_vendor_cannot_write() {
             "{BASE}\n[destinations.sf]\nkind = \"salesforce\"\nbase_url = \"https://sf.example.test\"\n\
              [destinations.sfui]\nkind = \"salesforce\"\nstrategy = \"idempotency-key\"\nbase_url = \"https://sf.example.test\"\n\
              [destinations.hs]\nkind = \"hubspot\"\nbase_url = \"https://hs.example.test\"\n\
+             [destinations.hsl]\nkind = \"hubspot\"\nstrategy = \"lookup\"\nbase_url = \"https://hs.example.test\"\n\
              [[rules]]\nworkspace = \"ws-1\"\nprovider = \"stripe\"\nevent_types = [\"payment_intent.succeeded\"]\n\
              action = \"make\"\ndestination = \"{destination}\"\nbusiness_id = [\"/data/object/id\"]\n{body}\n"
         )
@@ -857,4 +858,59 @@ fn check_config_refuses_objects_fields_and_links_a_vendor_cannot_write() {
         let config = Config::from_toml(&rule(destination, body), no_env);
         assert!(config.is_ok(), "{body}: {:?}", config.err());
     }
+}
+
+/// An `http` destination's configured request: only on that kind, with a
+/// key (never looked up), a method that writes, and no credential or key
+/// header written into the file.
+#[test]
+fn a_configured_request_is_refused_where_it_could_not_be_safe() {
+    let destination = |body: &str| {
+        format!("{BASE}\n[destinations.api]\nbase_url = \"https://api.example.test\"\n{body}\n")
+    };
+    let cases = [
+        (
+            "kind = \"hubspot\"\n[destinations.api.request]\npath = \"x\"",
+            "only an \"http\" destination",
+        ),
+        (
+            "kind = \"http\"\nstrategy = \"lookup\"\n[destinations.api.request]\npath = \"x\"",
+            "cannot be looked up",
+        ),
+        (
+            "kind = \"http\"\n[destinations.api.request]\nmethod = \"GET\"",
+            "writes nothing",
+        ),
+        (
+            "kind = \"http\"\n[destinations.api.request]\nheaders = { \"X-Api-Key\" = \"sk_live_1\" }",
+            "a credential goes in a secret",
+        ),
+        (
+            "kind = \"http\"\n[destinations.api.request]\nheaders = { \"Idempotency-Key\" = \"x\" }",
+            "set by hookgate",
+        ),
+        (
+            "kind = \"http\"\n[destinations.api.request]\npath = \"orders/{{key}}\"",
+            "JSON pointer",
+        ),
+        (
+            "kind = \"http\"\n[destinations.api.request]\nbody = { a = \"{{/key\" }",
+            "not closed",
+        ),
+    ];
+    for (body, why) in cases {
+        let error = Config::from_toml(&destination(body), no_env)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains(why), "{body}: {error}");
+        // The refusal never shows a header's value.
+        assert!(!error.contains("sk_live_1"), "{error}");
+    }
+    let ok = destination(
+        "kind = \"http\"\n[destinations.api.request]\nmethod = \"PUT\"\npath = \"v2/orders/{{/key}}\"\nheaders = { \"X-Source\" = \"hookgate\" }\nbody = { ref = \"{{/key}}\", total = \"{{/fields/amount}}\" }",
+    );
+    let config = Config::from_toml(&ok, no_env).unwrap();
+    let request = config.destinations["api"].request.as_ref().unwrap();
+    assert_eq!(request.method, crate::vendor::Method::Put);
+    assert_eq!(request.path, "v2/orders/{{/key}}");
 }

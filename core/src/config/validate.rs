@@ -180,7 +180,11 @@ impl Config {
                 Some(_) => rule.fields.keys().filter_map(|f| f.parse().ok()).collect(),
                 None => Vec::new(),
             };
-            let links: Vec<LinkTo> = rule.link.iter().filter_map(|l| l.to.parse().ok()).collect();
+            let links: Vec<(LinkTo, &str)> = rule
+                .link
+                .iter()
+                .filter_map(|l| Some((l.to.parse().ok()?, l.by.as_str())))
+                .collect();
             destination
                 .kind
                 .spec()
@@ -248,6 +252,10 @@ pub(super) fn destinations(
                 ))
             })?;
             let strategy = strategy(kind.spec(), d.strategy.as_deref()).map_err(bad)?;
+            let idempotency_header = d
+                .idempotency_header
+                .clone()
+                .unwrap_or_else(|| DestinationConfig::DEFAULT_IDEMPOTENCY_HEADER.to_owned());
             base_url(&d.base_url).map_err(bad)?;
             let auth = d
                 .auth
@@ -263,15 +271,13 @@ pub(super) fn destinations(
                 timeout_ms: d
                     .timeout_ms
                     .unwrap_or(DestinationConfig::DEFAULT_TIMEOUT_MS),
-                idempotency_header: d
-                    .idempotency_header
-                    .unwrap_or_else(|| DestinationConfig::DEFAULT_IDEMPOTENCY_HEADER.to_owned()),
+                idempotency_header: idempotency_header.clone(),
                 key_retention_secs: d.key_retention_secs,
                 search_lag: search_lag(kind.spec(), strategy, d.search_lag_secs).map_err(bad)?,
                 pace: pace(d.rate_per_second, d.burst).map_err(bad)?,
                 request: d
                     .request
-                    .map(|r| request(kind.spec(), r))
+                    .map(|r| request(kind.spec(), strategy, &idempotency_header, r))
                     .transpose()
                     .map_err(bad)?,
             };
@@ -376,13 +382,27 @@ fn strategy(spec: &Spec, name: Option<&str>) -> Result<Strategy, String> {
 }
 
 /// An `http` destination's request: a method that writes, templates that
-/// parse, and no credential or key header written into the file.
-fn request(spec: &Spec, raw: RawRequest) -> Result<RequestTemplate, String> {
+/// parse, and no credential or key header written into the file. A
+/// configured request cannot be looked up (where it was made, and by what,
+/// is the API's own), so it needs a key: the lookup strategy is refused.
+fn request(
+    spec: &Spec,
+    strategy: Strategy,
+    idempotency_header: &str,
+    raw: RawRequest,
+) -> Result<RequestTemplate, String> {
     if spec.name != crate::vendor::http::SPEC.name {
         return Err(format!(
             "request is set, but only an {:?} destination is sent a configured request",
             crate::vendor::http::SPEC.name
         ));
+    }
+    if strategy == Strategy::Lookup {
+        return Err(
+            "request is set with strategy \"lookup\": a configured request cannot \
+                    be looked up by its key; use strategy \"idempotency-key\""
+                .into(),
+        );
     }
     let method: Method = raw.method.as_deref().unwrap_or("POST").parse()?;
     if method == Method::Get {
@@ -397,9 +417,17 @@ fn request(spec: &Spec, raw: RawRequest) -> Result<RequestTemplate, String> {
     let mut headers = Vec::new();
     for (name, value) in raw.headers {
         let lower = name.to_ascii_lowercase();
-        if lower == "authorization" || lower == "content-type" {
+        if lower == "content-type" || lower == idempotency_header.to_ascii_lowercase() {
+            return Err(format!("request.headers.{name}: set by hookgate"));
+        }
+        // A credential is a secret reference (auth), never text in the file.
+        if ["auth", "key", "token", "secret", "cookie", "password"]
+            .iter()
+            .any(|word| lower.contains(word))
+        {
             return Err(format!(
-                "request.headers.{name}: set by hookgate (the token is auth, a secret reference)"
+                "request.headers.{name}: a credential goes in a secret named by auth, \
+                 never in the configuration"
             ));
         }
         if !name

@@ -69,6 +69,30 @@ fn built(input: &Value) -> (Call, ActionRequest) {
     (call, request)
 }
 
+/// The idempotency key a fixture shows: as it is, or, for a documented
+/// example that derives one (`<uuid of key>`), hookgate's UUID once its
+/// format is the documented one (version 4: 8-4-4-4-12 hex digits, the
+/// version 4, the variant 10xx).
+fn wanted_key(
+    case: &str,
+    sent: &Value,
+    header: Option<&str>,
+    request: &ActionRequest,
+) -> Option<String> {
+    match sent["headers"]["idempotency-key"].as_str() {
+        Some("<uuid of key>") => {
+            let uuid = header.unwrap_or_default();
+            let groups: Vec<usize> = uuid.split('-').map(str::len).collect();
+            assert_eq!(groups, [8, 4, 4, 4, 12], "{case}: {uuid}");
+            assert!(uuid.chars().all(|c| c == '-' || c.is_ascii_hexdigit()));
+            assert_eq!(&uuid[14..15], "4", "{case}: {uuid}");
+            assert!("89ab".contains(&uuid[19..20]), "{case}: {uuid}");
+            Some(uuid_of(&request.key))
+        }
+        other => other.map(str::to_owned),
+    }
+}
+
 #[test]
 fn every_vendor_request_is_what_its_sdk_or_documentation_sends() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/destinations/requests");
@@ -112,13 +136,10 @@ fn every_vendor_request_is_what_its_sdk_or_documentation_sends() {
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case("idempotency-key"))
             .map(|(_, v)| v.clone());
-        let want_key = match sent["headers"]["idempotency-key"].as_str() {
-            Some("<uuid of key>") => Some(uuid_of(&request.key)),
-            other => other.map(str::to_owned),
-        };
+        let want_key = wanted_key(case, sent, key_header.as_deref(), &request);
         assert_eq!(key_header, want_key, "{case}: idempotency-key");
         assert_eq!(call.body.as_ref(), Some(&sent["body"]), "{case}: body");
         cases += 1;
     }
-    assert_eq!(cases, 11, "every recorded case compared");
+    assert_eq!(cases, 12, "every recorded case compared");
 }

@@ -9,7 +9,9 @@
 //!
 //! Its answers follow the Idempotency-Key draft of the IETF (HTTPAPI):
 //! a 409 is a repeat of a key still in flight (asked again later), a 422
-//! the same key with another body (a collision, for a person). With the
+//! that names the idempotency key the same key with another body (a
+//! collision, for a person); a 422 that does not is a validation refusal,
+//! as most APIs use it. With the
 //! idempotency-key strategy the key travels in the destination's
 //! `idempotency_header` (`Idempotency-Key` by default; an HTTP header value
 //! is kept to 1,024 characters here, the longest action key). An unknown
@@ -80,7 +82,7 @@ pub static SPEC: Spec = Spec {
         ObjectSpec {
             object: Object::Order,
             name: "order",
-            fields: own_names!(Name, Amount, Currency, Stage),
+            fields: own_names!(Name, Amount, AmountMinor, Currency, Stage),
             absent: &[],
             needs: &[],
             links: LINKS,
@@ -89,7 +91,7 @@ pub static SPEC: Spec = Spec {
         ObjectSpec {
             object: Object::Deal,
             name: "deal",
-            fields: own_names!(Name, Amount, Currency, Stage, DueIn),
+            fields: own_names!(Name, Amount, AmountMinor, Currency, Stage, DueIn),
             absent: &[],
             needs: &[],
             links: LINKS,
@@ -104,8 +106,18 @@ pub static SPEC: Spec = Spec {
             links: LINKS,
             needs_link: None,
         },
+        ObjectSpec {
+            object: Object::Email,
+            name: "email",
+            fields: own_names!(To, From, ReplyTo, Subject, Text, Html),
+            absent: &[],
+            needs: &[],
+            links: &[],
+            needs_link: None,
+        },
     ],
     cannot: &[],
+    link_by: super::LinkBy::Field,
 };
 
 #[derive(Debug)]
@@ -147,10 +159,19 @@ impl Vendor for Http {
                 let mut call = Call::new(template.method, "");
                 call.path = Vec::new();
                 for segment in Template::path_segments(&template.path) {
-                    let rendered = Template::parse(segment)
-                        .map_err(|e| unrenderable("path", e))?
-                        .render(&doc);
-                    call = call.segment(&text(rendered));
+                    let rendered = text(
+                        Template::parse(segment)
+                            .map_err(|e| unrenderable("path", e))?
+                            .render(&doc),
+                    );
+                    // One segment each: an empty one, `.` or `..` would
+                    // name another resource.
+                    if matches!(rendered.as_str(), "" | "." | "..") {
+                        return Err(Failure::permanent(format!(
+                            "request.path: {segment:?} rendered {rendered:?}, not a path segment"
+                        )));
+                    }
+                    call = call.segment(&rendered);
                 }
                 for (name, value) in &template.headers {
                     let rendered = text(
@@ -158,9 +179,9 @@ impl Vendor for Http {
                             .map_err(|e| unrenderable("headers", e))?
                             .render(&doc),
                     );
-                    if rendered.contains(['\r', '\n']) {
+                    if rendered.chars().any(|c| c.is_control() && c != '\t') {
                         return Err(Failure::permanent(format!(
-                            "request.headers.{name}: the value rendered holds a line break"
+                            "request.headers.{name}: the value rendered holds a control character"
                         )));
                     }
                     call = call.header(name, &rendered);
@@ -185,27 +206,29 @@ impl Vendor for Http {
         answer.id_at("/id")
     }
 
+    /// `GET /tasks?external_ref=…`; a configured request cannot be looked
+    /// up (where it was made, and by what, is the API's own).
     fn lookup(&self, target: &Target<'_>, request: &ActionRequest) -> Option<Call> {
+        if target.request.is_some() {
+            return None;
+        }
         let key = sent_key(SPEC.keying(target.strategy), &request.key);
-        let path = match target.request {
-            // The collection a record was made in: its path up to the first
-            // placeholder.
-            Some(template) => Template::path_segments(&template.path)
-                .into_iter()
-                .take_while(|s| Template::parse(s).is_ok_and(|t| t.literal().is_some()))
-                .collect::<Vec<_>>()
-                .join("/"),
-            None => TASKS.to_owned(),
-        };
-        Some(Call::new(Method::Get, &path).query(EXTERNAL_REF, &key))
+        Some(Call::new(Method::Get, TASKS).query(EXTERNAL_REF, &key))
     }
 
     /// A 409 is a repeat of a key whose first request is still in flight
-    /// (retried); a 422 under a key is the same key sent with another body
-    /// (a collision, never retried). Otherwise by status.
+    /// (retried). A 422 whose answer speaks of the idempotency key is the
+    /// same key sent with another body (a collision, never retried); any
+    /// other 422 is the validation refusal most APIs mean by it. Otherwise
+    /// by status.
     fn refusal(&self, answer: &Answer<'_>) -> FailureKind {
+        let about_the_key = || {
+            String::from_utf8_lossy(answer.body)
+                .to_ascii_lowercase()
+                .contains("idempoten")
+        };
         match answer.status {
-            422 => FailureKind::Collision,
+            422 if about_the_key() => FailureKind::Collision,
             _ => failure_of(answer),
         }
     }

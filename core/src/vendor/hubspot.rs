@@ -22,7 +22,7 @@ use crate::{
     action::ActionRequest,
     destination::Strategy,
     effect::{Effect, Field, LinkTo, Object, Priority, datetime},
-    failure::Failure,
+    failure::{Failure, FailureKind},
 };
 
 use super::{
@@ -80,6 +80,7 @@ pub static SPEC: Spec = Spec {
             fields: &[
                 (Field::Name, "dealname"),
                 (Field::Amount, "amount"),
+                (Field::AmountMinor, "amount"),
                 (Field::Currency, "deal_currency_code"),
                 (Field::Stage, "dealstage"),
                 (Field::DueIn, "closedate"),
@@ -95,6 +96,7 @@ pub static SPEC: Spec = Spec {
             fields: &[
                 (Field::Name, "hs_order_name"),
                 (Field::Amount, "hs_total_price"),
+                (Field::AmountMinor, "hs_total_price"),
                 (Field::Currency, "hs_currency_code"),
                 (Field::Stage, "hs_pipeline_stage"),
             ],
@@ -113,7 +115,8 @@ pub static SPEC: Spec = Spec {
             needs_link: None,
         },
     ],
-    cannot: &[],
+    cannot: &[(Object::Email, super::EMAIL_ELSEWHERE)],
+    link_by: super::LinkBy::RecordId,
 };
 
 #[derive(Debug)]
@@ -170,6 +173,21 @@ impl Vendor for Hubspot {
                 Err(batch_error(answer.status, error))
             }
             _ => answer.id_at("/results/0/id"),
+        }
+    }
+
+    /// By its error's category first: a create refused because a record
+    /// already holds the unique value (`CONFLICT`, `OBJECT_ALREADY_EXISTS`)
+    /// may be an earlier attempt's, so it is looked up as a lost answer is,
+    /// never refused for good; a rate limit is a throttle.
+    fn refusal(&self, answer: &Answer<'_>) -> FailureKind {
+        let category = serde_json::from_slice::<Value>(answer.body)
+            .ok()
+            .and_then(|v| v["category"].as_str().map(str::to_owned));
+        match category.as_deref() {
+            Some("CONFLICT" | "OBJECT_ALREADY_EXISTS") => FailureKind::OutcomeUnknown,
+            Some("RATE_LIMITS") => FailureKind::Throttled,
+            _ => super::failure_of(answer),
         }
     }
 
@@ -234,7 +252,7 @@ fn properties(object: &ObjectSpec, effect: &Effect) -> Result<Map<String, Value>
         Object::Note => {
             out.insert("hs_timestamp".into(), datetime(effect.at).into());
         }
-        Object::Order => {}
+        Object::Order | Object::Email => {}
     }
     Ok(out)
 }

@@ -28,6 +28,7 @@ mod fixtures;
 pub mod http;
 pub mod hubspot;
 pub mod registry;
+pub mod resend;
 pub mod salesforce;
 
 pub use registry::{VENDORS, VendorRef, vendor};
@@ -52,6 +53,18 @@ pub struct Spec {
     pub objects: &'static [ObjectSpec],
     /// The objects it cannot write safely, and why.
     pub cannot: &'static [(Object, &'static str)],
+    /// How a link names the record it links to.
+    pub link_by: LinkBy,
+}
+
+/// How a vendor's write names a linked record (a rule's `link.by`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkBy {
+    /// Only by the record's own id in the vendor (`by = "id"`).
+    RecordId,
+    /// By a field of the record that identifies it (an External ID), or
+    /// its id.
+    Field,
 }
 
 /// How one strategy of a vendor makes a repeat harmless.
@@ -118,9 +131,29 @@ impl Spec {
         strategy: Strategy,
         object: Option<Object>,
         fields: &[Field],
-        links: &[LinkTo],
+        links: &[(LinkTo, &str)],
     ) -> Result<(), String> {
         let vendor = self.name;
+        for (i, (to, by)) in links.iter().enumerate() {
+            let bad_by = match self.link_by {
+                LinkBy::RecordId => !by.eq_ignore_ascii_case("id"),
+                LinkBy::Field => by.is_empty() || *by == "attributes",
+            };
+            if bad_by {
+                return Err(format!(
+                    "{vendor} cannot find a {to} by {by:?}: {}",
+                    match self.link_by {
+                        LinkBy::RecordId => "it links by the record's own id (by = \"id\")",
+                        LinkBy::Field => "name a field that identifies the record, or Id",
+                    }
+                ));
+            }
+            if links[..i].iter().any(|(other, _)| other == to) {
+                return Err(format!("two links to a {to}: a write sets one"));
+            }
+        }
+        let links: Vec<LinkTo> = links.iter().map(|(to, _)| *to).collect();
+        let links = links.as_slice();
         let Some(object) = object else {
             return Ok(());
         };
@@ -164,6 +197,10 @@ impl Spec {
         Ok(())
     }
 }
+
+/// Why a CRM vendor sends no email: an email vendor does, with its key.
+pub const EMAIL_ELSEWHERE: &str =
+    "email goes through an email vendor (kind \"resend\"), which keys each send";
 
 /// How the action key travels with a create.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,10 +4,10 @@
 
 use std::fmt;
 
-use super::{Spec, Vendor, http::Http, hubspot::Hubspot, salesforce::Salesforce};
+use super::{Spec, Vendor, http::Http, hubspot::Hubspot, resend::Resend, salesforce::Salesforce};
 
 /// The vendors, by name.
-pub static VENDORS: &[&dyn Vendor] = &[&Http, &Salesforce, &Hubspot];
+pub static VENDORS: &[&dyn Vendor] = &[&Http, &Salesforce, &Hubspot, &Resend];
 
 /// The vendor named `name`.
 pub fn vendor(name: &str) -> Option<VendorRef> {
@@ -127,9 +127,12 @@ mod tests {
         for vendor in VENDORS {
             let spec = vendor.spec();
             for object in spec.objects {
-                let field = object.object.required().as_str().to_owned();
-                let mut templates: std::collections::BTreeMap<_, _> =
-                    [(field, "x".to_owned())].into();
+                let mut templates: std::collections::BTreeMap<_, _> = object
+                    .object
+                    .required()
+                    .iter()
+                    .map(|f| (f.as_str().to_owned(), "x".to_owned()))
+                    .collect();
                 for need in object.needs {
                     templates.insert(need.as_str().to_owned(), "y".to_owned());
                 }

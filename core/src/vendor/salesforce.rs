@@ -61,6 +61,9 @@ const LIMITS: &[(&str, usize)] = &[
 /// An Opportunity's Name takes 120 characters, an Order's 80.
 const OPPORTUNITY_NAME_MAX: usize = 120;
 
+const ORDER_AMOUNT: &str =
+    "Salesforce computes an Order's TotalAmount from its products (OrderItem)";
+
 const THIRTY_DAYS: Duration = Duration::from_secs(30 * 86_400);
 
 pub static SPEC: Spec = Spec {
@@ -108,10 +111,10 @@ pub static SPEC: Spec = Spec {
                 (Field::Currency, "CurrencyIsoCode"),
                 (Field::Stage, "Status"),
             ],
-            absent: &[(
-                Field::Amount,
-                "Salesforce computes an Order's TotalAmount from its products (OrderItem)",
-            )],
+            absent: &[
+                (Field::Amount, ORDER_AMOUNT),
+                (Field::AmountMinor, ORDER_AMOUNT),
+            ],
             needs: &[],
             links: &[LinkTo::Account],
             needs_link: Some(LinkTo::Account),
@@ -122,6 +125,7 @@ pub static SPEC: Spec = Spec {
             fields: &[
                 (Field::Name, "Name"),
                 (Field::Amount, "Amount"),
+                (Field::AmountMinor, "Amount"),
                 (Field::Currency, "CurrencyIsoCode"),
                 (Field::Stage, "StageName"),
                 (Field::DueIn, "CloseDate"),
@@ -132,11 +136,15 @@ pub static SPEC: Spec = Spec {
             needs_link: None,
         },
     ],
-    cannot: &[(
-        Object::Note,
-        "a Note (or ContentNote) takes no custom field, so it has no External ID to \
-         upsert by",
-    )],
+    cannot: &[
+        (
+            Object::Note,
+            "a Note (or ContentNote) takes no custom field, so it has no External ID to \
+             upsert by",
+        ),
+        (Object::Email, super::EMAIL_ELSEWHERE),
+    ],
+    link_by: super::LinkBy::Field,
 };
 
 #[derive(Debug)]
@@ -208,11 +216,15 @@ impl Vendor for Salesforce {
             .map(str::to_owned))
     }
 
+    /// By error code first: an org past its allowance is a throttle, a row
+    /// another transaction holds (`UNABLE_TO_LOCK_ROW`) an outage to ask
+    /// again; otherwise by status.
     fn refusal(&self, answer: &Answer<'_>) -> FailureKind {
-        if error_code(answer.body).as_deref() == Some(REQUEST_LIMIT_EXCEEDED) {
-            return FailureKind::Throttled;
+        match error_code(answer.body).as_deref() {
+            Some(REQUEST_LIMIT_EXCEEDED) => FailureKind::Throttled,
+            Some("UNABLE_TO_LOCK_ROW") => FailureKind::Retryable,
+            _ => failure_of(answer),
         }
-        failure_of(answer)
     }
 }
 
@@ -288,7 +300,7 @@ fn fields(object: &ObjectSpec, effect: &Effect) -> Result<Map<String, Value>, Fa
             out.entry("Status").or_insert_with(|| "Draft".into());
             out.insert("EffectiveDate".into(), date(effect.at).into());
         }
-        Object::Note => {}
+        Object::Note | Object::Email => {}
     }
     Ok(out)
 }

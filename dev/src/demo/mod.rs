@@ -125,10 +125,17 @@ pub async fn run(options: &Options) -> anyhow::Result<Report> {
     }
 
     let sim = SimCrm::start(([127, 0, 0, 1], 0).into()).await?;
+    // The email service is another server: up while the CRM is down.
+    let mail = SimCrm::start(([127, 0, 0, 1], 0).into()).await?;
     let text = std::fs::read_to_string(repo_root().join("config/demo.toml"))?;
     let mut config = Config::from_toml(&text, |name| var(name).ok())?;
     for destination in config.destinations.values_mut() {
-        destination.base_url = sim.base_url();
+        destination.base_url =
+            if destination.kind.name() == hookgate_core::vendor::resend::SPEC.name {
+                mail.base_url()
+            } else {
+                sim.base_url()
+            };
     }
     let config = Arc::new(config);
     let stack = emulator.sdk_config("hookgate-local").await;
@@ -147,13 +154,14 @@ pub async fn run(options: &Options) -> anyhow::Result<Report> {
     say(
         start,
         &format!(
-            "hookgate-dev local on http://{}, simulated CRM on {}",
+            "hookgate-dev local on http://{}, simulated CRM on {}, email service on {}",
             local.addr,
-            sim.base_url()
+            sim.base_url(),
+            mail.base_url()
         ),
     );
 
-    stage_incidents(&plan, &sim);
+    stage_incidents(&plan, &sim, &mail);
     let sqs = aws_sdk_sqs::Client::new(&observer);
     let target = Target {
         http: reqwest::Client::builder()
@@ -236,8 +244,16 @@ pub async fn run(options: &Options) -> anyhow::Result<Report> {
     let played = day.elapsed();
 
     say(start, "checking the stored state against the plan");
-    let mut observed =
-        observe::observe(&plan, &sent, &config, &observer, &sim, &emulator, decisions).await?;
+    let mut observed = observe::observe(
+        &plan,
+        &sent,
+        &config,
+        &observer,
+        [&sim, &mail],
+        &emulator,
+        decisions,
+    )
+    .await?;
     observed.rule_handoffs = local
         .rule_handoffs
         .lock()
@@ -272,14 +288,19 @@ fn epoch_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// The faults each staged incident needs, aimed at its action's business id.
-fn stage_incidents(plan: &Plan, sim: &SimCrm) {
+/// The faults each staged incident needs, aimed at its action's business id
+/// (at the CRM, or at the email service for a payment's email).
+fn stage_incidents(plan: &Plan, sim: &SimCrm, mail: &SimCrm) {
     for event in &plan.events {
         let (Some(incident), Some(id)) = (event.incident, &event.business_id) else {
             continue;
         };
         let once = |kind| Fault::new("/", kind).matching(id).count(1);
         match incident {
+            Incident::EmailLostAnswer => mail.add_fault(once(FaultKind::CommitThenDrop)),
+            Incident::EmailRefused => mail.add_fault(once(FaultKind::Status).status(422).body(
+                json!({"statusCode": 422, "name": "validation_error", "message": "the from address's domain is not verified"}),
+            )),
             Incident::LostAnswer => sim.add_fault(once(FaultKind::CommitThenDrop)),
             Incident::UncertainFound => {
                 sim.add_fault(once(FaultKind::CommitThenDrop));

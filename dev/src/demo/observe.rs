@@ -22,14 +22,15 @@ use hookgate_testkit::{emulator::Emulator, sim_crm::SimCrm};
 
 /// Reads what the stack stored: the inbox record of every planned event, the
 /// ledger record of every intended action, every triage item, the CRM's
-/// tasks and the emulator's request counts.
+/// records and the email service's sends (`sims`), and the emulator's
+/// request counts.
 #[allow(clippy::too_many_arguments)]
 pub async fn observe(
     plan: &Plan,
     sent: &[Sent],
     config: &Config,
     aws: &aws_config::SdkConfig,
-    sim: &SimCrm,
+    sims: [&SimCrm; 2],
     emulator: &Emulator,
     operator: BTreeMap<String, u64>,
 ) -> anyhow::Result<Observed> {
@@ -89,10 +90,20 @@ pub async fn observe(
             ));
         }
     }
-    let tasks = sim.tasks();
-    observed.tasks_total = tasks.total;
-    observed.creations = tasks.creations_by_external_ref;
-    observed.task_times_ms = tasks.tasks.iter().map(|t| t.created_ms).collect();
+    // The CRM's records and the email service's sends, as one count.
+    for sim in sims {
+        let tasks = sim.tasks();
+        observed.tasks_total += tasks.total;
+        observed.creations.extend(tasks.creations_by_external_ref);
+        for task in &tasks.tasks {
+            observed.task_times_ms.push(task.created_ms);
+            if let Some(key) = &task.external_ref {
+                observed
+                    .written
+                    .insert(key.clone(), (task.object.clone(), task.updates));
+            }
+        }
+    }
     let mut served = emulator.served().await?;
     observed.requests = served["requests"].take();
     observed.emulator = served;

@@ -72,7 +72,14 @@ pub struct Event {
     pub incident: Option<Incident>,
     /// The text that singles out its action's CRM requests (the business id).
     pub business_id: Option<String>,
+    /// The other effects it should cause, each its own action (a payment's
+    /// sales task and confirmation email besides its order).
+    pub also: Vec<String>,
 }
+
+/// The actions a confirmed payment makes (config/demo.toml): one order,
+/// one sales task, one confirmation email, each with its own key.
+pub const PAYMENT_EFFECTS: [&str; 3] = ["create_order", "followup_payment", "send_receipt"];
 
 /// A CRM misbehaviour aimed at one action.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,6 +94,13 @@ pub enum Incident {
     UncertainNotFound,
     /// The CRM refuses it (422) once: FAILED, poison; approved after a fix.
     Poison,
+    /// A payment's confirmation email is sent and Resend's answer lost: the
+    /// key asks again, and one email goes out.
+    EmailLostAnswer,
+    /// Resend refuses a payment's email once (422 `validation_error`): the
+    /// email alone is held, and approved alone; its order and task are not
+    /// written again.
+    EmailRefused,
 }
 
 impl Incident {
@@ -96,6 +110,8 @@ impl Incident {
             Incident::UncertainFound => "uncertain-found",
             Incident::UncertainNotFound => "uncertain-not-found",
             Incident::Poison => "poison",
+            Incident::EmailLostAnswer => "email-lost-answer",
+            Incident::EmailRefused => "email-refused",
         }
     }
 }
@@ -180,7 +196,7 @@ impl Plan {
     pub fn intended_actions(&self) -> BTreeSet<String> {
         self.events
             .iter()
-            .filter_map(|e| e.action.clone())
+            .flat_map(|e| e.action.iter().chain(&e.also).cloned())
             .collect()
     }
 
@@ -256,6 +272,8 @@ pub fn plan(events: usize, seed: u64) -> Plan {
         (Incident::UncertainFound, "elevenlabs"),
         (Incident::UncertainNotFound, "elevenlabs"),
         (Incident::Poison, "retell"),
+        (Incident::EmailLostAnswer, "stripe"),
+        (Incident::EmailRefused, "stripe"),
     ];
     for (i, (incident, kind)) in incidents.into_iter().enumerate() {
         let n = b.events.len();
@@ -386,6 +404,7 @@ impl Builder {
         Event {
             action,
             business_id: callback.then(|| format!("cb-{n:05}")),
+            also: Vec::new(),
             label: "retell call_analyzed",
             ..retell_event(workspace, "call_analyzed", n, &analysis)
         }
@@ -421,7 +440,7 @@ impl Builder {
     fn payment(&mut self, n: usize) -> Event {
         let pi = format!("pi_{n:05}");
         let body = format!(
-            r#"{{"id":"evt_{n:05}a","object":"event","type":"payment_intent.succeeded","data":{{"object":{{"id":"{pi}","amount":{},"currency":"usd"}}}}}}"#,
+            r#"{{"id":"evt_{n:05}a","object":"event","type":"payment_intent.succeeded","data":{{"object":{{"id":"{pi}","amount":{},"currency":"usd","customer":"cus_{n:05}","receipt_email":"buyer{n:05}@example.test"}}}}}}"#,
             1000 + n * 7
         );
         Event {
@@ -431,7 +450,11 @@ impl Builder {
             label: "stripe payment_intent.succeeded",
             action: Some(format!("ws-42#create_order#{pi}")),
             incident: None,
-            business_id: Some(pi),
+            business_id: Some(pi.clone()),
+            also: PAYMENT_EFFECTS[1..]
+                .iter()
+                .map(|a| format!("ws-42#{a}#{pi}"))
+                .collect(),
         }
     }
 
@@ -453,6 +476,7 @@ impl Builder {
                 action: Some(format!("ws-42#record_refund#{pi}")),
                 incident: None,
                 business_id: None,
+                also: Vec::new(),
             });
             self.copies(refund, at + 2_000);
         }
@@ -477,6 +501,7 @@ impl Builder {
                 action: None,
                 incident: None,
                 business_id: None,
+                also: Vec::new(),
             });
             self.copies(event, at + seq as u64 * 400);
         }
@@ -495,6 +520,7 @@ impl Builder {
             action: Some(format!("ws-7#log_call_summary#{conv}")),
             incident: None,
             business_id: Some(conv),
+            also: Vec::new(),
         }
     }
 
@@ -523,6 +549,7 @@ impl Builder {
                 action: disconnected.then(|| format!("ws-42#log_contact#{contact}")),
                 incident: None,
                 business_id: None,
+                also: Vec::new(),
             });
             self.copies(event, at + i as u64 * 800);
         }
@@ -545,6 +572,7 @@ fn retell_event(workspace: &'static str, event: &str, n: usize, extra: &str) -> 
         action: None,
         incident: None,
         business_id: None,
+        also: Vec::new(),
     }
 }
 
@@ -687,12 +715,32 @@ mod tests {
     fn intended_actions_are_unique_keys_of_events_that_ask_for_one() {
         let p = plan(300, 3);
         let asking = p.events.iter().filter(|e| e.action.is_some()).count();
+        let effects: usize = p
+            .events
+            .iter()
+            .filter(|e| e.action.is_some())
+            .map(|e| 1 + e.also.len())
+            .sum();
         assert_eq!(
             p.intended_actions().len(),
-            asking,
+            effects,
             "no two events share an action"
         );
         assert!(asking > 50);
+        // A payment makes its three effects, each its own key.
+        let payment = p
+            .events
+            .iter()
+            .find(|e| e.label == "stripe payment_intent.succeeded")
+            .unwrap();
+        let pi = payment.business_id.as_deref().unwrap();
+        for effect in PAYMENT_EFFECTS {
+            assert!(
+                p.intended_actions()
+                    .contains(&format!("ws-42#{effect}#{pi}")),
+                "{effect}"
+            );
+        }
         // Refunds of a payment are a second action of the same payment intent.
         assert!(
             p.intended_actions()

@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::{
-    plan::{Incident, Kind, Plan},
+    plan::{Incident, Kind, PAYMENT_EFFECTS, Plan},
     play::Sent,
 };
 
@@ -40,6 +40,9 @@ pub struct Observed {
     /// How many times the local rule's stand-in handed each message of its
     /// queue to the ingress (by SQS message id; `Local::rule_handoffs`).
     pub rule_handoffs: HashMap<String, u32>,
+    /// Each record written, by its key: what it is (the vendor's object) and
+    /// how many times it was written again after it was made.
+    pub written: BTreeMap<String, (String, u32)>,
 }
 
 /// One checked promise.
@@ -340,6 +343,43 @@ pub fn build(
             first(&not_completed)
         ),
     );
+    let payments = payment_effects(plan, observed);
+    check(
+        "each payment made one order, one sales task and one confirmation email",
+        payments.values().all(|n| *n == payments["payments"]),
+        format!("{payments:?}"),
+    );
+    // The email Resend refused: held, approved alone; the order and the
+    // task of its payment were never written again.
+    let refused: Vec<&str> = plan
+        .events
+        .iter()
+        .filter(|e| e.incident == Some(Incident::EmailRefused))
+        .filter_map(|e| e.business_id.as_deref())
+        .collect();
+    let rewritten: Vec<String> = refused
+        .iter()
+        .flat_map(|pi| [PAYMENT_EFFECTS[0], PAYMENT_EFFECTS[1]].map(|a| format!("ws-42#{a}#{pi}")))
+        .filter(|k| observed.written.get(k).is_none_or(|(_, again)| *again > 0))
+        .collect();
+    let sent_once = refused
+        .iter()
+        .all(|pi| observed.creations.get(&format!("ws-42#send_receipt#{pi}")) == Some(&1));
+    // The retell poison and the refused email: two approvals.
+    let approved = observed
+        .operator
+        .get("approved_poison")
+        .copied()
+        .unwrap_or(0);
+    check(
+        "a refused email was held and approved alone: its order and task were not written again",
+        !refused.is_empty() && rewritten.is_empty() && sent_once && approved >= 2,
+        format!(
+            "{} refused, sent once {sent_once}, approved {approved}, written again or missing {:?}",
+            refused.len(),
+            first(&rewritten)
+        ),
+    );
     let held = observed.triage.iter().filter(|(_, s)| s == "HELD").count();
     check(
         "no failure left held: each was re-injected or decided",
@@ -412,6 +452,7 @@ pub fn build(
         actions: json!({
             "intended": intended.len(),
             "crm_tasks": observed.tasks_total,
+            "payments": payment_effects(plan, observed),
             "staged_incidents": incidents,
             "ledger": observed.ledger.values().fold(BTreeMap::<&str, u32>::new(), |mut m, s| {
                 *m.entry(s.as_str()).or_default() += 1;
@@ -440,6 +481,29 @@ pub fn build(
         timeline,
         outage_secs: (plan.outage.0 as f64 / 1000.0, plan.outage.1 as f64 / 1000.0),
     }
+}
+
+/// How many payments the day planned, and how many of them made each of
+/// their effects exactly once (`orders`, `tasks`, `emails`).
+fn payment_effects(plan: &Plan, observed: &Observed) -> BTreeMap<&'static str, usize> {
+    let payments: Vec<&str> = plan
+        .events
+        .iter()
+        .filter(|e| e.label == "stripe payment_intent.succeeded")
+        .filter_map(|e| e.business_id.as_deref())
+        .collect();
+    let once = |action: &str| {
+        payments
+            .iter()
+            .filter(|pi| observed.creations.get(&format!("ws-42#{action}#{pi}")) == Some(&1))
+            .count()
+    };
+    BTreeMap::from([
+        ("payments", payments.len()),
+        ("orders", once(PAYMENT_EFFECTS[0])),
+        ("tasks", once(PAYMENT_EFFECTS[1])),
+        ("emails", once(PAYMENT_EFFECTS[2])),
+    ])
 }
 
 /// Whether `s` is the accepted delivery that made its event new (HTTP: the
@@ -513,6 +577,11 @@ pub fn summary(r: &Report) -> String {
     out.push_str(&format!(
         "actions      {} intended, {} CRM tasks; ledger {}\n",
         r.actions["intended"], r.actions["crm_tasks"], r.actions["ledger"]
+    ));
+    let p = &r.actions["payments"];
+    out.push_str(&format!(
+        "payments     {}: {} orders, {} sales tasks, {} emails (each once)\n",
+        p["payments"], p["orders"], p["tasks"], p["emails"]
     ));
     out.push_str(&format!("triage       {}\n", r.triage["by_class"]));
     let operator: Vec<String> = r.operator.iter().map(|(k, v)| format!("{k} {v}")).collect();
@@ -591,8 +660,10 @@ mod tests {
         }
         for k in p.intended_actions() {
             observed.creations.insert(k.clone(), 1);
+            observed.written.insert(k.clone(), ("task".into(), 0));
             observed.ledger.insert(k, "COMPLETED".into());
         }
+        observed.operator.insert("approved_poison".into(), 2);
         observed.tasks_total = observed.creations.len();
         observed
             .triage
@@ -627,6 +698,41 @@ mod tests {
         let r = build(&p, 2, 120, &sent, &observed, 0, json!({}));
         assert!(!r.ok);
         assert!(failed(&r).contains(&"no duplicate effect: at most one CRM task per action"));
+
+        // Approving the refused email wrote its payment's order again.
+        let (sent, mut observed) = perfect(&p);
+        let refused = p
+            .events
+            .iter()
+            .find(|e| e.incident == Some(Incident::EmailRefused))
+            .and_then(|e| e.business_id.clone())
+            .unwrap();
+        let order = format!("ws-42#create_order#{refused}");
+        observed.written.insert(order, ("Order".into(), 1));
+        let r = build(&p, 2, 120, &sent, &observed, 0, json!({}));
+        assert_eq!(
+            failed(&r),
+            [
+                "a refused email was held and approved alone: its order and task were not written again"
+            ]
+        );
+        // A payment without its email.
+        let (sent, mut observed) = perfect(&p);
+        let pi = p
+            .events
+            .iter()
+            .find(|e| e.label == "stripe payment_intent.succeeded")
+            .and_then(|e| e.business_id.clone())
+            .unwrap();
+        observed
+            .creations
+            .remove(&format!("ws-42#send_receipt#{pi}"));
+        let r = build(&p, 2, 120, &sent, &observed, 0, json!({}));
+        assert!(
+            failed(&r).contains(
+                &"each payment made one order, one sales task and one confirmation email"
+            )
+        );
 
         let (sent, mut observed) = perfect(&p);
         let any = observed.inbox.keys().next().unwrap().clone();

@@ -43,6 +43,45 @@ pub async fn ledger_contract(ledger: &impl Ledger, ns: &str) {
     another_request_under_the_key_is_a_collision(ledger, ns).await;
     every_reservation_keeps_the_record_a_retention_past_it(ledger, ns).await;
     a_wait_for_the_search_keeps_the_window_it_waited_for(ledger, ns).await;
+    a_destinations_collision_is_failed_and_stays_a_collision(ledger, ns).await;
+}
+
+/// A destination that holds the key for another request (Resend's
+/// `invalid_idempotent_request`, the IETF draft's 422): the action is
+/// FAILED with the kind `collision`, so its re-filing reads as one.
+async fn a_destinations_collision_is_failed_and_stays_a_collision(ledger: &impl Ledger, ns: &str) {
+    let r = request(ns, "collided", 8);
+    ledger
+        .reserve(&r, &inbox(ns, 1), lease("a:1", T0), RETENTION)
+        .await
+        .unwrap();
+    assert!(
+        ledger
+            .settle(
+                &r.key,
+                "a:1",
+                Settle::Collided("409 invalid_idempotent_request"),
+                T0
+            )
+            .await
+            .unwrap()
+    );
+    let stored = ledger.get(&r.key).await.unwrap().unwrap();
+    assert_eq!(
+        (stored.status, stored.last_error_kind),
+        (ActionStatus::Failed, Some(FailureKind::Collision))
+    );
+    let again = ledger
+        .reserve(&r, &inbox(ns, 1), lease("a:2", T0), RETENTION)
+        .await
+        .unwrap();
+    assert!(
+        matches!(
+            again,
+            Reserve::Existing(Claim::Held(ActionStatus::Failed), _)
+        ),
+        "{again:?}"
+    );
 }
 
 /// An attempt that waited for a lookup destination's search (issue 43)

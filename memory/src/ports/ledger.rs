@@ -223,6 +223,7 @@ impl Ledger for MemoryLedger {
         let (status, error) = match outcome {
             Settle::Completed { .. } => (ActionStatus::Completed, None),
             Settle::Failed(m) => (ActionStatus::Failed, Some((FailureKind::Permanent, m))),
+            Settle::Collided(m) => (ActionStatus::Failed, Some((FailureKind::Collision, m))),
             Settle::Uncertain(m) => (
                 ActionStatus::Uncertain,
                 Some((FailureKind::OutcomeUnknown, m)),

@@ -17,7 +17,7 @@ use hookgate_core::{
     Timestamp,
     action::ActionRequest,
     destination::{Destination, Strategy},
-    failure::Failure,
+    failure::{Failure, FailureKind},
 };
 
 /// How long the CRM keeps an idempotency key; the simulator's configuration
@@ -36,7 +36,16 @@ pub enum Mode {
     DropBeforeCommit,
     /// 422: the request is refused for good.
     Refuse,
+    /// 429 with `Retry-After`: nothing made, the caller asked to wait.
+    Throttle,
+    /// The key is held for another request (Resend's
+    /// `invalid_idempotent_request`, the IETF draft's 422): nothing made; a
+    /// collision at a key destination, a refusal at any other.
+    Collide,
 }
+
+/// The wait a throttle asks for.
+pub const THROTTLE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 #[derive(Debug)]
 struct State {
@@ -118,6 +127,16 @@ impl Destination for SimCrm {
                 ));
             }
             Mode::Refuse => return Err(Failure::permanent("422 (simulated)")),
+            Mode::Throttle => {
+                return Err(Failure::throttled("429 (simulated)", Some(THROTTLE_WAIT)));
+            }
+            Mode::Collide if self.strategy == Strategy::IdempotencyKey => {
+                return Err(Failure::new(
+                    FailureKind::Collision,
+                    "409 invalid_idempotent_request (simulated)",
+                ));
+            }
+            Mode::Collide => return Err(Failure::permanent("422 (simulated)")),
             Mode::Healthy | Mode::CommitThenDrop => {}
         }
         let key = request.key.as_str().to_owned();
@@ -150,8 +169,12 @@ impl Destination for SimCrm {
     async fn lookup(&self, request: &ActionRequest) -> Result<Option<String>, Failure> {
         let key = &request.key;
         let state = self.lock();
-        if state.mode == Mode::Down {
-            return Err(Failure::retryable("503 (simulated outage)"));
+        match state.mode {
+            Mode::Down => return Err(Failure::retryable("503 (simulated outage)")),
+            Mode::Throttle => {
+                return Err(Failure::throttled("429 (simulated)", Some(THROTTLE_WAIT)));
+            }
+            _ => {}
         }
         // What the search shows by now: tasks made at least the lag ago.
         Ok(state.tasks.get(key.as_str()).and_then(|t| {

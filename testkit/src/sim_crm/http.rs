@@ -75,23 +75,31 @@ async fn write(shared: AppState, path: String, headers: HeaderMap, body: Value) 
         }
         inner.processing
     };
-    if key.is_some() && !processing.is_zero() {
-        tokio::time::sleep(processing).await;
+    // The send runs to its end even when the client hangs up, as a server's
+    // does: the key stays in flight until it has.
+    let done = tokio::spawn(async move {
+        if key.is_some() && !processing.is_zero() {
+            tokio::time::sleep(processing).await;
+        }
+        let mut inner = shared.lock();
+        let id = inner.create(("tasks", &path), external_ref, body.clone());
+        let answer = json!({"id": id});
+        if let Some(key) = key {
+            inner.in_flight.remove(&key);
+            let remembered = Remembered {
+                body_hash: hash_of(&body),
+                status: 201,
+                answer: answer.clone(),
+                at: std::time::Instant::now(),
+            };
+            inner.idempotency.insert(key, remembered);
+        }
+        answer
+    });
+    match done.await {
+        Ok(answer) => (StatusCode::CREATED, Json(answer)).into_response(),
+        Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
     }
-    let mut inner = shared.lock();
-    let id = inner.create(("tasks", &path), external_ref, body.clone());
-    let answer = json!({"id": id});
-    if let Some(key) = key {
-        inner.in_flight.remove(&key);
-        let remembered = Remembered {
-            body_hash: hash_of(&body),
-            status: 201,
-            answer: answer.clone(),
-            at: std::time::Instant::now(),
-        };
-        inner.idempotency.insert(key, remembered);
-    }
-    (StatusCode::CREATED, Json(answer)).into_response()
 }
 
 /// The first answer under a key again, or 422 under another body.

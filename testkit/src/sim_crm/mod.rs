@@ -15,6 +15,7 @@ mod api;
 mod faults;
 mod http;
 mod hubspot;
+mod resend;
 mod salesforce;
 mod state;
 
@@ -25,6 +26,7 @@ fn vendor_routes() -> axum::Router<api::AppState> {
         .merge(http::routes())
         .merge(salesforce::routes())
         .merge(hubspot::routes())
+        .merge(resend::routes())
 }
 
 use std::{net::SocketAddr, sync::Arc};
@@ -94,8 +96,9 @@ impl SimCrm {
         self.shared.lock().key_retention = retention;
     }
 
-    /// From now on a keyed write of the `http` vendor takes `processing` to
-    /// commit, its key in flight meanwhile: a repeat then is answered 409.
+    /// From now on a keyed write of the `http` and `resend` vendors takes
+    /// `processing` to commit, its key in flight meanwhile: a repeat then
+    /// is answered 409.
     pub fn set_processing(&self, processing: std::time::Duration) {
         self.shared.lock().processing = processing;
     }

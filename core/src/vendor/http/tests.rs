@@ -65,9 +65,23 @@ fn a_configured_request_renders_its_path_headers_and_body_from_the_action() {
         call.body.unwrap(),
         json!({"title": "Payment pi_1", "total": 2000, "n": 1})
     );
-    // Its lookup searches the collection the path names.
-    let search = Http.lookup(&target, &r).unwrap();
-    assert_eq!(search.path, ["v2", "orders"]);
+    // It cannot be looked up: where it was made is the API's own.
+    assert!(Http.lookup(&target, &r).is_none());
+    // A rendered segment that would name another resource is refused.
+    let template = RequestTemplate {
+        path: "orders/{{/fields/missing}}".into(),
+        ..template.clone()
+    };
+    let target = Target {
+        request: Some(&template),
+        ..Target::plain(Strategy::IdempotencyKey)
+    };
+    let failure = Http.create(&target, &r).unwrap_err();
+    assert!(
+        failure.detail.contains("not a path segment"),
+        "{}",
+        failure.detail
+    );
 }
 
 #[test]
@@ -104,6 +118,13 @@ fn answers_read_as_ids_a_concurrent_repeat_as_retryable_and_another_body_as_a_co
         retry_after: None,
     };
     assert_eq!(Http.refusal(&answer(409)), FailureKind::Retryable);
-    assert_eq!(Http.refusal(&answer(422)), FailureKind::Collision);
+    // A validation refusal, as most APIs mean a 422.
+    assert_eq!(Http.refusal(&answer(422)), FailureKind::Permanent);
     assert_eq!(Http.refusal(&answer(400)), FailureKind::Permanent);
+    let reused = Answer {
+        status: 422,
+        body: br#"{"error":"Idempotency key reused with a different request"}"#,
+        retry_after: None,
+    };
+    assert_eq!(Http.refusal(&reused), FailureKind::Collision);
 }

@@ -164,3 +164,27 @@ fn the_lookup_strategy_creates_with_its_links_and_searches_by_the_property() {
     assert_eq!(filter["propertyName"], ID_PROPERTY);
     assert_eq!(filter["value"], r.key.as_str());
 }
+
+#[test]
+fn a_create_refused_for_an_existing_unique_value_is_looked_up_not_refused() {
+    let answer = |status, body: &'static [u8]| Answer {
+        status,
+        body,
+        retry_after: None,
+    };
+    let exists = br#"{"status":"error","message":"A record with this value already exists","category":"CONFLICT"}"#;
+    assert_eq!(
+        Hubspot.refusal(&answer(409, exists)),
+        FailureKind::OutcomeUnknown
+    );
+    let limited = br#"{"status":"error","message":"slow down","category":"RATE_LIMITS"}"#;
+    assert_eq!(
+        Hubspot.refusal(&answer(429, limited)),
+        FailureKind::Throttled
+    );
+    let invalid = br#"{"status":"error","message":"bad","category":"VALIDATION_ERROR"}"#;
+    assert_eq!(
+        Hubspot.refusal(&answer(400, invalid)),
+        FailureKind::Permanent
+    );
+}

@@ -95,7 +95,7 @@ fn an_order_needs_its_account_and_an_opportunity_its_stage_and_close_date() {
         Strategy::Upsert,
         Some(Object::Order),
         &[Field::Name, Field::Amount],
-        &[LinkTo::Account],
+        &[(LinkTo::Account, "Ext__c")],
     );
     assert!(refused.unwrap_err().contains("TotalAmount"));
     let refused = SPEC.check(Strategy::Upsert, Some(Object::Deal), &[Field::Name], &[]);
@@ -121,7 +121,7 @@ fn a_task_links_its_contact_in_the_same_upsert_but_not_through_the_ui_api() {
         Strategy::IdempotencyKey,
         Some(Object::Task),
         &[Field::Subject],
-        &[LinkTo::Contact],
+        &[(LinkTo::Contact, "Email__c")],
     );
     assert!(refused.unwrap_err().contains("same write"));
 }
@@ -173,6 +173,9 @@ fn an_org_past_its_api_allowance_is_a_throttle_and_other_403s_are_refusals() {
     let limit =
         br#"[{"message":"TotalRequests Limit exceeded.","errorCode":"REQUEST_LIMIT_EXCEEDED"}]"#;
     assert_eq!(Salesforce.refusal(&answer(limit)), FailureKind::Throttled);
+    let locked =
+        br#"[{"message":"unable to obtain exclusive access","errorCode":"UNABLE_TO_LOCK_ROW"}]"#;
+    assert_eq!(Salesforce.refusal(&answer(locked)), FailureKind::Retryable);
     let denied = br#"[{"message":"no access","errorCode":"INSUFFICIENT_ACCESS"}]"#;
     assert_eq!(Salesforce.refusal(&answer(denied)), FailureKind::Permanent);
     assert_eq!(
