@@ -45,9 +45,16 @@ expect 0 "at least 7200 s (retell 7200 s, stripe 518400 s)" INBOX_TTL_SECONDS=72
   AWS_REGION=eu-west-1 AWS_ACCOUNT_ID=111122223333
 # A 4-day rule MaxEventAge: past EventBridge's own limit, refused as a parameter.
 expect 1 "RuleMaxEventAgeSeconds=345600: above its maximum 86400" RULE_MAX_EVENT_AGE_SECONDS=345600
-expect 1 "the template sets no variable HOOKGATE_SECRET_WS42_RETELL" HOOKGATE_DEPLOY_CONFIG=config/hookgate.example.toml
-expect 1 "base_url http://127.0.0.1:8788 is a loopback address" HOOKGATE_DEPLOY_CONFIG=config/hookgate.example.toml
-expect 1 "documentation placeholder" HOOKGATE_DEPLOY_CONFIG=config/hookgate.example.toml
+# The example's payment makes three actions of one event: they do not fit
+# the template's default 30 s, and its comment says what to deploy with.
+expect 1 "raise HOOKGATE_ACTION_TIMEOUT_SECS (ActionTimeoutSeconds)" HOOKGATE_DEPLOY_CONFIG=config/hookgate.example.toml
+EXAMPLE="HOOKGATE_DEPLOY_CONFIG=config/hookgate.example.toml ACTION_TIMEOUT_SECONDS=75 ACTION_QUEUE_VISIBILITY_SECONDS=450"
+# shellcheck disable=SC2086
+expect 1 "the template sets no variable HOOKGATE_SECRET_WS42_RETELL" $EXAMPLE
+# shellcheck disable=SC2086
+expect 1 "base_url http://127.0.0.1:8788 is a loopback address" $EXAMPLE
+# shellcheck disable=SC2086
+expect 1 "documentation placeholder" $EXAMPLE
 # The EventBridge rule and the config's sources agree, both ways (N3).
 expect 1 "which no [[eventbridge.sources]] maps" EVENT_SOURCE=aws.connect
 expect 1 "the stack has no rule" HOOKGATE_DEPLOY_CONFIG=infra/fixtures/deploy-connect.toml

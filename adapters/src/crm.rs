@@ -223,6 +223,15 @@ impl<K: SecretSource> CrmDestination<K> {
             .map_err(no_token)
         };
         let token = read(timeout_at(until, self.secrets.resolve(reference)).await)?;
+        // A value no header can carry (a line break pasted with it) is the
+        // secret's fault, not the request's: a delay until it is fixed,
+        // named, never shown, never the refusal of every action.
+        if !token.expose().iter().all(|b| (0x20..0x7f).contains(b)) {
+            return Err(Failure::retryable(format!(
+                "the token in {reference} is not a header value (a line break or another \
+                 control character): fix the secret"
+            )));
+        }
         let response = exchange(
             authorize(self.kind.spec().auth, build(&self.client), &token).timeout(left(until)),
         )

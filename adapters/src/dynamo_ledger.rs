@@ -191,8 +191,10 @@ impl DynamoLedger {
                 request = request
                     .expression_attribute_values(":pending", s(ActionStatus::Pending.as_str()))
                     .expression_attribute_values(":open", open_bucket(key, ActionStatus::Pending));
+                // A person saw nothing made: the error that made it
+                // uncertain no longer stands (`ledger::taken_over`).
                 "SET #status = :pending, open_bucket = :open, reconciled_by = :who, updated_at = :now, \
-                 write_token = :token"
+                 write_token = :token REMOVE last_error_kind"
             }
         };
         self.decide(request, set).await

@@ -101,17 +101,7 @@ pub struct ActionRequest {
 impl ActionRequest {
     pub fn new(key: ActionKey, destination: &str, fields: Value) -> Self {
         let body = json!({ "action_key": key.as_str(), "action": key.action(), "fields": fields });
-        // serde_json's Map is ordered by key (no preserve_order feature), so
-        // the serialization is canonical.
-        let request_sha256 = crypto::sha256_hex(body.to_string().as_bytes());
-        Self {
-            key,
-            destination: destination.to_owned(),
-            body,
-            request_sha256,
-            effect: None,
-            at: None,
-        }
+        Self::with_body(key, destination, body, None)
     }
 
     /// The action that makes `effect`: its body (and so its hash) names the
@@ -120,14 +110,20 @@ impl ActionRequest {
         let mut body = effect.to_json();
         body["action_key"] = Value::String(key.as_str().to_owned());
         body["action"] = Value::String(key.action().to_owned());
+        Self::with_body(key, destination, body, Some(effect))
+    }
+
+    fn with_body(key: ActionKey, destination: &str, body: Value, effect: Option<Effect>) -> Self {
+        // serde_json's Map is ordered by key (no preserve_order feature), so
+        // the serialization is canonical.
         let request_sha256 = crypto::sha256_hex(body.to_string().as_bytes());
         Self {
             key,
             destination: destination.to_owned(),
             body,
             request_sha256,
-            at: Some(effect.at),
-            effect: Some(effect),
+            at: effect.as_ref().map(|e| e.at),
+            effect,
         }
     }
 

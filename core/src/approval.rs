@@ -973,7 +973,11 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
                 let Some(action) = self.ledger.get(&request.key).await? else {
                     continue;
                 };
-                if action.status != ActionStatus::Failed {
+                // Only the request the record is for: another under its key
+                // is a collision of the ledger, decided by its own item.
+                if action.status != ActionStatus::Failed
+                    || action.request_sha256 != request.request_sha256
+                {
                     continue;
                 }
                 // Filed as the collision it was, when the destination held

@@ -136,6 +136,16 @@ pub fn own_attempt(stored: &ActionRecord) -> Attempt {
 ///   (`lag_from`), since it created nothing;
 /// - otherwise (released, or re-opened by a decision): its last write,
 ///   which came after every call of the attempt it ended.
+///
+/// Its key counts from the action's first reservation (`since`), except
+/// after a person found nothing made under it (an uncertain outcome
+/// reconciled as not found, its error kind cleared): then it counts from
+/// that decision, so the re-run is not taken for one past the destination's
+/// key retention, which a destination that cannot look (Resend) could only
+/// hold for a person again. A refusal re-opened keeps its first clock: an
+/// earlier attempt's lost answer may have made the effect before a later
+/// one was refused, and only a lookup past the key's retention finds it
+/// (the simulator found that duplicate when the refusal restarted it).
 pub fn taken_over(stored: &ActionRecord) -> Attempt {
     let reach = match (stored.status, stored.last_error_kind) {
         (ActionStatus::InProgress, _) => stored.lease_expires_at.unwrap_or(stored.updated_at),
@@ -144,10 +154,11 @@ pub fn taken_over(stored: &ActionRecord) -> Attempt {
         }
         _ => stored.updated_at,
     };
-    Attempt::Again {
-        since: stored.created_at,
-        reach,
-    }
+    let since = match (stored.status, stored.last_error_kind) {
+        (ActionStatus::Pending, None) => stored.updated_at,
+        _ => stored.created_at,
+    };
+    Attempt::Again { since, reach }
 }
 
 /// What a reservation that created the record is for an event received at
@@ -289,6 +300,40 @@ mod tests {
         r.lag_from = Some(at(1_005));
         r.updated_at = at(1_007);
         assert_eq!(taken_over(&r), again(1_005));
+        // A lost answer released with its key: the key counts from the
+        // first reservation.
+        r.lag_from = None;
+        r.last_error_kind = Some(FailureKind::OutcomeUnknown);
+        assert_eq!(taken_over(&r), again(1_007));
+    }
+
+    #[test]
+    fn only_a_person_finding_nothing_made_starts_the_keys_clock_again() {
+        let at = Timestamp::from_secs;
+        let mut r = record(ActionStatus::Pending, None);
+        r.updated_at = at(90_000);
+        // Reconciled as not found (its error kind cleared): from then.
+        r.last_error_kind = None;
+        assert_eq!(
+            taken_over(&r),
+            Attempt::Again {
+                since: at(90_000),
+                reach: at(90_000)
+            }
+        );
+        // A refusal or a collision re-opened: an earlier attempt's lost
+        // answer may have made it, so the key counts from the first.
+        for kind in [FailureKind::Permanent, FailureKind::Collision] {
+            r.last_error_kind = Some(kind);
+            assert_eq!(
+                taken_over(&r),
+                Attempt::Again {
+                    since: at(1_000),
+                    reach: at(90_000)
+                },
+                "{kind:?}"
+            );
+        }
     }
 
     #[test]

@@ -307,6 +307,19 @@ pub fn evaluate(
         }
     }
     if !actions.is_empty() {
+        // The event's other actions go on; what a rule skipped is said,
+        // never dropped (a payment without its receipt email's address).
+        if !ignored.is_empty() || !unmatched.is_empty() {
+            let skipped = ignored
+                .iter()
+                .chain(&unmatched)
+                .cloned()
+                .collect::<Vec<_>>();
+            tracing::info!(
+                skipped = skipped.join("; "),
+                "rules skipped some of this event's actions"
+            );
+        }
         Decision::Actions(actions)
     } else if !unmatched.is_empty() {
         Decision::Unmatched(unmatched.join("; "))

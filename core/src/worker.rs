@@ -24,8 +24,8 @@ use std::{collections::HashMap, sync::Arc, time::Duration};
 use crate::{
     InboxPk, Timestamp,
     action::ActionRequest,
-    config::{Config, DestinationConfig},
-    destination::{Destination, Performed, THROTTLE_PAUSE, perform},
+    config::Config,
+    destination::{Destination, Performed, Strategy, THROTTLE_PAUSE, perform},
     failure::{Failure, FailureKind, HoldCase},
     inbox::{InboxRecord, InboxStatus},
     ledger::{self, ActionRecord, Claim},
@@ -575,15 +575,21 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
     /// Long after the first attempt the destination may have forgotten the
     /// key: such an attempt is [`Attempt::KeyExpired`], and the action is
     /// looked up before anything is created again.
+    ///
+    /// Only a destination that keeps a key can forget one: a lookup
+    /// destination sends none, and its second attempt looks first anyway,
+    /// waiting out the search lag (a `KeyExpired` there would look without
+    /// the wait: a duplicate the simulator found).
     fn key_expired(&self, request: &ActionRequest, attempt: Attempt, now: Timestamp) -> Attempt {
+        let Some(destination) = self.config.destinations.get(&request.destination) else {
+            return attempt;
+        };
         match attempt {
             Attempt::Again { since, .. }
-                if self
-                    .config
-                    .destinations
-                    .get(&request.destination)
-                    .and_then(DestinationConfig::key_retention)
-                    .is_some_and(|retention| now.since(since) > retention) =>
+                if destination.strategy == Strategy::IdempotencyKey
+                    && destination
+                        .key_retention()
+                        .is_some_and(|retention| now.since(since) > retention) =>
             {
                 Attempt::KeyExpired
             }

@@ -363,6 +363,48 @@ fn a_takeover_inside_the_search_lag_after_a_crash_waits_and_makes_one_task() {
 }
 
 #[test]
+fn a_lookup_destination_waits_out_its_search_lag_whatever_the_keys_age() {
+    // Found by `SIM_CASES=150000 SIM_SEED=424242` (issue 47's review): a
+    // lookup destination given a `key_retention_secs` (it sends no key) took
+    // an attempt 30 minutes after the first for one past the key's
+    // retention, which looks without waiting for the search: the takeover
+    // after a crash that followed a create found nothing yet, and created
+    // again. The CRM is down at first (released at 0 s); 1,801 s later a
+    // worker dies after its create reached the CRM (port call 3, after the
+    // look-first lookup at 2); the takeover must wait out the 90 s lag.
+    let mut world = World::classic(CrmStrategy::Lookup);
+    world.destinations[0].search_lag_secs = 90;
+    let scenario = Scenario {
+        world,
+        max_receives: 5,
+        ops: vec![
+            Op::Crm(Mode::Down),
+            Op::Deliver(0),
+            work(0, 0),
+            Op::Advance(1_801),
+            Op::Crm(Mode::Healthy),
+            Op::Work {
+                pick: 0,
+                crash_at: Some(3),
+                lose_answer_at: None,
+                pauses: 0,
+            },
+            Op::Advance(61),
+            work(0, 0),
+        ],
+    };
+    let trace = sim::run(&scenario).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        trace.iter().any(|l| l.contains("crashed at port call 3")),
+        "{trace:#?}"
+    );
+    assert!(
+        trace.iter().any(|l| l.contains("sent again in")),
+        "the takeover waited for the search: {trace:#?}"
+    );
+}
+
+#[test]
 fn a_paused_invocation_keeps_its_lease_while_the_other_event_runs() {
     // Both events of call_2 ask for one action. The first invocation pauses
     // before its CRM create (port calls: inbox read 0, reserve 1, create 2)

@@ -914,3 +914,41 @@ fn a_configured_request_is_refused_where_it_could_not_be_safe() {
     assert_eq!(request.method, crate::vendor::Method::Put);
     assert_eq!(request.path, "v2/orders/{{/key}}");
 }
+
+/// A destination's key settings only where they mean something, and never
+/// longer than the vendor keeps a key.
+#[test]
+fn key_settings_are_refused_where_the_vendor_decides_them() {
+    let destination = |body: &str| {
+        format!("{BASE}\n[destinations.d]\nbase_url = \"https://d.example.test\"\n{body}\n")
+    };
+    let cases = [
+        (
+            "kind = \"resend\"\nidempotency_header = \"X-Idem\"",
+            "reads its key where its API does",
+        ),
+        (
+            "kind = \"salesforce\"\nidempotency_header = \"X-Idem\"",
+            "reads its key where its API does",
+        ),
+        (
+            "kind = \"resend\"\nkey_retention_secs = 172800",
+            "longer than the 86400 s resend documents",
+        ),
+    ];
+    for (body, why) in cases {
+        let error = Config::from_toml(&destination(body), no_env)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains(why), "{body}: {error}");
+    }
+    for body in [
+        "kind = \"http\"\nidempotency_header = \"X-Idem\"\nkey_retention_secs = 600",
+        "kind = \"resend\"\nkey_retention_secs = 3600",
+    ] {
+        assert!(
+            Config::from_toml(&destination(body), no_env).is_ok(),
+            "{body}"
+        );
+    }
+}

@@ -20,7 +20,7 @@ use crate::{
     effect::{Field, LinkTo, Template},
     provider::{REGISTRY, Scheme, Signed, hmac::HmacScheme},
     secret::{SecretError, SecretRef},
-    vendor::{Method, Spec},
+    vendor::{KeyCarrier, Method, Spec},
 };
 
 impl Config {
@@ -252,6 +252,15 @@ pub(super) fn destinations(
                 ))
             })?;
             let strategy = strategy(kind.spec(), d.strategy.as_deref()).map_err(bad)?;
+            if d.idempotency_header.is_some()
+                && kind.spec().keying(strategy).key != KeyCarrier::Header
+            {
+                return Err(bad(format!(
+                    "idempotency_header is set, but {} reads its key where its API does: only an \
+                     http destination under strategy \"idempotency-key\" names the header",
+                    kind.name()
+                )));
+            }
             let idempotency_header = d
                 .idempotency_header
                 .clone()
@@ -272,7 +281,8 @@ pub(super) fn destinations(
                     .timeout_ms
                     .unwrap_or(DestinationConfig::DEFAULT_TIMEOUT_MS),
                 idempotency_header: idempotency_header.clone(),
-                key_retention_secs: d.key_retention_secs,
+                key_retention_secs: key_retention(kind.spec(), strategy, d.key_retention_secs)
+                    .map_err(bad)?,
                 search_lag: search_lag(kind.spec(), strategy, d.search_lag_secs).map_err(bad)?,
                 pace: pace(d.rate_per_second, d.burst).map_err(bad)?,
                 request: d
@@ -365,6 +375,27 @@ fn base_url(url: &str) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+/// How long a destination says it keeps a key: never longer than its
+/// vendor documents (a retry past what the vendor keeps would be sent
+/// blind).
+fn key_retention(
+    spec: &Spec,
+    strategy: Strategy,
+    secs: Option<u64>,
+) -> Result<Option<u64>, String> {
+    let Some(secs) = secs else {
+        return Ok(None);
+    };
+    match spec.keying(strategy).key_retention {
+        Some(documented) if secs > documented.as_secs() => Err(format!(
+            "key_retention_secs of {secs} s is longer than the {} s {} documents keeping a key",
+            documented.as_secs(),
+            spec.name
+        )),
+        _ => Ok(Some(secs)),
+    }
 }
 
 /// The named strategy, or the vendor's default, if the vendor allows it.

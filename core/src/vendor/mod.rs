@@ -211,6 +211,9 @@ pub enum KeyCarrier {
     /// The `Idempotency-Key` header as a UUID derived from the key
     /// ([`uuid_of`]): Salesforce's UI API takes only that format.
     UuidHeader,
+    /// The `Idempotency-Key` header, whatever the destination's
+    /// `idempotency_header` says (a vendor that reads no other: Resend).
+    IdempotencyKey,
     /// The record's External ID, in the path of an upsert.
     ExternalId,
     /// Sent as the record's `action_key` and searched as `external_ref`

@@ -68,6 +68,7 @@ mod tests {
         let key = match k.key {
             KeyCarrier::Header => "a header (`idempotency_header`)".to_owned(),
             KeyCarrier::UuidHeader => "`Idempotency-Key`, as a UUID".to_owned(),
+            KeyCarrier::IdempotencyKey => "`Idempotency-Key`".to_owned(),
             KeyCarrier::ExternalId => "the External ID, in the path".to_owned(),
             KeyCarrier::Reference => {
                 "the body's `action_key`, searched as `external_ref`".to_owned()
@@ -76,7 +77,10 @@ mod tests {
         };
         let kept = k.key_retention.map_or_else(
             || "not stated".to_owned(),
-            |d| format!("{} days", d.as_secs() / 86_400),
+            |d| match d.as_secs() {
+                s if s >= 2 * 86_400 => format!("{} days", s / 86_400),
+                s => format!("{} hours", s / 3600),
+            },
         );
         let lost = if k.strategy.keyed() {
             "asked again with the key"
@@ -161,7 +165,7 @@ mod tests {
                         .unwrap();
                     let body = call.body.clone().unwrap_or_default().to_string();
                     let sent = match keying.key {
-                        KeyCarrier::Header => call
+                        KeyCarrier::Header | KeyCarrier::IdempotencyKey => call
                             .headers
                             .contains(&("Idempotency-Key".to_owned(), key.as_str().to_owned())),
                         KeyCarrier::UuidHeader => call

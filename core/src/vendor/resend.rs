@@ -7,8 +7,9 @@
 //! (`concurrent_idempotent_requests`: asked again later) and to the same key
 //! with another body (`invalid_idempotent_request`: a collision, for a
 //! person); 429 to a rate limit (`rate_limit_exceeded`, with
-//! `Retry-After`) and to a spent daily quota (`daily_quota_exceeded`):
-//! both throttles. Its errors are `{"statusCode", "name", "message"}`; the
+//! `Retry-After`: a throttle) and to a spent daily or monthly quota
+//! (`daily_quota_exceeded`: an outage that lasts hours, dead-lettered and
+//! approved once it frees). Its errors are `{"statusCode", "name", "message"}`; the
 //! name decides, then the status (Resend's API reference, "Errors" and
 //! "Idempotency keys").
 //!
@@ -31,6 +32,9 @@ use super::{
     sent_key,
 };
 
+/// The header Resend reads a key from, and no other.
+pub const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
+
 /// Where emails are sent, below the base URL (`https://api.resend.com`).
 pub const EMAILS: &str = "emails";
 
@@ -40,7 +44,7 @@ pub static SPEC: Spec = Spec {
     name: "resend",
     keyings: &[Keying {
         strategy: Strategy::IdempotencyKey,
-        key: KeyCarrier::Header,
+        key: KeyCarrier::IdempotencyKey,
         key_max_len: 256,
         key_retention: Some(Duration::from_secs(24 * 3600)),
         links: false,
@@ -82,7 +86,7 @@ impl Vendor for Resend {
         &SPEC
     }
 
-    fn create(&self, target: &Target<'_>, request: &ActionRequest) -> Result<Call, Failure> {
+    fn create(&self, _: &Target<'_>, request: &ActionRequest) -> Result<Call, Failure> {
         let Some(effect) = request
             .effect
             .as_ref()
@@ -105,7 +109,7 @@ impl Vendor for Resend {
         }
         let key = sent_key(SPEC.keying(Strategy::IdempotencyKey), &request.key);
         Ok(Call::new(Method::Post, EMAILS)
-            .header(target.idempotency_header, &key)
+            .header(IDEMPOTENCY_KEY, &key)
             .json(Value::Object(body)))
     }
 
@@ -125,7 +129,11 @@ impl Vendor for Resend {
         match name.as_str() {
             "concurrent_idempotent_requests" => FailureKind::Retryable,
             "invalid_idempotent_request" => FailureKind::Collision,
-            "rate_limit_exceeded" | "daily_quota_exceeded" => FailureKind::Throttled,
+            "rate_limit_exceeded" => FailureKind::Throttled,
+            // A quota spent for the day or the month frees in hours, not
+            // seconds: an outage, dead-lettered and approved once it has
+            // freed, never a retry every second.
+            "daily_quota_exceeded" | "monthly_quota_exceeded" => FailureKind::Retryable,
             "validation_error" | "invalid_idempotency_key" | "missing_required_field" => {
                 FailureKind::Permanent
             }

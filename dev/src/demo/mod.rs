@@ -311,6 +311,8 @@ fn stage_incidents(plan: &Plan, sim: &SimCrm, mail: &SimCrm) {
                 sim.add_fault(once(FaultKind::Status).status(503));
             }
             Incident::Poison => sim.add_fault(once(FaultKind::Status).status(422)),
+            // The outage itself is its fault.
+            Incident::CrmDownEmailUp => {}
         }
     }
 }

@@ -91,6 +91,7 @@ pub async fn observe(
         }
     }
     // The CRM's records and the email service's sends, as one count.
+    observed.email_faults = sims[1].tasks().faults_applied;
     for sim in sims {
         let tasks = sim.tasks();
         observed.tasks_total += tasks.total;
@@ -98,9 +99,8 @@ pub async fn observe(
         for task in &tasks.tasks {
             observed.task_times_ms.push(task.created_ms);
             if let Some(key) = &task.external_ref {
-                observed
-                    .written
-                    .insert(key.clone(), (task.object.clone(), task.updates));
+                let written = (task.object.clone(), task.updates, task.created_ms);
+                observed.written.insert(key.clone(), written);
             }
         }
     }

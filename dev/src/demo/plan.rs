@@ -101,6 +101,10 @@ pub enum Incident {
     /// email alone is held, and approved alone; its order and task are not
     /// written again.
     EmailRefused,
+    /// A payment as the CRM's outage begins: its email goes out (the email
+    /// service is up), its order and task fail through the outage, reach
+    /// the DLQ and are made once the operator approves.
+    CrmDownEmailUp,
 }
 
 impl Incident {
@@ -112,6 +116,7 @@ impl Incident {
             Incident::Poison => "poison",
             Incident::EmailLostAnswer => "email-lost-answer",
             Incident::EmailRefused => "email-refused",
+            Incident::CrmDownEmailUp => "crm-down-email-up",
         }
     }
 }
@@ -319,6 +324,21 @@ pub fn plan(events: usize, seed: u64) -> Plan {
             },
         });
     }
+
+    // A payment as the outage begins: the email service stays up.
+    let n = b.events.len();
+    let payment = b.payment(n);
+    let index = b.push(Event {
+        incident: Some(Incident::CrmDownEmailUp),
+        ..payment
+    });
+    b.deliveries.push(Delivery {
+        at_ms: outage.0 + 1_100,
+        kind: Kind::Copy {
+            event: index,
+            copy: 0,
+        },
+    });
 
     // The background day; its numbers start above the staged ones.
     let staged = b.events.len();
@@ -664,9 +684,10 @@ mod tests {
             .filter(|d| matches!(d.kind, Kind::Collision { .. }))
             .count();
         assert_eq!(collisions, 1);
-        // Staged incidents are early, before the outage.
+        // Staged incidents are early, before the outage (but the one aimed
+        // at it).
         for (i, e) in p.events.iter().enumerate() {
-            if e.incident.is_some() {
+            if e.incident.is_some_and(|i| i != Incident::CrmDownEmailUp) {
                 let first = p
                     .deliveries
                     .iter()

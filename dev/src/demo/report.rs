@@ -40,9 +40,12 @@ pub struct Observed {
     /// How many times the local rule's stand-in handed each message of its
     /// queue to the ingress (by SQS message id; `Local::rule_handoffs`).
     pub rule_handoffs: HashMap<String, u32>,
-    /// Each record written, by its key: what it is (the vendor's object) and
-    /// how many times it was written again after it was made.
-    pub written: BTreeMap<String, (String, u32)>,
+    /// Each record written, by its key: what it is (the vendor's object),
+    /// how many times it was written again after it was made, and when it
+    /// was made (ms since the epoch).
+    pub written: BTreeMap<String, (String, u32, u64)>,
+    /// How many requests met a staged fault at the email service.
+    pub email_faults: u32,
 }
 
 /// One checked promise.
@@ -360,7 +363,12 @@ pub fn build(
     let rewritten: Vec<String> = refused
         .iter()
         .flat_map(|pi| [PAYMENT_EFFECTS[0], PAYMENT_EFFECTS[1]].map(|a| format!("ws-42#{a}#{pi}")))
-        .filter(|k| observed.written.get(k).is_none_or(|(_, again)| *again > 0))
+        .filter(|k| {
+            observed
+                .written
+                .get(k)
+                .is_none_or(|(_, again, _)| *again > 0)
+        })
         .collect();
     let sent_once = refused
         .iter()
@@ -371,14 +379,24 @@ pub fn build(
         .get("approved_poison")
         .copied()
         .unwrap_or(0);
+    // Its lost answer and its refusal: both met at the email service.
+    let met = observed.email_faults >= 2;
     check(
         "a refused email was held and approved alone: its order and task were not written again",
-        !refused.is_empty() && rewritten.is_empty() && sent_once && approved >= 2,
+        !refused.is_empty() && rewritten.is_empty() && sent_once && approved >= 2 && met,
         format!(
-            "{} refused, sent once {sent_once}, approved {approved}, written again or missing {:?}",
+            "{} refused, sent once {sent_once}, approved {approved}, email faults met {}, \
+             written again or missing {:?}",
             refused.len(),
+            observed.email_faults,
             first(&rewritten)
         ),
+    );
+    let (email_up, detail) = email_while_crm_down(plan, observed, start_epoch_ms);
+    check(
+        "while the CRM was down a payment's email went out, its order and task after, each once",
+        email_up,
+        detail,
     );
     let held = observed.triage.iter().filter(|(_, s)| s == "HELD").count();
     check(
@@ -481,6 +499,38 @@ pub fn build(
         timeline,
         outage_secs: (plan.outage.0 as f64 / 1000.0, plan.outage.1 as f64 / 1000.0),
     }
+}
+
+/// Whether the payment staged as the outage began had its email made inside
+/// the outage (the email service up) and its order and task after it (the
+/// CRM down), each once; and what was seen.
+fn email_while_crm_down(plan: &Plan, observed: &Observed, start_epoch_ms: u64) -> (bool, String) {
+    let Some(pi) = plan
+        .events
+        .iter()
+        .find(|e| e.incident == Some(Incident::CrmDownEmailUp))
+        .and_then(|e| e.business_id.as_deref())
+    else {
+        return (false, "no payment staged in the outage".into());
+    };
+    let (from, to) = plan.outage;
+    let made_at = |action: &str| {
+        let key = format!("ws-42#{action}#{pi}");
+        let once = observed.creations.get(&key) == Some(&1);
+        let at = observed
+            .written
+            .get(&key)
+            .map(|(_, _, at)| at.saturating_sub(start_epoch_ms));
+        at.filter(|_| once)
+    };
+    let email = made_at(PAYMENT_EFFECTS[2]);
+    let crm = [made_at(PAYMENT_EFFECTS[0]), made_at(PAYMENT_EFFECTS[1])];
+    let ok = email.is_some_and(|t| (from..to).contains(&t))
+        && crm.iter().all(|t| t.is_some_and(|t| t >= to));
+    (
+        ok,
+        format!("{pi}: email at {email:?} ms, order and task at {crm:?} ms; outage {from}–{to} ms"),
+    )
 }
 
 /// How many payments the day planned, and how many of them made each of
@@ -658,12 +708,26 @@ mod tests {
                 ("PROCESSED".into(), p.deliveries_of(i), collisions),
             );
         }
+        // Made when the plan says: the outage's email inside it, every
+        // other record after it.
+        let down = p
+            .events
+            .iter()
+            .find(|e| e.incident == Some(Incident::CrmDownEmailUp))
+            .and_then(|e| e.business_id.clone())
+            .unwrap();
         for k in p.intended_actions() {
             observed.creations.insert(k.clone(), 1);
-            observed.written.insert(k.clone(), ("task".into(), 0));
+            let at = if k == format!("ws-42#send_receipt#{down}") {
+                p.outage.0 + 2_000
+            } else {
+                p.outage.1 + 5_000
+            };
+            observed.written.insert(k.clone(), ("task".into(), 0, at));
             observed.ledger.insert(k, "COMPLETED".into());
         }
         observed.operator.insert("approved_poison".into(), 2);
+        observed.email_faults = 2;
         observed.tasks_total = observed.creations.len();
         observed
             .triage
@@ -708,12 +772,33 @@ mod tests {
             .and_then(|e| e.business_id.clone())
             .unwrap();
         let order = format!("ws-42#create_order#{refused}");
-        observed.written.insert(order, ("Order".into(), 1));
+        observed
+            .written
+            .insert(order, ("Order".into(), 1, p.outage.1 + 5_000));
         let r = build(&p, 2, 120, &sent, &observed, 0, json!({}));
         assert_eq!(
             failed(&r),
             [
                 "a refused email was held and approved alone: its order and task were not written again"
+            ]
+        );
+        // The outage's payment had its email only after the CRM was back.
+        let (sent, mut observed) = perfect(&p);
+        let down = p
+            .events
+            .iter()
+            .find(|e| e.incident == Some(Incident::CrmDownEmailUp))
+            .and_then(|e| e.business_id.clone())
+            .unwrap();
+        let email = format!("ws-42#send_receipt#{down}");
+        observed
+            .written
+            .insert(email, ("emails".into(), 0, p.outage.1 + 1));
+        let r = build(&p, 2, 120, &sent, &observed, 0, json!({}));
+        assert_eq!(
+            failed(&r),
+            [
+                "while the CRM was down a payment's email went out, its order and task after, each once"
             ]
         );
         // A payment without its email.

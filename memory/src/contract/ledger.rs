@@ -44,6 +44,47 @@ pub async fn ledger_contract(ledger: &impl Ledger, ns: &str) {
     every_reservation_keeps_the_record_a_retention_past_it(ledger, ns).await;
     a_wait_for_the_search_keeps_the_window_it_waited_for(ledger, ns).await;
     a_destinations_collision_is_failed_and_stays_a_collision(ledger, ns).await;
+    reconciled_as_not_found_the_keys_clock_starts_again(ledger, ns).await;
+}
+
+/// An UNCERTAIN action a person reconciled as not found: its error kind no
+/// longer stands, so the next attempt counts the key from that decision
+/// (a destination that cannot look would hold it again otherwise).
+async fn reconciled_as_not_found_the_keys_clock_starts_again(ledger: &impl Ledger, ns: &str) {
+    let r = request(ns, "verified", 9);
+    ledger
+        .reserve(&r, &inbox(ns, 1), lease("a:1", T0), RETENTION)
+        .await
+        .unwrap();
+    assert!(
+        ledger
+            .settle(&r.key, "a:1", Settle::Uncertain("timed out"), T0)
+            .await
+            .unwrap()
+    );
+    let day_later = T0.plus(Duration::from_secs(86_400 + 60));
+    assert!(
+        ledger
+            .reconcile(&r.key, None, "ana", day_later)
+            .await
+            .unwrap()
+    );
+    let stored = ledger.get(&r.key).await.unwrap().unwrap();
+    assert_eq!(
+        (stored.status, stored.last_error_kind),
+        (ActionStatus::Pending, None)
+    );
+    let again = ledger
+        .reserve(&r, &inbox(ns, 1), lease("a:2", day_later), RETENTION)
+        .await
+        .unwrap();
+    assert_eq!(
+        again,
+        Reserve::Acquired(Attempt::Again {
+            since: day_later,
+            reach: day_later
+        })
+    );
 }
 
 /// A destination that holds the key for another request (Resend's

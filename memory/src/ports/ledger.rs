@@ -129,7 +129,10 @@ impl MemoryLedger {
                             r.status = ActionStatus::Completed;
                             r.destination_ref = Some(id.to_owned());
                         }
-                        None => r.status = ActionStatus::Pending,
+                        None => {
+                            r.status = ActionStatus::Pending;
+                            r.last_error_kind = None;
+                        }
                     }
                     r.updated_at = now;
                     stored.token = Some(token);

@@ -3,10 +3,7 @@
 //! first request is still being processed, and 422 under another body (the
 //! IETF Idempotency-Key draft); `GET {path}?external_ref=` searches.
 
-use std::{
-    collections::HashMap,
-    hash::{DefaultHasher, Hash, Hasher},
-};
+use std::collections::HashMap;
 
 use axum::{
     Json, Router,
@@ -18,16 +15,13 @@ use axum::{
 use hookgate_core::{config::DestinationConfig, vendor::http::EXTERNAL_REF};
 use serde_json::{Value, json};
 
-use super::{api::AppState, state::Remembered};
+use super::{
+    api::AppState,
+    state::{Remembered, commit, hash_of},
+};
 
 pub(super) fn routes() -> Router<AppState> {
     Router::new().route("/{*path}", any(dispatch))
-}
-
-fn hash_of(value: &Value) -> u64 {
-    let mut h = DefaultHasher::new();
-    value.to_string().hash(&mut h);
-    h.finish()
 }
 
 async fn dispatch(
@@ -61,7 +55,7 @@ async fn write(shared: AppState, path: String, headers: HeaderMap, body: Value) 
         .get(DestinationConfig::DEFAULT_IDEMPOTENCY_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let processing = {
+    {
         let mut inner = shared.lock();
         if let Some(key) = &key {
             if inner.in_flight.contains(key) {
@@ -73,32 +67,10 @@ async fn write(shared: AppState, path: String, headers: HeaderMap, body: Value) 
             }
             inner.in_flight.insert(key.clone());
         }
-        inner.processing
-    };
-    // The send runs to its end even when the client hangs up, as a server's
-    // does: the key stays in flight until it has.
-    let done = tokio::spawn(async move {
-        if key.is_some() && !processing.is_zero() {
-            tokio::time::sleep(processing).await;
-        }
-        let mut inner = shared.lock();
-        let id = inner.create(("tasks", &path), external_ref, body.clone());
-        let answer = json!({"id": id});
-        if let Some(key) = key {
-            inner.in_flight.remove(&key);
-            let remembered = Remembered {
-                body_hash: hash_of(&body),
-                status: 201,
-                answer: answer.clone(),
-                at: std::time::Instant::now(),
-            };
-            inner.idempotency.insert(key, remembered);
-        }
-        answer
-    });
-    match done.await {
-        Ok(answer) => (StatusCode::CREATED, Json(answer)).into_response(),
-        Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+    }
+    match commit(shared, ("tasks", path), key, external_ref, body, 201).await {
+        Some(answer) => (StatusCode::CREATED, Json(answer)).into_response(),
+        None => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
     }
 }
 

@@ -14,7 +14,10 @@ use axum::{
 use hookgate_core::vendor::resend::EMAILS;
 use serde_json::{Value, json};
 
-use super::{api::AppState, state::Remembered};
+use super::{
+    api::AppState,
+    state::{commit, hash_of},
+};
 
 pub(super) fn routes() -> Router<AppState> {
     Router::new().route(&format!("/{EMAILS}"), post(send))
@@ -23,13 +26,6 @@ pub(super) fn routes() -> Router<AppState> {
 fn error(status: StatusCode, name: &str, message: &str) -> Response {
     let body = json!({"statusCode": status.as_u16(), "name": name, "message": message});
     (status, Json(body)).into_response()
-}
-
-fn hash_of(body: &Value) -> u64 {
-    use std::hash::{DefaultHasher, Hash, Hasher};
-    let mut h = DefaultHasher::new();
-    body.to_string().hash(&mut h);
-    h.finish()
 }
 
 async fn send(
@@ -61,7 +57,7 @@ async fn send(
             "from, to and subject are required",
         );
     }
-    let processing = {
+    {
         let mut inner = shared.lock();
         if let Some(key) = &key {
             if inner.in_flight.contains(key) {
@@ -83,31 +79,10 @@ async fn send(
             }
             inner.in_flight.insert(key.clone());
         }
-        inner.processing
-    };
-    // The send runs to its end even when the client hangs up, as Resend's
-    // does: the key stays in flight until it has.
-    let done = tokio::spawn(async move {
-        if key.is_some() && !processing.is_zero() {
-            tokio::time::sleep(processing).await;
-        }
-        let mut inner = shared.lock();
-        let id = inner.create(("resend", EMAILS), key.clone(), body.clone());
-        let answer = json!({"id": id});
-        if let Some(key) = key {
-            inner.in_flight.remove(&key);
-            let remembered = Remembered {
-                body_hash: hash_of(&body),
-                status: 200,
-                answer: answer.clone(),
-                at: std::time::Instant::now(),
-            };
-            inner.idempotency.insert(key, remembered);
-        }
-        answer
-    });
-    match done.await {
-        Ok(answer) => (StatusCode::OK, Json(answer)).into_response(),
-        Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+    }
+    let at = ("resend", EMAILS.to_owned());
+    match commit(shared, at, key.clone(), key, body, 200).await {
+        Some(answer) => (StatusCode::OK, Json(answer)).into_response(),
+        None => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
     }
 }

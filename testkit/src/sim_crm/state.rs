@@ -242,3 +242,46 @@ impl Shared {
             .find_map(|f| f.until)
     }
 }
+
+/// A body's hash, as a key remembers the request it was first sent with.
+pub(crate) fn hash_of(body: &Value) -> u64 {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    let mut h = DefaultHasher::new();
+    body.to_string().hash(&mut h);
+    h.finish()
+}
+
+/// Makes a record at `at` and remembers its answer under `key`, if any,
+/// after the simulator's processing time: it runs to its end even when the
+/// client hangs up, as a server's write does, its key in flight until it
+/// has. The answer is `{"id"}`, remembered with `status`.
+pub(crate) async fn commit(
+    shared: std::sync::Arc<Shared>,
+    at: (&'static str, String),
+    key: Option<String>,
+    external_ref: Option<String>,
+    body: Value,
+    status: u16,
+) -> Option<Value> {
+    let processing = shared.lock().processing;
+    let done = tokio::spawn(async move {
+        if key.is_some() && !processing.is_zero() {
+            tokio::time::sleep(processing).await;
+        }
+        let mut inner = shared.lock();
+        let id = inner.create((at.0, &at.1), external_ref, body.clone());
+        let answer = serde_json::json!({ "id": id });
+        if let Some(key) = key {
+            inner.in_flight.remove(&key);
+            let remembered = Remembered {
+                body_hash: hash_of(&body),
+                status,
+                answer: answer.clone(),
+                at: Instant::now(),
+            };
+            inner.idempotency.insert(key, remembered);
+        }
+        answer
+    });
+    done.await.ok()
+}

@@ -25,9 +25,13 @@ fn email(html: &str) -> ActionRequest {
 #[test]
 fn an_email_is_posted_with_its_key_and_the_events_values_escaped_in_html() {
     let r = email("<p>Thanks {{/name}}</p>");
-    let call = Resend
-        .create(&Target::plain(Strategy::IdempotencyKey), &r)
-        .unwrap();
+    // Resend reads its key from `Idempotency-Key` only, whatever the
+    // destination names.
+    let renamed = Target {
+        idempotency_header: "X-Idem",
+        ..Target::plain(Strategy::IdempotencyKey)
+    };
+    let call = Resend.create(&renamed, &r).unwrap();
     assert_eq!(
         (call.method, call.path.join("/")),
         (Method::Post, "emails".to_owned())
@@ -75,7 +79,7 @@ fn answers_read_by_their_error_name_then_status() {
         (
             429,
             br#"{"statusCode":429,"name":"daily_quota_exceeded","message":"m"}"#,
-            FailureKind::Throttled,
+            FailureKind::Retryable,
         ),
         (
             422,
