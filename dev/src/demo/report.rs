@@ -710,12 +710,7 @@ mod tests {
         }
         // Made when the plan says: the outage's email inside it, every
         // other record after it.
-        let down = p
-            .events
-            .iter()
-            .find(|e| e.incident == Some(Incident::CrmDownEmailUp))
-            .and_then(|e| e.business_id.clone())
-            .unwrap();
+        let down = staged(&p, Incident::CrmDownEmailUp);
         for k in p.intended_actions() {
             observed.creations.insert(k.clone(), 1);
             let at = if k == format!("ws-42#send_receipt#{down}") {
@@ -733,6 +728,15 @@ mod tests {
             .triage
             .push(("key-collision".into(), "DISCARDED".into()));
         (sent, observed)
+    }
+
+    /// The business id of the event staged with `incident`.
+    fn staged(p: &Plan, incident: Incident) -> String {
+        p.events
+            .iter()
+            .find(|e| e.incident == Some(incident))
+            .and_then(|e| e.business_id.clone())
+            .unwrap()
     }
 
     fn failed(r: &Report) -> Vec<&str> {
@@ -765,12 +769,7 @@ mod tests {
 
         // Approving the refused email wrote its payment's order again.
         let (sent, mut observed) = perfect(&p);
-        let refused = p
-            .events
-            .iter()
-            .find(|e| e.incident == Some(Incident::EmailRefused))
-            .and_then(|e| e.business_id.clone())
-            .unwrap();
+        let refused = staged(&p, Incident::EmailRefused);
         let order = format!("ws-42#create_order#{refused}");
         observed
             .written
@@ -784,12 +783,7 @@ mod tests {
         );
         // The outage's payment had its email only after the CRM was back.
         let (sent, mut observed) = perfect(&p);
-        let down = p
-            .events
-            .iter()
-            .find(|e| e.incident == Some(Incident::CrmDownEmailUp))
-            .and_then(|e| e.business_id.clone())
-            .unwrap();
+        let down = staged(&p, Incident::CrmDownEmailUp);
         let email = format!("ws-42#send_receipt#{down}");
         observed
             .written
