@@ -710,7 +710,7 @@ mod tests {
         }
         // Made when the plan says: the outage's email inside it, every
         // other record after it.
-        let down = staged(&p, Incident::CrmDownEmailUp);
+        let down = staged(p, Incident::CrmDownEmailUp);
         for k in p.intended_actions() {
             observed.creations.insert(k.clone(), 1);
             let at = if k == format!("ws-42#send_receipt#{down}") {
