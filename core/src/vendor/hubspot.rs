@@ -122,12 +122,6 @@ pub static SPEC: Spec = Spec {
 #[derive(Debug)]
 pub struct Hubspot;
 
-/// The object `request` writes (a rule without one writes a task).
-fn object_of(request: &ActionRequest) -> &'static ObjectSpec {
-    let object = request.effect.as_ref().map_or(Object::Task, |e| e.object);
-    SPEC.object(object).unwrap_or(&SPEC.objects[0])
-}
-
 /// `crm/v3/objects/{type}` and what follows it.
 pub fn path(object: &ObjectSpec, rest: &str) -> String {
     if rest.is_empty() {
@@ -143,7 +137,7 @@ impl Vendor for Hubspot {
     }
 
     fn create(&self, target: &Target<'_>, request: &ActionRequest) -> Result<Call, Failure> {
-        let object = object_of(request);
+        let object = SPEC.object_of(request);
         let keying = SPEC.keying(target.strategy);
         let key = sent_key(keying, &request.key);
         let mut properties = match &request.effect {
@@ -181,10 +175,7 @@ impl Vendor for Hubspot {
     /// may be an earlier attempt's, so it is looked up as a lost answer is,
     /// never refused for good; a rate limit is a throttle.
     fn refusal(&self, answer: &Answer<'_>) -> FailureKind {
-        let category = serde_json::from_slice::<Value>(answer.body)
-            .ok()
-            .and_then(|v| v["category"].as_str().map(str::to_owned));
-        match category.as_deref() {
+        match answer.text_at("/category").as_deref() {
             Some("CONFLICT" | "OBJECT_ALREADY_EXISTS") => FailureKind::OutcomeUnknown,
             Some("RATE_LIMITS") => FailureKind::Throttled,
             _ => super::failure_of(answer),
@@ -202,7 +193,7 @@ impl Vendor for Hubspot {
             "limit": 10,
             "after": "0",
         });
-        Some(Call::new(Method::Post, &path(object_of(request), "search")).json(body))
+        Some(Call::new(Method::Post, &path(SPEC.object_of(request), "search")).json(body))
     }
 }
 
@@ -213,7 +204,7 @@ impl Vendor for Hubspot {
 fn properties(object: &ObjectSpec, effect: &Effect) -> Result<Map<String, Value>, Failure> {
     let mut out = Map::new();
     let mut put = |field: Field, value: String| {
-        if let Some((_, name)) = object.fields.iter().find(|(f, _)| *f == field) {
+        if let Some(name) = object.name_of(field) {
             let value = cut(value, VALUE_MAX, SPEC.name, name);
             out.insert((*name).to_owned(), Value::String(value));
         }

@@ -103,6 +103,16 @@ pub struct ObjectSpec {
     pub needs_link: Option<LinkTo>,
 }
 
+impl ObjectSpec {
+    /// The vendor's name of `field`, if the object takes it.
+    pub fn name_of(&self, field: Field) -> Option<&'static str> {
+        self.fields
+            .iter()
+            .find(|(f, _)| *f == field)
+            .map(|(_, n)| *n)
+    }
+}
+
 impl Spec {
     /// The strategies it allows; the first is its default.
     pub fn strategies(&self) -> impl Iterator<Item = Strategy> + '_ {
@@ -121,6 +131,14 @@ impl Spec {
     /// How it writes `object`, if it does.
     pub fn object(&self, object: Object) -> Option<&ObjectSpec> {
         self.objects.iter().find(|o| o.object == object)
+    }
+
+    /// How it writes what `request` makes: a rule without an object makes
+    /// a task, its first object. Configuration refused any other it cannot
+    /// write.
+    pub fn object_of(&self, request: &ActionRequest) -> &ObjectSpec {
+        let object = request.effect.as_ref().map_or(Object::Task, |e| e.object);
+        self.object(object).unwrap_or(&self.objects[0])
     }
 
     /// Whether a rule that makes `object` with `fields` and `links` can be
@@ -311,6 +329,16 @@ impl Answer<'_> {
         serde_json::from_slice(self.body).map_err(|e| {
             Failure::outcome_unknown(format!("unreadable answer ({}): {e}", self.status))
         })
+    }
+
+    /// The string at `pointer` of a JSON body, if it is one: a refusal's
+    /// error code or name, read by the vendors that have them.
+    pub fn text_at(&self, pointer: &str) -> Option<String> {
+        serde_json::from_slice::<Value>(self.body)
+            .ok()?
+            .pointer(pointer)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
     }
 
     /// The string at `pointer` of the JSON body, as an effect's id; an

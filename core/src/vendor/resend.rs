@@ -122,10 +122,7 @@ impl Vendor for Resend {
     }
 
     fn refusal(&self, answer: &Answer<'_>) -> FailureKind {
-        let name = serde_json::from_slice::<Value>(answer.body)
-            .ok()
-            .and_then(|v| v["name"].as_str().map(str::to_owned))
-            .unwrap_or_default();
+        let name = answer.text_at("/name").unwrap_or_default();
         match name.as_str() {
             "concurrent_idempotent_requests" => FailureKind::Retryable,
             "invalid_idempotent_request" => FailureKind::Collision,

@@ -150,19 +150,13 @@ pub static SPEC: Spec = Spec {
 #[derive(Debug)]
 pub struct Salesforce;
 
-/// The sObject `request` writes (a rule without one writes a Task).
-fn object_of(request: &ActionRequest) -> &'static ObjectSpec {
-    let object = request.effect.as_ref().map_or(Object::Task, |e| e.object);
-    SPEC.object(object).unwrap_or(&SPEC.objects[0])
-}
-
 impl Vendor for Salesforce {
     fn spec(&self) -> &'static Spec {
         &SPEC
     }
 
     fn create(&self, target: &Target<'_>, request: &ActionRequest) -> Result<Call, Failure> {
-        let object = object_of(request);
+        let object = SPEC.object_of(request);
         let external = sent_key(SPEC.keying(Strategy::Upsert), &request.key);
         let mut fields = match &request.effect {
             Some(effect) => fields(object, effect)?,
@@ -202,7 +196,7 @@ impl Vendor for Salesforce {
         let external = sent_key(SPEC.keying(Strategy::Upsert), &request.key);
         let soql = format!(
             "SELECT Id FROM {} WHERE {EXTERNAL_ID} = '{}'",
-            object_of(request).name,
+            SPEC.object_of(request).name,
             soql_quoted(&external)
         );
         Some(Call::new(Method::Get, QUERY).query("q", &soql))
@@ -220,7 +214,7 @@ impl Vendor for Salesforce {
     /// another transaction holds (`UNABLE_TO_LOCK_ROW`) an outage to ask
     /// again; otherwise by status.
     fn refusal(&self, answer: &Answer<'_>) -> FailureKind {
-        match error_code(answer.body).as_deref() {
+        match answer.text_at("/0/errorCode").as_deref() {
             Some(REQUEST_LIMIT_EXCEEDED) => FailureKind::Throttled,
             Some("UNABLE_TO_LOCK_ROW") => FailureKind::Retryable,
             _ => failure_of(answer),
@@ -252,13 +246,6 @@ fn limited(object: Object, name: &str, text: String) -> String {
 /// `Status` starts `Draft`, a Task's `Not Started`).
 fn fields(object: &ObjectSpec, effect: &Effect) -> Result<Map<String, Value>, Failure> {
     let mut out = Map::new();
-    let name_of = |field: Field| {
-        object
-            .fields
-            .iter()
-            .find(|(f, _)| *f == field)
-            .map(|(_, n)| *n)
-    };
     for field in [
         Field::Subject,
         Field::Body,
@@ -266,16 +253,16 @@ fn fields(object: &ObjectSpec, effect: &Effect) -> Result<Map<String, Value>, Fa
         Field::Name,
         Field::Stage,
     ] {
-        if let (Some(name), Some(text)) = (name_of(field), effect.text(field)) {
+        if let (Some(name), Some(text)) = (object.name_of(field), effect.text(field)) {
             out.insert(name.to_owned(), limited(object.object, name, text).into());
         }
     }
-    if let (Some(name), Some(amount)) = (name_of(Field::Amount), effect.amount()?) {
+    if let (Some(name), Some(amount)) = (object.name_of(Field::Amount), effect.amount()?) {
         let number: Value = serde_json::from_str(&amount)
             .map_err(|_| crate::effect::refused(Field::Amount, "not a number Salesforce reads"))?;
         out.insert(name.to_owned(), number);
     }
-    if let (Some(name), Some(currency)) = (name_of(Field::Currency), effect.currency()?) {
+    if let (Some(name), Some(currency)) = (object.name_of(Field::Currency), effect.currency()?) {
         out.insert(name.to_owned(), currency.into());
     }
     if let Some(priority) = effect.priority()? {
@@ -342,15 +329,6 @@ fn relate(fields: &mut Map<String, Value>, object: Object, link: &Link) {
     }
     reference.insert(link.by.clone(), link.value.clone().into());
     fields.insert(relationship.to_owned(), Value::Object(reference));
-}
-
-/// The error code of a Salesforce REST error answer: `[{"errorCode": …}]`.
-fn error_code(body: &[u8]) -> Option<String> {
-    let errors: Value = serde_json::from_slice(body).ok()?;
-    errors
-        .pointer("/0/errorCode")
-        .and_then(Value::as_str)
-        .map(str::to_owned)
 }
 
 #[cfg(test)]
