@@ -104,7 +104,8 @@ check:
 	cargo fmt --all -- --check
 	scripts/check_pure.sh
 	scripts/check_fn_length.py 60 core/src/worker*.rs core/src/destination*.rs core/src/failure.rs \
-		$$(find core/src/vendor -name '*.rs') adapters/src/crm.rs
+		$$(find core/src/vendor core/src/grant -name '*.rs') adapters/src/crm.rs \
+		adapters/src/grants.rs adapters/src/oauth.rs
 	@# clippy beside the test build, one on each core: clippy in its own
 	@# target directory (CLIPPY_TARGET, shared with make lint's), so neither
 	@# waits for the other's lock.
@@ -458,10 +459,11 @@ $(IAM_CHECK)/node_modules/.installed: $(IAM_CHECK)/package.json $(IAM_CHECK)/pac
 
 ## iam-check: every recorded AWS call allowed by its function's role (or the
 ## operator policy) in the transformed template; unexercised grants need a
-## reason; no operator policy reads a secret or decrypts one. Then the broken
-## copies (ingress without dynamodb:UpdateItem, the operator without
-## execute-api:Invoke, the operator granted ssm:GetParameter or kms:Decrypt)
-## must fail.
+## reason; no operator policy reads or writes a secret, reads the grants table
+## or decrypts. Then the broken copies (ingress without dynamodb:UpdateItem,
+## the operator without execute-api:Invoke, the operator granted
+## ssm:GetParameter, kms:Decrypt, secretsmanager:PutSecretValue or
+## dynamodb:GetItem) must fail.
 iam-check: iam-tools infra-transform
 	@mkdir -p target/checks
 	node $(IAM_CHECK)/check.mjs --template $(TRANSFORMED) --calls $(CALL_LOG) \
@@ -470,12 +472,20 @@ iam-check: iam-tools infra-transform
 		--self-test ingress=dynamodb:UpdateItem
 	node $(IAM_CHECK)/check.mjs --template $(TRANSFORMED) --calls $(CALL_LOG) \
 		--self-test operator=execute-api:Invoke
-	@# No operator policy may read a secret or decrypt one: broken copies that
-	@# grant it must be reported.
+	@# The action function writes a rotated refresh token with its own role.
+	node $(IAM_CHECK)/check.mjs --template $(TRANSFORMED) --calls $(CALL_LOG) \
+		--self-test action=secretsmanager:PutSecretValue
+	@# No operator policy may read a secret, write one, read the grants table
+	@# (OAuth2 access tokens) or decrypt: broken copies that grant it must be
+	@# reported.
 	node $(IAM_CHECK)/check.mjs --template $(TRANSFORMED) --calls $(CALL_LOG) \
 		--grant-operator ssm:GetParameter
 	node $(IAM_CHECK)/check.mjs --template $(TRANSFORMED) --calls $(CALL_LOG) \
 		--grant-operator kms:Decrypt
+	node $(IAM_CHECK)/check.mjs --template $(TRANSFORMED) --calls $(CALL_LOG) \
+		--grant-operator secretsmanager:PutSecretValue
+	node $(IAM_CHECK)/check.mjs --template $(TRANSFORMED) --calls $(CALL_LOG) \
+		--grant-operator dynamodb:GetItem
 
 ## alarm-check: every alarm watches a series the captured EMF lines (or a
 ## metric filter) emit; then a copy with one alarm's Dimensions removed must fail.

@@ -1,5 +1,5 @@
 """The deployer's policies cover the stack and only the stack: the customer
-managed policies POLICIES lists (docs/deployer-policy.json, -2, -3, -4) grant,
+managed policies POLICIES lists (docs/deployer-policy.json, -2, -3, -4, -5) grant,
 together, every permission CloudFormation needs, acting with the deployer's
 own credentials (no service role), to create, update and delete each resource
 of the transformed template, and what `sam deploy` itself calls; and no scope
@@ -41,8 +41,15 @@ AccessDenied and rolls back. A scope wider than its resource's own name
   (IAM's `*` and `?` wildcards honoured in actions, case-insensitively, and
   in resources) and by no Deny. Conditions (CONDITIONS: StringEquals,
   StringLike, ArnEquals, ArnLike) are evaluated on the keys the call states
-  (`lambda:FunctionArn` of a mapping, `iam:PassedToService` of a PassRole);
+  (`lambda:FunctionArn` of a mapping, `iam:PassedToService` of a PassRole,
+  `kms:ViaService` of the calls DynamoDB makes with a table's KMS key);
   any other condition counts as holding.
+* A table whose SSESpecification names a KMSMasterKeyId (the grants table,
+  with SecretsKmsKeyArn set) needs, of whoever creates it, what DynamoDB
+  requires on a customer managed key, through DynamoDB (TABLE_KEY_CALLS; the
+  AWS KMS Developer Guide, "How Amazon DynamoDB uses AWS KMS", "Key policy for
+  a customer managed key"): checked on a sample key ARN, since the key is a
+  parameter's.
 * At that longest stack name, no name CloudFormation generates with the
   12-character tail may be shortened (past a type's limit it cuts the stack name and the logical id,
   and the name no longer starts with `<stack>-<logical id>-`).
@@ -70,7 +77,9 @@ calls a real deployment makes: IAM never evaluates them here (docs/deploy.md).
 
 `--self-test` checks broken copies, and exits 0 only if the check refuses
 each, naming it: the policies without logs:CreateLogDelivery (the HTTP API
-access-log delivery API Gateway requires of the caller); the template with an
+access-log delivery API Gateway requires of the caller); the policies without
+kms:CreateGrant (a grants table on a customer managed key cannot be
+created); the template with an
 unknown resource type; the Tables statement on `${StackName}-*` (takes
 `hookgate-staging`'s tables); the policies without their 13-`?` scopes (a
 table named with the 13-character tail denied); a stack name one longer than
@@ -106,7 +115,8 @@ PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
 # The deployer's customer managed policies (docs/deploy.md, "The deployer's
 # permissions"): each within MANAGED_POLICY_LIMIT, checked as their union.
 POLICIES = [ROOT / "docs/deployer-policy.json", ROOT / "docs/deployer-policy-2.json",
-            ROOT / "docs/deployer-policy-3.json", ROOT / "docs/deployer-policy-4.json"]
+            ROOT / "docs/deployer-policy-3.json", ROOT / "docs/deployer-policy-4.json",
+            ROOT / "docs/deployer-policy-5.json"]
 
 # Sample ARNs of what the stack creates. The named resources' ARNs (roles,
 # functions, tables, ...) are not samples: they come from the template, one
@@ -133,6 +143,11 @@ STAGE = f"{API}/stages/$default"
 DOMAINS = f"arn:aws:apigateway:{R}::/domainnames"
 DOMAIN = f"{DOMAINS}/hooks.example.com"
 API_TAGS = f"arn:aws:apigateway:{R}::/tags/arn%3Aaws%3Aapigateway%3A{R}%3A%3A%2Fapis%2Fa1b2c3d4e5"
+# A customer managed key of the account (SecretsKmsKeyArn, a parameter: its id
+# is not the stack's), and the kms:ViaService of the calls DynamoDB makes with
+# it on the table creator's behalf.
+TABLE_KEY = f"arn:aws:kms:{R}:{A}:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+VIA_DYNAMODB = {"kms:ViaService": f"dynamodb.{R}.amazonaws.com"}
 
 # The physical names of what the template names. CloudFormation names what
 # the template does not `{stack}-{logical id}-{12 characters}` (GENERATED);
@@ -177,8 +192,11 @@ class Ref:
     condition keys AWS sets on the call, each a value or a `Ref` (evaluated
     where a statement has a condition on that key)."""
 
-    def __init__(self, path=None, suffix="", on=None, **context):
+    def __init__(self, path=None, suffix="", on=None, when=None, **context):
         self.path, self.suffix, self.on, self.context = path, suffix, on, context
+        # A property path (`SSESpecification.KMSMasterKeyId`): the sample is
+        # checked only for the resources that set it (conditionally or not).
+        self.when = when
 
     def __repr__(self):
         return f"Ref({self.path!r}, {self.suffix!r})"
@@ -242,6 +260,14 @@ def row(**by_service):
 
 
 TAGS = ("TagResource", "UntagResource", "ListTagsForResource")
+# What DynamoDB requires of the principal that selects a customer managed key
+# for a table (AWS KMS Developer Guide, "How Amazon DynamoDB uses AWS KMS",
+# "Key policy for a customer managed key": "At a minimum, DynamoDB requires the
+# following permissions on a customer managed key"): kms:Encrypt, Decrypt,
+# ReEncrypt* (From and To), GenerateDataKey* (with and without plaintext),
+# DescribeKey and CreateGrant, the grants it makes for the table.
+TABLE_KEY_CALLS = row(kms=("Encrypt", "Decrypt", "ReEncryptFrom", "ReEncryptTo", "GenerateDataKey",
+                           "GenerateDataKeyWithoutPlaintext", "DescribeKey", "CreateGrant"))
 LOG_GROUP_CALLS = row(logs=("CreateLogGroup", "DeleteLogGroup", "PutRetentionPolicy",
                             "DeleteRetentionPolicy", "GetDataProtectionPolicy",
                             "DeleteDataProtectionPolicy"))
@@ -295,6 +321,8 @@ REQUIRED = {
             "DescribeContributorInsights", "UpdateContributorInsights",
             "DescribeKinesisStreamingDestination", "GetResourcePolicy",
             "ListTagsOfResource", "TagResource", "UntagResource")),
+        # SSESpecification with a customer managed key (the grants table).
+        Ref(on=TABLE_KEY, when="SSESpecification.KMSMasterKeyId", **VIA_DYNAMODB): TABLE_KEY_CALLS,
     },
     "AWS::Events::Rule": {
         SELF: row(events=("PutRule", "DescribeRule", "DeleteRule", "PutTargets", "RemoveTargets",
@@ -514,6 +542,16 @@ def companion_stack(stack):
     return f"{stack[:104]}-{hashlib.md5(stack.encode()).hexdigest()[:8]}-"
 
 
+def has_path(resource, path):
+    """Whether the resource's Properties hold `path` (`A.B`), conditionally or not."""
+    value = resource.get("Properties") or {}
+    for part in path.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return False
+        value = value[part]
+    return True
+
+
 def resolve(template, arns, logical, path):
     """The ARNs a property of a resource refers to (`Ref`, `Fn::GetAtt [X, Arn]`, lists)."""
     value = (template["Resources"][logical].get("Properties") or {})
@@ -538,6 +576,8 @@ def needs(template, stack, tail=GENERATED_TAIL):
     for logical, resource in (template.get("Resources") or {}).items():
         type_ = resource.get("Type", "?")
         for sample, actions in REQUIRED.get(type_, {}).items():
+            if not isinstance(sample, str) and sample.when and not has_path(resource, sample.when):
+                continue
             if isinstance(sample, str):
                 targets, context = [for_stack(sample, stack)], {}
             else:
@@ -826,6 +866,13 @@ def self_test(template, policies):
         print(f"check_deployer: self-test: the policies do not name {action}", file=sys.stderr)
         return 1
     cases.append((f"no {action}", broken, template, longest, lambda p: action in p))
+    grant = "kms:CreateGrant"
+    no_grant = without_action(policies, grant)
+    if no_grant is None:
+        print(f"check_deployer: self-test: the policies do not name {grant}", file=sys.stderr)
+        return 1
+    cases.append((f"no {grant}", no_grant, template, longest,
+                  lambda p: f"needs {grant} on {TABLE_KEY}" in p))
     extended = copy.deepcopy(template)
     extended.setdefault("Resources", {})["SelfTestResource"] = {"Type": fake}
     cases.append((f"an unknown type {fake}", policies, extended, longest,

@@ -26,6 +26,17 @@ problem) unless:
   statement has an alphanumeric Sid, no `*` resource, no managed policies;
   Metadata.UnexercisedReasons names only existing Sids; each SQS source's
   polling actions are granted on that exact queue;
+- the grants table (GRANTS_TABLE: OAuth2 access tokens and refresh locks) is
+  named by the action function's role alone (GRANTS_ACCESS: GetItem and
+  UpdateItem), by no other role and no managed (operator) policy, and in no
+  function's environment but the action function's (HOOKGATE_GRANTS_TABLE);
+  no statement names tables by an ARN pattern (`table/*`), which would take
+  it; it is encrypted with KMS, and when it names a key (KMSMasterKeyId) the
+  action role may kms:Decrypt with that key through DynamoDB;
+- a secret is written (SECRET_WRITES, wildcards included) by the action
+  function's role alone (SECRET_WRITERS: secretsmanager:PutSecretValue, a
+  rotated refresh token) and only under its own stack's names; no managed
+  (operator) policy writes one;
 - the webhook route has no authorizer and the ops routes use AWS_IAM;
 - the GSI keys and environment contracts with the Rust code hold;
 - the data outlives the stack: every table is retained on delete and on
@@ -57,6 +68,7 @@ the template fits, the names CloudFormation generates unshortened
 """
 
 import argparse
+import fnmatch
 import json
 import re
 import sys
@@ -141,6 +153,22 @@ XRAY_WRITE = {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
 SECRET_READS = {"ssm:GetParameter", "ssm:GetParameters", "ssm:GetParametersByPath",
                 "secretsmanager:GetSecretValue"}
 STACK_SECRETS = "hookgate/${AWS::StackName}/*"
+# Writing a secret's value or its versions: only the functions SECRET_WRITERS
+# names may, each only the actions it lists, on its own stack's Secrets
+# Manager names; no managed policy (the operators') may at all. Compared with
+# IAM's wildcards, so `secretsmanager:*` or `ssm:Put*` counts as a write.
+SECRET_WRITES = ("secretsmanager:PutSecretValue", "secretsmanager:UpdateSecret",
+                 "secretsmanager:UpdateSecretVersionStage", "secretsmanager:CreateSecret",
+                 "secretsmanager:DeleteSecret", "secretsmanager:RestoreSecret",
+                 "secretsmanager:RotateSecret", "secretsmanager:CancelRotateSecret",
+                 "ssm:PutParameter", "ssm:DeleteParameter", "ssm:DeleteParameters",
+                 "ssm:LabelParameterVersion")
+SECRET_WRITERS = {"ActionFunction": {"secretsmanager:PutSecretValue"}}
+# The grants table (issue 48): its items hold live OAuth2 access tokens. Only
+# these functions' roles may name it, each with only these actions.
+GRANTS_TABLE = "GrantsTable"
+GRANTS_ACCESS = {"ActionFunction": {"dynamodb:GetItem", "dynamodb:UpdateItem"}}
+GRANTS_ENV = "HOOKGATE_GRANTS_TABLE"
 
 
 # CloudFormation names a resource the template leaves unnamed
@@ -258,6 +286,9 @@ def failure_classes(template, functions, rule_name):
     classes = [
         ("ingress 5xx", metric_is("hookgate", "IngressUnavailable", svc)),
         ("inbox storage failure (logged alarm)", log_filter_alarm(template, "INGRESS_STORAGE_FAILED")),
+        ("a destination's grant refused (logged alarm)", log_filter_alarm(template, "GRANT_REFUSED")),
+        ("a rotated refresh token not stored (logged alarm)",
+         log_filter_alarm(template, "GRANT_REFRESH_TOKEN_LOST")),
         ("dispatch failure", metric_is("hookgate", "DispatchFailures", svc)),
         ("uncertain actions", metric_is("hookgate", "ActionsUncertain", svc)),
         ("destination errors spike", metric_is("hookgate", "DestinationErrors", svc)),
@@ -517,6 +548,114 @@ class Checker:
                 if env.get(var) != value:
                     self.fail(f"function {fn}: env {var} is {env.get(var)}, expected {value}")
 
+    def policy_documents(self):
+        """(kind, logical id, statement) of every role's and managed policy's
+        statements, a conditional one as if its condition held."""
+        out = []
+        for k in self.of_type("AWS::IAM::Role"):
+            out += [("role", k, s) for s in self.statements(k)]
+        for k, r in self.of_type("AWS::IAM::ManagedPolicy").items():
+            for s in r["Properties"]["PolicyDocument"]["Statement"]:
+                if isinstance(s, dict) and set(s) == {"Fn::If"}:
+                    s = s["Fn::If"][1]
+                if isinstance(s, dict) and s:
+                    out.append(("policy", k, s))
+        return out
+
+    def function_roles(self, functions):
+        """{role logical id: function logical id}."""
+        roles = {}
+        for fn, f in functions.items():
+            role = f["Properties"].get("Role")
+            if isinstance(role, dict) and "Fn::GetAtt" in role:
+                roles[role["Fn::GetAtt"][0]] = fn
+        return roles
+
+    def secret_writes(self, functions):
+        # Only the action function writes a secret (a rotated refresh
+        # token), only PutSecretValue, only its own stack's names.
+        owners = self.function_roles(functions)
+        for kind, k, s in self.policy_documents():
+            actions = s.get("Action", [])
+            actions = actions if isinstance(actions, list) else [actions]
+            writes = sorted({w for w in SECRET_WRITES for a in actions
+                             if isinstance(a, str) and fnmatch.fnmatchcase(w.lower(), a.lower())})
+            if not writes:
+                continue
+            sid = s.get("Sid")
+            allowed = SECRET_WRITERS.get(owners.get(k), set()) if kind == "role" else set()
+            if not set(writes) <= allowed:
+                who = f"role {k} (function {owners[k]})" if k in owners else f"{kind} {k}"
+                writers = "; ".join(f"{f}: {' '.join(sorted(a))}" for f, a in SECRET_WRITERS.items())
+                self.fail(f"{who} statement {sid}: writes a secret ({', '.join(writes)}): only the roles "
+                          f"of {writers} may")
+                continue
+            resources = s.get("Resource", [])
+            for resource in resources if isinstance(resources, list) else [resources]:
+                sub = resource.get("Fn::Sub") if isinstance(resource, dict) else None
+                arn = sub[0] if isinstance(sub, list) else sub
+                if not isinstance(arn, str) or not re.search(r":secret:" + re.escape(STACK_SECRETS) + "$", arn):
+                    self.fail(f"role {k} statement {sid}: writes secrets outside Secrets Manager's "
+                              f"{STACK_SECRETS} ({json.dumps(resource)}): another stack's could be overwritten")
+
+    def grants_table(self, functions):
+        # The grants table holds live access tokens: the action function's
+        # role alone names it, with GetItem and UpdateItem; nothing names
+        # tables by a pattern that would take it.
+        table = self.res.get(GRANTS_TABLE)
+        if table is None or table["Type"] != "AWS::DynamoDB::Table":
+            self.fail(f"no table {GRANTS_TABLE} (the OAuth2 grants' tokens and refresh locks)")
+            return
+        owners = self.function_roles(functions)
+        named = re.compile(r'"' + GRANTS_TABLE + r'"|\$\{' + GRANTS_TABLE + r'[.}]')
+        for kind, k, s in self.policy_documents():
+            resources = s.get("Resource", [])
+            resources = resources if isinstance(resources, list) else [resources]
+            actions = s.get("Action", [])
+            actions = set(actions if isinstance(actions, list) else [actions])
+            sid = s.get("Sid")
+            for resource in resources:
+                text = resource.get("Fn::Sub") if isinstance(resource, dict) else resource
+                text = text[0] if isinstance(text, list) else text
+                if isinstance(text, str) and ":table/" in text and "*" in text.split(":table/", 1)[1]:
+                    self.fail(f"{kind} {k} statement {sid}: names tables by a pattern ({text}), which "
+                              f"takes the grants table: name each table")
+            if not any(named.search(json.dumps(r)) for r in resources):
+                continue
+            allowed = GRANTS_ACCESS.get(owners.get(k), set()) if kind == "role" else set()
+            if not allowed:
+                self.fail(f"{kind} {k} statement {sid}: names the grants table ({GRANTS_TABLE}), which "
+                          f"only {', '.join(GRANTS_ACCESS)}'s role may: its items hold access tokens")
+            elif not actions <= allowed:
+                self.fail(f"role {k} statement {sid}: {', '.join(sorted(actions - allowed))} on the grants "
+                          f"table; only {', '.join(sorted(allowed))}")
+        for fn, f in functions.items():
+            value = f["Properties"].get("Environment", {}).get("Variables", {}).get(GRANTS_ENV)
+            if fn in GRANTS_ACCESS and value != {"Ref": GRANTS_TABLE}:
+                self.fail(f"function {fn}: env {GRANTS_ENV} is {value}, expected {{'Ref': '{GRANTS_TABLE}'}}")
+            elif fn not in GRANTS_ACCESS and value is not None:
+                self.fail(f"function {fn}: env {GRANTS_ENV} names the grants table, which it may not read")
+        sse = table["Properties"].get("SSESpecification", {})
+        if sse.get("SSEEnabled") is not True or sse.get("SSEType") != "KMS":
+            self.fail(f"{GRANTS_TABLE}: SSESpecification {sse}: not SSEEnabled with SSEType KMS")
+        key = sse.get("KMSMasterKeyId")
+        if isinstance(key, dict) and set(key) == {"Fn::If"}:
+            key = key["Fn::If"][1]
+        if key is None:
+            return
+        via = {"Fn::Sub": "dynamodb.${AWS::Region}.${AWS::URLSuffix}"}
+        for fn in GRANTS_ACCESS:
+            role = next((r for r, f in owners.items() if f == fn), None)
+            decrypts = [s for s in self.statements(role)
+                        if "kms:Decrypt" in (s.get("Action") if isinstance(s.get("Action"), list)
+                                             else [s.get("Action")])
+                        and s.get("Resource") == key
+                        and via in (lambda v: v if isinstance(v, list) else [v])(
+                            s.get("Condition", {}).get("StringEquals", {}).get("kms:ViaService"))]
+            if not decrypts:
+                self.fail(f"role {role}: no kms:Decrypt on the grants table's key {key} through "
+                          "dynamodb.${AWS::Region}.${AWS::URLSuffix}: the function could not read its table")
+
     def routes(self):
         apis = self.of_type("AWS::ApiGatewayV2::Api")
         for k, api in apis.items():
@@ -724,7 +863,7 @@ class Checker:
                     self.fail(f"{kind} {logical} has no output (the operator tools find it there)")
         for name in ("WebhookBaseUrl", "OpsApiUrl", "EventBusName", "Service", "AlarmNamePrefix",
                      "ConfigLayerVersionArn", "InboxTableName", "ActionsTableName", "TriageTableName",
-                     "AlertTopicArn", "DashboardUrl"):
+                     "GrantsTableName", "AlertTopicArn", "DashboardUrl"):
             if name not in outputs:
                 self.fail(f"output {name} is missing (the operator tools read it)")
 
@@ -810,6 +949,8 @@ class Checker:
         self.resource_policies()
         self.names()
         self.roles(functions)
+        self.secret_writes(functions)
+        self.grants_table(functions)
         self.routes()
         self.tables()
         self.retention()

@@ -115,7 +115,7 @@ json.dump(policy, open(sys.argv[1], "w"), indent=2)
 PY
 expect 0 "scope Tables arn:\${Partition}:dynamodb:\${Region}:\${Account}:table/\${StackName}-* of stack hookgate also takes stack hookgate-staging's" \
   DEPLOY_OTHER_STACKS=hookgate-staging \
-  DEPLOYER_POLICIES=$DEPLOY_STATE_DIR/wide-policy.json,docs/deployer-policy-2.json,docs/deployer-policy-3.json,docs/deployer-policy-4.json
+  DEPLOYER_POLICIES=$DEPLOY_STATE_DIR/wide-policy.json,docs/deployer-policy-2.json,docs/deployer-policy-3.json,docs/deployer-policy-4.json,docs/deployer-policy-5.json
 # The example's secrets, moved under hookgate-staging's name.
 sed "s#hookgate/hookgate/#hookgate/hookgate-staging/#" config/deploy.example.toml \
   > "$DEPLOY_STATE_DIR/hookgate-staging.toml"

@@ -6,7 +6,9 @@ aws-sam-translator in .venv-tools; cached under target/infra/cache/) on
 infra/template.yaml and creates, from the CloudFormation it produces:
 
 - the DynamoDB tables (keys, indexes, TTL — moto's CloudFormation ignores TTL
-  — and deletion protection, which moto honours: a DeleteTable is refused);
+  — deletion protection, which moto honours: a DeleteTable is refused, and
+  encryption: the grants table's SSESpecification, KMS with the AWS managed
+  key unless SecretsKmsKeyArn names one, as CreateTable's `Enabled`);
 - the SQS queues (visibility, retention, encryption flag, redrive — in
   dependency order) and their queue policies;
 - the SNS topics, the log groups and their metric filters;
@@ -302,6 +304,20 @@ class DryRun:
         return call
 
 
+def sse_specification(props):
+    """CreateTable's SSESpecification from the template's: CloudFormation's
+    `SSEEnabled` is the API's `Enabled`; none when the table sets none (the
+    AWS owned key)."""
+    sse = props.get("SSESpecification")
+    if not sse:
+        return {}
+    spec = {"Enabled": bool(sse.get("SSEEnabled", False))}
+    for key in ("SSEType", "KMSMasterKeyId"):
+        if key in sse:
+            spec[key] = sse[key]
+    return {"SSESpecification": spec}
+
+
 def error_code(error):
     """The AWS error code of a botocore ClientError (None for anything else)."""
     return getattr(error, "response", {}).get("Error", {}).get("Code")
@@ -334,6 +350,7 @@ def provision(template, resolver, stack, client):
                 DeletionProtectionEnabled=bool(props.get("DeletionProtectionEnabled", False)),
                 **({"GlobalSecondaryIndexes": props["GlobalSecondaryIndexes"]}
                    if props.get("GlobalSecondaryIndexes") else {}),
+                **sse_specification(props),
             )
             ttl = props.get("TimeToLiveSpecification")
         except Exception as error:
@@ -613,6 +630,7 @@ def main():
         "HOOKGATE_INBOX_TABLE": names["InboxTable"],
         "HOOKGATE_ACTIONS_TABLE": names["ActionsTable"],
         "HOOKGATE_TRIAGE_TABLE": names["TriageTable"],
+        "HOOKGATE_GRANTS_TABLE": names["GrantsTable"],
         "HOOKGATE_ACTION_QUEUE_URL": urls["ActionQueue"],
         "HOOKGATE_LOCAL_DEAD_LETTER_URLS": ",".join(urls[q] for q in ("ActionDlq", "RuleDlq", "IngressFailureQueue")),
         "HOOKGATE_LOCAL_EVENTS_URL": events_url,

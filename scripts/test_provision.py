@@ -3,7 +3,8 @@
 No emulator: the resources are "created" by provision.py's dry run, which
 answers as the emulator would. What they prove: every Output of
 infra/template.yaml resolves against what provision.py creates or has its
-value in LOCAL_OUTPUTS; a copy of the template with one more Output that
+value in LOCAL_OUTPUTS; the grants table is created keyed and encrypted as
+the template says (CreateTable's SSESpecification from CloudFormation's); a copy of the template with one more Output that
 resolves to nothing local is refused by provision.py (exit 1, naming the
 Output) before it calls the emulator; and LOCAL_OUTPUTS may hold neither an
 Output that resolves nor one the template lacks.
@@ -109,6 +110,58 @@ class LocalStackOutputs(unittest.TestCase):
         body, _ = provision.registration(self.template, params, self.outputs(), text)
         self.assertEqual(body["Metadata"], {"Hookgate::Config": text})
         self.assertEqual(json.loads(json.dumps(body))["Metadata"]["Hookgate::Config"], text)
+
+
+class Recording(provision.DryRun):
+    """The dry run, keeping each call's arguments: (operation, kwargs)."""
+
+    def __init__(self, endpoint, calls):
+        super().__init__(endpoint)
+        self.calls = calls
+
+    def __getattr__(self, operation):
+        answer = super().__getattr__(operation)
+
+        def call(**kwargs):
+            self.calls.append((operation, kwargs))
+            return answer(**kwargs)
+        return call
+
+
+class LocalTables(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.template = provision.transformed_template(provision.TEMPLATE, {})
+
+    def created_tables(self, **params):
+        values = {name: p.get("Default") for name, p in self.template.get("Parameters", {}).items()}
+        values.update(params)
+        values.update({"AWS::StackName": STACK, "AWS::Region": provision.REGION,
+                       "AWS::AccountId": provision.ACCOUNT, "AWS::Partition": "aws",
+                       "AWS::URLSuffix": "amazonaws.com"})
+        calls = []
+        provision.provision(self.template, provision.Resolver(self.template, values), STACK,
+                            lambda service: Recording(ENDPOINT, calls))
+        return {kw["TableName"]: kw for op, kw in calls if op == "create_table"}
+
+    def test_the_grants_table_is_keyed_by_destination_and_encrypted_with_kms(self):
+        grants = self.created_tables()[f"{STACK}-GrantsTable"]
+        self.assertEqual(grants["KeySchema"], [{"AttributeName": "destination", "KeyType": "HASH"}])
+        self.assertEqual(grants["AttributeDefinitions"], [{"AttributeName": "destination", "AttributeType": "S"}])
+        # CreateTable's `Enabled`, not CloudFormation's `SSEEnabled`; the AWS
+        # managed key (no KMSMasterKeyId) without SecretsKmsKeyArn.
+        self.assertEqual(grants["SSESpecification"], {"Enabled": True, "SSEType": "KMS"})
+        self.assertTrue(grants["DeletionProtectionEnabled"])
+
+    def test_the_grants_table_takes_the_stacks_key_when_one_is_set(self):
+        key = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+        grants = self.created_tables(SecretsKmsKeyArn=key)[f"{STACK}-GrantsTable"]
+        self.assertEqual(grants["SSESpecification"], {"Enabled": True, "SSEType": "KMS", "KMSMasterKeyId": key})
+
+    def test_the_other_tables_keep_dynamodbs_default_encryption(self):
+        tables = self.created_tables()
+        for logical in ("InboxTable", "ActionsTable", "TriageTable"):
+            self.assertNotIn("SSESpecification", tables[f"{STACK}-{logical}"], logical)
 
 
 class Refusal(unittest.TestCase):

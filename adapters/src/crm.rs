@@ -37,20 +37,24 @@ use hookgate_core::{
     config::{DestinationConfig, RequestTemplate},
     destination::{Destination, Strategy},
     failure::{Failure, FailureKind},
+    grant::{AccessToken, Grant, GrantSecrets},
     pace::TokenBucket,
     ports::MAX_DELAY,
-    secret::{Secret, SecretError, SecretRef, SecretSource},
+    secret::{Secret, SecretError, SecretRef},
     vendor::{Answer, Auth, Call, Method, Target, Vendor, VendorRef},
 };
 use reqwest::{Client, RequestBuilder, Response, StatusCode, Url};
 
-use crate::AwsSecrets;
+use crate::{AwsSecrets, grants::DynamoGrants, oauth::HttpTokenClient, oauth::SystemClock};
 
 /// The most of a CRM's answer that is read. An answer we use is an id or a
 /// short error; reading whatever arrives would let a broken or hostile
 /// endpoint fill the worker's memory (a Lambda's is its whole budget) in the
 /// middle of a batch.
 pub const MAX_ANSWER_BYTES: usize = 1024 * 1024;
+
+/// A destination's grant in this process, on the AWS ports.
+pub type CrmGrant<K> = Grant<DynamoGrants, K, HttpTokenClient, SystemClock>;
 
 /// One configured CRM; `K` resolves its bearer token (one source for every
 /// destination of the process, so each reference is cached once).
@@ -73,6 +77,8 @@ pub struct CrmDestination<K = AwsSecrets> {
     paused: Arc<Mutex<Option<Instant>>>,
     /// The request an `http` destination is configured to be sent.
     request: Option<RequestTemplate>,
+    /// Its OAuth2 grant, in place of `auth`, shared by the clones.
+    grant: Option<Arc<CrmGrant<K>>>,
 }
 
 impl<K> Clone for CrmDestination<K> {
@@ -89,11 +95,12 @@ impl<K> Clone for CrmDestination<K> {
             pacer: self.pacer.clone(),
             paused: self.paused.clone(),
             request: self.request.clone(),
+            grant: self.grant.clone(),
         }
     }
 }
 
-impl<K: SecretSource> CrmDestination<K> {
+impl<K: GrantSecrets> CrmDestination<K> {
     /// Builds the destination from its config; its auth token, if it has
     /// one, is resolved through `secrets` when a call needs it.
     pub fn new(config: &DestinationConfig, secrets: Arc<K>) -> Result<Self, String> {
@@ -120,12 +127,33 @@ impl<K: SecretSource> CrmDestination<K> {
                 .map(|p| Arc::new(Mutex::new(TokenBucket::new(p.rate_per_sec, p.burst)))),
             paused: Arc::default(),
             request: config.request.clone(),
+            grant: None,
         })
     }
 
-    /// The URL of `call`: its segments below the base, each encoded as one.
-    fn url(&self, call: &Call) -> Url {
-        let mut url = self.base.clone();
+    /// With its grant's tokens in place of `auth` (`wiring` builds it).
+    pub fn with_grant(mut self, grant: Arc<CrmGrant<K>>) -> Self {
+        self.grant = Some(grant);
+        self
+    }
+
+    /// The base its calls go to: the configured one, or, when the token
+    /// names the API's (Salesforce's `instance_url`), that scheme and
+    /// host with the configured path.
+    fn base_for(&self, token: Option<&AccessToken>) -> Result<Url, Failure> {
+        let Some(named) = token.and_then(|t| t.base_url.as_deref()) else {
+            return Ok(self.base.clone());
+        };
+        let mut base = Url::parse(named).map_err(|e| {
+            Failure::retryable(format!("the token's base URL {named:?} is not a URL: {e}"))
+        })?;
+        base.set_path(self.base.path());
+        Ok(base)
+    }
+
+    /// The URL of `call` below `base`: its segments, each encoded as one.
+    fn url(base: &Url, call: &Call) -> Url {
+        let mut url = base.clone();
         url.path_segments_mut()
             .expect("an http(s) base")
             .pop_if_empty()
@@ -159,8 +187,13 @@ impl<K: SecretSource> CrmDestination<K> {
     /// action's idempotency key (a create under that strategy); only then
     /// can an answer say the key is held for another request.
     async fn call(&self, call: &Call, keyed: bool) -> Result<(u16, Vec<u8>), Failure> {
-        let url = self.url(call);
-        let response = self.send(|client| self.request(client, call, &url)).await?;
+        let response = match &self.grant {
+            Some(grant) => self.send_granted(grant, call).await?,
+            None => {
+                let url = Self::url(&self.base, call);
+                self.send(|client| self.request(client, call, &url)).await?
+            }
+        };
         let read = read(response, self.kind.get())
             .await
             .map_err(|mut failure| {
@@ -255,6 +288,50 @@ impl<K: SecretSource> CrmDestination<K> {
         }
         exchange(authorize(self.kind.spec().auth, build(&self.client), &fresh).timeout(left(until)))
             .await
+    }
+}
+
+impl<K: GrantSecrets> CrmDestination<K> {
+    /// Sends `call` with its grant's access token. A 401 asks the grant
+    /// once for a newer token (one refresh across the stack) and sends
+    /// once more: the request was refused, so nothing was made. A 401 to
+    /// that one is the grant's refusal ([`FailureKind::Authorization`]).
+    /// A 403 is the vendor's to read (Salesforce's request limit is one).
+    /// The requests share the destination's timeout; the token's wait or
+    /// refresh has its own budget (`Timing::budget`).
+    async fn send_granted(&self, grant: &CrmGrant<K>, call: &Call) -> Result<Response, Failure> {
+        let issued = grant.token(None).await?;
+        let until = Instant::now() + self.timeout;
+        let response = self.send_with(&issued.token, call, until).await?;
+        if response.status() != StatusCode::UNAUTHORIZED {
+            return Ok(response);
+        }
+        drop(response);
+        let fresh = grant.token(Some(issued.version)).await?;
+        if left(until).is_zero() {
+            return Err(Failure::retryable(
+                "the access token was refused and refreshed; no time left in this call to                  send again",
+            ));
+        }
+        let response = self.send_with(&fresh.token, call, until).await?;
+        if response.status() == StatusCode::UNAUTHORIZED {
+            return Err(Failure::authorization(format!(
+                "{} answered 401 to a newly refreshed access token: re-authorize the destination",
+                self.kind.name()
+            )));
+        }
+        Ok(response)
+    }
+
+    async fn send_with(
+        &self,
+        token: &AccessToken,
+        call: &Call,
+        until: Instant,
+    ) -> Result<Response, Failure> {
+        let url = Self::url(&self.base_for(Some(token))?, call);
+        let request = self.request(&self.client, call, &url);
+        exchange(authorize(self.kind.spec().auth, request, &token.value).timeout(left(until))).await
     }
 }
 
@@ -362,7 +439,7 @@ fn ok(status: u16, body: &[u8]) -> Answer<'_> {
 
 /// An answer's `Retry-After`, as a wait from now: delay-seconds, or an
 /// HTTP date (a date past is no wait).
-fn retry_after(response: &Response) -> Option<Duration> {
+pub(crate) fn retry_after(response: &Response) -> Option<Duration> {
     let value = response
         .headers()
         .get(reqwest::header::RETRY_AFTER)?
@@ -379,7 +456,7 @@ fn retry_after(response: &Response) -> Option<Duration> {
     )
 }
 
-impl<K: SecretSource> Destination for CrmDestination<K> {
+impl<K: GrantSecrets> Destination for CrmDestination<K> {
     fn strategy(&self) -> Strategy {
         self.strategy
     }

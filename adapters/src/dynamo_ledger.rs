@@ -414,6 +414,10 @@ impl Ledger for DynamoLedger {
                 ActionStatus::Failed,
                 Some((FailureKind::Collision, message)),
             ),
+            Settle::Unauthorized(message) => (
+                ActionStatus::Failed,
+                Some((FailureKind::Authorization, message)),
+            ),
             Settle::Uncertain(message) => (
                 ActionStatus::Uncertain,
                 Some((FailureKind::OutcomeUnknown, message)),

@@ -24,6 +24,8 @@ mod ddb;
 pub mod dynamo_inbox;
 pub mod dynamo_ledger;
 pub mod dynamo_triage;
+pub mod grants;
+pub mod oauth;
 #[cfg(feature = "operator")]
 pub mod ops_api;
 pub mod payload;

@@ -1,4 +1,4 @@
-//! Creates the Inbox, Actions and Triage tables as the stack defines them,
+//! Creates the Inbox, Actions, Triage and grants tables as the stack defines them,
 //! for the integration tests (in AWS the SAM template creates them; the
 //! local stack is provisioned from the transformed template).
 //!
@@ -59,6 +59,21 @@ pub async fn create_triage_table(client: &Client, name: &str) -> Result<(), Stri
         &["*"],
     )
     .await
+}
+
+/// Creates the grants table `name`: key `destination` (S), nothing else
+/// (`crate::grants`).
+pub async fn create_grants_table(client: &Client, name: &str) -> Result<(), String> {
+    client
+        .create_table()
+        .table_name(name)
+        .billing_mode(BillingMode::PayPerRequest)
+        .attribute_definitions(attr("destination", ScalarAttributeType::S)?)
+        .key_schema(key("destination", KeyType::Hash)?)
+        .send()
+        .await
+        .map_err(|e| DisplayErrorContext(e).to_string())?;
+    Ok(())
 }
 
 /// Creates the Actions ledger table `name`: sparse `open` index on

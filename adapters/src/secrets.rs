@@ -28,7 +28,10 @@ use std::{
 
 use aws_sdk_secretsmanager::error::DisplayErrorContext;
 use aws_sdk_ssm::types::ParameterStringFilter;
-use hookgate_core::secret::{self, Secret, SecretError, SecretRef, SecretSource};
+use hookgate_core::{
+    grant::GrantSecrets,
+    secret::{self, Secret, SecretError, SecretRef, SecretSource},
+};
 
 #[derive(Debug)]
 pub struct AwsSecrets {
@@ -203,6 +206,36 @@ impl AwsSecrets {
                 }
             }
         }
+    }
+}
+
+impl GrantSecrets for AwsSecrets {
+    async fn read_now(&self, reference: &SecretRef) -> Result<Secret, SecretError> {
+        self.fetch_and_remember(reference).await
+    }
+
+    /// PutSecretValue: the new value becomes the secret's current version
+    /// (`AWSCURRENT`), and this process's cache holds it at once.
+    async fn write(&self, reference: &SecretRef, value: &Secret) -> Result<(), SecretError> {
+        let SecretRef::SecretsManager { id, json_key: None } = reference else {
+            return Err(SecretError::Unavailable {
+                reference: reference.clone(),
+                reason: "only a whole Secrets Manager secret can be written".into(),
+            });
+        };
+        self.secrets_manager
+            .put_secret_value()
+            .secret_id(id)
+            .secret_string(String::from_utf8_lossy(value.expose()))
+            .send()
+            .await
+            .map_err(|e| SecretError::Unavailable {
+                reference: reference.clone(),
+                reason: DisplayErrorContext(e).to_string(),
+            })?;
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        cache.insert(reference.clone(), (value.clone(), Instant::now()));
+        Ok(())
     }
 }
 

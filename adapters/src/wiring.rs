@@ -6,7 +6,7 @@
 //! name) or field by field, which is how the tests pass request-counting
 //! clients.
 
-use std::{collections::HashMap, sync::Arc};
+use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use aws_config::SdkConfig;
 use hookgate_core::{
@@ -14,6 +14,7 @@ use hookgate_core::{
     config::{Config, ConfigError},
     deadline::Deadlines,
     dlq::Triager,
+    grant::{Grant, GrantSecrets, Timing},
     hold::Holder,
     ingress::Ingress,
     ports::EventIngress,
@@ -160,7 +161,7 @@ pub fn action_queue(config: &Config, clients: &Clients) -> SqsActionQueue {
 /// resolved at the first call that needs them, so a secret created after
 /// the deploy delays its actions instead of failing the function's start.
 pub fn worker(config: Arc<Config>, clients: &Clients) -> Result<WorkerService, WiringError> {
-    let destinations = destinations(&config, Arc::new(clients.secrets(&config)))?;
+    let destinations = destinations(&config, Arc::new(clients.secrets(&config)), &clients.ddb)?;
     Ok(worker_with(config, clients, destinations)?)
 }
 
@@ -182,20 +183,50 @@ pub fn worker_with<D: hookgate_core::destination::Destination>(
 /// Every configured destination, resolving its auth secret through
 /// `secrets` (one source for all, so each reference is cached once) when a
 /// call needs it.
-pub fn destinations<K: SecretSource>(
+///
+/// A destination with a grant gets one [`crate::crm::CrmGrant`] for the
+/// process, on the grants table and the triage table (its status), named
+/// on the lock by a fresh random owner.
+pub fn destinations<K: GrantSecrets>(
     config: &Config,
     secrets: Arc<K>,
+    ddb: &aws_sdk_dynamodb::Client,
 ) -> Result<HashMap<String, CrmDestination<K>>, WiringError> {
+    let client = Arc::new(crate::oauth::HttpTokenClient::new(reqwest::Client::new()));
     config
         .destinations
         .iter()
         .map(|(name, d)| {
-            let destination = CrmDestination::new(d, secrets.clone()).map_err(|reason| {
-                WiringError::Destination {
-                    destination: name.clone(),
-                    reason,
-                }
-            })?;
+            let failed = |reason: String| WiringError::Destination {
+                destination: name.clone(),
+                reason,
+            };
+            let mut destination = CrmDestination::new(d, secrets.clone()).map_err(failed)?;
+            if let Some(grant) = &d.grant {
+                let tables = config
+                    .require_grants_table()
+                    .and_then(|g| Ok((g, config.require_triage_table()?)))
+                    .map_err(|e| failed(e.to_string()))?;
+                let store = Arc::new(crate::grants::DynamoGrants::new(
+                    ddb.clone(),
+                    tables.0,
+                    tables.1,
+                ));
+                let timing = Timing {
+                    endpoint: Duration::from_millis(d.timeout_ms),
+                    store: config.store_timeout,
+                };
+                destination = destination.with_grant(Arc::new(Grant::new(
+                    name,
+                    grant.clone(),
+                    store,
+                    secrets.clone(),
+                    client.clone(),
+                    Arc::new(crate::oauth::SystemClock),
+                    crate::ddb::write_token(),
+                    timing,
+                )));
+            }
             Ok((name.clone(), destination))
         })
         .collect()

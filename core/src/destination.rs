@@ -149,7 +149,7 @@ pub enum Step {
 /// - a throttle is retried after the wait the destination asked for, with
 ///   the same key, before or after a lost answer alike.
 pub fn disposition(failure: Failure, strategy: Strategy, step: Step) -> Performed {
-    use FailureKind::{OutcomeUnknown, Permanent, Retryable, Throttled};
+    use FailureKind::{Authorization, OutcomeUnknown, Permanent, Retryable, Throttled};
     match (step, failure.kind) {
         (Step::LookFirst { key_expired: true }, Permanent | OutcomeUnknown) => {
             Performed::Hold(Failure::outcome_unknown(format!(
@@ -162,6 +162,13 @@ pub fn disposition(failure: Failure, strategy: Strategy, step: Step) -> Performe
         // the call it refused, and the key stays the same.
         (Step::LookFirst { .. } | Step::Create | Step::CreateAgain, Throttled) => {
             Performed::Retry(failure)
+        }
+        // No token could be had, or a fresh one was refused: nothing was
+        // sent by this call. Held for a person to re-authorize, never
+        // retried against the token endpoint in a loop; an approval opens
+        // it again, and a later attempt resolves what an earlier one left.
+        (Step::LookFirst { .. } | Step::Create | Step::CreateAgain, Authorization) => {
+            Performed::Hold(failure)
         }
         // A refused lookup cannot confirm anything, wherever it comes: the
         // same hold as after a lost answer, never a retry until the DLQ.
@@ -562,6 +569,7 @@ mod tests {
                     let expected = match (step, kind) {
                         (Step::LookupAfterLost, _) => ("hold", OutcomeUnknown),
                         (_, Throttled) => ("retry", Throttled),
+                        (_, FailureKind::Authorization) => ("hold", FailureKind::Authorization),
                         (Step::LookFirst { key_expired: true }, Permanent | OutcomeUnknown) => {
                             ("hold", OutcomeUnknown)
                         }

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use crate::{
     config::{Config, SecretUser},
+    grant::GrantStatus,
     secret::{SecretError, SecretRef},
 };
 
@@ -64,6 +65,9 @@ pub struct Facts {
     /// The same references as the stack's functions resolve them, from the
     /// ops API (`GET /ops/secrets`); `None`: not asked (no ops API).
     pub resolved: Option<Vec<SecretLookup>>,
+    /// Each destination with a grant: its name, its kind, and its status as
+    /// the action function last published it (`None`: never refreshed).
+    pub grants: Vec<(String, &'static str, Option<GrantStatus>)>,
 }
 
 /// A secret reference of the configuration and what looking it up gave.
@@ -283,6 +287,12 @@ pub fn diagnose(facts: &Facts) -> Vec<Check> {
     if !facts.secrets.is_empty() {
         checks.push(check_secrets(&facts.secrets, &SECRETS_EXIST));
     }
+    checks.extend(
+        facts
+            .grants
+            .iter()
+            .map(|(destination, kind, status)| check_grant(destination, kind, status.as_ref())),
+    );
     if let Some(resolved) = &facts.resolved {
         checks.push(check_secrets(resolved, &SECRETS_RESOLVE));
     }
@@ -331,6 +341,41 @@ const SECRETS_RESOLVE: SecretsCheck = SecretsCheck {
 /// Every reference found; the others are named, never a value. Missing ones
 /// are what a deploy before its secrets leaves: until each exists, its
 /// deliveries are answered 503 and its destination's actions wait.
+/// A grant is well while its last refusal, if any, came before its last
+/// refresh. What operators see: its kind, its last refresh, its token's
+/// expiry and its last refusal, from the status the action function
+/// publishes (never the token, never a secret).
+fn check_grant(destination: &str, kind: &str, status: Option<&GrantStatus>) -> Check {
+    let Some(status) = status else {
+        return check(
+            "grant",
+            true,
+            format!("{destination}: {kind}, not refreshed yet (the first action asks for a token)"),
+        );
+    };
+    let at = |t: Option<crate::Timestamp>| t.map_or_else(|| "never".to_owned(), |t| t.utc());
+    let refused = match (status.refused_at, status.refreshed_at) {
+        (Some(refused), Some(refreshed)) => refused > refreshed,
+        (Some(_), None) => true,
+        (None, _) => false,
+    };
+    let mut message = format!(
+        "{destination}: {kind}, last refreshed {}, token expires {}",
+        at(status.refreshed_at),
+        at(status.expires_at)
+    );
+    if let (Some(when), Some(why)) = (status.refused_at, &status.refusal) {
+        message.push_str(&format!("; last refusal {} ({why})", when.utc()));
+    }
+    if refused {
+        message.push_str(&format!(
+            ": re-authorize destination {destination}, then approve its held work \
+             (triage class authorization)"
+        ));
+    }
+    check("grant", !refused, message)
+}
+
 fn check_secrets(lookups: &[SecretLookup], how: &SecretsCheck) -> Check {
     let mut missing = Vec::new();
     let mut unreadable = Vec::new();
@@ -576,6 +621,61 @@ mod tests {
                 "async MaximumEventAge matches the configuration"
             ]
         );
+    }
+
+    #[test]
+    fn a_grant_shows_its_kind_refresh_expiry_and_refusal_and_fails_while_refused() {
+        let at = |s: i64| Some(crate::Timestamp::from_secs(1_800_000_000 + s));
+        let status = |refreshed, refused| GrantStatus {
+            destination: "crm".into(),
+            kind: "refresh-token",
+            refreshed_at: refreshed,
+            expires_at: at(3600),
+            refused_at: refused,
+            refusal: refused.map(|_| "token endpoint answered 400 invalid_grant".into()),
+        };
+        let checks = |s: Option<GrantStatus>| {
+            let facts = Facts {
+                grants: vec![("crm".into(), "refresh-token", s)],
+                ..Facts::default()
+            };
+            diagnose(&facts)
+                .into_iter()
+                .filter(|c| c.name == "grant")
+                .map(|c| (c.ok, c.message))
+                .collect::<Vec<_>>()
+        };
+        let [(ok, message)] = &checks(None)[..] else {
+            panic!()
+        };
+        assert!(ok, "{message}");
+        assert!(message.contains("not refreshed yet"));
+        let [(ok, message)] = &checks(Some(status(at(0), None)))[..] else {
+            panic!()
+        };
+        assert!(ok);
+        assert_eq!(
+            message,
+            "crm: refresh-token, last refreshed 2027-01-15T08:00:00Z, token expires \
+             2027-01-15T09:00:00Z"
+        );
+        // Refused after its last refresh: failing, saying what to do.
+        let [(ok, message)] = &checks(Some(status(at(0), at(60))))[..] else {
+            panic!()
+        };
+        assert!(!ok);
+        assert!(
+            message.contains(
+                "last refusal 2027-01-15T08:01:00Z (token endpoint answered 400 invalid_grant)"
+            ),
+            "{message}"
+        );
+        assert!(message.ends_with("re-authorize destination crm, then approve its held work (triage class authorization)"), "{message}");
+        // Refreshed since: well, the refusal still shown.
+        let [(ok, message)] = &checks(Some(status(at(120), at(60))))[..] else {
+            panic!()
+        };
+        assert!(*ok && message.contains("last refusal"), "{message}");
     }
 
     #[test]

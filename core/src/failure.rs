@@ -36,6 +36,11 @@ pub enum FailureKind {
     /// waits, without using a receive, as long as it asked
     /// ([`Failure::retry_after`]).
     Throttled,
+    /// The destination's authorization server refused the grant
+    /// (`invalid_grant`, a revoked app, an expired certificate), or the
+    /// CRM refused a token just minted: nothing was sent, and nothing will
+    /// be until a person re-authorizes the destination (`crate::grant`).
+    Authorization,
 }
 
 names!(FailureKind "error kind" {
@@ -45,6 +50,7 @@ names!(FailureKind "error kind" {
     Collision => "collision",
     SearchLag => "search-lag",
     Throttled => "throttled",
+    Authorization => "authorization",
 });
 
 /// Why an action's failure is held for a human: the case names the worker's
@@ -77,7 +83,8 @@ impl FailureKind {
             FailureKind::Retryable
             | FailureKind::Permanent
             | FailureKind::SearchLag
-            | FailureKind::Throttled => HoldCase::Failed,
+            | FailureKind::Throttled
+            | FailureKind::Authorization => HoldCase::Failed,
         }
     }
 }
@@ -131,6 +138,7 @@ impl FailureKind {
             FailureKind::Collision => "key reused for another request",
             FailureKind::SearchLag => "waits for the destination's search",
             FailureKind::Throttled => "destination throttled",
+            FailureKind::Authorization => "destination's authorization refused",
         }
     }
 }
@@ -168,6 +176,11 @@ impl Failure {
         Self::new(FailureKind::OutcomeUnknown, detail)
     }
 
+    /// The grant was refused: held until a person re-authorizes.
+    pub fn authorization(detail: impl Into<String>) -> Self {
+        Self::new(FailureKind::Authorization, detail)
+    }
+
     /// The same failure, its detail put behind `context`.
     pub fn context(self, context: impl std::fmt::Display) -> Self {
         Self {
@@ -194,7 +207,8 @@ mod tests {
                 "outcome-unknown",
                 "collision",
                 "search-lag",
-                "throttled"
+                "throttled",
+                "authorization"
             ]
         );
         for kind in FailureKind::ALL {

@@ -101,6 +101,7 @@ impl<T: TriageStore, A: Alerts> Hold for Holder<T, A> {
                 "destination": item.destination,
                 "source": item.source.as_str(),
                 "first_item": item.id,
+                "asks": item.class.asks(item.destination.as_deref()),
             });
             if let Err(e) = self.alerts.publish(&alert).await {
                 self.store.release_alert(&marker).await?;

@@ -17,6 +17,7 @@ pub mod dlq;
 pub mod doctor;
 pub mod effect;
 pub mod failure;
+pub mod grant;
 pub mod hold;
 pub mod ids;
 pub mod inbox;

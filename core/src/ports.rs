@@ -39,7 +39,11 @@ use crate::{
     triage::{TriageItem, TriageStatus},
 };
 pub use crate::{
-    destination::Destination, ledger::Attempt, secret::SecretSource, streak::FailureStreaks,
+    destination::Destination,
+    grant::{Clock, GrantSecrets, GrantStatuses, GrantStore, TokenClient},
+    ledger::Attempt,
+    secret::SecretSource,
+    streak::FailureStreaks,
 };
 
 /// Which store failed.
@@ -50,6 +54,7 @@ pub enum Store {
     Triage,
     Alerts,
     Metrics,
+    Grants,
 }
 
 names!(Store "store" {
@@ -58,6 +63,7 @@ names!(Store "store" {
     Triage => "triage table",
     Alerts => "alert bus",
     Metrics => "metrics",
+    Grants => "grants table",
 });
 
 /// A store could not be read or written (the ingress answers 503 so the
@@ -273,6 +279,9 @@ pub enum Settle<'a> {
     /// another body): FAILED, its `last_error_kind` `collision`, so a
     /// re-filing files it as the collision it is.
     Collided(&'a str),
+    /// The destination's grant was refused: FAILED, its `last_error_kind`
+    /// `authorization`, so a re-filing files it under its class.
+    Unauthorized(&'a str),
     /// Outcome not confirmable: UNCERTAIN until reconciled.
     Uncertain(&'a str),
     /// Retryable: back to PENDING, attempts + 1, the message returns.

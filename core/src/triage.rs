@@ -36,6 +36,10 @@ pub enum TriageClass {
     Uncertain,
     /// Anything else; the raw evidence is kept.
     Unknown,
+    /// The destination's grant was refused (revoked, expired, its key
+    /// changed): re-authorize the destination, then approve in bulk. Never
+    /// poison: the work itself is sound.
+    Authorization,
 }
 
 /// Where an item came from.
@@ -83,6 +87,7 @@ names!(TriageClass "triage class" {
     Poison => "poison",
     Uncertain => "uncertain",
     Unknown => "unknown",
+    Authorization => "authorization",
 });
 
 names!(TriageSource "triage source" {
@@ -143,6 +148,8 @@ impl Evidence {
 pub fn classify(evidence: &Evidence) -> TriageClass {
     if evidence.collision || evidence.has(FailureKind::Collision) {
         TriageClass::KeyCollision
+    } else if evidence.has(FailureKind::Authorization) {
+        TriageClass::Authorization
     } else if evidence.unparseable
         || evidence.unknown_workspace
         || evidence.has(FailureKind::Permanent)
@@ -296,15 +303,35 @@ impl TriageClass {
     /// reconciling it (found or not found), never by approval.
     pub const fn bulk_approvable(self) -> bool {
         match self {
-            TriageClass::DownstreamOutage | TriageClass::Unknown => true,
+            TriageClass::DownstreamOutage | TriageClass::Unknown | TriageClass::Authorization => {
+                true
+            }
             TriageClass::KeyCollision | TriageClass::Poison | TriageClass::Uncertain => false,
+        }
+    }
+
+    /// What its alert asks a person to do, for `destination`.
+    pub fn asks(self, destination: Option<&str>) -> String {
+        let destination = destination.unwrap_or("-");
+        match self {
+            TriageClass::Authorization => {
+                format!("re-authorize destination {destination}, then approve its held work")
+            }
+            TriageClass::DownstreamOutage => {
+                format!("fix destination {destination}, then approve its held work")
+            }
+            TriageClass::KeyCollision => "compare the requests and decide this item".to_owned(),
+            TriageClass::Poison | TriageClass::Unknown => {
+                "read the evidence, then approve or reject".to_owned()
+            }
+            TriageClass::Uncertain => "reconcile with what the destination shows".to_owned(),
         }
     }
 
     /// How its alerts are grouped.
     pub const fn alert_group(self) -> AlertGroup {
         match self {
-            TriageClass::DownstreamOutage => AlertGroup::Destination,
+            TriageClass::DownstreamOutage | TriageClass::Authorization => AlertGroup::Destination,
             TriageClass::KeyCollision
             | TriageClass::Poison
             | TriageClass::Uncertain
@@ -328,6 +355,21 @@ mod tests {
         assert_eq!(
             classify(&evidence(&[FailureKind::Retryable])),
             TriageClass::DownstreamOutage
+        );
+    }
+
+    #[test]
+    fn a_refused_grant_is_its_own_class_never_poison() {
+        let e = evidence(&[FailureKind::Authorization, FailureKind::Permanent]);
+        assert_eq!(classify(&e), TriageClass::Authorization);
+        assert!(TriageClass::Authorization.bulk_approvable());
+        assert_eq!(
+            TriageClass::Authorization.alert_group(),
+            AlertGroup::Destination
+        );
+        assert_eq!(
+            TriageClass::Authorization.asks(Some("crm")),
+            "re-authorize destination crm, then approve its held work"
         );
     }
 
@@ -395,7 +437,8 @@ mod tests {
     fn only_an_outage_is_alerted_per_destination() {
         for class in TriageClass::ALL {
             let grouped = class.alert_group() == AlertGroup::Destination;
-            assert_eq!(grouped, *class == TriageClass::DownstreamOutage, "{class}");
+            let by_destination = [TriageClass::DownstreamOutage, TriageClass::Authorization];
+            assert_eq!(grouped, by_destination.contains(class), "{class}");
         }
     }
 

@@ -531,8 +531,9 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
             Reserve::Existing(Claim::Held(status), stored) => {
                 let detail = stored.last_error.as_deref().unwrap_or("settled earlier");
                 let kind = match stored.last_error_kind {
-                    // The destination's collision stays one.
-                    Some(FailureKind::Collision) => FailureKind::Collision,
+                    // The destination's collision stays one, a refused
+                    // grant stays one.
+                    Some(kind @ (FailureKind::Collision | FailureKind::Authorization)) => kind,
                     _ => HoldCase::of_status(status).kind(),
                 };
                 Failure::new(kind, detail)
@@ -661,24 +662,7 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
             }
             Performed::Hold(failure) => failure,
         };
-        let case = failure.kind.hold_case();
-        let (alarm, settle, what) = match case {
-            HoldCase::Uncertain => (
-                alarm::UNCERTAIN,
-                Settle::Uncertain(&failure.detail),
-                "action outcome needs verification",
-            ),
-            HoldCase::Failed => (
-                alarm::FAILED,
-                Settle::Failed(&failure.detail),
-                "action failed permanently",
-            ),
-            HoldCase::Collision => (
-                alarm::COLLISION,
-                Settle::Collided(&failure.detail),
-                "the destination holds the key for another request: not executed",
-            ),
-        };
+        let (alarm, settle, what) = held(&failure);
         tracing::error!(alarm, action_key = %key, error = failure.detail, "{what}");
         if self.ledger.settle(key, owner, settle, now).await? {
             holds.push(ToHold { request, failure });
@@ -788,4 +772,31 @@ fn emit(metric: &str, kind: Option<FailureKind>, request: &ActionRequest, now: T
         dimensions.push(("kind", kind.as_str()));
     }
     crate::metrics::emit(&dimensions, &[(metric, 1.0)], now);
+}
+
+/// How a held failure settles: its alarm, the ledger's settle (its case,
+/// and the kind a re-filing must read), and what the log says.
+fn held(failure: &Failure) -> (&'static str, Settle<'_>, &'static str) {
+    match failure.kind.hold_case() {
+        HoldCase::Uncertain => (
+            alarm::UNCERTAIN,
+            Settle::Uncertain(&failure.detail),
+            "action outcome needs verification",
+        ),
+        HoldCase::Failed if failure.kind == FailureKind::Authorization => (
+            alarm::FAILED,
+            Settle::Unauthorized(&failure.detail),
+            "the destination's grant was refused: re-authorize it",
+        ),
+        HoldCase::Failed => (
+            alarm::FAILED,
+            Settle::Failed(&failure.detail),
+            "action failed permanently",
+        ),
+        HoldCase::Collision => (
+            alarm::COLLISION,
+            Settle::Collided(&failure.detail),
+            "the destination holds the key for another request: not executed",
+        ),
+    }
 }

@@ -77,3 +77,8 @@ async fn the_memory_stores_honour_the_pages_contract() {
     contract::pages::triage_pages_contract(&MemoryTriage::default(), "mem").await;
     contract::pages::ledger_pages_contract(&MemoryLedger::default(), "mem").await;
 }
+
+#[tokio::test]
+async fn the_memory_grants_honour_the_grant_store_contract() {
+    contract::grants::grant_store_contract(&hookgate_memory::MemoryGrants::default(), "mem").await;
+}

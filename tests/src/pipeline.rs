@@ -150,6 +150,9 @@ pub struct Pipeline {
     pub worker_ddb_requests: RequestCounter,
     pub ledger: DynamoLedger,
     pub actions_table: String,
+    /// The grants table, and the tests' view of it and of the statuses.
+    pub grants_table: String,
+    pub grants: hookgate_adapters::grants::DynamoGrants,
     pub dlq_url: String,
     pub triager: TestTriager,
     pub holder: TestHolder,
@@ -293,7 +296,9 @@ impl Pipeline {
         sim.set_search_lag(Self::SEARCH_LAG);
         let actions_table = unique(name, "ActionsTable");
         let triage_table = unique(name, "TriageTable");
+        let grants_table = unique(name, "GrantsTable");
         let bus = unique(name, "bus");
+        env.push(("HOOKGATE_GRANTS_TABLE", grants_table.clone()));
         env.push(("HOOKGATE_ACTIONS_TABLE", actions_table.clone()));
         env.push(("HOOKGATE_TRIAGE_TABLE", triage_table.clone()));
         env.push(("HOOKGATE_EVENT_BUS", bus.clone()));
@@ -314,6 +319,9 @@ impl Pipeline {
         create_actions_table(&stack.ddb, &actions_table)
             .await
             .expect("create actions table");
+        hookgate_adapters::schema::create_grants_table(&stack.ddb, &grants_table)
+            .await
+            .expect("create grants table");
         let alert_queue_url = alert_queue(&aws, &stack, &bus).await;
 
         // A DLQ behind the action queue, and a visibility timeout of one
@@ -356,8 +364,12 @@ impl Pipeline {
             ..Clients::new(&action_aws)
         };
         let config = stack.config.clone();
-        let destinations = wiring::destinations(&config, worker_secrets(&config, &action_clients))
-            .expect("destinations");
+        let destinations = wiring::destinations(
+            &config,
+            worker_secrets(&config, &action_clients),
+            &action_clients.ddb,
+        )
+        .expect("destinations");
         let worker = wiring::worker_with(config.clone(), &action_clients, destinations)
             .expect("wire the worker");
         let holder = wiring::holder(&config, &Clients::new(&action_aws)).expect("holder");
@@ -381,6 +393,12 @@ impl Pipeline {
             alert_queue_url,
             bus,
             triage: DynamoTriage::new(stack.ddb.clone(), &triage_table),
+            grants: hookgate_adapters::grants::DynamoGrants::new(
+                stack.ddb.clone(),
+                &grants_table,
+                &triage_table,
+            ),
+            grants_table,
             stack,
             sim,
             worker: Arc::new(worker),
@@ -580,11 +598,12 @@ impl Pipeline {
         let armed = Arc::new(AtomicBool::new(true));
         let config = &self.stack.config;
         let clients = Clients::new(&Emulator::shared().function_config("action").await);
-        let destinations = wiring::destinations(config, worker_secrets(config, &clients))
-            .expect("destinations")
-            .into_iter()
-            .map(|(name, d)| (name, Crash::new(d, step, armed.clone())))
-            .collect();
+        let destinations =
+            wiring::destinations(config, worker_secrets(config, &clients), &clients.ddb)
+                .expect("destinations")
+                .into_iter()
+                .map(|(name, d)| (name, Crash::new(d, step, armed.clone())))
+                .collect();
         Arc::new(Worker::new(
             self.stack.config.clone(),
             DynamoInbox::new(self.stack.ddb.clone(), &self.stack.inbox_table),

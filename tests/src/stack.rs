@@ -20,6 +20,7 @@ use hookgate_adapters::{
 use hookgate_core::{
     InboxPk,
     config::Config,
+    grant::GrantSecrets,
     inbox::InboxRecord,
     ports::InboxStore,
     secret::{Secret, SecretError, SecretRef, SecretSource},
@@ -75,6 +76,21 @@ impl SecretSource for TestSecrets {
                 .ok_or_else(|| SecretError::Missing(reference.clone())),
             _ => self.aws.resolve(reference).await,
         }
+    }
+}
+
+/// `env:` values are fixed; the rest are the emulator's, read and written
+/// by the real [`AwsSecrets`].
+impl GrantSecrets for TestSecrets {
+    async fn read_now(&self, reference: &SecretRef) -> Result<Secret, SecretError> {
+        match reference {
+            SecretRef::Env(_) => self.resolve(reference).await,
+            _ => self.aws.read_now(reference).await,
+        }
+    }
+
+    async fn write(&self, reference: &SecretRef, value: &Secret) -> Result<(), SecretError> {
+        self.aws.write(reference, value).await
     }
 }
 

@@ -27,7 +27,8 @@ const USAGE = `usage: node check.mjs [--template target/infra/template.json] [--
                       reports that APP's ACTION calls as denied (the check has teeth), else 1
   --app-alias         NAME=APP: read calls recorded under app NAME as APP's (e.g. hookgate-operator=operator)
   --grant-operator    ACTION: a broken copy whose operator policies also grant ACTION on "*"; exit 0
-                      only if the check then reports the operator reading a secret (the rule has teeth)
+                      only if the check then reports the operator reading (or writing) a secret, or
+                      reading the grants table (the rule has teeth)
   --report            also write the findings as JSON
 
 Exit: 0 passed, 1 a finding, 2 bad input.`
@@ -51,13 +52,19 @@ export const OPERATOR_POLICIES = ['OperatorReadPolicy', 'OperatorDecidePolicy']
 // are not tagged would otherwise escape.
 export const HARNESS_APPS = new Set(['hookgate-tests', 'hookgate-demo', 'hookgate-local', 'local-rule', 'local-front', 'other'])
 // What no operator policy may grant (docs/iam.md, "No secret in an operator's
-// hands"): a secret's value, from either store, or a decrypt with the key that
-// encrypts them. Probed on the stack's own names and on any other, and KMS with
-// and without the call coming through SSM, so a wildcard or a condition cannot
-// hide a grant. Evaluated with SecretsKmsKeyArn set (PROBE_KEY), so the
-// conditional decrypt grant is there to be found.
+// hands"): a secret's value, from either store, a write of one (a rotated
+// refresh token is the action function's to write), a read of the grants
+// table (its items hold live OAuth2 access tokens), or a decrypt with the key
+// that encrypts them. Probed on the stack's own names and on any other, and
+// KMS with and without the call coming through SSM, Secrets Manager or
+// DynamoDB, so a wildcard or a condition cannot hide a grant. Evaluated with
+// SecretsKmsKeyArn set (PROBE_KEY), so the conditional grants are there to be
+// found.
 const PROBE_KEY = `arn:${PARTITION}:kms:${REGION}:${ACCOUNT}:key/00000000-0000-0000-0000-00000000beef`
-export function secretReadProbes(stack) {
+// The template's table of OAuth2 grants (infra/template.yaml, GrantsTable).
+export const GRANTS_TABLE = 'GrantsTable'
+/** `stack`: the stack's name; `grantsTable`: the grants table's ARN, if the template has one. */
+export function secretReadProbes(stack, grantsTable) {
   const parameter = (name) => `arn:${PARTITION}:ssm:${REGION}:${ACCOUNT}:parameter/${name}`
   const secret = (name) => `arn:${PARTITION}:secretsmanager:${REGION}:${ACCOUNT}:secret:${name}-AbCdEf`
   const probes = []
@@ -66,15 +73,24 @@ export function secretReadProbes(stack) {
       probes.push({ action, resource: parameter(name) })
     }
     probes.push({ action: 'secretsmanager:GetSecretValue', resource: secret(name) })
+    for (const action of ['secretsmanager:PutSecretValue', 'secretsmanager:UpdateSecret']) {
+      probes.push({ action, resource: secret(name) })
+    }
+    probes.push({ action: 'ssm:PutParameter', resource: parameter(name) })
   }
   probes.push({ action: 'secretsmanager:BatchGetSecretValue', resource: '*' })
+  if (grantsTable) {
+    for (const action of ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:Scan']) {
+      probes.push({ action, resource: grantsTable })
+    }
+  }
   // KMS authorizes by the key policy first: the default one, which lets the
   // account's IAM policies decide, so an identity policy's grant is enough.
   const keyPolicy = {
     Version: '2012-10-17',
     Statement: [{ Sid: 'DefaultKeyPolicy', Effect: 'Allow', Principal: { AWS: `arn:${PARTITION}:iam::${ACCOUNT}:root` }, Action: 'kms:*', Resource: '*' }],
   }
-  for (const via of [undefined, `ssm.${REGION}.amazonaws.com`, `secretsmanager.${REGION}.amazonaws.com`]) {
+  for (const via of [undefined, `ssm.${REGION}.amazonaws.com`, `secretsmanager.${REGION}.amazonaws.com`, `dynamodb.${REGION}.amazonaws.com`]) {
     probes.push({ action: 'kms:Decrypt', resource: PROBE_KEY, context: via ? { 'kms:ViaService': via } : {}, resourcePolicy: keyPolicy })
   }
   return probes
@@ -91,7 +107,8 @@ async function operatorSecretReads(doc, extra) {
     })
   }
   const allowed = []
-  for (const probe of secretReadProbes(template.pseudo['AWS::StackName'])) {
+  const grantsTable = template.resources[GRANTS_TABLE]?.Type === 'AWS::DynamoDB::Table' ? template.getAtt(GRANTS_TABLE, 'Arn') : undefined
+  for (const probe of secretReadProbes(template.pseudo['AWS::StackName'], grantsTable)) {
     const result = await simulate(operator, probe.action, probe.resource, probe.context, probe.resourcePolicy)
     if (result.resultType !== 'error' && result.overallResult === 'Allowed') allowed.push(probe)
   }
@@ -471,7 +488,7 @@ async function main() {
   section('DENIED', denied, (d) => `${d.app}  ${d.action}  ${d.deployed}  [${d.result}; recorded ${d.recorded}, ${d.count}x]`)
   section('UNMAPPED RESOURCES', unmapped, (u) => `${u.app}  ${u.action}  ${u.recorded || '-'}  (${u.error})`)
   section('INVALID REQUESTS', invalid, (u) => `${u.app}  ${u.action}  ${u.deployed}  (${u.error})`)
-  section('OPERATOR SECRET READS (no operator policy may read a secret or decrypt one)', secretReads,
+  section('OPERATOR SECRET READS (no operator policy may read or write a secret, read the grants table, or decrypt)', secretReads,
     (r) => `${r.action}  ${r.resource}${r.context && Object.keys(r.context).length ? '  ' + JSON.stringify(r.context) : ''}`)
   section('AWS MANAGED POLICIES', managed, (m) => `${m.principal}  ${m.arn}  (replace with an inline statement)`)
   const noReason = unexercised.filter((u) => !u.reason)

@@ -41,7 +41,7 @@ impl Tokens {
     }
 }
 
-impl SecretSource for Tokens {
+impl hookgate_core::secret::SecretSource for Tokens {
     async fn resolve(&self, reference: &SecretRef) -> Result<Secret, SecretError> {
         let cached = self.cached.lock().unwrap().clone();
         match cached {
@@ -53,6 +53,17 @@ impl SecretSource for Tokens {
     async fn refresh(&self, reference: &SecretRef, _: &Secret) -> Result<Secret, SecretError> {
         self.refreshes.fetch_add(1, Ordering::SeqCst);
         self.read_store(reference).await
+    }
+}
+
+/// A static token is only read: the grant's writes are not these tests'.
+impl hookgate_core::grant::GrantSecrets for Tokens {
+    async fn read_now(&self, reference: &SecretRef) -> Result<Secret, SecretError> {
+        self.read_store(reference).await
+    }
+
+    async fn write(&self, reference: &SecretRef, _: &Secret) -> Result<(), SecretError> {
+        Err(SecretError::Missing(reference.clone()))
     }
 }
 
@@ -439,12 +450,16 @@ fn a_calls_segments_go_below_the_base_path_each_encoded_as_one() {
         ),
     ] {
         let d = CrmDestination::new(&config_at(base), Tokens::new(None, None)).unwrap();
-        assert_eq!(d.url(&call).as_str(), expected, "{base}");
+        assert_eq!(
+            CrmDestination::<Tokens>::url(&d.base, &call).as_str(),
+            expected,
+            "{base}"
+        );
     }
     let search = Call::new(Method::Get, "tasks").query("external_ref", "ws-1#a b&c");
     let d = CrmDestination::new(&config_at("http://h/api"), Tokens::new(None, None)).unwrap();
     assert_eq!(
-        d.url(&search).as_str(),
+        CrmDestination::<Tokens>::url(&d.base, &search).as_str(),
         "http://h/api/tasks?external_ref=ws-1%23a+b%26c"
     );
 }

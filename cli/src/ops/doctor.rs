@@ -182,7 +182,37 @@ impl Ops {
             facts.resolved = Some(resolved.iter().filter_map(|r| r.lookup()).collect());
         }
 
+        facts.grants = self.grants().await?;
         Ok(diagnose(&facts))
+    }
+
+    /// Each destination's grant and the status the action function
+    /// published in the triage table (never the grants table, which holds
+    /// the tokens and which no operator may read).
+    async fn grants(
+        &self,
+    ) -> anyhow::Result<
+        Vec<(
+            String,
+            &'static str,
+            Option<hookgate_core::grant::GrantStatus>,
+        )>,
+    > {
+        use hookgate_core::grant::GrantStatuses;
+        let mut grants = Vec::new();
+        let Some(table) = &self.config.triage_table else {
+            return Ok(grants);
+        };
+        let statuses =
+            hookgate_adapters::grants::GrantStatusItems::new(self.ddb.clone(), table.clone());
+        for (name, destination) in &self.config.destinations {
+            let Some(grant) = &destination.grant else {
+                continue;
+            };
+            let status = statuses.status(name).await?;
+            grants.push((name.clone(), grant.kind.as_str(), status));
+        }
+        Ok(grants)
     }
 
     /// The queue behind `arn` (a dead-letter queue), and whether it has a

@@ -55,6 +55,8 @@ pub(super) struct RawTriage {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawActions {
     pub table: Option<String>,
+    /// The grants table (`crate::grant`), for destinations with a grant.
+    pub grants_table: Option<String>,
     pub lease_secs: Option<u64>,
     pub retention_secs: Option<u64>,
     pub sweep_age_secs: Option<u64>,
@@ -142,6 +144,8 @@ pub(super) struct RawDestination {
     pub burst: Option<u32>,
     /// The `http` kind's request templates.
     pub request: Option<RawRequest>,
+    /// An OAuth2 grant, in place of `auth` (`crate::grant`).
+    pub grant: Option<crate::grant::RawGrant>,
 }
 
 /// `[destinations.<name>.request]` as written.

@@ -172,6 +172,9 @@ pub struct Config {
     pub actions_table: Option<String>,
     /// The Triage table (triage, approvals, and the code that files items).
     pub triage_table: Option<String>,
+    /// The grants table: each grant's token and refresh lock (the action
+    /// worker's only; required when a destination has a grant).
+    pub grants_table: Option<String>,
     /// The EventBridge bus triage alerts are published to.
     pub event_bus: String,
     /// How long a worker's claim on an action lasts before another may take over.
@@ -279,6 +282,8 @@ pub struct DestinationConfig {
     /// The request an `http` destination is sent (`[destinations.<name>.request]`);
     /// `None`: `POST {base_url}/tasks` with the action as its body.
     pub request: Option<RequestTemplate>,
+    /// Its OAuth2 grant (`[destinations.<name>.grant]`), in place of `auth`.
+    pub grant: Option<crate::grant::GrantConfig>,
 }
 
 /// What an `http` destination is sent, as templates rendered against the
@@ -314,6 +319,23 @@ impl Pace {
 }
 
 impl DestinationConfig {
+    /// The most one call takes: its requests within `timeout_ms`, and with
+    /// a grant, the token's wait or refresh ([`crate::grant::Timing::budget`],
+    /// the token endpoint asked within `timeout_ms` too).
+    pub fn call_budget(&self, store_timeout: Duration) -> Duration {
+        let timeout = Duration::from_millis(self.timeout_ms);
+        match &self.grant {
+            Some(_) => timeout.saturating_add(
+                crate::grant::Timing {
+                    endpoint: timeout,
+                    store: store_timeout,
+                }
+                .budget(),
+            ),
+            None => timeout,
+        }
+    }
+
     pub const DEFAULT_TIMEOUT_MS: u64 = 3000;
     pub const DEFAULT_IDEMPOTENCY_HEADER: &str = "Idempotency-Key";
 
@@ -508,6 +530,16 @@ impl Config {
             };
             Some((user, d.auth.as_ref()?))
         }));
+        for (name, d) in &self.destinations {
+            let Some(grant) = &d.grant else { continue };
+            out.extend(grant.secrets().map(|(what, reference)| {
+                let user = SecretUser {
+                    workspace: None,
+                    what: format!("destination {name} grant {what}"),
+                };
+                (user, reference)
+            }));
+        }
         out
     }
 
@@ -568,6 +600,7 @@ impl Config {
                 .text("HOOKGATE_EVENT_BUS", file.triage.event_bus)
                 .unwrap_or_else(|| "default".to_owned()),
             actions_table: env.text("HOOKGATE_ACTIONS_TABLE", actions.table.clone()),
+            grants_table: env.text("HOOKGATE_GRANTS_TABLE", actions.grants_table.clone()),
             lease: env.secs(
                 "HOOKGATE_LEASE_SECS",
                 actions.lease_secs,
@@ -661,12 +694,11 @@ impl Config {
     /// each bounded whole (its token's reads and a 401's second request
     /// included).
     pub fn action_budget(&self, destination: &str) -> Duration {
-        let timeout_ms = self
-            .destinations
-            .get(destination)
-            .map_or(DestinationConfig::DEFAULT_TIMEOUT_MS, |d| d.timeout_ms);
-        Duration::from_millis(timeout_ms)
-            .saturating_mul(self.destination_calls(destination))
+        let call = self.destinations.get(destination).map_or(
+            Duration::from_millis(DestinationConfig::DEFAULT_TIMEOUT_MS),
+            |d| d.call_budget(self.store_timeout),
+        );
+        call.saturating_mul(self.destination_calls(destination))
             .saturating_add(self.store_timeout.saturating_mul(Self::RESERVATION_WRITES))
     }
 
@@ -683,6 +715,14 @@ impl Config {
         self.triage_table.as_deref().ok_or(ConfigError::Missing {
             key: "triage.table",
             var: "HOOKGATE_TRIAGE_TABLE",
+        })
+    }
+
+    /// The grants table, required by a worker with a grant.
+    pub fn require_grants_table(&self) -> Result<&str, ConfigError> {
+        self.grants_table.as_deref().ok_or(ConfigError::Missing {
+            key: "actions.grants_table",
+            var: "HOOKGATE_GRANTS_TABLE",
         })
     }
 

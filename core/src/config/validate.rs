@@ -272,6 +272,17 @@ pub(super) fn destinations(
                 .map(SecretRef::parse)
                 .transpose()
                 .map_err(|e| bad(e.to_string()))?;
+            if auth.is_some() && d.grant.is_some() {
+                return Err(bad(
+                    "auth and grant are both set: a destination's token is a static one                      (auth) or its grant's (grant), not both"
+                        .into(),
+                ));
+            }
+            let grant = d
+                .grant
+                .map(crate::grant::GrantConfig::parse)
+                .transpose()
+                .map_err(bad)?;
             let destination = DestinationConfig {
                 kind,
                 base_url: d.base_url,
@@ -290,6 +301,7 @@ pub(super) fn destinations(
                     .map(|r| request(kind.spec(), strategy, &idempotency_header, r))
                     .transpose()
                     .map_err(bad)?,
+                grant,
             };
             Ok((name, destination))
         })

@@ -88,41 +88,46 @@ async fn reconciled_as_not_found_the_keys_clock_starts_again(ledger: &impl Ledge
 }
 
 /// A destination that holds the key for another request (Resend's
-/// `invalid_idempotent_request`, the IETF draft's 422): the action is
-/// FAILED with the kind `collision`, so its re-filing reads as one.
+/// `invalid_idempotent_request`, the IETF draft's 422), and a destination
+/// whose grant was refused: the action is FAILED with the kind `collision`
+/// or `authorization`, so its re-filing reads as its class.
 async fn a_destinations_collision_is_failed_and_stays_a_collision(ledger: &impl Ledger, ns: &str) {
-    let r = request(ns, "collided", 8);
-    ledger
-        .reserve(&r, &inbox(ns, 1), lease("a:1", T0), RETENTION)
-        .await
-        .unwrap();
-    assert!(
-        ledger
-            .settle(
-                &r.key,
-                "a:1",
-                Settle::Collided("409 invalid_idempotent_request"),
-                T0
-            )
-            .await
-            .unwrap()
-    );
-    let stored = ledger.get(&r.key).await.unwrap().unwrap();
-    assert_eq!(
-        (stored.status, stored.last_error_kind),
-        (ActionStatus::Failed, Some(FailureKind::Collision))
-    );
-    let again = ledger
-        .reserve(&r, &inbox(ns, 1), lease("a:2", T0), RETENTION)
-        .await
-        .unwrap();
-    assert!(
-        matches!(
-            again,
-            Reserve::Existing(Claim::Held(ActionStatus::Failed), _)
+    let cases = [
+        (
+            "collided",
+            8,
+            Settle::Collided("409 invalid_idempotent_request"),
         ),
-        "{again:?}"
-    );
+        ("unauthorized", 9, Settle::Unauthorized("invalid_grant")),
+    ];
+    for (name, n, settle) in cases {
+        let r = request(ns, name, n);
+        ledger
+            .reserve(&r, &inbox(ns, 1), lease("a:1", T0), RETENTION)
+            .await
+            .unwrap();
+        assert!(ledger.settle(&r.key, "a:1", settle, T0).await.unwrap());
+        let stored = ledger.get(&r.key).await.unwrap().unwrap();
+        let kind = match settle {
+            Settle::Collided(_) => FailureKind::Collision,
+            _ => FailureKind::Authorization,
+        };
+        assert_eq!(
+            (stored.status, stored.last_error_kind),
+            (ActionStatus::Failed, Some(kind))
+        );
+        let again = ledger
+            .reserve(&r, &inbox(ns, 1), lease("a:2", T0), RETENTION)
+            .await
+            .unwrap();
+        assert!(
+            matches!(
+                again,
+                Reserve::Existing(Claim::Held(ActionStatus::Failed), _)
+            ),
+            "{again:?}"
+        );
+    }
 }
 
 /// An attempt that waited for a lookup destination's search (issue 43)

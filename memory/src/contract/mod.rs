@@ -2,6 +2,7 @@
 //! once and run on the memory ports (`memory/tests/contracts.rs`) and on the
 //! AWS adapters against the emulator (`tests/tests/it/contracts.rs`).
 
+pub mod grants;
 pub mod inbox;
 pub mod ledger;
 pub mod lost;

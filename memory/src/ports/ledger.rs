@@ -227,6 +227,9 @@ impl Ledger for MemoryLedger {
             Settle::Completed { .. } => (ActionStatus::Completed, None),
             Settle::Failed(m) => (ActionStatus::Failed, Some((FailureKind::Permanent, m))),
             Settle::Collided(m) => (ActionStatus::Failed, Some((FailureKind::Collision, m))),
+            Settle::Unauthorized(m) => {
+                (ActionStatus::Failed, Some((FailureKind::Authorization, m)))
+            }
             Settle::Uncertain(m) => (
                 ActionStatus::Uncertain,
                 Some((FailureKind::OutcomeUnknown, m)),

@@ -5,6 +5,7 @@
 //! the emulator, so a behaviour the real store has and these lack fails a
 //! test instead of passing one.
 
+mod grants;
 mod inbox;
 mod ledger;
 mod metrics;
@@ -13,6 +14,7 @@ mod queue;
 mod replay;
 mod triage;
 
+pub use grants::{MemoryGrants, YieldOnce};
 pub use inbox::MemoryInbox;
 pub use ledger::MemoryLedger;
 pub use metrics::MemoryMetrics;

@@ -19,6 +19,7 @@
 
 pub mod crm;
 pub mod faults;
+pub mod grants;
 mod model;
 mod queue;
 pub mod world;

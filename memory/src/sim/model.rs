@@ -253,7 +253,10 @@ impl Sim {
 /// the model checks the rule rather than repeat it; a test holds the two
 /// equal.
 fn alerted_per_destination(class: TriageClass) -> bool {
-    class == TriageClass::DownstreamOutage
+    matches!(
+        class,
+        TriageClass::DownstreamOutage | TriageClass::Authorization
+    )
 }
 
 #[cfg(test)]

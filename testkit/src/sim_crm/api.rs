@@ -1,6 +1,7 @@
 //! The simulator's HTTP server: each vendor's router (one module each),
-//! the token check and fault injection in front of them, and the control
-//! API.
+//! the token check and fault injection in front of them, the OAuth2 token
+//! endpoint beside them (no bearer, no CRM fault: it throttles on its own),
+//! and the control API.
 
 use std::{sync::Arc, time::Duration};
 
@@ -22,7 +23,7 @@ use super::{
 pub(super) type AppState = Arc<Shared>;
 
 pub(crate) fn router(shared: AppState) -> Router {
-    Router::new()
+    let crm = Router::new()
         .merge(super::vendor_routes())
         .layer(middleware::from_fn_with_state(
             shared.clone(),
@@ -33,11 +34,18 @@ pub(crate) fn router(shared: AppState) -> Router {
             shared.clone(),
             require_bearer,
         ))
+        .with_state(shared.clone());
+    // The token endpoint and the control API first, the CRM at every other
+    // path: Entra ID's `/{tenant}/…` token path cannot share a router with
+    // the `http` vendor's catch-all.
+    Router::new()
+        .merge(super::token::routes())
         .route("/_sim/faults", post(add_fault).delete(clear_faults))
         .route(
             "/_sim/tasks",
             axum::routing::get(report).delete(clear_tasks),
         )
+        .fallback_service(crm)
         .with_state(shared)
 }
 

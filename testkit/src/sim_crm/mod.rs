@@ -10,14 +10,21 @@
 //! (tasks, external refs, creation counts), `DELETE /_sim/tasks`; in process,
 //! [`SimCrm::require_bearer`] makes the CRM endpoints answer 401 to a request
 //! without that token (a rotated CRM token).
+//!
+//! An OAuth2 token endpoint (`token`) answers at Salesforce's, Entra ID's,
+//! HubSpot's and a generic path, configured in process
+//! ([`SimCrm::configure_tokens`]); [`SimCrm::require_issued_tokens`] makes
+//! the CRM endpoints accept only the access tokens it issued.
 
 mod api;
 mod faults;
 mod http;
 mod hubspot;
+mod jwt;
 mod resend;
 mod salesforce;
 mod state;
+mod token;
 
 /// Every vendor's routes, as one router (the `http` vendor's at every
 /// path the others do not take).
@@ -38,6 +45,7 @@ use tokio::{net::TcpListener, sync::Notify, task::JoinHandle};
 
 pub use faults::{Fault, FaultKind};
 pub use state::{Task, TasksReport};
+pub use token::{TokenConfig, TokenReport};
 
 use state::Shared;
 
@@ -55,6 +63,7 @@ impl SimCrm {
         let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared::default());
+        shared.lock().base_url = format!("http://{addr}");
         let task = tokio::spawn(accept_loop(listener, addr, shared.clone()));
         Ok(SimCrm { addr, shared, task })
     }
@@ -101,6 +110,58 @@ impl SimCrm {
     /// is answered 409.
     pub fn set_processing(&self, processing: std::time::Duration) {
         self.shared.lock().processing = processing;
+    }
+
+    /// Registers the OAuth2 client and how the token endpoint answers
+    /// ([`TokenConfig`]): the refresh tokens valid from now on are the
+    /// config's, and any revocation is lifted. The access tokens issued
+    /// before, the report, the throttle and [`SimCrm::require_issued_tokens`]
+    /// are kept. Until it is called, every token request is answered 401
+    /// `invalid_client`.
+    pub fn configure_tokens(&self, config: TokenConfig) {
+        self.shared.lock().tokens.configure(config);
+    }
+
+    /// An administrator revokes the app: from now on every refresh token is
+    /// refused (400 `invalid_grant`, "expired access/refresh token"), the
+    /// client credentials grant is refused (400 `unauthorized_client`) and
+    /// so is the JWT bearer grant (400 `invalid_grant`, "user hasn't
+    /// approved this consumer"). Access tokens already issued keep working
+    /// until they expire ([`SimCrm::expire_access_tokens`] ends them).
+    pub fn revoke_grants(&self) {
+        self.shared.lock().tokens.revoke();
+    }
+
+    /// A re-authorization: `token` becomes a valid refresh token, and a
+    /// revocation is lifted (refresh tokens revoked before stay refused).
+    pub fn authorize_refresh_token(&self, token: &str) {
+        self.shared.lock().tokens.authorize_refresh_token(token);
+    }
+
+    /// The next `n` token requests are answered 429 with `Retry-After: 1`
+    /// and `{"error":"rate_limited"}`, at once and without effect (counted
+    /// as throttled, not redeemed nor refused).
+    pub fn throttle_tokens(&self, n: u32) {
+        self.shared.lock().tokens.throttle(n);
+    }
+
+    /// From now on (`on`) the CRM endpoints accept only a bearer that is an
+    /// unexpired access token issued by the token endpoint, and answer 401
+    /// otherwise (counted in [`TasksReport::unauthorized`]), whatever
+    /// [`SimCrm::require_bearer`] says; `false`: back to that.
+    pub fn require_issued_tokens(&self, on: bool) {
+        self.shared.lock().tokens.require_issued(on);
+    }
+
+    /// Every access token issued so far expires now: the CRM answers 401
+    /// to it while [`SimCrm::require_issued_tokens`] is on.
+    pub fn expire_access_tokens(&self) {
+        self.shared.lock().tokens.expire_access_tokens();
+    }
+
+    /// What the token endpoint answered so far.
+    pub fn token_report(&self) -> TokenReport {
+        self.shared.lock().tokens.report()
     }
 
     /// A handle on the simulator for tasks that outlive a borrow of it.

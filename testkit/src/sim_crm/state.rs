@@ -1,4 +1,5 @@
-//! The simulator's memory: tasks, remembered idempotency keys, faults.
+//! The simulator's memory: tasks, remembered idempotency keys, faults, and
+//! the token endpoint's grants and tokens.
 
 use std::{
     collections::{BTreeMap, HashMap},
@@ -12,6 +13,7 @@ use serde_json::Value;
 use super::{
     Changed,
     faults::{Active, Fault, FaultKind},
+    token::TokenState,
 };
 
 /// One task as the simulator stores it.
@@ -45,7 +47,8 @@ pub struct TasksReport {
     /// How many requests met an injected fault (proof a fault path ran).
     pub faults_applied: u32,
     /// How many requests were answered 401 for want of the required bearer
-    /// token ([`super::SimCrm::require_bearer`]).
+    /// token ([`super::SimCrm::require_bearer`]), or of a live access token
+    /// issued here ([`super::SimCrm::require_issued_tokens`]).
     pub unauthorized: u32,
 }
 
@@ -76,6 +79,10 @@ pub(crate) struct Inner {
     pub processing: std::time::Duration,
     /// Keys whose first request is still being processed.
     pub in_flight: std::collections::HashSet<String>,
+    /// The token endpoint's client, grants and issued access tokens.
+    pub tokens: TokenState,
+    /// `http://{addr}`: the token answers' `instance_url`.
+    pub base_url: String,
 }
 
 #[derive(Debug, Default)]
@@ -150,8 +157,9 @@ impl Inner {
     }
 }
 
-/// The wall clock in epoch milliseconds (a task's `created_ms`).
-fn now_ms() -> u64 {
+/// The wall clock in epoch milliseconds (a task's `created_ms`, a token's
+/// `issued_at`).
+pub(crate) fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
@@ -200,18 +208,25 @@ impl Shared {
         self.lock().bearer = token.map(str::to_owned);
     }
 
-    /// Whether a request with this `Authorization` header may pass (no token
-    /// required, or the required one); a refusal is counted.
+    /// Whether a request with this `Authorization` header may pass: while
+    /// issued tokens are required, a live access token issued here;
+    /// otherwise no token if none is required, or the required one. A
+    /// refusal is counted.
     pub fn authorized(&self, authorization: Option<&str>) -> bool {
         let mut inner = self.lock();
-        let Some(token) = &inner.bearer else {
-            return true;
+        let bearer = authorization.and_then(|a| a.strip_prefix("Bearer "));
+        let authorized = if inner.tokens.requires_issued() {
+            bearer.is_some_and(|b| inner.tokens.access_live(b))
+        } else {
+            inner
+                .bearer
+                .as_deref()
+                .is_none_or(|token| bearer == Some(token))
         };
-        if authorization.and_then(|a| a.strip_prefix("Bearer ")) == Some(token.as_str()) {
-            return true;
+        if !authorized {
+            inner.unauthorized += 1;
         }
-        inner.unauthorized += 1;
-        false
+        authorized
     }
 
     /// The first live fault that applies to a request to `path` carrying

@@ -42,6 +42,12 @@ async fn the_dynamodb_triage_table_honours_the_failure_streak_contract() {
 }
 
 #[tokio::test]
+async fn the_dynamodb_grants_honour_the_grant_store_contract() {
+    let p = Pipeline::new("contract-grants").await;
+    contract::grants::grant_store_contract(&p.grants, "ddb").await;
+}
+
+#[tokio::test]
 async fn the_dynamodb_stores_read_a_retried_decision_as_their_own() {
     let p = Pipeline::new("contract-lost").await;
     let emulator = Emulator::shared();

@@ -10,6 +10,7 @@ mod crash_points;
 mod dedup;
 mod dispatch;
 mod effects;
+mod grants;
 mod held;
 mod identity;
 mod limits;

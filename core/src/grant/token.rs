@@ -1,0 +1,345 @@
+//! The token endpoint's request and answer, in pure code: the form each
+//! grant posts (RFC 6749 §4.4 and §6, RFC 7523 §2.1), the JWT bearer
+//! assertion's signing input, and what an answer means: a token, a grant
+//! refused for good ([`FailureKind::Authorization`]), or a delay.
+//!
+//! The requests are held to what the vendors' own SDKs send
+//! (`fixtures/destinations/grants/`, test `grant::fixtures`).
+
+use std::{fmt, time::Duration};
+
+use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
+use serde_json::{Value, json};
+
+use super::{AccessToken, GrantConfig, GrantKind};
+use crate::{Timestamp, crypto, failure::Failure, secret::Secret};
+
+/// How far ahead a JWT bearer assertion expires: Salesforce takes at
+/// most three minutes.
+pub const ASSERTION_LIFETIME: Duration = Duration::from_secs(180);
+
+/// The grant's secret inputs, read for one request.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Inputs {
+    pub client_secret: Option<Secret>,
+    pub refresh_token: Option<Secret>,
+    pub private_key: Option<Secret>,
+}
+
+impl Inputs {
+    /// A one-way fingerprint of what the grant presents (its refresh token,
+    /// client secret or key): a refusal is remembered against it, so a
+    /// changed secret is tried at once and an unchanged one is not tried in
+    /// a loop. Sixteen hex digits of SHA-256 over high-entropy values.
+    pub fn fingerprint(&self) -> String {
+        let mut all = Vec::new();
+        for s in [&self.refresh_token, &self.client_secret, &self.private_key]
+            .into_iter()
+            .flatten()
+        {
+            all.extend_from_slice(&(s.expose().len() as u64).to_be_bytes());
+            all.extend_from_slice(s.expose());
+        }
+        crypto::sha256_hex(&all)[..16].to_owned()
+    }
+}
+
+/// A token request's form: its values hold secrets, so it never prints them.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Form(pub Vec<(&'static str, String)>);
+
+impl fmt::Debug for Form {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|(k, _)| k))
+            .finish()
+    }
+}
+
+impl Form {
+    /// The body, [`FORM_CONTENT_TYPE`].
+    pub fn encode(&self) -> String {
+        form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(self.0.iter().map(|(k, v)| (*k, v.as_str())))
+            .finish()
+    }
+}
+
+/// The token request's content type (the adapter sends it).
+pub const FORM_CONTENT_TYPE: &str = "application/x-www-form-urlencoded";
+
+/// The JWT bearer grant's `grant_type`.
+pub const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+
+/// What an RS256 signature is computed over: the assertion's header and
+/// claims, base64url, joined by a dot (RFC 7515 §5.1). `iss` is the client
+/// id, `sub` the integration user, `aud` the server, `exp` three minutes
+/// ahead (Salesforce's JWT bearer flow; RFC 7523 §3).
+pub fn signing_input(config: &GrantConfig, now: Timestamp) -> String {
+    let header = json!({"alg": "RS256", "typ": "JWT"});
+    let claims = json!({
+        "iss": config.client_id,
+        "sub": config.subject,
+        "aud": config.audience,
+        "exp": now.plus(ASSERTION_LIFETIME).as_secs(),
+    });
+    format!(
+        "{}.{}",
+        URL_SAFE_NO_PAD.encode(header.to_string()),
+        URL_SAFE_NO_PAD.encode(claims.to_string())
+    )
+}
+
+/// The assertion: the signing input and its signature.
+pub fn assertion(input: &str, signature: &[u8]) -> String {
+    format!("{input}.{}", URL_SAFE_NO_PAD.encode(signature))
+}
+
+/// The form `config`'s grant posts, with `inputs` and, for the JWT bearer
+/// grant, the signed `assertion`. Client authentication is
+/// `client_secret_post` (RFC 6749 §2.3.1), as the vendors' SDKs send it.
+pub fn form(config: &GrantConfig, inputs: &Inputs, assertion: Option<String>) -> Form {
+    let text = |s: &Option<Secret>| {
+        s.as_ref()
+            .map(|s| String::from_utf8_lossy(s.expose()).trim().to_owned())
+    };
+    let mut form = Vec::new();
+    match config.kind {
+        GrantKind::ClientCredentials => {
+            form.push(("grant_type", "client_credentials".to_owned()));
+            form.push(("client_id", config.client_id.clone()));
+            form.extend(text(&inputs.client_secret).map(|s| ("client_secret", s)));
+        }
+        GrantKind::RefreshToken => {
+            form.push(("grant_type", "refresh_token".to_owned()));
+            form.extend(text(&inputs.refresh_token).map(|s| ("refresh_token", s)));
+            form.push(("client_id", config.client_id.clone()));
+            form.extend(text(&inputs.client_secret).map(|s| ("client_secret", s)));
+        }
+        GrantKind::JwtBearer => {
+            form.push(("grant_type", JWT_BEARER.to_owned()));
+            form.extend(assertion.map(|a| ("assertion", a)));
+        }
+    }
+    form.extend(config.scope.clone().map(|s| ("scope", s)));
+    Form(form)
+}
+
+/// A token the endpoint issued: the access token, and the refresh token it
+/// rotated to, if it did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Minted {
+    pub token: AccessToken,
+    pub refresh_token: Option<Secret>,
+}
+
+/// The OAuth2 errors (RFC 6749 §5.2) that refuse the grant itself: asking
+/// again with the same inputs gets the same answer.
+const REFUSING: [&str; 6] = [
+    "invalid_grant",
+    "invalid_client",
+    "unauthorized_client",
+    "invalid_scope",
+    "unsupported_grant_type",
+    "access_denied",
+];
+
+/// What a token endpoint's answer means. A 2xx is a token (its lifetime
+/// `expires_in`, or the configured one); a 429 a throttle, with its
+/// `Retry-After`; a 5xx or 408 a delay; any other 4xx refuses the grant:
+/// held for a person under [`FailureKind::Authorization`], never asked
+/// again in a loop. The detail names the error and its description (cut
+/// short), never a value sent.
+pub fn read(
+    status: u16,
+    body: &[u8],
+    retry_after: Option<Duration>,
+    config: &GrantConfig,
+    now: Timestamp,
+) -> Result<Minted, Failure> {
+    let json: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    if (200..300).contains(&status) {
+        return minted(&json, config, now);
+    }
+    let error = json["error"].as_str().unwrap_or("");
+    let description: String = json["error_description"]
+        .as_str()
+        .unwrap_or("")
+        .chars()
+        .take(160)
+        .collect();
+    let detail = format!("token endpoint answered {status} {error} {description}")
+        .trim_end()
+        .to_owned();
+    Err(match status {
+        429 => Failure::throttled(detail, retry_after),
+        408 | 500..=599 => Failure::retryable(detail),
+        _ if REFUSING.contains(&error) || (400..500).contains(&status) => {
+            Failure::authorization(detail)
+        }
+        _ => Failure::retryable(detail),
+    })
+}
+
+/// A 2xx's token.
+fn minted(json: &Value, config: &GrantConfig, now: Timestamp) -> Result<Minted, Failure> {
+    let unusable = |what: &str| {
+        Failure::retryable(format!("the token endpoint's answer has no usable {what}"))
+    };
+    let access = json["access_token"]
+        .as_str()
+        .filter(|t| !t.is_empty() && t.bytes().all(|b| (0x21..0x7f).contains(&b)))
+        .ok_or_else(|| unusable("access_token"))?;
+    let lifetime = match &json["expires_in"] {
+        Value::Number(n) => n.as_u64().map(Duration::from_secs),
+        Value::String(s) => s.parse().ok().map(Duration::from_secs),
+        _ => None,
+    }
+    .unwrap_or(config.lifetime);
+    let base_url = match &config.base_url_from {
+        Some(field) => Some(
+            json[field.as_str()]
+                .as_str()
+                .filter(|u| u.starts_with("https://") || u.starts_with("http://127.0.0.1"))
+                .ok_or_else(|| unusable(field))?
+                .to_owned(),
+        ),
+        None => None,
+    };
+    let refresh_token = json["refresh_token"]
+        .as_str()
+        .filter(|t| !t.is_empty())
+        .map(Secret::new);
+    Ok(Minted {
+        token: AccessToken {
+            value: Secret::new(access),
+            expires_at: now.plus(lifetime),
+            base_url,
+        },
+        refresh_token,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::failure::FailureKind;
+    use crate::grant::config::RawGrant;
+
+    fn config(kind: &str) -> GrantConfig {
+        let mut raw: RawGrant = toml::from_str(&format!(
+            "kind = {kind:?}\ntoken_url = \"https://login.salesforce.com/services/oauth2/token\"\n\
+             client_id = \"hookgate-test-client-id\"\n"
+        ))
+        .unwrap();
+        match kind {
+            "client-credentials" => raw.client_secret = Some("env:CS".into()),
+            "refresh-token" => raw.refresh_token = Some("secretsmanager:hookgate/t/rt".into()),
+            _ => {
+                raw.private_key = Some("env:KEY".into());
+                raw.subject = Some("integration@hookgate.example".into());
+                raw.audience = Some("https://login.salesforce.com".into());
+            }
+        }
+        raw.base_url_from = Some("instance_url".into());
+        GrantConfig::parse(raw).unwrap()
+    }
+
+    const NOW: Timestamp = Timestamp::from_secs(1_700_000_000);
+
+    #[test]
+    fn a_token_answer_is_a_token_with_its_lifetime_or_the_configured_one() {
+        let c = config("refresh-token");
+        let body = br#"{"access_token":"at-1","instance_url":"https://acme.my.salesforce.com","refresh_token":"rt-2","issued_at":"1700000000000"}"#;
+        let m = read(200, body, None, &c, NOW).unwrap();
+        assert_eq!(m.token.expires_at, NOW.plus(GrantConfig::DEFAULT_LIFETIME));
+        assert_eq!(
+            m.token.base_url.as_deref(),
+            Some("https://acme.my.salesforce.com")
+        );
+        assert_eq!(m.refresh_token, Some(Secret::new("rt-2")));
+        let body =
+            br#"{"access_token":"at-1","expires_in":"3599","instance_url":"https://x.example"}"#;
+        let m = read(200, body, None, &c, NOW).unwrap();
+        assert_eq!(m.token.expires_at, NOW.plus(Duration::from_secs(3599)));
+        assert!(m.refresh_token.is_none());
+        // No base URL where one was configured to come: not a token to use.
+        let e = read(200, br#"{"access_token":"at-1"}"#, None, &c, NOW).unwrap_err();
+        assert_eq!(e.kind, FailureKind::Retryable);
+    }
+
+    #[test]
+    fn a_refused_grant_is_authorization_a_busy_endpoint_a_delay() {
+        let c = config("client-credentials");
+        let refused =
+            br#"{"error":"invalid_grant","error_description":"expired access/refresh token"}"#;
+        let e = read(400, refused, None, &c, NOW).unwrap_err();
+        assert_eq!(e.kind, FailureKind::Authorization);
+        assert_eq!(
+            e.detail,
+            "token endpoint answered 400 invalid_grant expired access/refresh token"
+        );
+        let e = read(401, br#"{"error":"invalid_client"}"#, None, &c, NOW).unwrap_err();
+        assert_eq!(e.kind, FailureKind::Authorization);
+        let wait = Some(Duration::from_secs(3));
+        let e = read(429, b"{}", wait, &c, NOW).unwrap_err();
+        assert_eq!((e.kind, e.retry_after), (FailureKind::Throttled, wait));
+        assert_eq!(
+            read(503, b"down", None, &c, NOW).unwrap_err().kind,
+            FailureKind::Retryable
+        );
+    }
+
+    #[test]
+    fn each_grant_posts_its_form_and_never_prints_it() {
+        let inputs = Inputs {
+            client_secret: Some(Secret::new("hookgate-test-client-secret")),
+            refresh_token: Some(Secret::new("hookgate-test-refresh-token-1")),
+            private_key: None,
+        };
+        let f = form(&config("refresh-token"), &inputs, None);
+        assert_eq!(
+            f.encode(),
+            "grant_type=refresh_token&refresh_token=hookgate-test-refresh-token-1&\
+             client_id=hookgate-test-client-id&client_secret=hookgate-test-client-secret"
+        );
+        assert_eq!(
+            format!("{f:?}"),
+            r#"["grant_type", "refresh_token", "client_id", "client_secret"]"#
+        );
+        let input = signing_input(&config("jwt-bearer"), NOW);
+        let (header, claims) = input.split_once('.').unwrap();
+        let claims: Value =
+            serde_json::from_slice(&URL_SAFE_NO_PAD.decode(claims).unwrap()).unwrap();
+        assert_eq!(
+            claims,
+            json!({"iss": "hookgate-test-client-id", "sub": "integration@hookgate.example",
+                   "aud": "https://login.salesforce.com", "exp": 1_700_000_180})
+        );
+        assert_eq!(
+            URL_SAFE_NO_PAD.decode(header).unwrap(),
+            br#"{"alg":"RS256","typ":"JWT"}"#
+        );
+        let f = form(
+            &config("jwt-bearer"),
+            &Inputs::default(),
+            Some(assertion(&input, b"sig")),
+        );
+        assert_eq!(f.0[0], ("grant_type", JWT_BEARER.to_owned()));
+    }
+
+    #[test]
+    fn a_changed_secret_changes_the_fingerprint() {
+        let a = Inputs {
+            refresh_token: Some(Secret::new("rt-1")),
+            ..Inputs::default()
+        };
+        let b = Inputs {
+            refresh_token: Some(Secret::new("rt-2")),
+            ..Inputs::default()
+        };
+        assert_ne!(a.fingerprint(), b.fingerprint());
+        assert_eq!(a.fingerprint(), a.clone().fingerprint());
+        assert_eq!(a.fingerprint().len(), 16);
+    }
+}
