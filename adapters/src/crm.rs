@@ -297,20 +297,29 @@ impl<K: GrantSecrets> CrmDestination<K> {
     /// once more: the request was refused, so nothing was made. A 401 to
     /// that one is the grant's refusal ([`FailureKind::Authorization`]).
     /// A 403 is the vendor's to read (Salesforce's request limit is one).
-    /// The requests share the destination's timeout; the token's wait or
-    /// refresh has its own budget (`Timing::budget`).
+    /// The whole call ends within what `Config::action_budget` counts for
+    /// it: the token's wait or refresh ([`Grant::budget`]) and the
+    /// requests' `timeout_ms`, shared by both token asks and both requests.
     async fn send_granted(&self, grant: &CrmGrant<K>, call: &Call) -> Result<Response, Failure> {
-        let issued = grant.token(None).await?;
-        let until = Instant::now() + self.timeout;
+        let end = Timestamp::now().plus(grant.budget()).plus(self.timeout);
+        let issued = grant.token(None, end.minus(self.timeout)).await?;
+        let sent = Instant::now();
+        let until = sent + self.timeout;
         let response = self.send_with(&issued.token, call, until).await?;
         if response.status() != StatusCode::UNAUTHORIZED {
             return Ok(response);
         }
         drop(response);
-        let fresh = grant.token(Some(issued.version)).await?;
-        if left(until).is_zero() {
+        // What is left for the second request is kept out of the token's.
+        let request_left = left(until);
+        let fresh = grant
+            .token(Some(issued.version), end.minus(request_left))
+            .await?;
+        let until = Instant::now() + request_left;
+        if request_left.is_zero() {
             return Err(Failure::retryable(
-                "the access token was refused and refreshed; no time left in this call to                  send again",
+                "the access token was refused and refreshed; no time left in this call to \
+                 send again",
             ));
         }
         let response = self.send_with(&fresh.token, call, until).await?;

@@ -212,10 +212,11 @@ pub fn destinations<K: GrantSecrets>(
                     tables.0,
                     tables.1,
                 ));
-                let timing = Timing {
-                    endpoint: Duration::from_millis(d.timeout_ms),
-                    store: config.store_timeout,
-                };
+                let timing = Timing::of(
+                    grant,
+                    Duration::from_millis(d.timeout_ms),
+                    config.store_timeout,
+                );
                 destination = destination.with_grant(Arc::new(Grant::new(
                     name,
                     grant.clone(),

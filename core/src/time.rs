@@ -40,6 +40,14 @@ impl Timestamp {
         Self(self.0.saturating_add(ms))
     }
 
+    /// `d` before this instant.
+    pub fn minus(self, d: Duration) -> Self {
+        Self(
+            self.0
+                .saturating_sub(i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
+        )
+    }
+
     /// How long after `earlier` this is (zero if it is not later).
     pub fn since(self, earlier: Timestamp) -> Duration {
         Duration::from_millis(u64::try_from(self.0 - earlier.0).unwrap_or(0))

@@ -325,13 +325,8 @@ impl DestinationConfig {
     pub fn call_budget(&self, store_timeout: Duration) -> Duration {
         let timeout = Duration::from_millis(self.timeout_ms);
         match &self.grant {
-            Some(_) => timeout.saturating_add(
-                crate::grant::Timing {
-                    endpoint: timeout,
-                    store: store_timeout,
-                }
-                .budget(),
-            ),
+            Some(grant) => timeout
+                .saturating_add(crate::grant::Timing::of(grant, timeout, store_timeout).budget()),
             None => timeout,
         }
     }

@@ -217,6 +217,81 @@ fn actions_that_cannot_fit_the_function_timeout_are_refused() {
 }
 
 #[test]
+fn a_grant_counts_its_wait_or_refresh_in_each_call_and_is_refused_beside_auth() {
+    let grant = r#"
+    [destinations.crm.grant]
+    kind = "client-credentials"
+    token_url = "https://login.example/token"
+    client_id = "client"
+    client_secret = "env:CLIENT_SECRET"
+    "#;
+    let text = format!("{BASE}\n{TWO_ACTIONS}\n{grant}\n[actions]\nstore_timeout_ms = 100\n");
+    let env = |name: &str| match name {
+        "HOOKGATE_LEASE_SECS" => Some("120".to_owned()),
+        "HOOKGATE_ACTION_TIMEOUT_SECS" => Some("120".to_owned()),
+        _ => None,
+    };
+    // Two actions of 53.3 s each: the function's 60 s is refused.
+    let short = |name: &str| match name {
+        "HOOKGATE_ACTION_TIMEOUT_SECS" => Some("60".to_owned()),
+        other => env(other),
+    };
+    let e = Config::from_toml(&text, short).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            ConfigError::ActionTimeoutTooShort {
+                needed_ms: 107_300,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    let c = Config::from_toml(&text, env).unwrap();
+    // Each of the 3 calls: 8 s, and the grant's budget: its lease (8 s,
+    // the secret's read and 3 store calls of 0.1 s, 1 s) after the record's
+    // read, the secret's read and the lock's write (0.1 s each); then the 2
+    // reservation writes.
+    let lease = 8_000 + 400 + 1_000;
+    assert_eq!(
+        c.action_budget("crm"),
+        Duration::from_millis(3 * (8_000 + lease + 300) + 200)
+    );
+    let both = text.replace(
+        "timeout_ms = 8000",
+        "timeout_ms = 8000\n    auth = \"env:TOKEN\"",
+    );
+    let e = Config::from_toml(&both, env).unwrap_err().to_string();
+    assert!(e.contains("auth and grant are both set"), "{e}");
+}
+
+#[test]
+fn a_salesforce_upsert_with_a_jwt_bearer_grant_needs_94_s_at_the_defaults() {
+    // The figure docs/design.md and docs/destinations.md quote.
+    let text = format!(
+        "{BASE}\n[destinations.sf]\nkind = \"salesforce\"\nbase_url = \"https://sf.example\"\n\
+         [destinations.sf.grant]\nkind = \"jwt-bearer\"\n\
+         token_url = \"https://login.salesforce.com/services/oauth2/token\"\n\
+         client_id = \"c\"\nprivate_key = \"env:KEY\"\nsubject = \"u\"\n\
+         audience = \"https://login.salesforce.com\"\n"
+    );
+    // The default 30 s lease is refused, naming the budget.
+    let e = Config::from_toml(&text, no_env).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            ConfigError::LeaseTooShort {
+                lease_ms: 30_000,
+                budget_ms: 94_000,
+                calls: 2,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+}
+
+#[test]
 fn a_store_that_answers_at_once_may_declare_a_shorter_store_timeout() {
     // The loopback emulator's stacks: 3 calls × 8 s and 2 store calls × 0.1 s.
     let text = format!("{BASE}\n{TWO_ACTIONS}\n[actions]\nstore_timeout_ms = 100\n");

@@ -202,12 +202,23 @@ pub trait GrantSecrets: SecretSource {
     ) -> impl Future<Output = Result<(), SecretError>> + Send;
 }
 
-/// A token endpoint's answer, as the transport read it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A token endpoint's answer, as the transport read it. Its body holds
+/// tokens, so it never prints.
+#[derive(Clone, PartialEq, Eq)]
 pub struct TokenAnswer {
     pub status: u16,
     pub body: Vec<u8>,
     pub retry_after: Option<Duration>,
+}
+
+impl fmt::Debug for TokenAnswer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TokenAnswer")
+            .field("status", &self.status)
+            .field("body", &format_args!("<{} bytes>", self.body.len()))
+            .field("retry_after", &self.retry_after)
+            .finish()
+    }
 }
 
 /// The HTTP side of a grant: the token request, and the RS256 signature of

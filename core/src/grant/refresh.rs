@@ -30,30 +30,46 @@ pub const MARGIN: Duration = Duration::from_secs(60);
 pub const FRESH: Duration = Duration::from_secs(60);
 
 /// The time a grant's steps may take: the token endpoint's timeout (the
-/// destination's) and the store's.
+/// destination's), the store's (each store and secret call is bounded by
+/// it), and how many secrets the grant reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Timing {
     pub endpoint: Duration,
     pub store: Duration,
+    pub secrets: u32,
 }
 
 impl Timing {
-    /// How long a refresh holds the lock: its secret reads, the record of
+    /// The timing of `grant` at a destination of `endpoint`'s timeout.
+    pub fn of(grant: &GrantConfig, endpoint: Duration, store: Duration) -> Self {
+        Self {
+            endpoint,
+            store,
+            secrets: u32::try_from(grant.secrets().count()).unwrap_or(u32::MAX),
+        }
+    }
+
+    fn stores(self, calls: u32) -> Duration {
+        self.store.saturating_mul(calls)
+    }
+
+    /// How long a refresh holds the lock: its secrets' reads, the mark of
     /// what it presents, the token request, the secret's write and the
     /// record's, with a second to spare. A refresh cut off is taken over
     /// after it.
     pub fn lease(self) -> Duration {
         self.endpoint
-            .saturating_add(self.store.saturating_mul(4))
+            .saturating_add(self.stores(self.secrets.saturating_add(3)))
             .saturating_add(Duration::from_secs(1))
     }
 
-    /// The most [`Grant::token`] takes: a wait for another's refresh, or a
-    /// refresh of its own, and the record's read. A wait that would last
-    /// longer ends as a delay with nothing sent (`Config::action_budget`
-    /// counts it for each destination call).
+    /// The most [`Grant::token`] takes: the record's read, the secrets'
+    /// reads of a refusal's check and the lock's write, then a wait for
+    /// another's refresh or a refresh of its own (a lease).
+    /// `Config::action_budget` counts it for each destination call.
     pub fn budget(self) -> Duration {
-        self.lease().saturating_add(self.store)
+        self.lease()
+            .saturating_add(self.stores(self.secrets.saturating_add(2)))
     }
 }
 
@@ -140,11 +156,22 @@ where
         self.config.kind
     }
 
+    /// The most one [`Grant::token`] takes ([`Timing::budget`]).
+    pub fn budget(&self) -> Duration {
+        self.timing.budget()
+    }
+
     /// An access token to send now. `refused`: the version of the token
     /// the CRM just answered 401 to: a newer one, or one refresh for all
     /// (a token that young refused is the grant's fault, not its age).
-    /// Within [`Timing::budget`]; every failure means nothing was sent.
-    pub async fn token(&self, refused: Option<u64>) -> Result<Issued, Failure> {
+    /// Done by `deadline` (a refresh is begun only if its lease ends by
+    /// then; [`Timing::budget`] from now is always enough); every failure
+    /// means nothing was sent.
+    pub async fn token(
+        &self,
+        refused: Option<u64>,
+        deadline: Timestamp,
+    ) -> Result<Issued, Failure> {
         let start = self.clock.now();
         if refused.is_none()
             && let Some((issued, until)) = self.held()
@@ -152,7 +179,6 @@ where
         {
             return Ok(issued);
         }
-        let deadline = start.plus(self.timing.budget());
         loop {
             let now = self.clock.now();
             let record = self
@@ -170,6 +196,7 @@ where
             let until = now.plus(self.timing.lease());
             let free = record.lock.as_ref().is_none_or(|l| l.until <= now);
             if free
+                && until <= deadline
                 && let Some(before) = self
                     .store
                     .lock(&self.destination, &self.owner, now, until)
@@ -178,10 +205,10 @@ where
             {
                 return self.refresh(before, refused, now, until).await;
             }
-            if now.plus(POLL) >= deadline {
+            if now.plus(POLL) >= deadline || (free && until > deadline) {
                 return Err(Failure::retryable(format!(
-                    "the access token of {} is being refreshed by another instance; nothing \
-                     was sent",
+                    "no access token of {} within this call's time (another instance is \
+                     refreshing it, or a refresh would outlast the call); nothing was sent",
                     self.destination
                 )));
             }

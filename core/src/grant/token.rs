@@ -329,6 +329,26 @@ mod tests {
     }
 
     #[test]
+    fn nothing_that_holds_a_token_prints_it() {
+        let body = br#"{"access_token":"at-secret","refresh_token":"rt-secret","instance_url":"https://x.example"}"#;
+        let answer = crate::grant::TokenAnswer {
+            status: 200,
+            body: body.to_vec(),
+            retry_after: None,
+        };
+        let minted = read(200, body, None, &config("refresh-token"), NOW).unwrap();
+        let shown = format!("{answer:?} {minted:?}");
+        assert!(
+            !shown.contains("at-secret") && !shown.contains("rt-secret"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains(&format!("<{} bytes>", body.len())),
+            "{shown}"
+        );
+    }
+
+    #[test]
     fn a_changed_secret_changes_the_fingerprint() {
         let a = Inputs {
             refresh_token: Some(Secret::new("rt-1")),

@@ -282,6 +282,7 @@ impl World {
         }))
         .expect("a grant");
         let config = GrantConfig::parse(raw).expect("a valid grant");
+        let timing = Timing::of(&config, Duration::from_secs(3), Duration::from_secs(1));
         let clock = SimClock(Arc::new(Mutex::new(T0)));
         let secrets = Arc::new(SimSecrets::default());
         *secrets.value.lock().unwrap() = Some(Secret::new("rt-0"));
@@ -299,10 +300,7 @@ impl World {
             server: Arc::new(Mutex::new(server)),
             clock,
             config,
-            timing: Timing {
-                endpoint: Duration::from_secs(3),
-                store: Duration::from_secs(1),
-            },
+            timing,
             instances: Vec::new(),
             spawned: 0,
             trace: Vec::new(),
@@ -419,7 +417,10 @@ impl World {
         let instance = &mut self.instances[i];
         if instance.running.is_none() {
             let grant = instance.grant.clone();
-            instance.running = Some(Box::pin(async move { grant.token(refused).await }));
+            let deadline = self.clock.now().plus(self.timing.budget());
+            instance.running = Some(Box::pin(
+                async move { grant.token(refused, deadline).await },
+            ));
         }
     }
 
