@@ -153,6 +153,8 @@ XRAY_WRITE = {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
 SECRET_READS = {"ssm:GetParameter", "ssm:GetParameters", "ssm:GetParametersByPath",
                 "secretsmanager:GetSecretValue"}
 STACK_SECRETS = "hookgate/${AWS::StackName}/*"
+# Where a rotated refresh token is written: the only secrets any role writes.
+GRANT_SECRETS = "hookgate/${AWS::StackName}/grants/*"
 # Writing a secret's value or its versions: only the functions SECRET_WRITERS
 # names may, each only the actions it lists, on its own stack's Secrets
 # Manager names; no managed policy (the operators') may at all. Compared with
@@ -594,9 +596,10 @@ class Checker:
             for resource in resources if isinstance(resources, list) else [resources]:
                 sub = resource.get("Fn::Sub") if isinstance(resource, dict) else None
                 arn = sub[0] if isinstance(sub, list) else sub
-                if not isinstance(arn, str) or not re.search(r":secret:" + re.escape(STACK_SECRETS) + "$", arn):
+                if not isinstance(arn, str) or not re.search(r":secret:" + re.escape(GRANT_SECRETS) + "$", arn):
                     self.fail(f"role {k} statement {sid}: writes secrets outside Secrets Manager's "
-                              f"{STACK_SECRETS} ({json.dumps(resource)}): another stack's could be overwritten")
+                              f"{GRANT_SECRETS} ({json.dumps(resource)}): a webhook's signing secret, "
+                              f"or another stack's, could be overwritten")
 
     def grants_table(self, functions):
         # The grants table holds live access tokens: the action function's

@@ -188,7 +188,9 @@ impl<K: GrantSecrets> CrmDestination<K> {
     /// can an answer say the key is held for another request.
     async fn call(&self, call: &Call, keyed: bool) -> Result<(u16, Vec<u8>), Failure> {
         let response = match &self.grant {
-            Some(grant) => self.send_granted(grant, call).await?,
+            // The token endpoint's throttle pauses this instance as the
+            // destination's own does (the record pauses the others).
+            Some(grant) => self.paused_by(self.send_granted(grant, call).await)?,
             None => {
                 let url = Self::url(&self.base, call);
                 self.send(|client| self.request(client, call, &url)).await?
@@ -293,9 +295,10 @@ impl<K: GrantSecrets> CrmDestination<K> {
 
 impl<K: GrantSecrets> CrmDestination<K> {
     /// Sends `call` with its grant's access token. A 401 asks the grant
-    /// once for a newer token (one refresh across the stack) and sends
-    /// once more: the request was refused, so nothing was made. A 401 to
-    /// that one is the grant's refusal ([`FailureKind::Authorization`]).
+    /// once for a newer token (one refresh across the stack; none for a
+    /// token minted moments ago, the grant's refusal then) and sends once
+    /// more: the request was refused, so nothing was made. A 401 to that
+    /// one is the grant's refusal when its token was fresh, else a delay.
     /// A 403 is the vendor's to read (Salesforce's request limit is one).
     /// The whole call ends within what `Config::action_budget` counts for
     /// it: the token's wait or refresh ([`Grant::budget`]) and the
@@ -303,8 +306,7 @@ impl<K: GrantSecrets> CrmDestination<K> {
     async fn send_granted(&self, grant: &CrmGrant<K>, call: &Call) -> Result<Response, Failure> {
         let end = Timestamp::now().plus(grant.budget()).plus(self.timeout);
         let issued = grant.token(None, end.minus(self.timeout)).await?;
-        let sent = Instant::now();
-        let until = sent + self.timeout;
+        let until = Instant::now() + self.timeout;
         let response = self.send_with(&issued.token, call, until).await?;
         if response.status() != StatusCode::UNAUTHORIZED {
             return Ok(response);
@@ -312,24 +314,28 @@ impl<K: GrantSecrets> CrmDestination<K> {
         drop(response);
         // What is left for the second request is kept out of the token's.
         let request_left = left(until);
-        let fresh = grant
-            .token(Some(issued.version), end.minus(request_left))
-            .await?;
-        let until = Instant::now() + request_left;
+        let fresh = grant.token(Some(&issued), end.minus(request_left)).await?;
         if request_left.is_zero() {
             return Err(Failure::retryable(
                 "the access token was refused and refreshed; no time left in this call to \
                  send again",
             ));
         }
+        let until = Instant::now() + request_left;
         let response = self.send_with(&fresh.token, call, until).await?;
-        if response.status() == StatusCode::UNAUTHORIZED {
-            return Err(Failure::authorization(format!(
-                "{} answered 401 to a newly refreshed access token: re-authorize the destination",
-                self.kind.name()
-            )));
+        if response.status() != StatusCode::UNAUTHORIZED {
+            return Ok(response);
         }
-        Ok(response)
+        drop(response);
+        // Refused again: the grant's fault if that token was just minted
+        // (recorded as its refusal), else asked again by a later attempt.
+        match grant.token(Some(&fresh), end).await {
+            Err(failure) => Err(failure),
+            Ok(_) => Err(Failure::retryable(format!(
+                "{} answered 401 twice; a newer token is asked for again later",
+                self.kind.name()
+            ))),
+        }
     }
 
     async fn send_with(

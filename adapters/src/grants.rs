@@ -111,6 +111,7 @@ fn record(item: &Item) -> Result<GrantRecord, String> {
         None => None,
     };
     Ok(GrantRecord {
+        paused_until: opt_n(item, "paused_until")?.map(Timestamp::from_millis),
         version: opt_n(item, "version")?.unwrap_or(0),
         token,
         refreshed_at: opt_n(item, "refreshed_at")?.map(Timestamp::from_millis),
@@ -209,6 +210,21 @@ impl GrantStore for DynamoGrants {
                 ))
                 .expression_attribute_values(":presented", s(&presented.fingerprint))
                 .expression_attribute_values(":at", n(presented.at.as_millis())),
+            Finish::Throttled { presented, until } => {
+                let update = update.expression_attribute_values(":paused", n(until.as_millis()));
+                match presented {
+                    Some(p) => update
+                        .update_expression(format!(
+                            "SET paused_until = :paused, presented = :presented, \
+                             presented_at = :at REMOVE {UNLOCK}"
+                        ))
+                        .expression_attribute_values(":presented", s(&p.fingerprint))
+                        .expression_attribute_values(":at", n(p.at.as_millis())),
+                    None => update.update_expression(format!(
+                        "SET paused_until = :paused REMOVE {UNLOCK}, {UNMARK}"
+                    )),
+                }
+            }
         };
         match update.return_values(ReturnValue::AllNew).send().await {
             Ok(out) => {
@@ -218,6 +234,25 @@ impl GrantStore for DynamoGrants {
             Err(e) if is_condition_failure(&e) => Ok(None),
             Err(e) => Err(unavailable(STORE)(e)),
         }
+    }
+
+    async fn refused(
+        &self,
+        destination: &str,
+        version: u64,
+        refusal: &Refusal,
+    ) -> Result<bool, StoreError> {
+        let out = self
+            .update(destination)
+            .condition_expression("version = :version")
+            .update_expression("SET refused_at = :at, refusal = :detail, refused_inputs = :inputs")
+            .expression_attribute_values(":version", n(version))
+            .expression_attribute_values(":at", n(refusal.at.as_millis()))
+            .expression_attribute_values(":detail", s(&refusal.detail))
+            .expression_attribute_values(":inputs", s(&refusal.inputs))
+            .send()
+            .await;
+        crate::ddb::applied(STORE, out)
     }
 }
 
@@ -231,7 +266,8 @@ fn stored(
     let mut set = "SET access_token = :token, expires_at = :expires, refreshed_at = :now, \
                    version = if_not_exists(version, :zero) + :one"
         .to_owned();
-    let mut remove = format!("REMOVE {UNLOCK}, {UNMARK}, refused_at, refusal, refused_inputs");
+    let mut remove =
+        format!("REMOVE {UNLOCK}, {UNMARK}, refused_at, refusal, refused_inputs, paused_until");
     let update = match &token.base_url {
         Some(base) => {
             set.push_str(", base_url = :base");

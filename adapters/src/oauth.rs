@@ -31,8 +31,20 @@ pub struct HttpTokenClient {
 }
 
 impl HttpTokenClient {
-    pub fn new(client: Client) -> Self {
+    /// A client that never follows a redirect: a 3xx would re-post the
+    /// form, its secrets with it, wherever `Location` says.
+    pub fn new() -> Self {
+        let client = Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap_or_default();
         Self { client }
+    }
+}
+
+impl Default for HttpTokenClient {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
@@ -132,7 +144,7 @@ mod tests {
 
     #[test]
     fn a_key_that_is_not_pem_is_refused_without_being_shown() {
-        let client = HttpTokenClient::new(Client::new());
+        let client = HttpTokenClient::new();
         let e = client
             .sign_rs256(&Secret::new("hookgate-test-not-a-key"), b"x")
             .unwrap_err();
@@ -153,7 +165,7 @@ mod tests {
             "/../fixtures/destinations/grants/test-key.pem"
         ))
         .unwrap();
-        let client = HttpTokenClient::new(Client::new());
+        let client = HttpTokenClient::new();
         let signature = client
             .sign_rs256(&Secret::new(pem.clone()), b"input")
             .unwrap();

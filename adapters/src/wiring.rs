@@ -14,7 +14,7 @@ use hookgate_core::{
     config::{Config, ConfigError},
     deadline::Deadlines,
     dlq::Triager,
-    grant::{Grant, GrantSecrets, Timing},
+    grant::{Grant, GrantSecrets, Ports, Timing},
     hold::Holder,
     ingress::Ingress,
     ports::EventIngress,
@@ -192,7 +192,7 @@ pub fn destinations<K: GrantSecrets>(
     secrets: Arc<K>,
     ddb: &aws_sdk_dynamodb::Client,
 ) -> Result<HashMap<String, CrmDestination<K>>, WiringError> {
-    let client = Arc::new(crate::oauth::HttpTokenClient::new(reqwest::Client::new()));
+    let client = Arc::new(crate::oauth::HttpTokenClient::new());
     config
         .destinations
         .iter()
@@ -217,13 +217,16 @@ pub fn destinations<K: GrantSecrets>(
                     Duration::from_millis(d.timeout_ms),
                     config.store_timeout,
                 );
+                let ports = Ports {
+                    store,
+                    secrets: secrets.clone(),
+                    client: client.clone(),
+                    clock: Arc::new(crate::oauth::SystemClock),
+                };
                 destination = destination.with_grant(Arc::new(Grant::new(
                     name,
                     grant.clone(),
-                    store,
-                    secrets.clone(),
-                    client.clone(),
-                    Arc::new(crate::oauth::SystemClock),
+                    ports,
                     crate::ddb::write_token(),
                     timing,
                 )));

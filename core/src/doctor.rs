@@ -65,10 +65,14 @@ pub struct Facts {
     /// The same references as the stack's functions resolve them, from the
     /// ops API (`GET /ops/secrets`); `None`: not asked (no ops API).
     pub resolved: Option<Vec<SecretLookup>>,
-    /// Each destination with a grant: its name, its kind, and its status as
-    /// the action function last published it (`None`: never refreshed).
-    pub grants: Vec<(String, &'static str, Option<GrantStatus>)>,
+    /// Each destination with a grant.
+    pub grants: Vec<GrantFacts>,
 }
+
+/// A destination with a grant: its name, its kind, and its status as the
+/// action function last published it (`None`: never refreshed), or why it
+/// could not be read.
+pub type GrantFacts = (String, &'static str, Result<Option<GrantStatus>, String>);
 
 /// A secret reference of the configuration and what looking it up gave.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -291,7 +295,14 @@ pub fn diagnose(facts: &Facts) -> Vec<Check> {
         facts
             .grants
             .iter()
-            .map(|(destination, kind, status)| check_grant(destination, kind, status.as_ref())),
+            .map(|(destination, kind, status)| match status {
+                Ok(status) => check_grant(destination, kind, status.as_ref()),
+                Err(e) => check(
+                    "grant",
+                    false,
+                    format!("{destination}: {kind}, its status could not be read: {e}"),
+                ),
+            }),
     );
     if let Some(resolved) = &facts.resolved {
         checks.push(check_secrets(resolved, &SECRETS_RESOLVE));
@@ -338,9 +349,6 @@ const SECRETS_RESOLVE: SecretsCheck = SecretsCheck {
              answered yes or no, never a value)",
 };
 
-/// Every reference found; the others are named, never a value. Missing ones
-/// are what a deploy before its secrets leaves: until each exists, its
-/// deliveries are answered 503 and its destination's actions wait.
 /// A grant is well while its last refusal, if any, came before its last
 /// refresh. What operators see: its kind, its last refresh, its token's
 /// expiry and its last refusal, from the status the action function
@@ -376,6 +384,9 @@ fn check_grant(destination: &str, kind: &str, status: Option<&GrantStatus>) -> C
     check("grant", !refused, message)
 }
 
+/// Every reference found; the others are named, never a value. Missing ones
+/// are what a deploy before its secrets leaves: until each exists, its
+/// deliveries are answered 503 and its destination's actions wait.
 fn check_secrets(lookups: &[SecretLookup], how: &SecretsCheck) -> Check {
     let mut missing = Vec::new();
     let mut unreadable = Vec::new();
@@ -636,7 +647,7 @@ mod tests {
         };
         let checks = |s: Option<GrantStatus>| {
             let facts = Facts {
-                grants: vec![("crm".into(), "refresh-token", s)],
+                grants: vec![("crm".into(), "refresh-token", Ok(s))],
                 ..Facts::default()
             };
             diagnose(&facts)

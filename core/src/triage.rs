@@ -144,12 +144,11 @@ impl Evidence {
 
 /// The class of a failure, from its evidence. Collisions first (they must
 /// never be re-injected in bulk), then what cannot be processed at all, then
-/// the destination's answers.
+/// the destination's answers (an outcome to verify before a refused grant,
+/// which is approved in bulk).
 pub fn classify(evidence: &Evidence) -> TriageClass {
     if evidence.collision || evidence.has(FailureKind::Collision) {
         TriageClass::KeyCollision
-    } else if evidence.has(FailureKind::Authorization) {
-        TriageClass::Authorization
     } else if evidence.unparseable
         || evidence.unknown_workspace
         || evidence.has(FailureKind::Permanent)
@@ -157,6 +156,8 @@ pub fn classify(evidence: &Evidence) -> TriageClass {
         TriageClass::Poison
     } else if evidence.has(FailureKind::OutcomeUnknown) {
         TriageClass::Uncertain
+    } else if evidence.has(FailureKind::Authorization) {
+        TriageClass::Authorization
     } else if evidence.has(FailureKind::Retryable) {
         TriageClass::DownstreamOutage
     } else {
@@ -360,8 +361,15 @@ mod tests {
 
     #[test]
     fn a_refused_grant_is_its_own_class_never_poison() {
-        let e = evidence(&[FailureKind::Authorization, FailureKind::Permanent]);
+        let e = evidence(&[FailureKind::Authorization, FailureKind::Retryable]);
         assert_eq!(classify(&e), TriageClass::Authorization);
+        // Beside work that needs its own look, that look comes first: an
+        // authorization item is approved in bulk, poison and an uncertain
+        // outcome are not.
+        for other in [FailureKind::Permanent, FailureKind::OutcomeUnknown] {
+            let e = evidence(&[FailureKind::Authorization, other]);
+            assert_ne!(classify(&e), TriageClass::Authorization, "{other}");
+        }
         assert!(TriageClass::Authorization.bulk_approvable());
         assert_eq!(
             TriageClass::Authorization.alert_group(),

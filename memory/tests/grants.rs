@@ -36,7 +36,7 @@ fn twenty_instances_on_an_expired_token_make_exactly_one_refresh() {
         let mut world = World::new(20, Duration::ZERO);
         world.expired();
         for i in 0..20 {
-            world.start(i, None);
+            world.start(i, false);
         }
         drain(&mut world, &mut Rng::new(seed));
         let server = world.server.lock().unwrap();
@@ -55,7 +55,7 @@ fn twenty_instances_on_an_expired_token_make_exactly_one_refresh() {
 /// killed before the secret's write.
 fn killed_after_the_answer(world: &mut World) {
     world.expired();
-    world.start(0, None);
+    world.start(0, false);
     while world.server.lock().unwrap().redemptions == 0 {
         assert!(!world.poll(0), "ended before the server answered");
     }

@@ -230,12 +230,13 @@ impl GrantConfig {
         }
         if self.rotates {
             match &self.refresh_token {
-                Some(SecretRef::SecretsManager { json_key: None, .. }) => {}
+                Some(SecretRef::SecretsManager { id, json_key: None }) if grant_secret(id) => {}
                 _ => {
                     return Err(
                         "a rotating refresh_token must be a whole Secrets Manager secret \
-                         (secretsmanager:hookgate/<stack>/<name>, no #key): each refresh \
-                         writes the new one back before it is used"
+                         under the stack's grants, secretsmanager:hookgate/<stack>/grants/<name> \
+                         (no #key): each refresh writes the new one back before it is used, \
+                         and the functions may write no other secret"
                             .into(),
                     );
                 }
@@ -243,6 +244,17 @@ impl GrantConfig {
         }
         Ok(())
     }
+}
+
+/// Whether a secret's id is one the action function may write:
+/// `hookgate/<stack>/grants/<name>` (the template's `SecretsRotate`).
+fn grant_secret(id: &str) -> bool {
+    let mut parts = id.splitn(4, '/');
+    matches!(
+        (parts.next(), parts.next(), parts.next(), parts.next()),
+        (Some("hookgate"), Some(stack), Some("grants"), Some(name))
+            if !stack.is_empty() && !name.is_empty()
+    )
 }
 
 /// The token endpoint's URL: https (http only on loopback, for the
@@ -295,7 +307,7 @@ mod tests {
         assert_eq!(cc.kind, GrantKind::ClientCredentials);
         assert!(!cc.rotates);
         let rt = RawGrant {
-            refresh_token: Some("secretsmanager:hookgate/prod/crm-refresh".into()),
+            refresh_token: Some("secretsmanager:hookgate/prod/grants/crm-refresh".into()),
             reuse_interval_secs: Some(30),
             ..raw("refresh-token")
         };

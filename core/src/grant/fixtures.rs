@@ -26,7 +26,7 @@ fn config(grant: &str, input: &Value) -> GrantConfig {
         token_url: format!("https://login.example{path}"),
         client_id: text("client_id").unwrap(),
         client_secret: text("client_secret").map(|_| "env:CLIENT_SECRET".into()),
-        refresh_token: text("refresh_token").map(|_| "secretsmanager:hookgate/t/rt".into()),
+        refresh_token: text("refresh_token").map(|_| "secretsmanager:hookgate/t/grants/rt".into()),
         rotates: None,
         reuse_interval_secs: None,
         private_key: text("private_key").map(|_| "env:KEY".into()),

@@ -31,13 +31,14 @@
 pub mod config;
 #[cfg(test)]
 mod fixtures;
+mod lock;
 mod refresh;
 pub mod token;
 
 use std::{fmt, future::Future, time::Duration};
 
 pub use config::{GrantConfig, GrantKind, RawGrant};
-pub use refresh::{Grant, Issued, Timing};
+pub use refresh::{Grant, Issued, Ports, Timing};
 
 use crate::{
     Timestamp,
@@ -112,6 +113,9 @@ pub struct GrantRecord {
     /// token stays unsafe to present).
     pub presented: Option<Presented>,
     pub refusal: Option<Refusal>,
+    /// Until when the token endpoint asked to be left alone (its 429), for
+    /// every instance.
+    pub paused_until: Option<Timestamp>,
 }
 
 /// How a refresh ends, written with the lock's release.
@@ -124,6 +128,12 @@ pub enum Finish {
     /// No token (a delay): the lock is given back, and the refresh token
     /// left presented without its answer stored is this.
     Nothing(Option<Presented>),
+    /// The token endpoint throttled: as [`Finish::Nothing`], and no
+    /// instance asks it again until `until`.
+    Throttled {
+        presented: Option<Presented>,
+        until: Timestamp,
+    },
 }
 
 /// What operators see of a grant: never a token or a secret.
@@ -173,6 +183,15 @@ pub trait GrantStore: Send + Sync {
         finish: &Finish,
         now: Timestamp,
     ) -> impl Future<Output = Result<Option<u64>, StoreError>> + Send;
+
+    /// Records `refusal` outside a refresh (the CRM refused the token of
+    /// `version`), if that is still the record's version; whether it was.
+    fn refused(
+        &self,
+        destination: &str,
+        version: u64,
+        refusal: &Refusal,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 }
 
 /// What operators read of each grant (the triage table).

@@ -15,8 +15,8 @@ use super::{AccessToken, GrantConfig, GrantKind};
 use crate::{Timestamp, crypto, failure::Failure, secret::Secret};
 
 /// How far ahead a JWT bearer assertion expires: Salesforce takes at
-/// most three minutes.
-pub const ASSERTION_LIFETIME: Duration = Duration::from_secs(180);
+/// most three minutes; half a minute less leaves room for a clock ahead.
+pub const ASSERTION_LIFETIME: Duration = Duration::from_secs(150);
 
 /// The grant's secret inputs, read for one request.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -41,6 +41,31 @@ impl Inputs {
             all.extend_from_slice(s.expose());
         }
         crypto::sha256_hex(&all)[..16].to_owned()
+    }
+
+    /// The fingerprint of the refresh token alone: the mark of a token
+    /// presented ([`super::Presented`]), which a changed client secret must
+    /// not clear.
+    pub fn refresh_fingerprint(&self) -> String {
+        let token = self.refresh_token.as_ref().map_or(&[][..], Secret::expose);
+        crypto::sha256_hex(token)[..16].to_owned()
+    }
+
+    /// `text` (a token endpoint's words) with any value presented cut
+    /// out, should the endpoint have echoed one.
+    pub fn scrub(&self, text: &str) -> String {
+        let mut text = text.to_owned();
+        for s in [&self.refresh_token, &self.client_secret, &self.private_key]
+            .into_iter()
+            .flatten()
+        {
+            let value = String::from_utf8_lossy(s.expose());
+            let value = value.trim();
+            if value.len() >= 4 {
+                text = text.replace(value, "<redacted>");
+            }
+        }
+        text
     }
 }
 
@@ -161,9 +186,14 @@ pub fn read(
     if (200..300).contains(&status) {
         return minted(&json, config, now);
     }
-    let error = json["error"].as_str().unwrap_or("");
+    // RFC 6749's names, or HubSpot's (`status`, `message`).
+    let error = json["error"]
+        .as_str()
+        .or(json["status"].as_str())
+        .unwrap_or("");
     let description: String = json["error_description"]
         .as_str()
+        .or(json["message"].as_str())
         .unwrap_or("")
         .chars()
         .take(160)
@@ -174,6 +204,8 @@ pub fn read(
     Err(match status {
         429 => Failure::throttled(detail, retry_after),
         408 | 500..=599 => Failure::retryable(detail),
+        // Never followed: a redirect would carry the form's secrets away.
+        300..=399 => Failure::authorization(format!("{detail}: a redirect; fix token_url")),
         _ if REFUSING.contains(&error) || (400..500).contains(&status) => {
             Failure::authorization(detail)
         }
@@ -200,7 +232,7 @@ fn minted(json: &Value, config: &GrantConfig, now: Timestamp) -> Result<Minted, 
         Some(field) => Some(
             json[field.as_str()]
                 .as_str()
-                .filter(|u| u.starts_with("https://") || u.starts_with("http://127.0.0.1"))
+                .filter(|u| base_url(u))
                 .ok_or_else(|| unusable(field))?
                 .to_owned(),
         ),
@@ -220,6 +252,28 @@ fn minted(json: &Value, config: &GrantConfig, now: Timestamp) -> Result<Minted, 
     })
 }
 
+/// A base URL a token answer may name: https, or http on loopback (the
+/// simulated endpoint), its host whole.
+fn base_url(url: &str) -> bool {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return false;
+    };
+    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let name = host.rsplit_once(':').map_or(host, |(name, _)| name);
+    let plain = !host.is_empty() && !host.contains('@');
+    plain && (scheme == "https" || (scheme == "http" && name == "127.0.0.1"))
+}
+
+/// The refresh token a 2xx carries, if any, even one whose access token
+/// cannot be used: under rotation it is the grant now.
+pub fn rotated_in(body: &[u8]) -> Option<Secret> {
+    let json: Value = serde_json::from_slice(body).ok()?;
+    json["refresh_token"]
+        .as_str()
+        .filter(|t| !t.is_empty())
+        .map(Secret::new)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -234,7 +288,9 @@ mod tests {
         .unwrap();
         match kind {
             "client-credentials" => raw.client_secret = Some("env:CS".into()),
-            "refresh-token" => raw.refresh_token = Some("secretsmanager:hookgate/t/rt".into()),
+            "refresh-token" => {
+                raw.refresh_token = Some("secretsmanager:hookgate/t/grants/rt".into())
+            }
             _ => {
                 raw.private_key = Some("env:KEY".into());
                 raw.subject = Some("integration@hookgate.example".into());
@@ -314,7 +370,7 @@ mod tests {
         assert_eq!(
             claims,
             json!({"iss": "hookgate-test-client-id", "sub": "integration@hookgate.example",
-                   "aud": "https://login.salesforce.com", "exp": 1_700_000_180})
+                   "aud": "https://login.salesforce.com", "exp": 1_700_000_150})
         );
         assert_eq!(
             URL_SAFE_NO_PAD.decode(header).unwrap(),
@@ -346,6 +402,68 @@ mod tests {
             shown.contains(&format!("<{} bytes>", body.len())),
             "{shown}"
         );
+    }
+
+    #[test]
+    fn a_redirect_refuses_and_hubspots_own_error_names_are_read() {
+        let c = config("refresh-token");
+        let e = read(302, b"", None, &c, NOW).unwrap_err();
+        assert_eq!(e.kind, FailureKind::Authorization);
+        assert!(
+            e.detail.ends_with("a redirect; fix token_url"),
+            "{}",
+            e.detail
+        );
+        let hubspot =
+            br#"{"status":"BAD_REFRESH_TOKEN","message":"missing or unknown refresh token"}"#;
+        let e = read(400, hubspot, None, &c, NOW).unwrap_err();
+        assert_eq!(
+            e.detail,
+            "token endpoint answered 400 BAD_REFRESH_TOKEN missing or unknown refresh token"
+        );
+    }
+
+    #[test]
+    fn a_base_url_from_the_answer_is_https_or_loopback_whole() {
+        for (url, ok) in [
+            ("https://acme.my.salesforce.com", true),
+            ("http://127.0.0.1:8788", true),
+            ("http://127.0.0.1", true),
+            ("http://127.0.0.1.evil.example", false),
+            ("http://acme.example", false),
+            ("https://user@acme.example", false),
+            ("https://", false),
+        ] {
+            assert_eq!(base_url(url), ok, "{url}");
+        }
+    }
+
+    #[test]
+    fn a_rotated_token_is_found_in_an_answer_it_cannot_use_and_values_are_scrubbed() {
+        assert_eq!(
+            rotated_in(br#"{"refresh_token":"rt-9"}"#),
+            Some(Secret::new("rt-9"))
+        );
+        assert_eq!(rotated_in(b"{}"), None);
+        let inputs = Inputs {
+            refresh_token: Some(Secret::new("rt-presented")),
+            client_secret: Some(Secret::new("cs-1234")),
+            private_key: None,
+        };
+        assert_eq!(
+            inputs.scrub("unknown token rt-presented for client cs-1234"),
+            "unknown token <redacted> for client <redacted>"
+        );
+        // The mark is of the refresh token alone.
+        let other_client = Inputs {
+            client_secret: Some(Secret::new("cs-5678")),
+            ..inputs.clone()
+        };
+        assert_eq!(
+            inputs.refresh_fingerprint(),
+            other_client.refresh_fingerprint()
+        );
+        assert_ne!(inputs.fingerprint(), other_client.fingerprint());
     }
 
     #[test]

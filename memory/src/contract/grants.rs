@@ -162,6 +162,61 @@ pub async fn grant_store_contract(store: &(impl GrantStore + GrantStatuses), ns:
     let read = store.read(&d).await.expect("read").expect("a record");
     assert_eq!(read.presented, None);
 
+    // The CRM refused the token of a version: recorded only while it is
+    // the record's; the token and the version stay.
+    let version = store
+        .read(&d)
+        .await
+        .expect("read")
+        .expect("a record")
+        .version;
+    let fresh = Refusal {
+        at: at(19),
+        detail: "the CRM refused an access token minted 2 s before (401)".into(),
+        inputs: "fp-4".into(),
+    };
+    assert!(
+        !store
+            .refused(&d, version + 1, &fresh)
+            .await
+            .expect("refused")
+    );
+    assert!(store.refused(&d, version, &fresh).await.expect("refused"));
+    let read = store.read(&d).await.expect("read").expect("a record");
+    assert_eq!(
+        (read.version, read.refusal.as_ref()),
+        (version, Some(&fresh))
+    );
+    assert!(read.token.is_some());
+
+    // A throttle: every instance left alone until its end, the mark as it
+    // says; the next token clears the pause.
+    let taken = store.lock(&d, "h", at(20), at(30)).await.expect("lock");
+    assert!(taken.is_some());
+    let throttled = Finish::Throttled {
+        presented: Some(fp1.clone()),
+        until: at(50),
+    };
+    store
+        .finish(&d, "h", &throttled, at(20))
+        .await
+        .expect("finish");
+    let read = store.read(&d).await.expect("read").expect("a record");
+    assert_eq!(
+        (read.paused_until, read.presented.as_ref()),
+        (Some(at(50)), Some(&fp1))
+    );
+    assert_eq!(read.lock, None);
+    let taken = store.lock(&d, "i", at(51), at(61)).await.expect("lock");
+    assert!(taken.is_some());
+    let finish = Finish::Token(token("at-4", None));
+    store
+        .finish(&d, "i", &finish, at(51))
+        .await
+        .expect("finish");
+    let read = store.read(&d).await.expect("read").expect("a record");
+    assert_eq!((read.paused_until, read.presented), (None, None));
+
     // The status operators read: a refusal keeps the last refresh.
     assert_eq!(store.status(&d).await.expect("status"), None);
     let refreshed = GrantStatus {

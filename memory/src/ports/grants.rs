@@ -14,7 +14,9 @@ use std::{
 
 use hookgate_core::{
     Timestamp,
-    grant::{Finish, GrantRecord, GrantStatus, GrantStatuses, GrantStore, Lock, Presented},
+    grant::{
+        Finish, GrantRecord, GrantStatus, GrantStatuses, GrantStore, Lock, Presented, Refusal,
+    },
     ports::StoreError,
 };
 
@@ -146,12 +148,40 @@ impl GrantStore for MemoryGrants {
                     r.refreshed_at = Some(now);
                     r.refusal = None;
                     r.presented = None;
+                    r.paused_until = None;
                 }
                 Finish::Refused(refusal) => r.refusal = Some(refusal.clone()),
                 Finish::Nothing(presented) => r.presented = presented.clone(),
+                Finish::Throttled { presented, until } => {
+                    r.presented = presented.clone();
+                    r.paused_until = Some(*until);
+                }
             }
             r.version
         }))
+    }
+
+    async fn refused(
+        &self,
+        destination: &str,
+        version: u64,
+        refusal: &Refusal,
+    ) -> Result<bool, StoreError> {
+        YieldOnce::default().await;
+        Ok(self.refused_at_version(destination, version, refusal))
+    }
+}
+
+impl MemoryGrants {
+    fn refused_at_version(&self, destination: &str, version: u64, refusal: &Refusal) -> bool {
+        let mut records = self.records.lock().unwrap();
+        match records.get_mut(destination) {
+            Some(r) if r.version == version => {
+                r.refusal = Some(refusal.clone());
+                true
+            }
+            _ => false,
+        }
     }
 }
 

@@ -2,12 +2,13 @@
 //! across instances of the action function: each instance is the core's
 //! real [`Grant`] on one [`MemoryGrants`], a memory secret store and a model
 //! of a token server that rotates refresh tokens (valid once, with a reuse
-//! interval), on a virtual clock. A seeded schedule polls the instances in
+//! interval), on a virtual clock (`token_server.rs`). A seeded schedule polls the instances in
 //! any order, one port call at a time; it starts requests (some after a
 //! CRM's 401), lets time pass (leases run out mid-refresh), crashes
 //! instances at any call (the refresher killed between the server's answer
-//! and the secret's write among them), loses the server's answers and
-//! throttles it.
+//! and the secret's write among them), loses the server's answers, has it
+//! answer a 502 or an unusable 2xx after rotating, throttles it, and
+//! changes the client secret.
 //!
 //! It checks, at every step: the server is never presented a refresh token
 //! it rotated past its reuse interval (that would revoke a real grant); an
@@ -29,189 +30,18 @@ use std::{
 use hookgate_core::{
     Timestamp,
     failure::{Failure, FailureKind},
-    grant::{
-        AccessToken, Clock, Grant, GrantConfig, GrantRecord, GrantSecrets, Issued, RawGrant,
-        Timing, TokenAnswer, TokenClient, token::Form,
-    },
-    secret::{Secret, SecretError, SecretRef, SecretSource},
+    grant::{AccessToken, Clock, Grant, GrantConfig, GrantRecord, Issued, Ports, RawGrant, Timing},
+    secret::Secret,
 };
 use serde_json::json;
 
-use crate::{MemoryGrants, YieldOnce};
+pub use super::token_server::{Server, SimClock, SimSecrets, SimTokens};
+use crate::MemoryGrants;
 
 const T0: Timestamp = Timestamp::from_millis(1_800_000_000_000);
 const DESTINATION: &str = "crm";
-const REFRESH_TOKEN: &str = "secretsmanager:hookgate/sim/crm-refresh";
-
-/// The virtual clock: moved only by the schedule.
-#[derive(Debug, Clone)]
-pub struct SimClock(Arc<Mutex<Timestamp>>);
-
-impl SimClock {
-    pub fn pass(&self, by: Duration) {
-        let mut now = self.0.lock().unwrap();
-        *now = now.plus(by);
-    }
-}
-
-/// Pending until the clock reaches `until`.
-struct Until(SimClock, Timestamp);
-
-impl Future for Until {
-    type Output = ();
-
-    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
-        if self.0.now() >= self.1 {
-            Poll::Ready(())
-        } else {
-            Poll::Pending
-        }
-    }
-}
-
-impl Clock for SimClock {
-    fn now(&self) -> Timestamp {
-        *self.0.lock().unwrap()
-    }
-
-    fn sleep(&self, duration: Duration) -> impl Future<Output = ()> + Send {
-        Until(self.clone(), self.now().plus(duration))
-    }
-}
-
-/// The refresh token's secret, and every value it ever held.
-#[derive(Debug, Default)]
-pub struct SimSecrets {
-    value: Mutex<Option<Secret>>,
-    ever: Mutex<HashSet<Vec<u8>>>,
-}
-
-impl SecretSource for SimSecrets {
-    async fn resolve(&self, reference: &SecretRef) -> Result<Secret, SecretError> {
-        YieldOnce::default().await;
-        self.value
-            .lock()
-            .unwrap()
-            .clone()
-            .ok_or_else(|| SecretError::Missing(reference.clone()))
-    }
-}
-
-impl GrantSecrets for SimSecrets {
-    async fn read_now(&self, reference: &SecretRef) -> Result<Secret, SecretError> {
-        self.resolve(reference).await
-    }
-
-    async fn write(&self, _: &SecretRef, value: &Secret) -> Result<(), SecretError> {
-        YieldOnce::default().await;
-        self.ever.lock().unwrap().insert(value.expose().to_vec());
-        *self.value.lock().unwrap() = Some(value.clone());
-        Ok(())
-    }
-}
-
-/// A token server that rotates refresh tokens: each presented one is
-/// answered with a new one and taken after `reuse` no more.
-#[derive(Debug, Default)]
-pub struct Server {
-    /// Refresh tokens never presented.
-    fresh: HashSet<String>,
-    /// Presented ones, and when first.
-    rotated: HashMap<String, Timestamp>,
-    reuse: Duration,
-    lifetime: Duration,
-    next: u32,
-    /// Each access token, and the refresh token answered with it.
-    issued: HashMap<String, String>,
-    pub redemptions: u32,
-    /// Rotated tokens presented again within the reuse interval.
-    pub reused: u32,
-    /// Rotated tokens presented past the reuse interval: a revoked grant.
-    pub presented_stale: u32,
-    lose_next: bool,
-    throttle_next: bool,
-    /// What the server saw, in order.
-    pub log: Vec<String>,
-}
-
-impl Server {
-    fn answer(&mut self, presented: &str, now: Timestamp) -> (u16, serde_json::Value) {
-        if std::mem::take(&mut self.throttle_next) {
-            self.log
-                .push(format!("{presented} throttled at {}", now.as_millis()));
-            return (429, json!({"error": "rate_limited"}));
-        }
-        let reused = self
-            .rotated
-            .get(presented)
-            .is_some_and(|at| now.since(*at) < self.reuse);
-        let valid = self.fresh.remove(presented) || reused;
-        self.reused += u32::from(reused);
-        if !valid {
-            if let Some(at) = self.rotated.get(presented) {
-                self.presented_stale += 1;
-                self.log.push(format!(
-                    "{presented} presented {} ms after its rotation",
-                    now.since(*at).as_millis()
-                ));
-            }
-            return (400, json!({"error": "invalid_grant"}));
-        }
-        self.log.push(format!(
-            "{presented} redeemed at {}",
-            now.as_millis() % 10_000_000
-        ));
-        self.rotated.entry(presented.to_owned()).or_insert(now);
-        self.next += 1;
-        self.redemptions += 1;
-        let (access, refresh) = (format!("at-{}", self.next), format!("rt-{}", self.next));
-        self.fresh.insert(refresh.clone());
-        self.issued.insert(access.clone(), refresh.clone());
-        let body = json!({"access_token": access, "refresh_token": refresh,
-                          "expires_in": self.lifetime.as_secs()});
-        (200, body)
-    }
-}
-
-/// The HTTP side, on the server model: the request reaches it after one
-/// yield, the answer comes back after another (a crash there is the
-/// refresher killed between the answer and the secret's write).
-#[derive(Debug)]
-pub struct SimTokens {
-    server: Arc<Mutex<Server>>,
-    clock: SimClock,
-}
-
-impl TokenClient for SimTokens {
-    async fn redeem(&self, _: &str, form: &Form, _: Duration) -> Result<TokenAnswer, Failure> {
-        YieldOnce::default().await;
-        let presented = form
-            .0
-            .iter()
-            .find(|(k, _)| *k == "refresh_token")
-            .map(|(_, v)| v.clone())
-            .unwrap_or_default();
-        let now = self.clock.now();
-        let (status, body, lost) = {
-            let mut server = self.server.lock().unwrap();
-            let (status, body) = server.answer(&presented, now);
-            (status, body, std::mem::take(&mut server.lose_next))
-        };
-        YieldOnce::default().await;
-        if lost {
-            return Err(Failure::retryable("the token endpoint did not answer"));
-        }
-        Ok(TokenAnswer {
-            status,
-            body: body.to_string().into_bytes(),
-            retry_after: Some(Duration::from_secs(1)),
-        })
-    }
-
-    fn sign_rs256(&self, _: &Secret, _: &[u8]) -> Result<Vec<u8>, String> {
-        Err("the simulation's grant signs nothing".into())
-    }
-}
+pub(super) const REFRESH_TOKEN: &str = "secretsmanager:hookgate/sim/grants/crm-refresh";
+const CLIENT_SECRET: &str = "secretsmanager:hookgate/sim/crm-client#secret";
 
 type SimGrant = Grant<MemoryGrants, SimSecrets, SimTokens, SimClock>;
 type Request = Pin<Box<dyn Future<Output = Result<Issued, Failure>> + Send>>;
@@ -278,6 +108,7 @@ impl World {
             "token_url": "https://login.example/token",
             "client_id": "sim",
             "refresh_token": REFRESH_TOKEN,
+            "client_secret": CLIENT_SECRET,
             "reuse_interval_secs": reuse.as_secs(),
         }))
         .expect("a grant");
@@ -286,6 +117,7 @@ impl World {
         let clock = SimClock(Arc::new(Mutex::new(T0)));
         let secrets = Arc::new(SimSecrets::default());
         *secrets.value.lock().unwrap() = Some(Secret::new("rt-0"));
+        *secrets.client_secret.lock().unwrap() = Some(Secret::new("cs-0"));
         secrets.ever.lock().unwrap().insert(b"rt-0".to_vec());
         let server = Server {
             fresh: HashSet::from(["rt-0".to_owned()]),
@@ -368,13 +200,16 @@ impl World {
             server: self.server.clone(),
             clock: self.clock.clone(),
         };
+        let ports = Ports {
+            store: self.store.clone(),
+            secrets: self.secrets.clone(),
+            client: Arc::new(client),
+            clock: Arc::new(self.clock.clone()),
+        };
         let grant = Arc::new(Grant::new(
             DESTINATION,
             self.config.clone(),
-            self.store.clone(),
-            self.secrets.clone(),
-            Arc::new(client),
-            Arc::new(self.clock.clone()),
+            ports,
             owner.clone(),
             self.timing,
         ));
@@ -386,41 +221,42 @@ impl World {
     /// bounded, and the lease is their sum): what the server did stays.
     pub fn pass(&mut self, by: Duration) {
         self.clock.pass(by);
-        self.trace.push(format!(
-            "now {} log {} lock {:?} owners {:?}",
-            self.clock.now().as_millis(),
-            self.store.log().len(),
-            self.store.record(DESTINATION).and_then(|r| r.lock),
-            self.instances
-                .iter()
-                .map(|x| (x.owner.clone(), x.running.is_some()))
-                .collect::<Vec<_>>()
-        ));
+        self.trace
+            .push(format!("now {}", self.clock.now().as_millis()));
         let now = self.clock.now();
         let Some(lock) = self.store.record(DESTINATION).and_then(|r| r.lock) else {
             return;
         };
         if lock.until < now
-            && let Some(i) = self
-                .instances
-                .iter()
-                .position(|x| x.owner == lock.owner && x.running.is_some())
+            && let Some(i) = self.instances.iter().position(|x| {
+                lock.owner.starts_with(&format!("{}#", x.owner)) && x.running.is_some()
+            })
         {
             self.trace.push(format!("instance {i} outlived its lease"));
             self.crash(i);
         }
     }
 
-    /// Instance `i` asks for a token (after a 401 to `refused`), unless it
-    /// is running a request already.
-    pub fn start(&mut self, i: usize, refused: Option<u64>) {
+    /// Instance `i` asks for a token (after a CRM's 401 to the record's,
+    /// when `refused`), unless it is running a request already.
+    pub fn start(&mut self, i: usize, refused: bool) {
+        let refused = refused
+            .then(|| self.store.record(DESTINATION))
+            .flatten()
+            .and_then(|r| {
+                Some(Issued {
+                    version: r.version,
+                    token: r.token?,
+                    minted: r.refreshed_at,
+                })
+            });
         let instance = &mut self.instances[i];
         if instance.running.is_none() {
             let grant = instance.grant.clone();
             let deadline = self.clock.now().plus(self.timing.budget());
-            instance.running = Some(Box::pin(
-                async move { grant.token(refused, deadline).await },
-            ));
+            instance.running = Some(Box::pin(async move {
+                grant.token(refused.as_ref(), deadline).await
+            }));
         }
     }
 
@@ -494,24 +330,27 @@ impl World {
         let n = self.instances.len() as u64;
         for _ in 0..steps {
             let i = rng.below(n) as usize;
-            match rng.below(200) {
+            match rng.below(210) {
                 0..=119 => {
                     self.poll(i);
                 }
-                120..=149 => {
-                    let refused = (rng.below(5) == 0)
-                        .then(|| self.store.record(DESTINATION).map_or(0, |r| r.version));
-                    self.start(i, refused);
-                }
+                120..=149 => self.start(i, rng.below(5) == 0),
                 150..=179 => self.pass(Duration::from_millis(rng.below(20_000))),
                 180..=184 => self.pass(Duration::from_secs(rng.below(3_600))),
                 185..=190 => self.crash(i),
-                191..=193 => {
-                    self.trace.push("lose the next answer".into());
-                    self.cut_offs += 1;
-                    self.server.lock().unwrap().lose_next = true;
-                }
+                191..=193 => self.fault("lose the next answer", |s| s.lose_next = true),
                 194..=196 => self.server.lock().unwrap().throttle_next = true,
+                197..=199 => self.fault("a 502 after rotating", |s| s.gateway_next = true),
+                200..=202 => self.fault("a token answer without its token", |s| {
+                    s.broken_next = true;
+                }),
+                // A person changes the client secret (as a routine rotation
+                // does): the mark of a refresh token presented must stand.
+                203..=205 => {
+                    self.trace.push("client secret changed".into());
+                    let value = format!("cs-{}", rng.below(u64::MAX));
+                    *self.secrets.client_secret.lock().unwrap() = Some(Secret::new(value));
+                }
                 // A person re-authorizes (the held grant's cure).
                 _ => {
                     self.trace.push("re-authorized".into());
@@ -523,12 +362,22 @@ impl World {
         self.settle();
     }
 
+    /// A fault of the server that may leave a refresh without its answer
+    /// stored.
+    fn fault(&mut self, what: &str, set: impl FnOnce(&mut Server)) {
+        self.trace.push(what.to_owned());
+        self.cut_offs += 1;
+        set(&mut self.server.lock().unwrap());
+    }
+
     /// Every request run to its end, time passing while all wait.
     pub fn settle(&mut self) {
         {
             let mut server = self.server.lock().unwrap();
             server.lose_next = false;
             server.throttle_next = false;
+            server.gateway_next = false;
+            server.broken_next = false;
         }
         for _ in 0..10_000 {
             let mut running = false;
@@ -553,7 +402,7 @@ impl World {
     /// crash, or an answer lost) may cause once the reuse interval passed.
     pub fn settled_request(&mut self) -> Result<Issued, Failure> {
         self.pass(self.timing.lease());
-        self.start(0, None);
+        self.start(0, false);
         self.settle();
         self.results.pop().expect("a result")
     }

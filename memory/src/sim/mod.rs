@@ -22,6 +22,7 @@ pub mod faults;
 pub mod grants;
 mod model;
 mod queue;
+pub mod token_server;
 pub mod world;
 
 use std::{

@@ -65,7 +65,7 @@ kind = "refresh-token"
 token_url = "{sim}/services/oauth2/token"
 client_id = "hookgate-test-client-id"
 client_secret = "secretsmanager:{secrets}/client#secret"
-refresh_token = "secretsmanager:{secrets}/refresh"
+refresh_token = "secretsmanager:{secrets}/grants/refresh"
 reuse_interval_secs = {reuse}
 base_url_from = "instance_url"
 
@@ -100,7 +100,7 @@ async fn secrets(test: &str) -> String {
     let client = secrets_manager().await;
     for (name, value) in [
         ("client", format!(r#"{{"secret":"{CLIENT_SECRET}"}}"#)),
-        ("refresh", REFRESH_TOKEN.to_owned()),
+        ("grants/refresh", REFRESH_TOKEN.to_owned()),
         ("key", PRIVATE_KEY.to_owned()),
     ] {
         client
@@ -274,7 +274,7 @@ async fn each_grant_gets_its_token_and_a_crms_401_one_refresh_and_each_write_is_
         Some(1)
     );
     // The rotated refresh token was stored in its secret.
-    let rotated = secret_value(&format!("{prefix}/refresh")).await;
+    let rotated = secret_value(&format!("{prefix}/grants/refresh")).await;
     assert!(rotated.starts_with("rt-"), "{rotated}");
 
     // The CRM refuses the tokens just minted: not their age, the grant's
@@ -286,12 +286,15 @@ async fn each_grant_gets_its_token_and_a_crms_401_one_refresh_and_each_write_is_
         let record = p.action(&key(destination, "cus_b")).await.unwrap();
         assert_eq!(record.status, ActionStatus::Failed, "{record:?}");
         assert_eq!(record.last_error_kind, Some(FailureKind::Authorization));
+        let error = record.last_error.unwrap();
+        assert!(error.contains("re-authorize destination"), "{error}");
+        // Recorded as the grant's refusal: doctor shows it, and no instance
+        // refreshes for it again while the secrets stay as they are.
+        let status = p.grants.status(destination).await.unwrap().unwrap();
+        let refusal = status.refusal.expect("a refusal");
         assert!(
-            record
-                .last_error
-                .unwrap()
-                .contains("re-authorize destination"),
-            "{destination}"
+            refusal.contains("refused an access token minted"),
+            "{refusal}"
         );
     }
     assert_eq!(p.sim.token_report().redeemed, 3);
@@ -345,6 +348,32 @@ async fn twenty_workers_on_an_expired_token_cause_exactly_one_refresh() {
     assert_eq!(report.max_in_flight, 1);
     assert_eq!(p.sim.tasks().total, 20);
     assert_eq!(p.grants.read("sf-cc").await.unwrap().unwrap().version, 2);
+}
+
+#[tokio::test]
+async fn the_token_endpoints_throttle_stops_every_ask_for_its_wait_and_the_work_is_done_once() {
+    let (p, _) = pipeline("grants-429", 0, &["sf-cc"]).await;
+    let hour = Duration::from_secs(3600);
+    seed(&p, "sf-cc", "at-stale", hour, Duration::ZERO).await;
+    // The token endpoint's next answer is a 429 with Retry-After: 1.
+    p.sim.throttle_tokens(1);
+    for id in ["cus_t1", "cus_t2"] {
+        assert_eq!(p.stack.post(customer(id).request()).await.0, 202);
+    }
+    p.run_until_idle(IDLE).await;
+    for id in ["cus_t1", "cus_t2"] {
+        let key = key("sf-cc", id);
+        let record = p.action(&key).await.unwrap();
+        assert_eq!(record.status, ActionStatus::Completed, "{record:?}");
+        assert_eq!(tasks_for(&p, &key), 1);
+    }
+    // The throttle was met once: the other action, and every instance,
+    // waited it out instead of asking; then one refresh served both.
+    let report = p.sim.token_report();
+    assert_eq!((report.throttled, report.redeemed), (1, 1), "{report:?}");
+    let record = p.grants.read("sf-cc").await.unwrap().unwrap();
+    assert_eq!(record.paused_until, None, "cleared by the token stored");
+    assert!(p.triage.list(TriageStatus::Held).await.unwrap().is_empty());
 }
 
 /// The action function's secrets, whose write of a rotated refresh token
@@ -405,9 +434,10 @@ async fn kill_a_refresher(p: &Pipeline) {
     assert_eq!(secret_value_of(p, "refresh").await, REFRESH_TOKEN);
     let record = p.grants.read("sf-rt").await.unwrap().unwrap();
     assert!(record.presented.is_some() && record.lock.is_some());
-    // The lease: the destination's timeout and four store calls, and a
-    // second.
-    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    // The lease (the destination's 1 s, six store calls of 0.1 s: the
+    // lock's, the two secrets', the mark's, the secret's write and the
+    // record's; and a second: 2.6 s), and more.
+    tokio::time::sleep(Duration::from_millis(3_000)).await;
 }
 
 async fn secret_value_of(p: &Pipeline, name: &str) -> String {
@@ -426,6 +456,8 @@ async fn secret_value_of(p: &Pipeline, name: &str) -> String {
 
 #[tokio::test]
 async fn a_refresher_killed_between_the_answer_and_the_write_recovers_within_the_reuse_interval() {
+    let captured = Captured::default();
+    let _guard = captured.install();
     let (p, _) = pipeline("grants-reuse", 60, &["sf-rt"]).await;
     kill_a_refresher(&p).await;
     assert_eq!(p.stack.post(customer("cus_r").request()).await.0, 202);
@@ -445,6 +477,7 @@ async fn a_refresher_killed_between_the_answer_and_the_write_recovers_within_the
         stored.starts_with("rt-") && stored != REFRESH_TOKEN,
         "{stored}"
     );
+    assert_no_secret(&captured.text(), &p);
     assert!(
         p.grants
             .read("sf-rt")
@@ -458,6 +491,8 @@ async fn a_refresher_killed_between_the_answer_and_the_write_recovers_within_the
 
 #[tokio::test]
 async fn a_refresher_killed_with_no_reuse_interval_holds_the_work_with_its_alert() {
+    let captured = Captured::default();
+    let _guard = captured.install();
     let (p, _) = pipeline("grants-cut", 0, &["sf-rt"]).await;
     kill_a_refresher(&p).await;
     assert_eq!(p.stack.post(customer("cus_c").request()).await.0, 202);
@@ -475,6 +510,9 @@ async fn a_refresher_killed_with_no_reuse_interval_holds_the_work_with_its_alert
     assert_eq!(alerts[0]["class"], "authorization");
     let status = p.grants.status("sf-rt").await.unwrap().unwrap();
     assert!(status.refusal.unwrap().contains("reuse interval"));
+    // Nothing stored for a person to read holds a value either.
+    let stored = format!("{:?} {:?}", record.last_error, held[0].evidence);
+    assert_no_secret(&format!("{} {stored}", captured.text()), &p);
 }
 
 /// `hookgate doctor`'s check of `sf-rt`'s grant (one check per destination
@@ -548,7 +586,7 @@ async fn a_revoked_grant_holds_its_work_alerted_once_and_an_approval_after_reaut
     secrets_manager()
         .await
         .put_secret_value()
-        .secret_id(format!("{prefix}/refresh"))
+        .secret_id(format!("{prefix}/grants/refresh"))
         .secret_string("hookgate-test-refresh-token-2")
         .send()
         .await
