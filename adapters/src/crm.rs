@@ -328,14 +328,15 @@ impl<K: GrantSecrets> CrmDestination<K> {
         }
         drop(response);
         // Refused again: the grant's fault if that token was just minted
-        // (recorded as its refusal), else asked again by a later attempt.
-        match grant.token(Some(&fresh), end).await {
-            Err(failure) => Err(failure),
-            Ok(_) => Err(Failure::retryable(format!(
-                "{} answered 401 twice; a newer token is asked for again later",
-                self.kind.name()
-            ))),
+        // (recorded as its refusal), else a delay: a later attempt asks
+        // for a newer one.
+        if fresh.fresh(Timestamp::now()) {
+            return Err(grant.refused(&fresh).await);
         }
+        Err(Failure::retryable(format!(
+            "{} answered 401 twice; a newer token is asked for by a later attempt",
+            self.kind.name()
+        )))
     }
 
     async fn send_with(

@@ -195,35 +195,18 @@ impl GrantStore for DynamoGrants {
             .expression_attribute_values(":owner", s(owner));
         let update = match finish {
             Finish::Token(token) => stored(update, token, now),
-            Finish::Refused(refusal) => update
-                .update_expression(format!(
-                    "SET refused_at = :at, refusal = :detail, refused_inputs = :inputs \
-                     REMOVE {UNLOCK}"
-                ))
-                .expression_attribute_values(":at", n(refusal.at.as_millis()))
-                .expression_attribute_values(":detail", s(&refusal.detail))
-                .expression_attribute_values(":inputs", s(&refusal.inputs)),
-            Finish::Nothing(None) => update.update_expression(format!("REMOVE {UNLOCK}, {UNMARK}")),
-            Finish::Nothing(Some(presented)) => update
-                .update_expression(format!(
-                    "SET presented = :presented, presented_at = :at REMOVE {UNLOCK}"
-                ))
-                .expression_attribute_values(":presented", s(&presented.fingerprint))
-                .expression_attribute_values(":at", n(presented.at.as_millis())),
+            Finish::Refused { refusal, presented } => {
+                let sets = [
+                    ("refused_at", n(refusal.at.as_millis())),
+                    ("refusal", s(&refusal.detail)),
+                    ("refused_inputs", s(&refusal.inputs)),
+                ];
+                released(update, &sets, presented.as_ref())
+            }
+            Finish::Nothing(presented) => released(update, &[], presented.as_ref()),
             Finish::Throttled { presented, until } => {
-                let update = update.expression_attribute_values(":paused", n(until.as_millis()));
-                match presented {
-                    Some(p) => update
-                        .update_expression(format!(
-                            "SET paused_until = :paused, presented = :presented, \
-                             presented_at = :at REMOVE {UNLOCK}"
-                        ))
-                        .expression_attribute_values(":presented", s(&p.fingerprint))
-                        .expression_attribute_values(":at", n(p.at.as_millis())),
-                    None => update.update_expression(format!(
-                        "SET paused_until = :paused REMOVE {UNLOCK}, {UNMARK}"
-                    )),
-                }
+                let sets = [("paused_until", n(until.as_millis()))];
+                released(update, &sets, presented.as_ref())
             }
         };
         match update.return_values(ReturnValue::AllNew).send().await {
@@ -242,11 +225,18 @@ impl GrantStore for DynamoGrants {
         version: u64,
         refusal: &Refusal,
     ) -> Result<bool, StoreError> {
-        let out = self
-            .update(destination)
-            .condition_expression("version = :version")
+        // A record that never stored a token has no version attribute.
+        let update = match version {
+            0 => self.update(destination).condition_expression(
+                "attribute_exists(destination) AND attribute_not_exists(version)",
+            ),
+            v => self
+                .update(destination)
+                .condition_expression("version = :version")
+                .expression_attribute_values(":version", n(v)),
+        };
+        let out = update
             .update_expression("SET refused_at = :at, refusal = :detail, refused_inputs = :inputs")
-            .expression_attribute_values(":version", n(version))
             .expression_attribute_values(":at", n(refusal.at.as_millis()))
             .expression_attribute_values(":detail", s(&refusal.detail))
             .expression_attribute_values(":inputs", s(&refusal.inputs))
@@ -254,6 +244,34 @@ impl GrantStore for DynamoGrants {
             .await;
         crate::ddb::applied(STORE, out)
     }
+}
+
+/// `update` giving the lock back: `sets` written, the mark of a refresh
+/// token presented made `mark` (removed when `None`).
+fn released(
+    update: UpdateItemFluentBuilder,
+    sets: &[(&str, AttributeValue)],
+    mark: Option<&Presented>,
+) -> UpdateItemFluentBuilder {
+    let mut clauses: Vec<String> = sets.iter().map(|(k, _)| format!("{k} = :{k}")).collect();
+    let mut update = sets.iter().fold(update, |u, (k, v)| {
+        u.expression_attribute_values(format!(":{k}"), v.clone())
+    });
+    let mut remove = UNLOCK.to_owned();
+    match mark {
+        Some(p) => {
+            clauses.push("presented = :presented, presented_at = :presented_at".into());
+            update = update
+                .expression_attribute_values(":presented", s(&p.fingerprint))
+                .expression_attribute_values(":presented_at", n(p.at.as_millis()));
+        }
+        None => remove.push_str(&format!(", {UNMARK}")),
+    }
+    let set = match clauses.is_empty() {
+        true => String::new(),
+        false => format!("SET {} ", clauses.join(", ")),
+    };
+    update.update_expression(format!("{set}REMOVE {remove}"))
 }
 
 /// `update` storing `token` at `now`: the version one more, the lock, the

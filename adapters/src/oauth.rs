@@ -33,18 +33,12 @@ pub struct HttpTokenClient {
 impl HttpTokenClient {
     /// A client that never follows a redirect: a 3xx would re-post the
     /// form, its secrets with it, wherever `Location` says.
-    pub fn new() -> Self {
+    pub fn new() -> Result<Self, String> {
         let client = Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .build()
-            .unwrap_or_default();
-        Self { client }
-    }
-}
-
-impl Default for HttpTokenClient {
-    fn default() -> Self {
-        Self::new()
+            .map_err(|e| format!("the token client: {e}"))?;
+        Ok(Self { client })
     }
 }
 
@@ -144,7 +138,7 @@ mod tests {
 
     #[test]
     fn a_key_that_is_not_pem_is_refused_without_being_shown() {
-        let client = HttpTokenClient::new();
+        let client = HttpTokenClient::new().unwrap();
         let e = client
             .sign_rs256(&Secret::new("hookgate-test-not-a-key"), b"x")
             .unwrap_err();
@@ -165,7 +159,7 @@ mod tests {
             "/../fixtures/destinations/grants/test-key.pem"
         ))
         .unwrap();
-        let client = HttpTokenClient::new();
+        let client = HttpTokenClient::new().unwrap();
         let signature = client
             .sign_rs256(&Secret::new(pem.clone()), b"input")
             .unwrap();

@@ -192,7 +192,12 @@ pub fn destinations<K: GrantSecrets>(
     secrets: Arc<K>,
     ddb: &aws_sdk_dynamodb::Client,
 ) -> Result<HashMap<String, CrmDestination<K>>, WiringError> {
-    let client = Arc::new(crate::oauth::HttpTokenClient::new());
+    let client =
+        crate::oauth::HttpTokenClient::new().map_err(|reason| WiringError::Destination {
+            destination: "(every grant)".into(),
+            reason,
+        })?;
+    let client = Arc::new(client);
     config
         .destinations
         .iter()

@@ -106,6 +106,27 @@ async fn a_refresher_killed_with_no_reuse_interval_is_held_never_presented_again
     assert_eq!(world.server.lock().unwrap().presented_stale, 0);
 }
 
+#[test]
+fn a_client_secret_refused_then_fixed_leaves_the_rotating_grant_usable() {
+    // The client secret expires at the server: the refresh is answered
+    // invalid_client, which issued and rotated nothing.
+    let mut world = World::new(1, Duration::ZERO);
+    world.expired();
+    world.expire_client_secret("cs-new");
+    let held = world.settled_request().expect_err("held");
+    assert_eq!(held.kind, FailureKind::Authorization);
+    assert!(held.detail.contains("invalid_client"), "{held}");
+    // A person puts the new client secret in: tried at once, and the
+    // refresh token presented before is not taken for a rotated one.
+    world.fix_client_secret();
+    let issued = world
+        .settled_request()
+        .expect("a token once the secret is fixed");
+    assert_eq!(issued.version, 2);
+    let server = world.server.lock().unwrap();
+    assert_eq!((server.redemptions, server.presented_stale), (1, 0));
+}
+
 /// `SIM_CASES` schedules (300 by default) from `SIM_SEED` (or 1).
 #[test]
 fn every_simulated_grant_schedule_keeps_the_grant_or_holds_it_for_a_person() {

@@ -266,6 +266,32 @@ fn a_grant_counts_its_wait_or_refresh_in_each_call_and_is_refused_beside_auth() 
 }
 
 #[test]
+fn two_destinations_may_not_share_a_rotating_refresh_token() {
+    let grant = |name: &str| {
+        format!(
+            "[destinations.{name}]\nkind = \"http\"\nbase_url = \"https://crm.example\"\n\
+             [destinations.{name}.grant]\nkind = \"refresh-token\"\n\
+             token_url = \"https://login.example/token\"\nclient_id = \"c\"\n\
+             refresh_token = \"secretsmanager:hookgate/prod/grants/crm\"\n"
+        )
+    };
+    let text = format!("{BASE}\n{}\n{}", grant("a"), grant("b"));
+    let e = Config::from_toml(&text, no_env).unwrap_err().to_string();
+    assert!(e.contains("is destination a's too"), "{e}");
+    // Without rotation, nothing is written back: sharing is safe.
+    let text = text.replace(
+        "refresh_token = \"secretsmanager:hookgate/prod/grants/crm\"",
+        "refresh_token = \"secretsmanager:hookgate/prod/grants/crm\"\nrotates = false",
+    );
+    let roomy = |name: &str| match name {
+        "HOOKGATE_LEASE_SECS" | "HOOKGATE_ACTION_TIMEOUT_SECS" => Some("200".to_owned()),
+        _ => None,
+    };
+    let c = Config::from_toml(&text, roomy).unwrap();
+    assert_eq!(c.destinations.len(), 2);
+}
+
+#[test]
 fn a_salesforce_upsert_with_a_jwt_bearer_grant_needs_104_s_at_the_defaults() {
     // The figure docs/design.md and docs/destinations.md quote.
     let text = format!(

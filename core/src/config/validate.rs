@@ -241,6 +241,42 @@ pub(super) fn event_sources(raw: Vec<RawEventSource>) -> Result<Vec<EventSource>
 pub(super) fn destinations(
     raw: BTreeMap<String, RawDestination>,
 ) -> Result<BTreeMap<String, DestinationConfig>, ConfigError> {
+    let destinations = each_destination(raw)?;
+    one_writer_per_refresh_token(&destinations)?;
+    Ok(destinations)
+}
+
+/// A rotating refresh token is redeemed under one destination's lock: two
+/// destinations sharing it would each present it, and the second
+/// presentation would find it rotated (or revoke the grant).
+fn one_writer_per_refresh_token(
+    destinations: &BTreeMap<String, DestinationConfig>,
+) -> Result<(), ConfigError> {
+    let mut seen: std::collections::HashMap<&SecretRef, &str> = std::collections::HashMap::new();
+    for (name, d) in destinations {
+        let Some(grant) = d.grant.as_ref().filter(|g| g.rotates) else {
+            continue;
+        };
+        let Some(reference) = &grant.refresh_token else {
+            continue;
+        };
+        if let Some(first) = seen.insert(reference, name) {
+            return Err(ConfigError::Destination(
+                name.clone(),
+                format!(
+                    "its rotating refresh_token {reference} is destination {first}'s too: each \
+                     refresh retires the token the other would present; give each destination \
+                     its own grant, or one destination to both rules"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn each_destination(
+    raw: BTreeMap<String, RawDestination>,
+) -> Result<BTreeMap<String, DestinationConfig>, ConfigError> {
     raw.into_iter()
         .map(|(name, d)| {
             let bad = |msg: String| ConfigError::Destination(name.clone(), msg);

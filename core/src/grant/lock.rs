@@ -22,6 +22,29 @@ use crate::{
 /// say.
 const THROTTLE_PAUSE: Duration = Duration::from_secs(30);
 
+/// A refusal to record: its detail (never a value presented), the
+/// fingerprint of the secrets it refuses, the mark it leaves, and the token
+/// the status shows.
+struct Refused {
+    detail: String,
+    inputs: String,
+    presented: Option<Presented>,
+    token: Option<super::AccessToken>,
+}
+
+impl Refused {
+    /// A refusal of `inputs` that issued nothing: the mark as it was
+    /// `before` the request.
+    fn before(detail: String, inputs: &Inputs, before: &GrantRecord) -> Self {
+        Self {
+            detail: inputs.scrub(&detail),
+            inputs: inputs.fingerprint(),
+            presented: before.presented.clone(),
+            token: before.token.clone(),
+        }
+    }
+}
+
 /// A refresh's lock: its owner's name and when its lease ends.
 struct Held<'a> {
     owner: &'a str,
@@ -54,6 +77,13 @@ where
                 return Ok(self.keep(before.version, token.clone(), before.refreshed_at, usable));
             }
         }
+        if let Some(until) = before.paused_until
+            && now < until
+        {
+            // Throttled meanwhile: left alone, as every instance is.
+            self.finish(owner, &unchanged, now).await;
+            return Err(self.paused(until, now));
+        }
         let inputs = match self.inputs().await {
             Ok(inputs) => inputs,
             Err(failure) => {
@@ -74,7 +104,10 @@ where
         };
         let assertion = match self.assertion(&inputs) {
             Ok(assertion) => assertion,
-            Err(f) => return Err(self.refuse(f.detail, &inputs, &before, owner).await),
+            Err(f) => {
+                let refused = Refused::before(f.detail, &inputs, &before);
+                return Err(self.refuse(refused, owner).await);
+            }
         };
         let form = token::form(&self.config, &inputs, assertion);
         self.ask(&form, &inputs, presented, &before, &held).await
@@ -93,9 +126,12 @@ where
     ) -> Result<Issued, Failure> {
         let now = self.clock.now();
         let unchanged = Finish::Nothing(before.presented.clone());
-        if now >= held.until {
-            // Its steps took the lease: another may take the lock now. Not
-            // sent, so what was presented before stands.
+        // The request, the secret's write and the record's must end within
+        // the lease, or another may take the lock meanwhile.
+        let needed = self.timing.endpoint + self.timing.store * 2;
+        if now.plus(needed) > held.until {
+            // Its steps took the lease: not sent, so what was presented
+            // before stands.
             self.finish(held.owner, &unchanged, now).await;
             return Err(Failure::retryable(format!(
                 "the refresh of {} took its lease before the token request; nothing was sent",
@@ -125,19 +161,57 @@ where
             at,
         );
         match read {
-            Ok(minted) => self.store_minted(minted, presented, before, held).await,
+            Ok(minted) => {
+                self.store_minted(minted, inputs, presented, before, held)
+                    .await
+            }
             Err(f) if f.kind == FailureKind::Authorization => {
-                Err(self.refuse(f.detail, inputs, before, held.owner).await)
+                let refused = self
+                    .refused_answer(f.detail, &answer, inputs, presented, before)
+                    .await;
+                Err(self.refuse(refused, held.owner).await)
             }
             Err(f) => Err(self.not_minted(f, &answer, presented, before, held).await),
         }
     }
 
-    /// An answer that is not a token and not a refusal. A 429 rotated
-    /// nothing and stops every instance for its wait; a 500 or 503 rotated
-    /// nothing; a 2xx the vendor's module cannot use may carry the rotated
-    /// refresh token, which is written first; anything else (a gateway's
-    /// 502 or 504, a 408) may have been processed, as a lost answer.
+    /// An answer that refuses the grant issued nothing, so the mark goes
+    /// back to what it was before the request; but a 2xx the vendor's
+    /// module cannot use may carry a rotated refresh token, which is
+    /// written first and then is the grant (refused until the
+    /// configuration is fixed), or, if it cannot be written, leaves this
+    /// request's mark.
+    async fn refused_answer(
+        &self,
+        detail: String,
+        answer: &TokenAnswer,
+        inputs: &Inputs,
+        presented: Option<Presented>,
+        before: &GrantRecord,
+    ) -> Refused {
+        let mut refused = Refused::before(detail, inputs, before);
+        if (200..300).contains(&answer.status)
+            && let Some(rotated) = token::rotated_in(&answer.body)
+            && self.config.rotates
+        {
+            match self.write_rotated(&rotated, inputs).await {
+                Ok(()) => {
+                    let mut now_presented = inputs.clone();
+                    now_presented.refresh_token = Some(rotated);
+                    refused.inputs = now_presented.fingerprint();
+                }
+                Err(_) => refused.presented = presented,
+            }
+        }
+        refused
+    }
+
+    /// An answer that is neither a token nor a refusal. A 429 rotated
+    /// nothing and stops every instance for its wait (at most SQS's
+    /// longest delay); a 500 or 503 is the server's own failure to carry
+    /// the request out, taken to have rotated nothing (a 5xx is a delay,
+    /// asked again); anything else (a gateway's 502 or 504, a 408) may
+    /// have been carried out upstream, as a lost answer.
     async fn not_minted(
         &self,
         failure: Failure,
@@ -146,23 +220,21 @@ where
         before: &GrantRecord,
         held: &Held<'_>,
     ) -> Failure {
+        let mut failure = failure;
         let now = self.clock.now();
         let finish = match answer.status {
             429 => {
-                let wait = failure.retry_after.unwrap_or(THROTTLE_PAUSE);
+                let wait = failure
+                    .retry_after
+                    .unwrap_or(THROTTLE_PAUSE)
+                    .min(crate::ports::MAX_DELAY);
+                failure.retry_after = Some(wait);
                 Finish::Throttled {
                     presented: before.presented.clone(),
                     until: now.plus(wait),
                 }
             }
             500 | 503 => Finish::Nothing(before.presented.clone()),
-            200..=299 => {
-                if let Some(rotated) = token::rotated_in(&answer.body) {
-                    // The server rotated; keep what it gave, unused.
-                    self.write_rotated(&rotated).await.ok();
-                }
-                Finish::Nothing(presented)
-            }
             _ => Finish::Nothing(presented),
         };
         self.finish(held.owner, &finish, now).await;
@@ -171,12 +243,15 @@ where
 
     /// Writes a rotated refresh token to the grant's secret, unless it is
     /// the one presented (a vendor that answers with the same token).
-    async fn write_rotated(&self, rotated: &crate::secret::Secret) -> Result<(), Failure> {
+    async fn write_rotated(
+        &self,
+        rotated: &crate::secret::Secret,
+        inputs: &Inputs,
+    ) -> Result<(), Failure> {
         let (true, Some(reference)) = (self.config.rotates, &self.config.refresh_token) else {
             return Ok(());
         };
-        let current = self.secrets.resolve(reference).await.ok();
-        if current.as_ref() == Some(rotated) {
+        if inputs.refresh_token.as_ref() == Some(rotated) {
             return Ok(());
         }
         self.secrets.write(reference, rotated).await.map_err(|e| {
@@ -199,12 +274,13 @@ where
     async fn store_minted(
         &self,
         minted: token::Minted,
+        inputs: &Inputs,
         presented: Option<Presented>,
         before: &GrantRecord,
         held: &Held<'_>,
     ) -> Result<Issued, Failure> {
         if let Some(rotated) = &minted.refresh_token
-            && let Err(failure) = self.write_rotated(rotated).await
+            && let Err(failure) = self.write_rotated(rotated, inputs).await
         {
             // Not used: the next refresh finds the token presented without
             // its answer stored, as after a crash here.
@@ -273,7 +349,8 @@ where
                     earlier.at.utc(),
                     reuse.as_secs()
                 );
-                return Err(self.refuse(detail, inputs, before, held.owner).await);
+                let refused = Refused::before(detail, inputs, before);
+                return Err(self.refuse(refused, held.owner).await);
             }
             tracing::warn!(
                 destination = self.destination,
@@ -316,26 +393,22 @@ where
         Ok(Some(token::assertion(&input, &signature)))
     }
 
-    /// Records the server's refusal (the lock given back; the mark of a
-    /// token presented stays: refused, it is no safer to present) and
-    /// fails with it. Its detail never holds a value presented.
-    async fn refuse(
-        &self,
-        detail: String,
-        inputs: &Inputs,
-        before: &GrantRecord,
-        owner: &str,
-    ) -> Failure {
+    /// Records a refusal (the lock given back, the mark as `refused`
+    /// says) and fails with it.
+    async fn refuse(&self, refused: Refused, owner: &str) -> Failure {
         let now = self.clock.now();
         let refusal = Refusal {
             at: now,
-            detail: inputs.scrub(&detail),
-            inputs: inputs.fingerprint(),
+            detail: refused.detail,
+            inputs: refused.inputs,
         };
         self.log_refusal(&refusal);
-        self.finish(owner, &Finish::Refused(refusal.clone()), now)
-            .await;
-        self.publish(before.token.as_ref(), Some(&refusal), None)
+        let finish = Finish::Refused {
+            refusal: refusal.clone(),
+            presented: refused.presented,
+        };
+        self.finish(owner, &finish, now).await;
+        self.publish(refused.token.as_ref(), Some(&refusal), None)
             .await;
         self.refusal_failure(&refusal)
     }

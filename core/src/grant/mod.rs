@@ -109,8 +109,8 @@ pub struct GrantRecord {
     /// (until its lease ends).
     pub lock: Option<Lock>,
     /// A refresh token presented whose answer was never stored: set before
-    /// the token request, cleared only when a token is stored (a refused
-    /// token stays unsafe to present).
+    /// the token request; cleared when a token is stored, put back as it
+    /// was before the request when the answer proves nothing was issued.
     pub presented: Option<Presented>,
     pub refusal: Option<Refusal>,
     /// Until when the token endpoint asked to be left alone (its 429), for
@@ -123,8 +123,13 @@ pub struct GrantRecord {
 pub enum Finish {
     /// A new token: the version goes up, the refusal is cleared.
     Token(AccessToken),
-    /// The server refused the grant.
-    Refused(Refusal),
+    /// The grant was refused: the refusal recorded, the mark of a
+    /// refresh token presented made `presented` (what it was before the
+    /// refusal's request: an answered refusal issued nothing).
+    Refused {
+        refusal: Refusal,
+        presented: Option<Presented>,
+    },
     /// No token (a delay): the lock is given back, and the refresh token
     /// left presented without its answer stored is this.
     Nothing(Option<Presented>),

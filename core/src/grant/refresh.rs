@@ -201,12 +201,16 @@ where
         }
         if let Some(issued) = refused
             && issued.fresh(self.clock.now())
+            && let Some(failure) = self.refused_fresh(issued).await
         {
-            return Err(self.refused_fresh(issued).await);
+            return Err(failure);
         }
         let refused = refused.map(|i| i.version);
         loop {
             let now = self.clock.now();
+            if now.plus(self.timing.round()) > deadline {
+                return Err(self.out_of_time());
+            }
             let record = self
                 .store
                 .read(&self.destination)
@@ -221,7 +225,9 @@ where
             let now = self.clock.now();
             let until = now.plus(self.timing.lease());
             let free = record.lock.as_ref().is_none_or(|l| l.until <= now);
-            if free && until <= deadline {
+            // The status is published after the lease.
+            let fits = until.plus(self.timing.store) <= deadline;
+            if free && fits {
                 let owner = self.owner();
                 let taken = self
                     .store
@@ -233,15 +239,39 @@ where
                 }
             }
             let next = now.plus(POLL).plus(self.timing.round());
-            if next >= deadline || (free && until > deadline) {
-                return Err(Failure::retryable(format!(
-                    "no access token of {} within this call's time (another instance is \
-                     refreshing it, or a refresh would outlast the call); nothing was sent",
-                    self.destination
-                )));
+            if next >= deadline || (free && !fits) {
+                return Err(self.out_of_time());
             }
             self.clock.sleep(POLL).await;
         }
+    }
+
+    fn out_of_time(&self) -> Failure {
+        Failure::retryable(format!(
+            "no access token of {} within this call's time (another instance is refreshing \
+             it, or a refresh would outlast the call); nothing was sent",
+            self.destination
+        ))
+    }
+
+    /// The CRM refused `issued`, a token minted moments ago, to the
+    /// request sent again after a first 401: the grant's refusal.
+    pub async fn refused(&self, issued: &Issued) -> Failure {
+        self.refused_fresh(issued)
+            .await
+            .unwrap_or_else(|| self.out_of_time())
+    }
+
+    /// The token endpoint's pause, as a throttle of `until - now`.
+    pub(super) fn paused(&self, until: Timestamp, now: Timestamp) -> Failure {
+        Failure::throttled(
+            format!(
+                "the token endpoint of {} asked to be left alone until {}",
+                self.destination,
+                until.utc()
+            ),
+            Some(until.since(now)),
+        )
     }
 
     /// A fresh name on the lock: this instance's, and the lock's number,
@@ -292,14 +322,7 @@ where
         if let Some(until) = record.paused_until
             && now < until
         {
-            return Err(Failure::throttled(
-                format!(
-                    "the token endpoint of {} asked to be left alone until {}",
-                    self.destination,
-                    until.utc()
-                ),
-                Some(until.since(now)),
-            ));
+            return Err(self.paused(until, now));
         }
         if let Some(refusal) = &record.refusal
             && now.since(refusal.at) < RETRY_REFUSED_AFTER
@@ -311,10 +334,11 @@ where
     }
 
     /// The CRM refused `issued` moments after it was minted: recorded as
-    /// the grant's refusal (the record's version unchanged), so no instance
-    /// refreshes for it again until the secrets change or
-    /// [`RETRY_REFUSED_AFTER`] passes.
-    async fn refused_fresh(&self, issued: &Issued) -> Failure {
+    /// the grant's refusal while it is still the record's token, so no
+    /// instance refreshes for it again until the secrets change or
+    /// [`RETRY_REFUSED_AFTER`] passes. `None` when the record has moved on
+    /// to a newer token (the caller takes that one).
+    async fn refused_fresh(&self, issued: &Issued) -> Option<Failure> {
         let now = self.clock.now();
         let detail = format!(
             "the CRM refused an access token minted {} s before (401): the grant lacks a \
@@ -323,28 +347,29 @@ where
         );
         let inputs = match self.inputs().await {
             Ok(inputs) => inputs.fingerprint(),
-            Err(failure) => return failure,
+            Err(failure) => return Some(failure),
         };
         let refusal = Refusal {
             at: now,
             detail,
             inputs,
         };
-        self.log_refusal(&refusal);
         match self
             .store
             .refused(&self.destination, issued.version, &refusal)
             .await
         {
-            Ok(_) => {
+            Ok(false) => return None,
+            Ok(true) => {
                 self.publish(Some(&issued.token), Some(&refusal), None)
-                    .await
+                    .await;
             }
             Err(e) => {
                 tracing::warn!(destination = self.destination, error = %e, "the refusal was not recorded");
             }
         }
-        self.refusal_failure(&refusal)
+        self.log_refusal(&refusal);
+        Some(self.refusal_failure(&refusal))
     }
 
     pub(super) fn log_refusal(&self, refusal: &Refusal) {

@@ -98,8 +98,8 @@ pub const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 
 /// What an RS256 signature is computed over: the assertion's header and
 /// claims, base64url, joined by a dot (RFC 7515 §5.1). `iss` is the client
-/// id, `sub` the integration user, `aud` the server, `exp` three minutes
-/// ahead (Salesforce's JWT bearer flow; RFC 7523 §3).
+/// id, `sub` the integration user, `aud` the server, `exp`
+/// [`ASSERTION_LIFETIME`] ahead (Salesforce's JWT bearer flow; RFC 7523 §3).
 pub fn signing_input(config: &GrantConfig, now: Timestamp) -> String {
     let header = json!({"alg": "RS256", "typ": "JWT"});
     let claims = json!({
@@ -183,7 +183,8 @@ pub fn read(
     now: Timestamp,
 ) -> Result<Minted, Failure> {
     let json: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
-    if (200..300).contains(&status) {
+    // Some endpoints answer a refusal with a 2xx and an `error` member.
+    if (200..300).contains(&status) && json.get("error").is_none() {
         return minted(&json, config, now);
     }
     // RFC 6749's names, or HubSpot's (`status`, `message`).
@@ -206,7 +207,10 @@ pub fn read(
         408 | 500..=599 => Failure::retryable(detail),
         // Never followed: a redirect would carry the form's secrets away.
         300..=399 => Failure::authorization(format!("{detail}: a redirect; fix token_url")),
-        _ if REFUSING.contains(&error) || (400..500).contains(&status) => {
+        _ if REFUSING.contains(&error)
+            || (200..300).contains(&status)
+            || (400..500).contains(&status) =>
+        {
             Failure::authorization(detail)
         }
         _ => Failure::retryable(detail),
@@ -215,8 +219,12 @@ pub fn read(
 
 /// A 2xx's token.
 fn minted(json: &Value, config: &GrantConfig, now: Timestamp) -> Result<Minted, Failure> {
+    // Asking again would get the same answer: the grant's configuration
+    // (its `base_url_from`), or the endpoint, needs a person.
     let unusable = |what: &str| {
-        Failure::retryable(format!("the token endpoint's answer has no usable {what}"))
+        Failure::authorization(format!(
+            "the token endpoint's answer has no usable {what}: fix the grant's configuration"
+        ))
     };
     let access = json["access_token"]
         .as_str()
@@ -319,9 +327,13 @@ mod tests {
         let m = read(200, body, None, &c, NOW).unwrap();
         assert_eq!(m.token.expires_at, NOW.plus(Duration::from_secs(3599)));
         assert!(m.refresh_token.is_none());
-        // No base URL where one was configured to come: not a token to use.
+        // No base URL where one was configured to come: the configuration
+        // needs a person, not a retry.
         let e = read(200, br#"{"access_token":"at-1"}"#, None, &c, NOW).unwrap_err();
-        assert_eq!(e.kind, FailureKind::Retryable);
+        assert_eq!(e.kind, FailureKind::Authorization);
+        // A refusal in a 2xx is that refusal.
+        let e = read(200, br#"{"error":"invalid_grant"}"#, None, &c, NOW).unwrap_err();
+        assert_eq!(e.kind, FailureKind::Authorization);
     }
 
     #[test]

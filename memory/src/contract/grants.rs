@@ -97,7 +97,10 @@ pub async fn grant_store_contract(store: &(impl GrantStore + GrantStatuses), ns:
         detail: "token endpoint answered 400 invalid_grant".into(),
         inputs: "fp-2".into(),
     };
-    let refused = Finish::Refused(refusal.clone());
+    let refused = Finish::Refused {
+        refusal: refusal.clone(),
+        presented: None,
+    };
     assert_eq!(
         store
             .finish(&d, "c", &refused, at(13))
@@ -131,7 +134,7 @@ pub async fn grant_store_contract(store: &(impl GrantStore + GrantStatuses), ns:
         fingerprint: "fp-3".into(),
         at: at(16),
     };
-    for (owner, mark) in [("d", Some(fp3)), ("e", None)] {
+    for (owner, mark) in [("d", Some(fp3.clone())), ("e", None)] {
         let taken = store.lock(&d, owner, at(16), at(26)).await.expect("lock");
         assert!(taken.is_some());
         let nothing = Finish::Nothing(mark.clone());
@@ -140,12 +143,16 @@ pub async fn grant_store_contract(store: &(impl GrantStore + GrantStatuses), ns:
         let read = store.read(&d).await.expect("read").expect("a record");
         assert_eq!((read.lock, read.presented), (None, mark));
     }
-    // A refusal keeps the mark (the token stays unsafe to present); a
-    // token stored clears it.
+    // A refusal makes the mark what it says (the one before the refused
+    // request: here the token presented, as a refusal of a cut-off one
+    // keeps it); a token stored clears it.
     let taken = store.lock(&d, "f", at(17), at(27)).await.expect("lock");
     assert!(taken.is_some());
-    assert!(store.presenting(&d, "f", &fp1).await.expect("presenting"));
-    let refused = Finish::Refused(refusal.clone());
+    assert!(store.presenting(&d, "f", &fp3).await.expect("presenting"));
+    let refused = Finish::Refused {
+        refusal: refusal.clone(),
+        presented: Some(fp1.clone()),
+    };
     store
         .finish(&d, "f", &refused, at(17))
         .await

@@ -150,7 +150,10 @@ impl GrantStore for MemoryGrants {
                     r.presented = None;
                     r.paused_until = None;
                 }
-                Finish::Refused(refusal) => r.refusal = Some(refusal.clone()),
+                Finish::Refused { refusal, presented } => {
+                    r.refusal = Some(refusal.clone());
+                    r.presented = presented.clone();
+                }
                 Finish::Nothing(presented) => r.presented = presented.clone(),
                 Finish::Throttled { presented, until } => {
                     r.presented = presented.clone();

@@ -179,6 +179,21 @@ impl World {
             .insert(token.as_bytes().to_vec());
     }
 
+    /// The client secret expires at the server: it takes `next` from now,
+    /// and refuses the one stored (`invalid_client`) until a person puts
+    /// `next` in the secret ([`World::fix_client_secret`]).
+    pub fn expire_client_secret(&self, next: &str) {
+        self.server.lock().unwrap().client_secret = Some(next.to_owned());
+    }
+
+    /// A person puts the client secret the server takes in the secret.
+    pub fn fix_client_secret(&self) {
+        let expected = self.server.lock().unwrap().client_secret.clone();
+        if let Some(value) = expected {
+            *self.secrets.client_secret.lock().unwrap() = Some(Secret::new(value));
+        }
+    }
+
     /// How many instances run.
     pub fn len(&self) -> usize {
         self.instances.len()
@@ -344,12 +359,16 @@ impl World {
                 200..=202 => self.fault("a token answer without its token", |s| {
                     s.broken_next = true;
                 }),
-                // A person changes the client secret (as a routine rotation
-                // does): the mark of a refresh token presented must stand.
+                // The client secret expires at the server, or a person
+                // puts the new one in: the mark of a refresh token
+                // presented must stand through both.
+                203..=205 if rng.below(2) == 0 => {
+                    self.trace.push("client secret expired".into());
+                    self.expire_client_secret(&format!("cs-{}", rng.below(u64::MAX)));
+                }
                 203..=205 => {
-                    self.trace.push("client secret changed".into());
-                    let value = format!("cs-{}", rng.below(u64::MAX));
-                    *self.secrets.client_secret.lock().unwrap() = Some(Secret::new(value));
+                    self.trace.push("client secret fixed".into());
+                    self.fix_client_secret();
                 }
                 // A person re-authorizes (the held grant's cure).
                 _ => {
@@ -359,6 +378,8 @@ impl World {
             }
             self.check();
         }
+        // The faults end: a person has fixed the client secret.
+        self.fix_client_secret();
         self.settle();
     }
 

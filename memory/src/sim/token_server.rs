@@ -121,10 +121,25 @@ pub struct Server {
     pub(super) broken_next: bool,
     /// What the server saw, in order.
     pub log: Vec<String>,
+    /// The client secret the server takes (`None`: any).
+    pub(super) client_secret: Option<String>,
 }
 
 impl Server {
-    fn answer(&mut self, presented: &str, now: Timestamp) -> (u16, serde_json::Value) {
+    fn answer(
+        &mut self,
+        presented: &str,
+        client_secret: &str,
+        now: Timestamp,
+    ) -> (u16, serde_json::Value) {
+        if self
+            .client_secret
+            .as_ref()
+            .is_some_and(|s| s != client_secret)
+        {
+            // Answered, so nothing issued and nothing rotated.
+            return (401, json!({"error": "invalid_client"}));
+        }
         if std::mem::take(&mut self.throttle_next) {
             self.log
                 .push(format!("{presented} throttled at {}", now.as_millis()));
@@ -180,16 +195,18 @@ pub struct SimTokens {
 impl TokenClient for SimTokens {
     async fn redeem(&self, _: &str, form: &Form, _: Duration) -> Result<TokenAnswer, Failure> {
         YieldOnce::default().await;
-        let presented = form
-            .0
-            .iter()
-            .find(|(k, _)| *k == "refresh_token")
-            .map(|(_, v)| v.clone())
-            .unwrap_or_default();
+        let field = |name: &str| {
+            form.0
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.clone())
+                .unwrap_or_default()
+        };
+        let (presented, client_secret) = (field("refresh_token"), field("client_secret"));
         let now = self.clock.now();
         let (status, body, lost) = {
             let mut server = self.server.lock().unwrap();
-            let (status, body) = server.answer(&presented, now);
+            let (status, body) = server.answer(&presented, &client_secret, now);
             (status, body, std::mem::take(&mut server.lose_next))
         };
         YieldOnce::default().await;
