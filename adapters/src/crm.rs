@@ -390,8 +390,10 @@ fn classify_send(e: reqwest::Error) -> Failure {
 
 /// The answer's body, or `None` when it is longer than [`MAX_ANSWER_BYTES`]
 /// (the rest is not read).
-async fn body_of(response: &mut Response) -> Result<Option<Vec<u8>>, reqwest::Error> {
-    let limit = MAX_ANSWER_BYTES;
+pub(crate) async fn body_of(
+    response: &mut Response,
+    limit: usize,
+) -> Result<Option<Vec<u8>>, reqwest::Error> {
     if response.content_length().is_some_and(|n| n > limit as u64) {
         return Ok(None);
     }
@@ -410,7 +412,7 @@ async fn body_of(response: &mut Response) -> Result<Option<Vec<u8>>, reqwest::Er
 async fn read(mut response: Response, vendor: &dyn Vendor) -> Result<(u16, Vec<u8>), Failure> {
     let status = response.status();
     let retry_after = retry_after(&response);
-    let body = body_of(&mut response)
+    let body = body_of(&mut response, MAX_ANSWER_BYTES)
         .await
         .map_err(|e| Failure::outcome_unknown(format!("answer lost while reading: {e}")))?;
     if status.is_success() {

@@ -406,18 +406,7 @@ impl Ledger for DynamoLedger {
                 request = request.expression_attribute_values(":ref", s(destination_ref));
                 (ActionStatus::Completed, None)
             }
-            Settle::Failed(message) => (
-                ActionStatus::Failed,
-                Some((FailureKind::Permanent, message)),
-            ),
-            Settle::Collided(message) => (
-                ActionStatus::Failed,
-                Some((FailureKind::Collision, message)),
-            ),
-            Settle::Unauthorized(message) => (
-                ActionStatus::Failed,
-                Some((FailureKind::Authorization, message)),
-            ),
+            Settle::Failed { kind, message } => (ActionStatus::Failed, Some((kind, message))),
             Settle::Uncertain(message) => (
                 ActionStatus::Uncertain,
                 Some((FailureKind::OutcomeUnknown, message)),

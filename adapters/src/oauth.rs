@@ -66,17 +66,16 @@ impl TokenClient for HttpTokenClient {
         })?;
         let status = response.status().as_u16();
         let retry_after = crate::crm::retry_after(&response);
-        let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(|e| {
-            Failure::retryable(format!("the token answer was lost: {}", e.without_url()))
-        })? {
-            if body.len() + chunk.len() > MAX_TOKEN_ANSWER {
-                return Err(Failure::retryable(format!(
+        let body = crate::crm::body_of(&mut response, MAX_TOKEN_ANSWER)
+            .await
+            .map_err(|e| {
+                Failure::retryable(format!("the token answer was lost: {}", e.without_url()))
+            })?
+            .ok_or_else(|| {
+                Failure::retryable(format!(
                     "the token answer is longer than {MAX_TOKEN_ANSWER} bytes"
-                )));
-            }
-            body.extend_from_slice(&chunk);
-        }
+                ))
+            })?;
         Ok(TokenAnswer {
             status,
             body,

@@ -192,12 +192,8 @@ pub fn destinations<K: GrantSecrets>(
     secrets: Arc<K>,
     ddb: &aws_sdk_dynamodb::Client,
 ) -> Result<HashMap<String, CrmDestination<K>>, WiringError> {
-    let client =
-        crate::oauth::HttpTokenClient::new().map_err(|reason| WiringError::Destination {
-            destination: "(every grant)".into(),
-            reason,
-        })?;
-    let client = Arc::new(client);
+    // Built at the first grant: a stack without one makes no token client.
+    let mut token_client: Option<Arc<crate::oauth::HttpTokenClient>> = None;
     config
         .destinations
         .iter()
@@ -222,10 +218,17 @@ pub fn destinations<K: GrantSecrets>(
                     Duration::from_millis(d.timeout_ms),
                     config.store_timeout,
                 );
+                let client = match &token_client {
+                    Some(client) => client.clone(),
+                    None => {
+                        let client = crate::oauth::HttpTokenClient::new().map_err(failed)?;
+                        token_client.insert(Arc::new(client)).clone()
+                    }
+                };
                 let ports = Ports {
                     store,
                     secrets: secrets.clone(),
-                    client: client.clone(),
+                    client,
                     clock: Arc::new(crate::oauth::SystemClock),
                 };
                 destination = destination.with_grant(Arc::new(Grant::new(

@@ -89,6 +89,18 @@ impl FailureKind {
     }
 }
 
+impl FailureKind {
+    /// The kind a FAILED action keeps for its re-filing to read: its own
+    /// where a triage class is told by it (a destination's collision, a
+    /// refused grant), `permanent` otherwise.
+    pub const fn kept_when_failed(self) -> FailureKind {
+        match self {
+            FailureKind::Collision | FailureKind::Authorization => self,
+            _ => FailureKind::Permanent,
+        }
+    }
+}
+
 impl HoldCase {
     /// The ledger status an action held under this case has.
     pub const fn status(self) -> ActionStatus {

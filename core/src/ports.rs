@@ -273,15 +273,11 @@ pub enum Reserve {
 pub enum Settle<'a> {
     /// Done; the destination's id is the evidence.
     Completed { destination_ref: &'a str },
-    /// Permanent error: FAILED until an approved triage decision.
-    Failed(&'a str),
-    /// The destination holds the key for another request (a key reused with
-    /// another body): FAILED, its `last_error_kind` `collision`, so a
-    /// re-filing files it as the collision it is.
-    Collided(&'a str),
-    /// The destination's grant was refused: FAILED, its `last_error_kind`
-    /// `authorization`, so a re-filing files it under its class.
-    Unauthorized(&'a str),
+    /// Refused for good: FAILED until an approved triage decision, its
+    /// `last_error_kind` `kind` ([`FailureKind::kept_when_failed`]: a
+    /// collision or a refused grant stays one, so a re-filing files it under
+    /// its class).
+    Failed { kind: FailureKind, message: &'a str },
     /// Outcome not confirmable: UNCERTAIN until reconciled.
     Uncertain(&'a str),
     /// Retryable: back to PENDING, attempts + 1, the message returns.

@@ -450,7 +450,15 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
             // Config validation makes this unreachable; fail loudly, not silently.
             let message = format!("destination {:?} is not configured", request.destination);
             self.ledger
-                .settle(&request.key, owner, Settle::Failed(&message), now)
+                .settle(
+                    &request.key,
+                    owner,
+                    Settle::Failed {
+                        kind: FailureKind::Permanent,
+                        message: &message,
+                    },
+                    now,
+                )
                 .await?;
             return Ok((ActionOutcome::Settled, Duration::ZERO));
         };
@@ -530,10 +538,10 @@ impl<S: InboxStore, L: Ledger, D: Destination, H: Hold> Worker<S, L, D, H> {
             // item's id is the same, a repeat only moves `last_seen`).
             Reserve::Existing(Claim::Held(status), stored) => {
                 let detail = stored.last_error.as_deref().unwrap_or("settled earlier");
-                let kind = match stored.last_error_kind {
-                    // The destination's collision stays one, a refused
-                    // grant stays one.
-                    Some(kind @ (FailureKind::Collision | FailureKind::Authorization)) => kind,
+                // A kind a FAILED action keeps (a collision, a refused
+                // grant) stays its own.
+                let kind = match stored.last_error_kind.map(FailureKind::kept_when_failed) {
+                    Some(kind) if kind != FailureKind::Permanent => kind,
                     _ => HoldCase::of_status(status).kind(),
                 };
                 Failure::new(kind, detail)
@@ -777,6 +785,10 @@ fn emit(metric: &str, kind: Option<FailureKind>, request: &ActionRequest, now: T
 /// How a held failure settles: its alarm, the ledger's settle (its case,
 /// and the kind a re-filing must read), and what the log says.
 fn held(failure: &Failure) -> (&'static str, Settle<'_>, &'static str) {
+    let failed = Settle::Failed {
+        kind: failure.kind.kept_when_failed(),
+        message: &failure.detail,
+    };
     match failure.kind.hold_case() {
         HoldCase::Uncertain => (
             alarm::UNCERTAIN,
@@ -785,17 +797,13 @@ fn held(failure: &Failure) -> (&'static str, Settle<'_>, &'static str) {
         ),
         HoldCase::Failed if failure.kind == FailureKind::Authorization => (
             alarm::FAILED,
-            Settle::Unauthorized(&failure.detail),
+            failed,
             "the destination's grant was refused: re-authorize it",
         ),
-        HoldCase::Failed => (
-            alarm::FAILED,
-            Settle::Failed(&failure.detail),
-            "action failed permanently",
-        ),
+        HoldCase::Failed => (alarm::FAILED, failed, "action failed permanently"),
         HoldCase::Collision => (
             alarm::COLLISION,
-            Settle::Collided(&failure.detail),
+            failed,
             "the destination holds the key for another request: not executed",
         ),
     }

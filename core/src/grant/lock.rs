@@ -70,12 +70,10 @@ where
         let held = Held { owner, until };
         let now = self.clock.now();
         let unchanged = Finish::Nothing(before.presented.clone());
-        if let Some(token) = &before.token {
-            let usable = usable_until(token, before.refreshed_at);
-            if now < usable && refused != Some(before.version) {
-                self.finish(owner, &unchanged, now).await;
-                return Ok(self.keep(before.version, token.clone(), before.refreshed_at, usable));
-            }
+        // Another stored a token meanwhile.
+        if let Some(issued) = self.usable(&before, refused, now) {
+            self.finish(owner, &unchanged, now).await;
+            return Ok(issued);
         }
         if let Some(until) = before.paused_until
             && now < until

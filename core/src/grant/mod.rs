@@ -52,23 +52,14 @@ use crate::{
 /// at once.
 pub const RETRY_REFUSED_AFTER: Duration = Duration::from_secs(600);
 
-/// An access token, as stored and cached; its value never prints.
-#[derive(Clone, PartialEq, Eq)]
+/// An access token, as stored and cached; its value never prints (a
+/// [`Secret`]'s `Debug` is redacted).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AccessToken {
     pub value: Secret,
     pub expires_at: Timestamp,
     /// The API's base URL the answer named (Salesforce's `instance_url`).
     pub base_url: Option<String>,
-}
-
-impl fmt::Debug for AccessToken {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AccessToken")
-            .field("value", &self.value)
-            .field("expires_at", &self.expires_at)
-            .field("base_url", &self.base_url)
-            .finish()
-    }
 }
 
 /// A refresh under way: who holds the lock, since and until when.

@@ -289,7 +289,12 @@ where
     }
 
     /// The record's token, kept by this instance, if it may be sent now.
-    fn usable(&self, record: &GrantRecord, refused: Option<u64>, now: Timestamp) -> Option<Issued> {
+    pub(super) fn usable(
+        &self,
+        record: &GrantRecord,
+        refused: Option<u64>,
+        now: Timestamp,
+    ) -> Option<Issued> {
         let token = record.token.as_ref()?;
         let until = usable_until(token, record.refreshed_at);
         if now >= until || refused == Some(record.version) {

@@ -96,22 +96,25 @@ async fn a_destinations_collision_is_failed_and_stays_a_collision(ledger: &impl 
         (
             "collided",
             8,
-            Settle::Collided("409 invalid_idempotent_request"),
+            FailureKind::Collision,
+            "409 invalid_idempotent_request",
         ),
-        ("unauthorized", 9, Settle::Unauthorized("invalid_grant")),
+        (
+            "unauthorized",
+            9,
+            FailureKind::Authorization,
+            "invalid_grant",
+        ),
     ];
-    for (name, n, settle) in cases {
+    for (name, n, kind, message) in cases {
         let r = request(ns, name, n);
         ledger
             .reserve(&r, &inbox(ns, 1), lease("a:1", T0), RETENTION)
             .await
             .unwrap();
+        let settle = Settle::Failed { kind, message };
         assert!(ledger.settle(&r.key, "a:1", settle, T0).await.unwrap());
         let stored = ledger.get(&r.key).await.unwrap().unwrap();
-        let kind = match settle {
-            Settle::Collided(_) => FailureKind::Collision,
-            _ => FailureKind::Authorization,
-        };
         assert_eq!(
             (stored.status, stored.last_error_kind),
             (ActionStatus::Failed, Some(kind))
@@ -332,7 +335,15 @@ async fn release_failure_and_human_decisions(ledger: &impl Ledger, ns: &str) {
     );
     assert!(
         ledger
-            .settle(&r.key, "a:2", Settle::Failed("422"), t1)
+            .settle(
+                &r.key,
+                "a:2",
+                Settle::Failed {
+                    kind: FailureKind::Permanent,
+                    message: "422",
+                },
+                t1
+            )
             .await
             .unwrap()
     );

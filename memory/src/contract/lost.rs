@@ -156,7 +156,15 @@ pub async fn ledger_lost_answers_contract(
         .await
         .unwrap();
     ledger
-        .settle(&failed.key, "o2", Settle::Failed("HTTP 422"), T0)
+        .settle(
+            &failed.key,
+            "o2",
+            Settle::Failed {
+                kind: hookgate_core::failure::FailureKind::Permanent,
+                message: "HTTP 422",
+            },
+            T0,
+        )
         .await
         .unwrap();
     lose(Write::Update).await;

@@ -39,7 +39,14 @@ async fn open_actions_by_status_oldest_first(ledger: &(impl Ledger + LedgerReads
         ),
         ("unsure-late", 10, Some(Settle::Uncertain("timed out"))),
         ("unsure-early", -10, Some(Settle::Uncertain("timed out"))),
-        ("broken", 20, Some(Settle::Failed("400 from the CRM"))),
+        (
+            "broken",
+            20,
+            Some(Settle::Failed {
+                kind: hookgate_core::failure::FailureKind::Permanent,
+                message: "400 from the CRM",
+            }),
+        ),
         ("running", 30, None),
     ];
     for (n, (id, offset, end)) in script.iter().enumerate() {

@@ -225,11 +225,7 @@ impl Ledger for MemoryLedger {
     ) -> Result<bool, StoreError> {
         let (status, error) = match outcome {
             Settle::Completed { .. } => (ActionStatus::Completed, None),
-            Settle::Failed(m) => (ActionStatus::Failed, Some((FailureKind::Permanent, m))),
-            Settle::Collided(m) => (ActionStatus::Failed, Some((FailureKind::Collision, m))),
-            Settle::Unauthorized(m) => {
-                (ActionStatus::Failed, Some((FailureKind::Authorization, m)))
-            }
+            Settle::Failed { kind, message } => (ActionStatus::Failed, Some((kind, message))),
             Settle::Uncertain(m) => (
                 ActionStatus::Uncertain,
                 Some((FailureKind::OutcomeUnknown, m)),
