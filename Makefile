@@ -1,7 +1,7 @@
 # hookgate — one entry point for everything a user or CI runs.
 #
 # Needs only the Rust toolchain and Python 3: the emulator (moto's server,
-# pinned in emulator/) is installed into a project-local venv, .venv/, and the
+# pinned in tests/emulator/) is installed into a project-local venv, .venv/, and the
 # SAM CLI, cargo-lambda and zig (pinned in infra/) into .venv-tools/.
 
 SHELL := /bin/bash
@@ -103,9 +103,9 @@ check:
 	@echo "make check: simulator seed $(SIM_SEED) (replay: make check SIM_SEED=$(SIM_SEED))"
 	cargo fmt --all -- --check
 	scripts/check_pure.sh
-	scripts/check_fn_length.py 60 core/src/worker*.rs core/src/destination*.rs core/src/failure.rs \
-		$$(find core/src/vendor core/src/grant -name '*.rs') adapters/src/crm.rs \
-		adapters/src/grants.rs adapters/src/oauth.rs
+	scripts/check_fn_length.py 60 crates/core/src/worker*.rs crates/core/src/destination*.rs crates/core/src/failure.rs \
+		$$(find crates/core/src/vendor crates/core/src/grant -name '*.rs') crates/adapters/src/crm.rs \
+		crates/adapters/src/grants.rs crates/adapters/src/oauth.rs
 	@# clippy beside the test build, one on each core: clippy in its own
 	@# target directory (CLIPPY_TARGET, shared with make lint's), so neither
 	@# waits for the other's lock.
@@ -126,11 +126,11 @@ endef
 ## venv: the project venv with the pinned AWS emulator.
 venv: $(VENV)/.installed
 
-$(VENV)/.installed: emulator/requirements.txt emulator/constraints.txt
-	$(call pinned-venv,$(VENV),emulator/requirements.txt,emulator/constraints.txt)
+$(VENV)/.installed: tests/emulator/requirements.txt tests/emulator/constraints.txt
+	$(call pinned-venv,$(VENV),tests/emulator/requirements.txt,tests/emulator/constraints.txt)
 
 ## browser-tools: Debian's chromium and chromium-driver, for the console's
-## browser tests (tests/tests/it/console.rs). apt-get, so root or sudo; the
+## browser tests (tests/integration/tests/it/console.rs). apt-get, so root or sudo; the
 ## versions are Debian's current security release (docs/operations.md names
 ## the one last tested), not pinned: the archive keeps only the newest.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -237,7 +237,7 @@ cli-check:
 	cargo build --workspace --bins
 	scripts/check_cli.sh
 
-## sim: the deterministic simulator (memory/src/sim/) over SEEDS scenarios
+## sim: the deterministic simulator (tests/memory/src/sim/) over SEEDS scenarios
 ## (default 10,000), each in a world it draws, from SIM_SEED, or from a
 ## fresh seed printed first; in release. A failure prints its replay command.
 SEEDS ?= 10000
@@ -255,8 +255,8 @@ $(CARGO_FUZZ):
 	cargo install cargo-fuzz --version 0.12.0 --locked --root $(CURDIR)/.tools
 
 ## fuzz: every target for RUNS executions (default 10 million), from its
-## seeds (fuzz/seeds/, written by fuzz/seeds.py); what it finds lands in
-## fuzz/artifacts/. The working corpus is target/fuzz-corpus/.
+## seeds (tests/fuzz/seeds/, written by tests/fuzz/seeds.py); what it finds lands in
+## tests/fuzz/artifacts/. The working corpus is target/fuzz-corpus/.
 RUNS ?= 10000000
 FUZZ_FLAGS ?= -runs=$(RUNS)
 # No sanitizer by default: the code forbids unsafe, and AddressSanitizer slows
@@ -271,8 +271,8 @@ fuzz: fuzz-tools
 	@for t in $(FUZZ_TARGETS); do \
 		mkdir -p target/fuzz-corpus/$$t; \
 		echo "fuzz: $$t"; \
-		(cd fuzz && PATH=$(CURDIR)/.tools/bin:$$PATH cargo +nightly fuzz run $(FUZZ_BUILD) -s $(FUZZ_SANITIZER) $$t \
-			../target/fuzz-corpus/$$t seeds/$$t -- $(FUZZ_FLAGS) -print_final_stats=1) \
+		(cd tests/fuzz && PATH=$(CURDIR)/.tools/bin:$$PATH cargo +nightly fuzz run $(FUZZ_BUILD) -s $(FUZZ_SANITIZER) $$t \
+			../../target/fuzz-corpus/$$t seeds/$$t -- $(FUZZ_FLAGS) -print_final_stats=1) \
 			|| exit 1; \
 	done
 
@@ -289,7 +289,7 @@ CARGO_MUTANTS := $(CURDIR)/.tools/bin/cargo-mutants
 MUTATED := inbox ledger worker approval triage destination
 mutants: $(CARGO_MUTANTS)
 	SIM_CASES=2000 PATH=$(CURDIR)/.tools/bin:$$PATH cargo mutants \
-		$(foreach f,$(MUTATED),-f core/src/$(f).rs) \
+		$(foreach f,$(MUTATED),-f crates/core/src/$(f).rs) \
 		--test-package hookgate-core --test-package hookgate-operator --test-package hookgate-memory -o target/mutants
 
 $(CARGO_MUTANTS):
@@ -339,16 +339,16 @@ console:
 	cargo build -p hookgate-cli
 	scripts/console-local.sh $(ARGS)
 
-## emulator-check: the emulator's own tests (emulator/test_server.py): SQS's
+## emulator-check: the emulator's own tests (tests/emulator/test_server.py): SQS's
 ## receives, deletes, visibility changes and sends on one queue serialised,
 ## long polls still concurrent.
 emulator-check: venv
-	$(VENV_PY) -m unittest emulator/test_server.py
+	$(VENV_PY) -m unittest tests/emulator/test_server.py
 
 ## emulator: the local AWS on 127.0.0.1:$(PORT) in the foreground (Ctrl-C stops it).
 PORT ?= 5000
 emulator: venv
-	$(VENV_PY) emulator/server.py --port $(PORT) --no-stdin-watch
+	$(VENV_PY) tests/emulator/server.py --port $(PORT) --no-stdin-watch
 
 ## docs-img: the console's screenshots in docs/img (docs/operations.md),
 ## taken by its browser test; make test writes them under target/screenshots/.
@@ -368,9 +368,9 @@ demo: venv
 
 ## demo-check: make demo, then what its report must show beyond the exit
 ## code: every staged failure class in triage and decided, both report files
-## (dev/check-demo-report.py). make test's demo stage.
+## (tests/dev/check-demo-report.py). make test's demo stage.
 demo-check: demo
-	$(VENV_PY) dev/check-demo-report.py target/demo
+	$(VENV_PY) tests/dev/check-demo-report.py target/demo
 
 ## deploy: resolve and check the stack's parameters and the config, sam build,
 ## sam deploy without prompting (your AWS credentials; GUIDED=1 prompts).
@@ -404,16 +404,16 @@ clean:
 CALL_LOG ?= target/checks/calls.jsonl
 EMF_LOG ?= target/checks/emf.jsonl
 TRANSFORMED ?= target/infra/template.json
-IAM_CHECK := tools/iam-check
+IAM_CHECK := tests/iam-check
 
 .PHONY: iam-check alarm-check iam-tools provider-fixtures provider-fixtures-check provider-sdks \
 	destination-fixtures destination-fixtures-check destination-sdks
 
 # ---- The providers' SDKs and the fixtures they sign (docs/providers.md) ----
 PROVIDERS_VENV := .venv-providers
-PROVIDER_FIXTURES := fixtures/providers
+PROVIDER_FIXTURES := tests/fixtures/providers
 
-## provider-fixtures: writes fixtures/providers/deliveries/*.json, each signed
+## provider-fixtures: writes tests/fixtures/providers/deliveries/*.json, each signed
 ## or checked by its provider's own SDK (pinned: PyPI and npm).
 provider-fixtures: provider-sdks
 	$(PROVIDERS_VENV)/bin/python $(PROVIDER_FIXTURES)/make.py
@@ -431,10 +431,10 @@ $(PROVIDER_FIXTURES)/node_modules/.installed: $(PROVIDER_FIXTURES)/package.json 
 	cd $(PROVIDER_FIXTURES) && npm ci --no-audit --no-fund --ignore-scripts
 	touch $@
 
-# ---- The CRM vendors' SDKs and the requests they send (fixtures/destinations/README.md) ----
-DESTINATION_FIXTURES := fixtures/destinations
+# ---- The CRM vendors' SDKs and the requests they send (tests/fixtures/destinations/README.md) ----
+DESTINATION_FIXTURES := tests/fixtures/destinations
 
-## destination-fixtures: writes fixtures/destinations/requests/*.json, each the
+## destination-fixtures: writes tests/fixtures/destinations/requests/*.json, each the
 ## request a CRM vendor's own SDK sends (pinned: npm), recorded by a local
 ## server on 127.0.0.1; the two cases with no SDK call follow the documentation.
 destination-fixtures: destination-sdks

@@ -7,7 +7,7 @@
 # it. (reqwest stays: the adapters' CRM client brings it; the simulated CRM's
 # server side is not there.)
 #
-# `cargo install --path cli` resolves the CLI's features alone, not unified
+# `cargo install --path crates/cli` resolves the CLI's features alone, not unified
 # with the workspace's: `cargo check -p hookgate-cli --locked` proves that
 # build compiles (metadata only: the second full build `cargo install` made
 # cost 4 minutes of make test), and the binary run outside is the workspace's

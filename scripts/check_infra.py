@@ -131,8 +131,8 @@ ACCOUNT_GLOBAL = {
 }
 # Rust sources may not spell the `aws` partition: `arn:aws:` outside a test
 # module (`#[cfg(test)]` and after) or a tests/ directory.
-ARN_SOURCES = ("core/src", "adapters/src", "operator/src", "cli/src", "functions", "dev/src",
-               "memory/src", "testkit/src")
+ARN_SOURCES = ("crates/core/src", "crates/adapters/src", "crates/operator/src", "crates/cli/src", "functions", "tests/dev/src",
+               "tests/memory/src", "tests/testkit/src")
 ENV_CONTRACT = {
     "HOOKGATE_SERVICE": STACK,
     "HOOKGATE_ACTION_QUEUE_VISIBILITY_SECS": {"Ref": "ActionQueueVisibilitySeconds"},
@@ -742,13 +742,13 @@ class Checker:
 
     def alert_rule(self):
         # Exactly the tests' alert rule (the pattern literal in
-        # tests/src/pipeline.rs, for the service the tests run as), with the
+        # tests/integration/src/pipeline.rs, for the service the tests run as), with the
         # stack's name: what the tests show delivered and refused is this.
-        source = (ROOT / "tests/src/pipeline.rs").read_text(encoding="utf-8")
+        source = (ROOT / "tests/integration/src/pipeline.rs").read_text(encoding="utf-8")
         literal = re.search(r'r#"(\{"source":\["hookgate"\].*?)"#', source)
         wanted = json.loads(literal.group(1)) if literal else None
         if wanted is None or wanted.get("detail", {}).get("service") != ["hookgate"]:
-            self.fail("tests/src/pipeline.rs holds no alert rule pattern for the service hookgate")
+            self.fail("tests/integration/src/pipeline.rs holds no alert rule pattern for the service hookgate")
             return
         wanted["detail"]["service"] = [STACK]
         for k, r in self.of_type("AWS::Events::Rule").items():

@@ -1,7 +1,7 @@
 """Cold start and peak memory of the release ingress binary, measured locally.
 
 What it does, all on 127.0.0.1:
-  1. starts the AWS emulator (emulator/server.py) and creates the inbox and
+  1. starts the AWS emulator (tests/emulator/server.py) and creates the inbox and
      triage tables and an action queue in it (the ingress refuses to start
      without a triage table: it files payload collisions there);
   2. serves a minimal Lambda Runtime API (the two routes the runtime uses:

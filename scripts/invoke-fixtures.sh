@@ -24,7 +24,7 @@ fail() { echo "invoke-fixtures: FAIL: $*" >&2; exit 1; }
 
 # The emulator, in its own process group so cleanup ends all of it.
 : > "$WORK/emulator.log"
-setsid "$PY" emulator/server.py --port 0 --no-stdin-watch > "$WORK/emulator.log" 2>&1 &
+setsid "$PY" tests/emulator/server.py --port 0 --no-stdin-watch > "$WORK/emulator.log" 2>&1 &
 PIDS+=($!)
 for _ in $(seq 100); do grep -q listening "$WORK/emulator.log" && break; sleep 0.1; done
 ENDPOINT="http://$(sed -n 's/^listening //p' "$WORK/emulator.log")"
@@ -36,7 +36,7 @@ export AWS_ENDPOINT_URL="$ENDPOINT" AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test 
 # KEY=value lines, taken verbatim: `source` would strip the quotes out of
 # HOOKGATE_LOCAL_FUNCTIONS's JSON.
 while IFS= read -r line; do [[ -n $line ]] && export "$line"; done < "$WORK/stack.env"
-# The provider fixtures (fixtures/providers/deliveries) as API Gateway
+# The provider fixtures (tests/fixtures/providers/deliveries) as API Gateway
 # events, with their bindings added to ws-1 and their keys in the environment.
 "$PY" scripts/provider_events.py "$WORK" > "$WORK/providers.tsv"
 cat config/fixtures.toml "$WORK/providers.toml" > "$WORK/fixtures.toml"

@@ -83,7 +83,7 @@ def start_emulator(keep_alive=False):
     """The emulator on a free port (`keep_alive`: served by waitress)."""
     flags = ["--keep-alive"] if keep_alive else []
     proc = subprocess.Popen(
-        [sys.executable, str(ROOT / "emulator/server.py"), "--port=0", *flags],
+        [sys.executable, str(ROOT / "tests/emulator/server.py"), "--port=0", *flags],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     line = proc.stdout.readline().strip()
     return proc, "http://" + line.removeprefix("listening ")

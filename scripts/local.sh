@@ -12,7 +12,7 @@ mkdir -p .local
 # config/local.toml's destinations, pointed at this run's simulated CRM.
 sed "s#http://127.0.0.1:8788#http://127.0.0.1:$CRM_PORT#" config/local.toml > .local/local.toml
 
-"$PY" emulator/server.py --port "$EMULATOR_PORT" --no-stdin-watch > .local/emulator.log 2>&1 &
+"$PY" tests/emulator/server.py --port "$EMULATOR_PORT" --no-stdin-watch > .local/emulator.log 2>&1 &
 EMULATOR=$!
 target/debug/hookgate-dev sim-crm --port "$CRM_PORT" > .local/sim-crm.log 2>&1 &
 CRM=$!

@@ -1,4 +1,4 @@
-"""`make invoke-fixtures`: each provider fixture (fixtures/providers/
+"""`make invoke-fixtures`: each provider fixture (tests/fixtures/providers/
 deliveries/*.json) as API Gateway (HTTP API, v2) hands it to the ingress,
 from events/apigw-v2-retell-call-ended.json with the fixture's path, body and
 headers. Their signatures are stale (the fixtures were signed in 2023): the
@@ -27,7 +27,7 @@ def main(out_dir):
     template = json.loads((ROOT / "events/apigw-v2-retell-call-ended.json").read_text())
     out = Path(out_dir)
     bindings, env = [], []
-    for path in sorted((ROOT / "fixtures/providers/deliveries").glob("*.json")):
+    for path in sorted((ROOT / "tests/fixtures/providers/deliveries").glob("*.json")):
         fixture = json.loads(path.read_text())
         provider = fixture["provider"]
         var = "HOOKGATE_FIXTURE_" + provider.upper().replace("-", "_")

@@ -470,7 +470,7 @@ def provision(template, resolver, stack, client):
         # As CloudFormation names an alarm the template leaves unnamed:
         # `<stack>-<LogicalId>-<12 random characters>` (here from the logical
         # id, so the same on every run); doctor and the console read only
-        # names of that form (`own_alarm`, core/src/doctor.rs).
+        # names of that form (`own_alarm`, crates/core/src/doctor.rs).
         suffix = hashlib.sha256(logical.encode()).hexdigest()[:12].upper()
         alarm = {"AlarmName": p.get("AlarmName", f"{stack}-{logical}-{suffix}")}
         for key in ("AlarmDescription", "Namespace", "MetricName", "Statistic", "Period",
@@ -541,7 +541,7 @@ def stack_outputs(template, resolver, stack, webhook_url, local=None):
 
 # The template Metadata key that holds the deployed configuration (TOML
 # text), where scripts/deploy.sh puts it and `hookgate --stack` reads it
-# (cli/src/stack.rs, CONFIG_METADATA).
+# (crates/cli/src/stack.rs, CONFIG_METADATA).
 CONFIG_METADATA = "Hookgate::Config"
 
 
