@@ -131,8 +131,8 @@ ACCOUNT_GLOBAL = {
 }
 # Rust sources may not spell the `aws` partition: `arn:aws:` outside a test
 # module (`#[cfg(test)]` and after) or a tests/ directory.
-ARN_SOURCES = ("crates/core/src", "crates/adapters/src", "crates/operator/src", "crates/cli/src", "functions", "tests/dev/src",
-               "tests/memory/src", "tests/testkit/src")
+ARN_SOURCES = ("crates/core/src", "crates/adapters/src", "crates/operator/src", "crates/cli/src",
+               "functions", "tests/dev/src", "tests/memory/src", "tests/testkit/src")
 ENV_CONTRACT = {
     "HOOKGATE_SERVICE": STACK,
     "HOOKGATE_ACTION_QUEUE_VISIBILITY_SECS": {"Ref": "ActionQueueVisibilitySeconds"},
@@ -232,7 +232,7 @@ def arn_literals(root):
     found = []
     for top in ARN_SOURCES:
         for path in sorted((root / top).rglob("*.rs")):
-            if "tests" in path.relative_to(root).parts or path.name == "tests.rs":
+            if "tests" in path.relative_to(root / top).parts or path.name == "tests.rs":
                 continue
             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
                 if line.strip().startswith("#[cfg(test)]"):

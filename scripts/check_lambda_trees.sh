@@ -26,3 +26,17 @@ found=$(holds hookgate-ops 'hookgate-cli|maud')
 echo "lambda-trees: hookgate-ops: the operator's services, no console page"
 # The check can fail: the CLI, which serves the console, is caught.
 [ -n "$(holds hookgate-cli 'hookgate-operator|maud')" ] || fail "the check found nothing in hookgate-cli: it is broken"
+
+# No shipped binary carries the test hooks: the `test-support` feature of the
+# core and the adapters (thread taps of EMF lines, the ops client's pause, the
+# secrets' failure backoff) is enabled by the test crates only.
+hooks() {
+  cargo tree -p "$1" -e features,normal --prefix none | grep -E '^hookgate-(core|adapters) feature "test-support"' | sort -u || true
+}
+for binary in hookgate-ingress hookgate-action hookgate-dlq-triage hookgate-ops hookgate-cli; do
+  found=$(hooks "$binary")
+  [ -z "$found" ] || fail "$binary enables $(tr '\n' ' ' <<<"$found")(test hooks)"
+done
+echo "lambda-trees: no Lambda and not the CLI carries the test hooks (test-support)"
+# The check can fail: the integration tests, which use the hooks, are caught.
+[ -n "$(hooks hookgate-tests)" ] || fail "the test-support check found nothing in hookgate-tests: it is broken"

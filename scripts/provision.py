@@ -470,7 +470,7 @@ def provision(template, resolver, stack, client):
         # As CloudFormation names an alarm the template leaves unnamed:
         # `<stack>-<LogicalId>-<12 random characters>` (here from the logical
         # id, so the same on every run); doctor and the console read only
-        # names of that form (`own_alarm`, crates/core/src/doctor.rs).
+        # names of that form (`own_alarm`, crates/core/src/doctor/alarms.rs).
         suffix = hashlib.sha256(logical.encode()).hexdigest()[:12].upper()
         alarm = {"AlarmName": p.get("AlarmName", f"{stack}-{logical}-{suffix}")}
         for key in ("AlarmDescription", "Namespace", "MetricName", "Statistic", "Period",

@@ -8,6 +8,7 @@ use hookgate_core::ports::{Alerts, Store, StoreError};
 pub const SOURCE: &str = "hookgate";
 pub const DETAIL_TYPE: &str = "hookgate.triage.held";
 
+/// The `Alerts` port: each alert one event on the bus `bus`.
 #[derive(Debug, Clone)]
 pub struct EventBridgeAlerts {
     client: Client,

@@ -34,9 +34,13 @@ use crate::{
 
 const STORE: Store = Store::Triage;
 
+/// The triage table's index by status: `status_bucket` (sharded) +
+/// `first_seen`, every attribute projected.
 pub const STATUS_INDEX: &str = "by_status";
 const ALERT_MARKER_SECS: i64 = 86_400;
 
+/// The triage store of one table (`TriageStore`, `TriageReads`, the
+/// failure streaks and the held items' deadline reads).
 #[derive(Debug, Clone)]
 pub struct DynamoTriage {
     client: Client,

@@ -139,6 +139,7 @@ impl ApiDecisions {
     }
 
     /// The same client with waits scaled by `pause` (tests wait less).
+    #[cfg(any(test, feature = "test-support"))]
     pub fn with_pause(mut self, pause: f64) -> Self {
         self.pause = pause;
         self

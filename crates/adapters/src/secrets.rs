@@ -33,6 +33,8 @@ use hookgate_core::{
     secret::{self, Secret, SecretError, SecretRef, SecretSource},
 };
 
+/// The process's `SecretSource`: each reference read from its store at
+/// first use, cached for `refresh`, a failure remembered for the backoff.
 #[derive(Debug)]
 pub struct AwsSecrets {
     ssm: aws_sdk_ssm::Client,
@@ -63,6 +65,7 @@ impl AwsSecrets {
     pub const FAILURE_BACKOFF: Duration = Duration::from_secs(10);
 
     /// With another failure backoff (tests use a short one).
+    #[cfg(any(test, feature = "test-support"))]
     pub fn with_failure_backoff(mut self, backoff: Duration) -> Self {
         self.failure_backoff = backoff;
         self

@@ -17,6 +17,7 @@ pub fn delay_seconds(delay: Duration) -> i32 {
     i32::try_from(secs).unwrap_or(i32::MAX)
 }
 
+/// The `ActionQueue` port on the SQS queue at `queue_url`.
 #[derive(Debug, Clone)]
 pub struct SqsActionQueue {
     client: Client,

@@ -21,6 +21,7 @@ Exit codes: 0 done; 1 failed (a store or AWS call failed, a decision was refused
 2 usage (a flag or value this help does not allow); 3 nothing matched.
 With --json, an error is one JSON object on stderr: {\"error\":{\"code\":…,\"message\":…}}.";
 
+/// The whole command line: the global options, then one command.
 #[derive(Debug, Parser)]
 #[command(
     name = "hookgate",
@@ -80,6 +81,7 @@ pub struct Global {
     pub ops_url: Option<String>,
 }
 
+/// The commands, one variant each (`hookgate-dev` has the development ones).
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Print the headers a provider would send with a body, and a curl line.
@@ -217,6 +219,7 @@ pub enum Command {
     },
 }
 
+/// `hookgate inbox`'s subcommands.
 #[derive(Debug, Subcommand)]
 pub enum InboxCommand {
     /// `inbox show <workspace> <provider> <event-key>`, or the full inbox key.
@@ -230,6 +233,7 @@ pub enum InboxCommand {
     },
 }
 
+/// `hookgate actions`' subcommands.
 #[derive(Debug, Subcommand)]
 pub enum ActionsCommand {
     /// Actions that are not COMPLETED, by status.
@@ -280,6 +284,7 @@ pub enum ActionsCommand {
     },
 }
 
+/// `hookgate triage`'s subcommands.
 #[derive(Debug, Subcommand)]
 pub enum TriageCommand {
     /// Items by status (HELD by default), oldest first.
@@ -375,6 +380,7 @@ pub fn named<T: Copy + Send + Sync + 'static>(
     Named { all, name }
 }
 
+/// [`named`]'s parser: one of `all`, by the name `name` gives it.
 #[derive(Debug, Clone)]
 pub struct Named<T: 'static> {
     all: &'static [T],

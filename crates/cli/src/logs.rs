@@ -27,6 +27,7 @@ fn is_common(key: &str) -> bool {
     key == "target" || hookgate_adapters::telemetry::COMMON_KEYS.contains(&key)
 }
 
+/// `hookgate logs`' flags.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Only this function's lines (default: every function of the stack).

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use crate::ops::{Output, exit};
 
+/// `hookgate send`'s flags.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The provider whose scheme signs.

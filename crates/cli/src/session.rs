@@ -18,6 +18,8 @@ use crate::stack::{self, Deployed};
 /// The SDK's app name on the operator tools' calls.
 pub const APP: &str = "operator";
 
+/// What the commands that call AWS share: the SDK configuration, the stack
+/// `--stack` names, and the configuration it was deployed with once read.
 #[derive(Debug)]
 pub struct Session {
     pub aws: SdkConfig,

@@ -12,6 +12,7 @@ use hookgate_core::{
     secret::{Secret, SecretRef},
 };
 
+/// `hookgate sign`'s flags.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The provider whose scheme signs.

@@ -60,7 +60,11 @@ impl Strategy {
     }
 }
 
+/// A CRM or business API the worker writes an action's effect to, with the
+/// strategy that makes asking it again safe (the adapters implement it once,
+/// over HTTP, sending what the destination's vendor builds).
 pub trait Destination: Send + Sync {
+    /// How it makes a repeated request harmless.
     fn strategy(&self) -> Strategy;
 
     /// Performs the action; the destination's id of the effect on success.

@@ -28,6 +28,7 @@ use crate::{
 /// One dead-lettered message.
 #[derive(Debug, Clone)]
 pub struct DeadLetter<'a> {
+    /// The queue it came from (its body's shape: [`TriageSource::detect`]).
     pub source: TriageSource,
     pub message_id: &'a str,
     pub body: &'a str,
@@ -35,6 +36,9 @@ pub struct DeadLetter<'a> {
     pub attributes: Value,
 }
 
+/// The dead-letter triager: reads a dead letter's evidence from the inbox,
+/// the rules and the ledger, holds its event out of the sweep's and the
+/// repeats' reach, and files the item through the holder.
 #[derive(Debug)]
 pub struct Triager<S, L, H> {
     config: Arc<Config>,
@@ -44,6 +48,7 @@ pub struct Triager<S, L, H> {
 }
 
 impl<S: InboxStore, L: Ledger, H: Hold> Triager<S, L, H> {
+    /// A triager reading `config`'s rules and windows, over these ports.
     pub fn new(config: Arc<Config>, inbox: S, ledger: L, holder: H) -> Self {
         Self {
             config,

@@ -156,6 +156,7 @@ impl FailureKind {
 }
 
 impl Failure {
+    /// A failure of `kind`, explained by `detail`, with no `retry_after`.
     pub fn new(kind: FailureKind, detail: impl Into<String>) -> Self {
         Self {
             kind,

@@ -35,7 +35,9 @@ pub async fn keep_for_hold<S: crate::ports::InboxStore>(
 /// An outage's alerts are grouped per destination in windows of this length.
 pub const ALERT_WINDOW_MS: i64 = 15 * 60 * 1000;
 
-/// The Triage table plus the alert channel.
+/// The one [`Hold`]: files items in the Triage table and publishes their
+/// alerts on the alert channel, one each time an item is held or, for an
+/// outage, one per destination and [`ALERT_WINDOW_MS`] window.
 #[derive(Debug, Clone)]
 pub struct Holder<T, A> {
     pub store: T,
@@ -43,6 +45,7 @@ pub struct Holder<T, A> {
 }
 
 impl<T, A> Holder<T, A> {
+    /// A holder filing in `store` and alerting through `alerts`.
     pub fn new(store: T, alerts: A) -> Self {
         Self { store, alerts }
     }

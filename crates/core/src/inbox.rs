@@ -29,6 +29,7 @@ pub struct InboxPk {
 }
 
 impl InboxPk {
+    /// The key of `event_key` from `provider` in `workspace`.
     pub fn new(workspace: WorkspaceId, provider: Provider, event_key: EventKey) -> Self {
         Self {
             workspace,
@@ -37,6 +38,7 @@ impl InboxPk {
         }
     }
 
+    /// Reads a key from its stored text, each part validated.
     pub fn parse(s: &str) -> Result<Self, IdError> {
         let mut parts = s.splitn(3, '#');
         let (Some(ws), Some(provider), Some(key)) = (parts.next(), parts.next(), parts.next())
@@ -50,14 +52,17 @@ impl InboxPk {
         })
     }
 
+    /// The workspace the event belongs to.
     pub fn workspace(&self) -> &WorkspaceId {
         &self.workspace
     }
 
+    /// The provider that sent it.
     pub fn provider(&self) -> Provider {
         self.provider
     }
 
+    /// The provider's key of the event.
     pub fn event_key(&self) -> &EventKey {
         &self.event_key
     }
@@ -231,18 +236,20 @@ impl InboxRecord {
         )
     }
 
-    /// The record a first delivery creates. An event of a type the workspace
-    /// does not handle is stored IGNORED (and never queued) so its repeats are
-    /// still recognised.
-    /// With the payload hashed as `canonical` (its canonical form, see
-    /// `Scheme::canonical_payload`) rather than as the bytes stored: a copy
-    /// that differs only where deliveries of one event may differ is then a
-    /// duplicate, not a collision. The body is stored as received.
+    /// The record with its payload hashed as `canonical` (its canonical
+    /// form, see `Scheme::canonical_payload`) rather than as the bytes
+    /// stored: a copy that differs only where deliveries of one event may
+    /// differ is then a duplicate, not a collision. The body is stored as
+    /// received.
     pub fn hashed_as(mut self, canonical: &[u8]) -> Self {
         self.payload_sha256 = crypto::sha256_hex(canonical);
         self
     }
 
+    /// The record a first delivery creates, its body hashed as received
+    /// (see [`Self::hashed_as`]). An event of a type the workspace does not
+    /// handle (`handled` false) is stored IGNORED (and never queued) so its
+    /// repeats are still recognised.
     pub fn first_delivery(
         pk: InboxPk,
         identity: &Identity,

@@ -18,6 +18,8 @@ use std::time::Duration;
 
 use crate::{Timestamp, action::ActionKey, failure::FailureKind};
 
+/// Where an action is in its life (the module's state machine), stored by
+/// name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ActionStatus {
     Pending,

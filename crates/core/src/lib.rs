@@ -4,6 +4,8 @@
 //! adapters crate implements, so the rules that make a webhook count once are
 //! tested without the network and with `now` passed in.
 
+#![warn(clippy::too_many_lines)]
+
 pub mod action;
 pub mod approval;
 pub mod batch;

@@ -17,8 +17,11 @@ use crate::{InboxPk, inbox::Origin, names::names};
 /// `{"v":2,"inbox_pk":"…","origin":"http","correlation_id":"…"}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QueueMessage {
+    /// The message's version: 1 or 2 ([`Self::VERSION`]).
     pub v: u8,
+    /// The event's inbox key, as stored text ([`InboxPk`]).
     pub inbox_pk: String,
+    /// How the event reached hookgate.
     pub origin: Origin,
     /// The event's correlation id ([`correlation_id`]); absent in v1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -35,6 +38,7 @@ pub enum MessageKind {
 }
 
 impl MessageKind {
+    /// The name of the message attribute that carries the kind.
     pub const ATTRIBUTE: &'static str = "kind";
 }
 
@@ -62,6 +66,8 @@ impl QueueMessage {
     /// The version this code writes.
     pub const VERSION: u8 = 2;
 
+    /// The message of the current version for the event `pk`, which
+    /// reached hookgate by `origin`.
     pub fn for_event(pk: &InboxPk, origin: Origin) -> Self {
         Self {
             v: Self::VERSION,
@@ -90,6 +96,7 @@ impl QueueMessage {
             .unwrap_or_else(|| correlation_id(pk))
     }
 
+    /// The body as sent.
     pub fn to_json(&self) -> String {
         // A struct of strings and a unit enum always serializes.
         serde_json::to_string(self).expect("QueueMessage serializes")

@@ -21,6 +21,7 @@ use serde_json::{Map, Value, json};
 
 use crate::Timestamp;
 
+/// The CloudWatch namespace of every metric hookgate emits.
 pub const NAMESPACE: &str = "hookgate";
 
 /// The dimension value for a provider or workspace that a request named but
@@ -130,18 +131,23 @@ pub fn tap(f: impl Fn(&str) + Send + Sync + 'static) {
     let _ = TAP.set(Box::new(f));
 }
 
-/// A thread's taps, by id.
+/// A thread's taps, by id. Only tests install them: the feature
+/// `test-support` (or the core's own tests) builds them in.
+#[cfg(any(test, feature = "test-support"))]
 type ThreadTaps = Vec<(u64, std::rc::Rc<dyn Fn(&str)>)>;
 
+#[cfg(any(test, feature = "test-support"))]
 thread_local! {
     static THREAD_TAPS: std::cell::RefCell<ThreadTaps> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// Removes its thread tap when dropped.
+#[cfg(any(test, feature = "test-support"))]
 #[must_use = "the tap is removed when this is dropped"]
 #[derive(Debug)]
 pub struct ThreadTap(u64);
 
+#[cfg(any(test, feature = "test-support"))]
 impl Drop for ThreadTap {
     /// Removes the tap from the dropping thread's list: drop it on the
     /// thread that made it (elsewhere it stays where it was, harmlessly).
@@ -154,6 +160,7 @@ impl Drop for ThreadTap {
 /// drops: a host running several stacks in one process (the memory
 /// harness, the integration tests, each on a current-thread runtime) tells
 /// one stack's lines from another's.
+#[cfg(any(test, feature = "test-support"))]
 pub fn tap_thread(f: impl Fn(&str) + 'static) -> ThreadTap {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -168,9 +175,13 @@ pub fn emit(dimensions: &[(&str, &str)], metrics: &[(&str, f64)], now: Timestamp
     if let Some(tap) = TAP.get() {
         tap(&line);
     }
-    let taps: Vec<_> = THREAD_TAPS.with(|t| t.borrow().iter().map(|(_, f)| f.clone()).collect());
-    for tap in taps {
-        tap(&line);
+    #[cfg(any(test, feature = "test-support"))]
+    {
+        let taps: Vec<_> =
+            THREAD_TAPS.with(|t| t.borrow().iter().map(|(_, f)| f.clone()).collect());
+        for tap in taps {
+            tap(&line);
+        }
     }
     if !MUTED.load(std::sync::atomic::Ordering::Relaxed) {
         println!("{line}");

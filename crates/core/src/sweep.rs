@@ -29,8 +29,12 @@ use crate::{
 /// What one sweep did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SweepReport {
+    /// Stranded records read.
     pub found: usize,
+    /// Of those, re-sent to the action queue.
     pub dispatched: usize,
+    /// Of those, not re-sent (the queue refused or did not answer): left
+    /// for the next run.
     pub failed: usize,
 }
 
@@ -68,6 +72,7 @@ pub struct Sweeper<S, Q> {
 }
 
 impl<S: InboxStore + SweepMarks, Q: ActionQueue> Sweeper<S, Q> {
+    /// A sweeper of `store` into `queue`, for records older than `age`.
     pub fn new(store: S, queue: Q, age: Duration) -> Self {
         Self { store, queue, age }
     }

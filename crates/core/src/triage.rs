@@ -132,6 +132,7 @@ fn known_kinds<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<FailureKind
 }
 
 impl Evidence {
+    /// The evidence with `kind` added to its error kinds.
     pub fn with_kind(mut self, kind: FailureKind) -> Self {
         self.error_kinds.push(kind);
         self
@@ -254,6 +255,7 @@ pub struct TriageSummary<'a> {
 }
 
 impl TriageItem {
+    /// The item as a list shows it ([`TriageSummary`]).
     pub fn summary(&self) -> TriageSummary<'_> {
         TriageSummary {
             id: &self.id,
@@ -267,6 +269,7 @@ impl TriageItem {
         }
     }
 
+    /// The item as operators see it whole ([`TriageView`]).
     pub fn view(&self) -> TriageView<'_> {
         TriageView {
             id: &self.id,

@@ -16,6 +16,8 @@
 //! Nothing here speaks AWS or HTTP: the CLI and the functions wire it to the
 //! DynamoDB adapters (`crates/adapters/src/wiring.rs`).
 
+#![warn(clippy::too_many_lines)]
+
 pub mod activity;
 pub mod api;
 pub mod decisions;

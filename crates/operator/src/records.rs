@@ -5,6 +5,9 @@
 use hookgate_core::{inbox::InboxRecord, ledger::ActionRecord};
 use serde::Serialize;
 
+/// An inbox record's collision: payloads that came under its key with
+/// another body; the SHA-256 of the first of them, and how many deliveries
+/// carried one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CollisionView {
     pub first_sha256: String,

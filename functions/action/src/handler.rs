@@ -11,6 +11,8 @@
 //! deleted (not reported), so the wait uses none of its receives toward the
 //! DLQ; if that send fails, it is reported and returns as a retry would.
 
+#![warn(clippy::too_many_lines)]
+
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use hookgate_core::{
     Timestamp,

@@ -1,5 +1,7 @@
 //! The action Lambda's entry point: wiring only.
 
+#![warn(clippy::too_many_lines)]
+
 use hookgate_adapters::wiring;
 use hookgate_core::Timestamp;
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};

@@ -3,6 +3,8 @@
 //! the held items nearing their deadline for its alarm
 //! (`hookgate_core::deadline`). Wiring only.
 
+#![warn(clippy::too_many_lines)]
+
 use hookgate_adapters::wiring;
 use hookgate_core::Timestamp;
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};

@@ -3,6 +3,8 @@
 //! classified and held (see `hookgate_core::dlq`); only letters that could not
 //! be filed are reported failed and come back. Nothing is re-injected here.
 
+#![warn(clippy::too_many_lines)]
+
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use hookgate_core::{
     Timestamp,

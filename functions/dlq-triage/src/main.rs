@@ -1,5 +1,7 @@
 //! The DLQ-triage Lambda's entry point: wiring only.
 
+#![warn(clippy::too_many_lines)]
+
 use hookgate_adapters::wiring;
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
 

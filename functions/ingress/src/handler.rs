@@ -9,6 +9,8 @@
 //! retries and on-failure destination apply. The Lambda runtime (`main.rs`)
 //! and the local runner call the same [`handle`].
 
+#![warn(clippy::too_many_lines)]
+
 use hookgate_core::{
     Timestamp,
     ingress::{Ingress, Refusal, Reply, WebhookRequest, webhook_route},

@@ -1,5 +1,7 @@
 //! The ingress Lambda's entry point: wiring only.
 
+#![warn(clippy::too_many_lines)]
+
 use hookgate_adapters::wiring;
 use lambda_http::{Error, run, service_fn};
 

@@ -8,6 +8,8 @@
 //! and bodies of `hookgate_operator::api`. Every decision goes through the
 //! `Decisions` port, as the CLI's and the console's do.
 
+#![warn(clippy::too_many_lines)]
+
 use std::{collections::HashMap, sync::Arc};
 
 use axum::{
@@ -36,10 +38,11 @@ use hookgate_operator::{
 };
 use lambda_http::{RequestExt, request::RequestContext};
 
-/// What the routes decide and read with: the decisions (re-injecting
-/// EventBridge events through `E`) and the operator's reads.
+/// The ops API's state: what the routes decide and read with, the
+/// decisions (re-injecting EventBridge events through `E`) and the
+/// operator's reads.
 #[derive(Debug)]
-pub struct Ops<E> {
+pub struct OpsApi<E> {
     pub decisions: DecisionsService<E>,
     pub reads: TableReadsService,
     /// The configuration the functions run with, and the clients its
@@ -48,7 +51,7 @@ pub struct Ops<E> {
     clients: Clients,
 }
 
-impl<E: EventIngress> Ops<E> {
+impl<E: EventIngress> OpsApi<E> {
     /// Assembled as deployed: the ops function's `main` and the tests call
     /// this, so neither wires it by hand.
     pub fn wire(config: Arc<Config>, clients: &Clients, ingress: E) -> Result<Self, ConfigError> {
@@ -63,7 +66,7 @@ impl<E: EventIngress> Ops<E> {
 
 /// The API. Every route needs an IAM caller ([`require_caller`]) and is
 /// logged with it.
-pub fn router<E: EventIngress + 'static>(ops: Arc<Ops<E>>) -> Router {
+pub fn router<E: EventIngress + 'static>(ops: Arc<OpsApi<E>>) -> Router {
     let mut router = Router::new()
         .route(api::TRIAGE_LIST, get(list::<E>))
         .route(api::TRIAGE_ITEM, get(show::<E>))
@@ -182,7 +185,7 @@ fn refused(e: &DecisionError) -> Response {
 /// The caller's items only: another workspace's are left out, and a page's
 /// token is built from the caller's items alone.
 async fn list<E: EventIngress>(
-    State(ops): State<Arc<Ops<E>>>,
+    State(ops): State<Arc<OpsApi<E>>>,
     Extension(caller): Extension<Caller>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
@@ -246,7 +249,7 @@ async fn list<E: EventIngress>(
 /// for an id that does not exist unless the caller may read every
 /// workspace (so a limited caller cannot learn which ids exist).
 async fn show<E: EventIngress>(
-    State(ops): State<Arc<Ops<E>>>,
+    State(ops): State<Arc<OpsApi<E>>>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
 ) -> Response {
@@ -270,7 +273,7 @@ async fn show<E: EventIngress>(
 /// One action's ledger record (a reconcile's read-back): 403 when it is
 /// another workspace's.
 async fn action<E: EventIngress>(
-    State(ops): State<Arc<Ops<E>>>,
+    State(ops): State<Arc<OpsApi<E>>>,
     Extension(caller): Extension<Caller>,
     Path(key): Path<String>,
 ) -> Response {
@@ -297,7 +300,7 @@ async fn action<E: EventIngress>(
 /// the kind's own check refuses.
 async fn decide<E: EventIngress>(
     kind: Kind,
-    State(ops): State<Arc<Ops<E>>>,
+    State(ops): State<Arc<OpsApi<E>>>,
     Extension(caller): Extension<Caller>,
     target: Option<Path<HashMap<String, String>>>,
     bytes: Bytes,
@@ -334,7 +337,7 @@ async fn decide<E: EventIngress>(
 /// caller sees its workspaces' references only; a destination's token,
 /// which no workspace owns, only a caller who reads every workspace.
 async fn secrets<E: EventIngress>(
-    State(ops): State<Arc<Ops<E>>>,
+    State(ops): State<Arc<OpsApi<E>>>,
     Extension(caller): Extension<Caller>,
 ) -> Response {
     let source = ops.clients.secrets(&ops.config);

@@ -124,7 +124,7 @@ impl Local {
         let addr = listener.local_addr()?;
         // The ops API beside the webhooks, as on the stack's HTTP API: its
         // front names each caller as API Gateway's IAM authorizer would.
-        let ops = hookgate_ops::Ops::wire(config.clone(), &clients_of("ops"), ingress.clone())?;
+        let ops = hookgate_ops::OpsApi::wire(config.clone(), &clients_of("ops"), ingress.clone())?;
         let (ops_api, _) = crate::ops_front::front(hookgate_ops::router(Arc::new(ops)), aws);
         let app = axum::Router::new()
             .route_service("/ops", ops_api.clone())

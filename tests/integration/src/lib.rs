@@ -4,7 +4,8 @@
 //! - `emulator`: the one emulator per process, and per-function SDK configs;
 //! - `stack`: a test's inbox, queue and ingress; `pipeline`: the whole path
 //!   to the simulated CRM under the template's Lambda limits;
-//! - `crash`: crash injection; `webhook`: signed deliveries;
+//! - `webhook`: signed deliveries (crash injection is `hookgate_memory`'s
+//!   `faults`, which `pipeline` wraps the worker's real adapters in);
 //! - `browser`: headless Chromium over WebDriver, for the console;
 //! - `logs` and `metrics`: what the code wrote for operators and alarms.
 //!
@@ -12,7 +13,6 @@
 //! endpoint is local. See `tests/emulator/server.py` for why the emulator is wrapped.
 
 pub mod browser;
-pub mod crash;
 pub mod emulator;
 pub mod logs;
 pub mod metrics;

@@ -13,7 +13,6 @@ use aws_sdk_sqs::types::QueueAttributeName;
 use hookgate_action::handle;
 use hookgate_adapters::{
     AwsSecrets, CrmDestination, DynamoInbox, DynamoLedger, DynamoTriage,
-    schema::create_actions_table,
     sqs_queue::SqsActionQueue,
     wiring::{self, ApprovalsService, Clients, TriagerService, WorkerService},
 };
@@ -23,15 +22,14 @@ use hookgate_core::{
 use hookgate_testkit::{
     limits::{Invocation, StackLimits},
     sim_crm::SimCrm,
+    tables::create_actions_table,
 };
 use serde_json::json;
 
-use std::sync::atomic::AtomicBool;
-
-use hookgate_adapters::counter::RequestCounter;
+use hookgate_memory::faults::{Faulty, Step, StepCrash};
+use hookgate_testkit::counter::RequestCounter;
 
 use crate::{
-    crash::{Crash, Step},
     emulator::Emulator,
     stack::{Stack, StackOptions, TestHolder, unique},
 };
@@ -139,7 +137,14 @@ business_id = ["/call_id"]
 "#;
 
 pub type TestWorker = WorkerService<CrmDestination>;
-pub type CrashWorker = Worker<DynamoInbox, Crash<DynamoLedger>, Crash<CrmDestination>, TestHolder>;
+/// A worker whose ledger and destinations crash once at a step
+/// (`Pipeline::crashing_worker`).
+pub type CrashWorker = Worker<
+    DynamoInbox,
+    Faulty<DynamoLedger, StepCrash>,
+    Faulty<CrmDestination, StepCrash>,
+    TestHolder,
+>;
 
 #[derive(Debug)]
 pub struct Pipeline {
@@ -319,7 +324,7 @@ impl Pipeline {
         create_actions_table(&stack.ddb, &actions_table)
             .await
             .expect("create actions table");
-        hookgate_adapters::schema::create_grants_table(&stack.ddb, &grants_table)
+        hookgate_testkit::tables::create_grants_table(&stack.ddb, &grants_table)
             .await
             .expect("create grants table");
         let alert_queue_url = alert_queue(&aws, &stack, &bus).await;
@@ -415,7 +420,7 @@ impl Pipeline {
 
     /// Sends the metric lines this test emitted so far to the emulator's
     /// CloudWatch, as those of a stack of its own: returns that stack's
-    /// `service` (read them with `Ops::metrics_of`). Only lines emitted on
+    /// `service` (read them with `Operator::metrics_of`). Only lines emitted on
     /// the test's thread are the test's: use it from a current-thread
     /// runtime (`#[tokio::test]`), with one pipeline in the test.
     pub async fn publish_metrics(&self) -> String {
@@ -595,19 +600,19 @@ impl Pipeline {
 
     /// A worker whose ledger and destinations crash once at `step`.
     pub async fn crashing_worker(&self, step: Step) -> Arc<CrashWorker> {
-        let armed = Arc::new(AtomicBool::new(true));
+        let crash = Arc::new(StepCrash::new(step));
         let config = &self.stack.config;
         let clients = Clients::new(&Emulator::shared().function_config("action").await);
         let destinations =
             wiring::destinations(config, worker_secrets(config, &clients), &clients.ddb)
                 .expect("destinations")
                 .into_iter()
-                .map(|(name, d)| (name, Crash::new(d, step, armed.clone())))
+                .map(|(name, d)| (name, Faulty::new(d, crash.clone())))
                 .collect();
         Arc::new(Worker::new(
             self.stack.config.clone(),
             DynamoInbox::new(self.stack.ddb.clone(), &self.stack.inbox_table),
-            Crash::new(self.ledger.clone(), step, armed),
+            Faulty::new(self.ledger.clone(), crash),
             destinations,
             self.holder.clone(),
         ))
@@ -619,7 +624,7 @@ impl Pipeline {
         let aws = Emulator::shared().function_config("ops").await;
         let clients = Clients::new(&aws);
         let config = self.stack.config.clone();
-        let ops = hookgate_ops::Ops::wire(config, &clients, self.stack.ingress.clone())
+        let ops = hookgate_ops::OpsApi::wire(config, &clients, self.stack.ingress.clone())
             .expect("wire the ops API");
         hookgate_ops::router(Arc::new(ops))
     }

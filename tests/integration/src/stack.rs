@@ -13,8 +13,6 @@ use std::{
 use aws_sdk_dynamodb::types::Select;
 use hookgate_adapters::{
     AwsSecrets, DynamoInbox,
-    counter::RequestCounter,
-    schema::{create_inbox_table, create_triage_table},
     wiring::{self, Clients, IngressService, StoreHolder},
 };
 use hookgate_core::{
@@ -24,6 +22,10 @@ use hookgate_core::{
     inbox::InboxRecord,
     ports::InboxStore,
     secret::{Secret, SecretError, SecretRef, SecretSource},
+};
+use hookgate_testkit::{
+    counter::RequestCounter,
+    tables::{create_inbox_table, create_triage_table},
 };
 use lambda_http::{Body, Request};
 

@@ -7,7 +7,10 @@
 //!   template sets them;
 //! - `poll`: an SQS event source mapping's invocation, for hosts that are
 //!   not Lambda;
-//! - `sim_crm`: the simulated CRM over HTTP, with faults.
+//! - `sim_crm`: the simulated CRM over HTTP, with faults;
+//! - `tables`: creates the stack's tables on the emulator for a test;
+//! - `counter`: counts the AWS requests a client sends;
+//! - `capacity`: an item's size and write units as DynamoDB bills them.
 //!
 //! The pure doubles (the memory ports, the contract suites, the simulator)
 //! are `hookgate-memory`'s, which builds with no AWS SDK.
@@ -15,7 +18,10 @@
 //! It finds the emulator and the scripts in the checkout it was built from:
 //! a development tool, never installed.
 
+pub mod capacity;
+pub mod counter;
 pub mod emulator;
 pub mod limits;
 pub mod poll;
 pub mod sim_crm;
+pub mod tables;

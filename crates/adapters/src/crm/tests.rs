@@ -7,6 +7,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use hookgate_core::action::ActionKey;
 use hookgate_core::config::{Config, Pace};
 use hookgate_core::failure::FailureKind;
+use hookgate_core::secret::{Secret, SecretError};
+use hookgate_core::vendor::Method;
 use serde_json::json;
 
 use super::*;

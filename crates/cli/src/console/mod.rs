@@ -29,7 +29,7 @@ use hookgate_operator::{
 
 pub use guard::{Guard, Refusal};
 
-use crate::ops::Ops;
+use crate::ops::Operator;
 
 /// The largest form the console accepts (a plan of a few thousand ids).
 const FORM_LIMIT: usize = 256 * 1024;
@@ -37,7 +37,7 @@ const FORM_LIMIT: usize = 256 * 1024;
 /// One console process: the operations, its guard, and its jobs.
 #[derive(Debug)]
 pub struct Console {
-    ops: Ops,
+    ops: Operator,
     guard: Guard,
     /// What the names of the alarms the overview reads start with (the
     /// AlarmNamePrefix output of the stack `--stack` names).
@@ -61,7 +61,7 @@ impl Console {
     /// identity once, so missing credentials fail at start, not at the first
     /// decision.
     pub async fn new(
-        ops: Ops,
+        ops: Operator,
         guard: Guard,
         alarm_prefix: Option<String>,
         rate: u32,

@@ -17,7 +17,7 @@ use hookgate_operator::{
 };
 use serde_json::{Value, json};
 
-use super::{Ops, Output, table, triage::refusal, when};
+use super::{Operator, Output, table, triage::refusal, when};
 
 /// Actions as `actions list` prints them.
 fn action_table(actions: &[ActionRecord]) -> String {
@@ -45,7 +45,7 @@ fn to_json(value: impl serde::Serialize) -> Value {
     serde_json::to_value(value).unwrap_or_default()
 }
 
-impl Ops {
+impl Operator {
     pub async fn inbox_show(&self, pk: &str) -> anyhow::Result<Output> {
         let pk = InboxPk::parse(pk).map_err(|e| anyhow::anyhow!("{e}"))?;
         let Some(record) = self.reads.inbox_record(&pk).await? else {
@@ -74,7 +74,7 @@ impl Ops {
         ))
     }
 
-    /// A page of [`Ops::actions_list`]: at most `limit` actions read after
+    /// A page of [`Operator::actions_list`]: at most `limit` actions read after
     /// the page whose token is `next` (`--json`: `{"items": […], "next": …}`).
     pub async fn actions_page(
         &self,

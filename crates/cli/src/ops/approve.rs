@@ -25,7 +25,7 @@ use hookgate_operator::{
 };
 use serde_json::{Value, json};
 
-use super::{Ops, Output, exit, triage::refusal};
+use super::{Operator, Output, exit, triage::refusal};
 
 /// What `hookgate triage approve` was asked.
 #[derive(Debug, Clone)]
@@ -82,7 +82,7 @@ impl std::fmt::Debug for Live<'_> {
     }
 }
 
-impl Ops {
+impl Operator {
     /// `triage approve` as the CLI runs it, `who` deciding: a dry run unless
     /// `--execute`, by id as in bulk (a bulk dry run writes its plan with
     /// `--plan-out`); carried out by id (`ID… --execute`), or as a reviewed
@@ -171,6 +171,8 @@ impl Ops {
             .await
     }
 
+    /// [`Operator::triage_approve`] with `live`: the items read, shown
+    /// (a dry run), or checked whole and approved one by one.
     async fn approve_items(
         &self,
         ids: &[String],
@@ -180,30 +182,10 @@ impl Ops {
         live: &mut Live<'_>,
     ) -> anyhow::Result<Output> {
         let now = Timestamp::now();
-        let items: Vec<TriageItem> = match selection {
-            None => {
-                let mut items = Vec::new();
-                for id in ids {
-                    match self.reads.triage_item(id).await? {
-                        Some(item) => items.push(item),
-                        None => return Ok(Output::not_found(format!("no triage item {id}"))),
-                    }
-                }
-                items
-            }
-            Some(selection) => {
-                if let Some(why) = selection.refusal() {
-                    return Ok(Output::failed(why));
-                }
-                // The caller's workspaces' items only, as the console plans.
-                let mut items = self.reads.selected(selection, now).await?;
-                items.retain(|i| self.reads.may_read(who, i.workspace.as_deref()));
-                items
-            }
+        let items = match self.items_to_approve(ids, selection, who, now).await? {
+            Ok(items) => items,
+            Err(output) => return Ok(output),
         };
-        if items.is_empty() {
-            return Ok(Output::not_found("no held item matches".into()));
-        }
         if dry_run {
             return self.dry_run(&items).await;
         }
@@ -219,9 +201,63 @@ impl Ops {
             reason: why.to_owned(),
             steps: ids.iter().map(|id| (id.clone(), Step::Waiting)).collect(),
         };
+        let stopped = self
+            .run_job(&mut job, &items, (who, why, per_second), live)
+            .await;
+        Ok(summary(&job, stopped))
+    }
+
+    /// The HELD items to approve: `ids`, or what `selection` takes of the
+    /// caller's workspaces; the output instead when there is none (or an id
+    /// is not found, or the selection is refused).
+    async fn items_to_approve(
+        &self,
+        ids: &[String],
+        selection: Option<&Selection>,
+        who: &Caller,
+        now: Timestamp,
+    ) -> anyhow::Result<Result<Vec<TriageItem>, Output>> {
+        let items: Vec<TriageItem> = match selection {
+            None => {
+                let mut items = Vec::new();
+                for id in ids {
+                    match self.reads.triage_item(id).await? {
+                        Some(item) => items.push(item),
+                        None => return Ok(Err(Output::not_found(format!("no triage item {id}")))),
+                    }
+                }
+                items
+            }
+            Some(selection) => {
+                if let Some(why) = selection.refusal() {
+                    return Ok(Err(Output::failed(why)));
+                }
+                // The caller's workspaces' items only, as the console plans.
+                let mut items = self.reads.selected(selection, now).await?;
+                items.retain(|i| self.reads.may_read(who, i.workspace.as_deref()));
+                items
+            }
+        };
+        if items.is_empty() {
+            return Ok(Err(Output::not_found("no held item matches".into())));
+        }
+        Ok(Ok(items))
+    }
+
+    /// Approves `job`'s items (`items`, in its order) one by one, at most
+    /// `per_second`, each line sent to `live` as it is decided; whether
+    /// `live`'s stop ended the run early.
+    async fn run_job(
+        &self,
+        job: &mut Job,
+        items: &[TriageItem],
+        (who, why, per_second): (&Caller, &str, u32),
+        live: &mut Live<'_>,
+    ) -> bool {
         let pause = Duration::from_secs(1) / per_second.max(1);
+        let total = items.len();
         let mut stopped = false;
-        for n in 0..ids.len() {
+        for (n, item) in items.iter().enumerate() {
             // A stop that came already (before the first item too: a
             // signal's handler is in place from this first poll on) starts
             // no item.
@@ -229,28 +265,8 @@ impl Ops {
             if stopped {
                 break;
             }
-            // Each item on the hold this run read of it: one held again
-            // since is refused, not approved unseen.
-            let decision = Decision::Approve {
-                id: ids[n].clone(),
-                reason: why.to_owned(),
-                seen: ItemSeen::of(&items[n]),
-            };
             job.steps[n].1 = Step::Running;
-            let approval = self.decisions.decide(who, &decision, Timestamp::now());
-            tokio::pin!(approval);
-            // A stop meanwhile ends the run after this item, never inside it.
-            let decided = tokio::select! {
-                biased;
-                decided = &mut approval => decided,
-                () = &mut live.stop, if !stopped => {
-                    stopped = true;
-                    approval.await
-                }
-            };
-            // A store, the queue or the API failed: the item may be left
-            // APPROVED, which approving it again finishes.
-            let step = Step::of(decided.map(|done| approved(&done)));
+            let step = self.approve_one(item, who, why, live, &mut stopped).await;
             let result = match &step {
                 Step::Approved(words) => words.clone(),
                 Step::Unknown(e) => format!("outcome unknown: {e}"),
@@ -259,10 +275,10 @@ impl Ops {
             };
             job.steps[n].1 = step;
             (live.line)(
-                &format!("[{}/{}] {} {result}\n", n + 1, ids.len(), ids[n]),
-                &json!({"id": ids[n], "result": result}),
+                &format!("[{}/{total}] {} {result}\n", n + 1, item.id),
+                &json!({"id": item.id, "result": result}),
             );
-            if stopped || n + 1 == ids.len() {
+            if stopped || n + 1 == total {
                 break;
             }
             // The next turn's check ends the run if the stop came meanwhile.
@@ -272,7 +288,38 @@ impl Ops {
                 () = tokio::time::sleep(pause) => {}
             }
         }
-        Ok(summary(&job, stopped))
+        stopped
+    }
+
+    /// Approves `item` on the hold this run read of it (one held again
+    /// since is refused, not approved unseen). A stop meanwhile sets
+    /// `stopped`, and ends the run after this item, never inside it.
+    async fn approve_one(
+        &self,
+        item: &TriageItem,
+        who: &Caller,
+        why: &str,
+        live: &mut Live<'_>,
+        stopped: &mut bool,
+    ) -> Step {
+        let decision = Decision::Approve {
+            id: item.id.clone(),
+            reason: why.to_owned(),
+            seen: ItemSeen::of(item),
+        };
+        let approval = self.decisions.decide(who, &decision, Timestamp::now());
+        tokio::pin!(approval);
+        let decided = tokio::select! {
+            biased;
+            decided = &mut approval => decided,
+            () = &mut live.stop, if !*stopped => {
+                *stopped = true;
+                approval.await
+            }
+        };
+        // A store, the queue or the API failed: the item may be left
+        // APPROVED, which approving it again finishes.
+        Step::of(decided.map(|done| approved(&done)))
     }
 
     /// What approving each item would do, decided nothing.

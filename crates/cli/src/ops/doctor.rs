@@ -11,9 +11,9 @@ use aws_sdk_sqs::types::QueueAttributeName;
 use hookgate_core::doctor::{Alarm, Check, Facts, SecretLookup, diagnose, secrets_to_check};
 use serde_json::{Value, json};
 
-use super::{Ops, Output, exit, table};
+use super::{Operator, Output, exit, table};
 
-impl Ops {
+impl Operator {
     /// Checks the stack; `rule` names the EventBridge rule (and its bus) whose
     /// target is the ingress, when there is one (its retry window and
     /// dead-letter queue are read); `functions` the deployed ingress and
@@ -52,7 +52,7 @@ impl Ops {
         Ok(output)
     }
 
-    /// [`Ops::doctor`]'s checks, as the console shows them.
+    /// [`Operator::doctor`]'s checks, as the console shows them.
     pub async fn doctor_checks(
         &self,
         rule: Option<(&str, &str)>,
@@ -69,65 +69,94 @@ impl Ops {
             ..Facts::default()
         };
         if let Some((name, bus)) = rule {
-            let targets = self
-                .events
-                .list_targets_by_rule()
-                .rule(name)
-                .event_bus_name(bus)
-                .send()
-                .await?;
-            let age = targets
-                .targets()
-                .iter()
-                .filter_map(|t| t.retry_policy()?.maximum_event_age_in_seconds())
-                .max()
-                // EventBridge's default when the target sets no RetryPolicy.
-                .unwrap_or(86_400);
-            facts.rule_max_age = Some(Duration::from_secs(u64::try_from(age).unwrap_or(0)));
-            let dead_letter = targets
-                .targets()
-                .iter()
-                .find_map(|t| t.dead_letter_config()?.arn())
-                .map(str::to_owned);
-            if let Some(arn) = &dead_letter {
-                facts.dlq_redrive.push(self.dlq_redrives(arn).await?);
-            }
-            facts.rule_dead_letter = Some(dead_letter);
+            self.rule_facts(&mut facts, name, bus).await?;
         }
         if let Some(prefix) = alarm_prefix {
             facts.alarms = Some(self.alarms(prefix).await?);
         }
         if let Some((ingress, action)) = functions {
-            let invoke = self
-                .lambda
-                .get_function_event_invoke_config()
-                .function_name(ingress)
-                .send()
-                .await?;
-            let deployed = invoke.maximum_event_age_in_seconds().unwrap_or(21_600);
-            let on_failure = invoke
-                .destination_config()
-                .and_then(|d| d.on_failure()?.destination())
-                .filter(|arn| arn.split(':').nth(2) == Some("sqs"));
-            if let Some(arn) = on_failure {
-                facts.dlq_redrive.push(self.dlq_redrives(arn).await?);
-            }
-            facts.configured_async_max_age = Some(facts.async_max_age);
-            facts.async_max_age = Duration::from_secs(u64::try_from(deployed).unwrap_or(0));
-            let action = self
-                .lambda
-                .get_function_configuration()
-                .function_name(action)
-                .send()
-                .await?;
-            if let Some(timeout) = action.timeout() {
-                facts.action_timeout = Duration::from_secs(u64::try_from(timeout).unwrap_or(0));
-            }
+            self.function_facts(&mut facts, ingress, action).await?;
         }
+        self.inbox_ttl_facts(&mut facts).await?;
+        self.queue_facts(&mut facts).await?;
+        self.secret_facts(&mut facts).await?;
+        facts.grants = self.grants().await?;
+        Ok(diagnose(&facts))
+    }
+
+    /// The EventBridge rule `name` on `bus`: its targets' retry window, and
+    /// their dead-letter queue and whether it redrives.
+    async fn rule_facts(&self, facts: &mut Facts, name: &str, bus: &str) -> anyhow::Result<()> {
+        let targets = self
+            .events
+            .list_targets_by_rule()
+            .rule(name)
+            .event_bus_name(bus)
+            .send()
+            .await?;
+        let age = targets
+            .targets()
+            .iter()
+            .filter_map(|t| t.retry_policy()?.maximum_event_age_in_seconds())
+            .max()
+            // EventBridge's default when the target sets no RetryPolicy.
+            .unwrap_or(86_400);
+        facts.rule_max_age = Some(Duration::from_secs(u64::try_from(age).unwrap_or(0)));
+        let dead_letter = targets
+            .targets()
+            .iter()
+            .find_map(|t| t.dead_letter_config()?.arn())
+            .map(str::to_owned);
+        if let Some(arn) = &dead_letter {
+            facts.dlq_redrive.push(self.dlq_redrives(arn).await?);
+        }
+        facts.rule_dead_letter = Some(dead_letter);
+        Ok(())
+    }
+
+    /// The deployed functions: the `ingress` one's async MaximumEventAge
+    /// and on-failure queue, the `action` one's timeout, read from Lambda
+    /// instead of taken from the configuration.
+    async fn function_facts(
+        &self,
+        facts: &mut Facts,
+        ingress: &str,
+        action: &str,
+    ) -> anyhow::Result<()> {
+        let invoke = self
+            .lambda
+            .get_function_event_invoke_config()
+            .function_name(ingress)
+            .send()
+            .await?;
+        let deployed = invoke.maximum_event_age_in_seconds().unwrap_or(21_600);
+        let on_failure = invoke
+            .destination_config()
+            .and_then(|d| d.on_failure()?.destination())
+            .filter(|arn| arn.split(':').nth(2) == Some("sqs"));
+        if let Some(arn) = on_failure {
+            facts.dlq_redrive.push(self.dlq_redrives(arn).await?);
+        }
+        facts.configured_async_max_age = Some(facts.async_max_age);
+        facts.async_max_age = Duration::from_secs(u64::try_from(deployed).unwrap_or(0));
+        let action = self
+            .lambda
+            .get_function_configuration()
+            .function_name(action)
+            .send()
+            .await?;
+        if let Some(timeout) = action.timeout() {
+            facts.action_timeout = Duration::from_secs(u64::try_from(timeout).unwrap_or(0));
+        }
+        Ok(())
+    }
+
+    /// The inbox table's TTL attribute, when its TTL is enabled.
+    async fn inbox_ttl_facts(&self, facts: &mut Facts) -> anyhow::Result<()> {
         let ttl = self
             .ddb
             .describe_time_to_live()
-            .table_name(&config.inbox_table)
+            .table_name(&self.config.inbox_table)
             .send()
             .await?;
         facts.ttl_attribute = ttl
@@ -135,10 +164,16 @@ impl Ops {
             .filter(|d| d.time_to_live_status().map(|s| s.as_str()) == Some("ENABLED"))
             .and_then(|d| d.attribute_name())
             .map(str::to_owned);
+        Ok(())
+    }
+
+    /// The action queue's visibility timeout and redrive policy, and its
+    /// dead-letter queue's own redrive.
+    async fn queue_facts(&self, facts: &mut Facts) -> anyhow::Result<()> {
         let attrs = self
             .sqs
             .get_queue_attributes()
-            .queue_url(&config.action_queue_url)
+            .queue_url(&self.config.action_queue_url)
             .attribute_names(QueueAttributeName::VisibilityTimeout)
             .attribute_names(QueueAttributeName::RedrivePolicy)
             .send()
@@ -164,8 +199,14 @@ impl Ops {
         {
             facts.dlq_redrive.push(self.dlq_redrives(&dlq).await?);
         }
+        Ok(())
+    }
 
-        for (user, reference) in secrets_to_check(config) {
+    /// Whether each SSM and Secrets Manager reference of the configuration
+    /// exists (its metadata, with the operator's credentials) and, with the
+    /// ops API, whether it resolves for the functions.
+    async fn secret_facts(&self, facts: &mut Facts) -> anyhow::Result<()> {
+        for (user, reference) in secrets_to_check(&self.config) {
             let error = self.secrets.describe(&reference).await.err();
             facts.secrets.push(SecretLookup {
                 user: user.to_string(),
@@ -181,9 +222,7 @@ impl Ops {
                 .map_err(|e| anyhow::anyhow!("the ops API's secrets check: {e}"))?;
             facts.resolved = Some(resolved.iter().filter_map(|r| r.lookup()).collect());
         }
-
-        facts.grants = self.grants().await?;
-        Ok(diagnose(&facts))
+        Ok(())
     }
 
     /// Each destination's grant and the status the action function

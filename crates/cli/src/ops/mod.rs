@@ -83,7 +83,7 @@ impl Output {
 /// (`hookgate_operator`), its decisions through the ops API, and the
 /// clients `doctor`, `status` and the alarms need.
 #[derive(Debug)]
-pub struct Ops {
+pub struct Operator {
     config: Arc<Config>,
     sqs: aws_sdk_sqs::Client,
     events: aws_sdk_eventbridge::Client,
@@ -102,7 +102,7 @@ pub struct Ops {
     pub decisions: ApiDecisions,
 }
 
-impl Ops {
+impl Operator {
     /// The operator's view over `aws`, deciding through the ops API at
     /// `ops_url` (the stack's `OpsApiUrl`), signed with `aws`'s credentials.
     pub fn connect(
@@ -139,7 +139,7 @@ impl Ops {
     }
 }
 
-impl Ops {
+impl Operator {
     /// Who decides: the credentials' STS caller identity, the one API
     /// Gateway names when the ops API is called with them (the API records
     /// it with the access key and source IP). The console shows it and

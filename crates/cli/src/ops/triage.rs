@@ -10,7 +10,7 @@ use hookgate_core::{
 use hookgate_operator::{Caller, DecisionError, Decisions, decisions::Decision};
 use serde_json::{Value, json};
 
-use super::{Ops, Output, table, when};
+use super::{Operator, Output, table, when};
 
 /// Items as `triage list` prints them.
 fn item_table(items: &[TriageItem]) -> String {
@@ -65,7 +65,7 @@ pub(super) fn refusal(e: DecisionError, what: impl FnOnce() -> String) -> anyhow
     })
 }
 
-impl Ops {
+impl Operator {
     /// Items with `status` (HELD by default), optionally of one class.
     pub async fn triage_list(
         &self,
@@ -79,7 +79,7 @@ impl Ops {
         ))
     }
 
-    /// A page of [`Ops::triage_list`]: at most `limit` items after the page
+    /// A page of [`Operator::triage_list`]: at most `limit` items after the page
     /// whose token is `next`, and the next page's token (`--json`:
     /// `{"items": […], "next": token or null}`).
     pub async fn triage_page(

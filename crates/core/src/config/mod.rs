@@ -12,12 +12,18 @@
 //! - `file`: the TOML as written;
 //! - `env`: the `HOOKGATE_*` overrides, one line each;
 //! - `validate`: the typed values and the refusals;
-//! - this module: the validated [`Config`] and what the code asks of it.
+//! - `read`: the file and the overrides read into a [`Config`];
+//! - `destination`: a destination as configured;
+//! - `derived`: what the code asks of a [`Config`] (budgets, windows, TTLs);
+//! - this module: the validated [`Config`] and its parts.
 //!
 //! The example config (`config/hookgate.example.toml`) documents every key.
 
+mod derived;
+mod destination;
 mod env;
 mod file;
+mod read;
 #[cfg(test)]
 mod tests;
 mod validate;
@@ -33,8 +39,7 @@ use crate::{
     Provider, Timestamp, WorkspaceId, destination::Strategy, provider::Scheme, rules::Rule,
     secret::SecretRef, vendor::VendorRef,
 };
-use env::Env;
-use file::File;
+pub use destination::{DestinationConfig, Pace, RequestTemplate};
 
 /// A configuration that cannot run. Each message names the key or variable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -256,95 +261,6 @@ impl Decider {
     }
 }
 
-/// A configured destination (`[destinations.<name>]`), validated.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DestinationConfig {
-    /// The CRM vendor it writes to ([`crate::vendor::registry`]).
-    pub kind: VendorRef,
-    pub base_url: String,
-    /// How writes are made safe: the kind's default unless configured.
-    pub strategy: Strategy,
-    /// A secret reference sent as `Authorization: Bearer …`.
-    pub auth: Option<SecretRef>,
-    pub timeout_ms: u64,
-    pub idempotency_header: String,
-    /// How long the destination remembers an idempotency key (many keep one
-    /// for about a day). A later attempt looks the action up before creating
-    /// again. Absent: the key is trusted for the ledger's retention.
-    pub key_retention_secs: Option<u64>,
-    /// How long its search may lag its writes (`search_lag_secs`): a lookup
-    /// destination's "not found" is trusted only this long after what an
-    /// earlier attempt may have written (`destination::perform`). Zero for
-    /// a destination that does not look up.
-    pub search_lag: Duration,
-    /// The calls per second (and burst) each worker instance allows itself.
-    pub pace: Option<Pace>,
-    /// The request an `http` destination is sent (`[destinations.<name>.request]`);
-    /// `None`: `POST {base_url}/tasks` with the action as its body.
-    pub request: Option<RequestTemplate>,
-    /// Its OAuth2 grant (`[destinations.<name>.grant]`), in place of `auth`.
-    pub grant: Option<crate::grant::GrantConfig>,
-}
-
-/// What an `http` destination is sent, as templates rendered against the
-/// action (`crate::effect::Template`): `{{/key}}` (the key as sent),
-/// `{{/action}}`, `{{/object}}`, `{{/fields/<field>}}`, `{{/links/0/value}}`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RequestTemplate {
-    pub method: crate::vendor::Method,
-    /// The path below `base_url`, `/`-separated; each segment is rendered,
-    /// then sent percent-encoded as one segment.
-    pub path: String,
-    /// Headers sent as rendered (never `Authorization`: that is `auth`).
-    pub headers: Vec<(String, String)>,
-    /// The JSON body, its strings rendered as templates; `None`: the
-    /// action as it is.
-    pub body: Option<serde_json::Value>,
-}
-
-/// A destination's rate limit per worker instance (`crates/core/src/pace.rs`).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Pace {
-    pub rate_per_sec: f64,
-    pub burst: u32,
-}
-
-/// The rate is never NaN (validation refuses it), so equality is total.
-impl Eq for Pace {}
-
-impl Pace {
-    /// The highest rate a destination may be given, per instance.
-    pub const MAX_RATE: f64 = 10_000.0;
-    pub const MAX_BURST: u32 = 1_000;
-}
-
-impl DestinationConfig {
-    /// The most one call takes: its requests within `timeout_ms`, and with
-    /// a grant, the token's wait or refresh ([`crate::grant::Timing::budget`],
-    /// the token endpoint asked within `timeout_ms` too).
-    pub fn call_budget(&self, store_timeout: Duration) -> Duration {
-        let timeout = Duration::from_millis(self.timeout_ms);
-        match &self.grant {
-            Some(grant) => timeout
-                .saturating_add(crate::grant::Timing::of(grant, timeout, store_timeout).budget()),
-            None => timeout,
-        }
-    }
-
-    pub const DEFAULT_TIMEOUT_MS: u64 = 3000;
-    pub const DEFAULT_IDEMPOTENCY_HEADER: &str = "Idempotency-Key";
-
-    /// How long its idempotency keys are remembered: as the destination
-    /// says, or else as its vendor documents, if it does.
-    pub fn key_retention(&self) -> Option<Duration> {
-        self.key_retention_secs.map(Duration::from_secs).or(self
-            .kind
-            .spec()
-            .keying(self.strategy)
-            .key_retention)
-    }
-}
-
 /// The EventBridge rule-target path: which events belong to which workspace,
 /// and the deployment's retry windows.
 #[derive(Debug, Clone)]
@@ -536,267 +452,5 @@ impl Config {
             }));
         }
         out
-    }
-
-    /// Parses and validates `text`, with `env` supplying `HOOKGATE_*`
-    /// overrides (a function, so tests need not touch the process env).
-    pub fn from_toml(
-        text: &str,
-        env: impl Fn(&str) -> Option<String>,
-    ) -> Result<Self, ConfigError> {
-        let mut file: File =
-            toml::from_str(text).map_err(|e| ConfigError::Syntax(e.message().to_owned()))?;
-        let env = Env(env);
-        let sources = validate::event_sources(std::mem::take(&mut file.eventbridge.sources))?;
-        let (ingress, actions, eb) = (&file.ingress, &file.actions, &file.eventbridge);
-        let mut config = Self {
-            inbox_table: env.required("HOOKGATE_INBOX_TABLE", "inbox.table", file.inbox.table)?,
-            action_queue_url: env.required(
-                "HOOKGATE_ACTION_QUEUE_URL",
-                "queue.action_queue_url",
-                file.queue.action_queue_url,
-            )?,
-            inbox_ttl: env.secs(
-                "HOOKGATE_INBOX_TTL_SECS",
-                file.inbox.ttl_secs,
-                Self::DEFAULT_TTL,
-            )?,
-            max_body_bytes: env.count(
-                "HOOKGATE_MAX_BODY_BYTES",
-                ingress.max_body_bytes,
-                Self::DEFAULT_MAX_BODY_BYTES,
-            )?,
-            redispatch_grace: env.secs(
-                "HOOKGATE_REDISPATCH_GRACE_SECS",
-                ingress.redispatch_grace_secs,
-                Self::DEFAULT_GRACE,
-            )?,
-            secret_refresh: env.secs(
-                "HOOKGATE_SECRET_REFRESH_SECS",
-                file.secrets.refresh_secs,
-                Self::DEFAULT_SECRET_REFRESH,
-            )?,
-            workspaces: validate::workspaces(file.workspaces)?,
-            eventbridge: EventBridge {
-                sources,
-                rule_max_event_age: env.secs(
-                    "HOOKGATE_EVENTBRIDGE_MAX_EVENT_AGE_SECS",
-                    eb.rule_max_event_age_secs,
-                    EventBridge::DEFAULT_RULE_MAX_AGE,
-                )?,
-                async_max_event_age: env.secs(
-                    "HOOKGATE_ASYNC_MAX_EVENT_AGE_SECS",
-                    eb.async_max_event_age_secs,
-                    EventBridge::DEFAULT_ASYNC_MAX_AGE,
-                )?,
-            },
-            triage_table: env.text("HOOKGATE_TRIAGE_TABLE", file.triage.table),
-            event_bus: env
-                .text("HOOKGATE_EVENT_BUS", file.triage.event_bus)
-                .unwrap_or_else(|| "default".to_owned()),
-            actions_table: env.text("HOOKGATE_ACTIONS_TABLE", actions.table.clone()),
-            grants_table: env.text("HOOKGATE_GRANTS_TABLE", actions.grants_table.clone()),
-            lease: env.secs(
-                "HOOKGATE_LEASE_SECS",
-                actions.lease_secs,
-                Self::DEFAULT_LEASE,
-            )?,
-            sweep_age: Duration::ZERO,
-            action_timeout: env.secs(
-                "HOOKGATE_ACTION_TIMEOUT_SECS",
-                actions.function_timeout_secs,
-                Self::DEFAULT_ACTION_TIMEOUT,
-            )?,
-            store_timeout: Duration::from_millis(env.number(
-                "HOOKGATE_STORE_TIMEOUT_MS",
-                actions.store_timeout_ms,
-                u64::try_from(Self::DEFAULT_STORE_TIMEOUT.as_millis()).unwrap_or(u64::MAX),
-            )?),
-            batch_concurrency: env
-                .count(
-                    "HOOKGATE_BATCH_CONCURRENCY",
-                    actions.batch_concurrency,
-                    Self::DEFAULT_BATCH_CONCURRENCY,
-                )?
-                .max(1),
-            // Set by the template only, together: SQS's retry window.
-            action_queue: match (
-                env.get("HOOKGATE_ACTION_QUEUE_VISIBILITY_SECS"),
-                env.get("HOOKGATE_MAX_RECEIVE_COUNT"),
-            ) {
-                (Some(_), Some(_)) => Some(QueueRetry {
-                    visibility: env.secs(
-                        "HOOKGATE_ACTION_QUEUE_VISIBILITY_SECS",
-                        None,
-                        Duration::ZERO,
-                    )?,
-                    max_receives: u32::try_from(env.number(
-                        "HOOKGATE_MAX_RECEIVE_COUNT",
-                        None,
-                        0,
-                    )?)
-                    .unwrap_or(u32::MAX),
-                }),
-                _ => None,
-            },
-            ledger_retention: Duration::ZERO,
-            hold_window: file
-                .triage
-                .hold_window_secs
-                .map_or(Self::DEFAULT_HOLD_WINDOW, Duration::from_secs),
-            hold_notice: file
-                .triage
-                .hold_notice_secs
-                .map_or(Self::DEFAULT_HOLD_NOTICE, Duration::from_secs),
-            destinations: validate::destinations(file.destinations)?,
-            rules: file.rules,
-            deciders: file.ops.deciders,
-            version: Self::version_of(text),
-        };
-        let explicit_sweep = match env.get("HOOKGATE_SWEEP_AGE_SECS") {
-            Some(_) => Some(env.secs("HOOKGATE_SWEEP_AGE_SECS", None, Duration::ZERO)?),
-            None => actions.sweep_age_secs.map(Duration::from_secs),
-        };
-        let explicit_retention = actions.retention_secs.map(Duration::from_secs);
-        config.validate(explicit_sweep, explicit_retention)?;
-        Ok(config)
-    }
-
-    /// Room an invocation needs beyond its actions' worst case: the
-    /// runtime's start and the receive. Without it an action whose worst
-    /// case equals the timeout could never start.
-    pub const INVOCATION_SLACK: Duration = Duration::from_millis(500);
-
-    /// The store calls an action makes before its destination calls: the
-    /// reservation's conditional put, and the update that takes the record
-    /// over when it stands there (or keeps a found record longer).
-    pub const RESERVATION_WRITES: u32 = 2;
-
-    /// The most calls one attempt makes at `destination`
-    /// ([`Strategy::max_calls`]).
-    pub fn destination_calls(&self, destination: &str) -> u32 {
-        self.destinations
-            .get(destination)
-            .map_or(Strategy::IdempotencyKey, |d| d.strategy)
-            .max_calls()
-    }
-
-    /// The worst case of one action on `destination` from its start until
-    /// its last destination call ends, which its lease must hold: the
-    /// reservation's writes at the store timeout, then every call an attempt
-    /// can make (a look-first lookup, the create, and after a lost answer
-    /// the same create again or a lookup) at the destination's timeout,
-    /// each bounded whole (its token's reads and a 401's second request
-    /// included).
-    pub fn action_budget(&self, destination: &str) -> Duration {
-        let call = self.destinations.get(destination).map_or(
-            Duration::from_millis(DestinationConfig::DEFAULT_TIMEOUT_MS),
-            |d| d.call_budget(self.store_timeout),
-        );
-        call.saturating_mul(self.destination_calls(destination))
-            .saturating_add(self.store_timeout.saturating_mul(Self::RESERVATION_WRITES))
-    }
-
-    /// [`Config::action_budget`] and the one store call after the
-    /// destination calls (the settle; a colliding action's record): when
-    /// the message's next action may start, at the latest.
-    pub fn action_span(&self, destination: &str) -> Duration {
-        self.action_budget(destination)
-            .saturating_add(self.store_timeout)
-    }
-
-    /// The triage table, required by triage and approvals.
-    pub fn require_triage_table(&self) -> Result<&str, ConfigError> {
-        self.triage_table.as_deref().ok_or(ConfigError::Missing {
-            key: "triage.table",
-            var: "HOOKGATE_TRIAGE_TABLE",
-        })
-    }
-
-    /// The grants table, required by a worker with a grant.
-    pub fn require_grants_table(&self) -> Result<&str, ConfigError> {
-        self.grants_table.as_deref().ok_or(ConfigError::Missing {
-            key: "actions.grants_table",
-            var: "HOOKGATE_GRANTS_TABLE",
-        })
-    }
-
-    /// The ledger table, required by the action worker.
-    pub fn require_actions_table(&self) -> Result<&str, ConfigError> {
-        self.actions_table.as_deref().ok_or(ConfigError::Missing {
-            key: "actions.table",
-            var: "HOOKGATE_ACTIONS_TABLE",
-        })
-    }
-
-    /// How long after its first attempt `provider` may deliver an event
-    /// again: its registry horizon; EventBridge's is the deployment's (the
-    /// rule's MaxEventAge plus the function's async MaximumEventAge).
-    pub fn redelivery_window(&self, provider: Provider) -> Duration {
-        match provider {
-            Provider::Eventbridge => self.eventbridge.redelivery_window(),
-            other => other.redelivery_window(),
-        }
-    }
-
-    /// How long an inbox record of `provider` lives: twice that provider's
-    /// re-delivery window, and never less than `inbox_ttl`, the least every
-    /// record keeps. A provider that retries for weeks keeps only its own
-    /// records that long.
-    pub fn inbox_ttl_for(&self, provider: Provider) -> Duration {
-        self.inbox_ttl
-            .max(self.redelivery_window(provider).saturating_mul(2))
-    }
-
-    /// Each configured provider (EventBridge when sources are mapped) with
-    /// how long its records live, by name: what `check-config` reports.
-    pub fn inbox_ttls(&self) -> Vec<(Provider, Duration)> {
-        let mut providers: Vec<Provider> = self
-            .workspaces
-            .values()
-            .flat_map(|w| w.providers.keys().copied())
-            .chain((!self.eventbridge.sources.is_empty()).then_some(Provider::Eventbridge))
-            .collect();
-        providers.sort_by_key(|p| p.as_str());
-        providers.dedup();
-        providers
-            .into_iter()
-            .map(|p| (p, self.inbox_ttl_for(p)))
-            .collect()
-    }
-
-    /// The longest any record of this configuration lives (the ledger's
-    /// retention is held to twice it).
-    pub fn longest_inbox_ttl(&self) -> Duration {
-        self.inbox_ttls()
-            .into_iter()
-            .map(|(_, ttl)| ttl)
-            .fold(self.inbox_ttl, Duration::max)
-    }
-
-    /// Until when holding an event of `provider` at `now` keeps its inbox
-    /// record (whole seconds, as the TTL attribute): the hold window from
-    /// `now`, or the provider's TTL when that is longer, so a hold never
-    /// shortens a record's life (docs/design.md, "Inbox table").
-    pub fn hold_until(&self, provider: Provider, now: Timestamp) -> Timestamp {
-        let keep = self.hold_window.max(self.inbox_ttl_for(provider));
-        Timestamp::from_secs(now.plus(keep).as_secs())
-    }
-
-    /// Whether the caller `caller_arn` may decide for `workspace` (`None`: an
-    /// item that names none, which only a `*` decider may decide).
-    pub fn may_decide(&self, caller_arn: &str, workspace: Option<&str>) -> bool {
-        self.deciders.is_empty()
-            || self.deciders.iter().any(|d| {
-                d.matches(caller_arn)
-                    && d.workspaces
-                        .iter()
-                        .any(|w| w == "*" || Some(w.as_str()) == workspace)
-            })
-    }
-
-    /// The binding for a URL's provider and workspace segments, if both exist.
-    pub fn binding(&self, workspace: &WorkspaceId, provider: Provider) -> Option<&ProviderBinding> {
-        self.workspaces.get(workspace)?.providers.get(&provider)
     }
 }

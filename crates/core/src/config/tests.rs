@@ -262,7 +262,13 @@ fn a_grant_counts_its_wait_or_refresh_in_each_call_and_is_refused_beside_auth() 
         "timeout_ms = 8000\n    auth = \"env:TOKEN\"",
     );
     let e = Config::from_toml(&both, env).unwrap_err().to_string();
-    assert!(e.contains("auth and grant are both set"), "{e}");
+    assert!(
+        e.contains(
+            "auth and grant are both set: a destination's token is a static one (auth) \
+             or its grant's (grant), not both"
+        ),
+        "{e}"
+    );
 }
 
 #[test]
@@ -852,22 +858,26 @@ fn a_lookup_destinations_search_lag_defaults_by_kind_and_fits_one_delayed_send()
     );
 }
 
-/// A rule's typed effect, checked against what its destination's vendor
-/// can write (`Spec::check`): `check-config` refuses it with the reason.
-#[test]
-fn check_config_refuses_objects_fields_and_links_a_vendor_cannot_write() {
-    let rule = |destination: &str, body: &str| {
-        format!(
-            "{BASE}\n[destinations.sf]\nkind = \"salesforce\"\nbase_url = \"https://sf.example.test\"\n\
+/// A config with four vendor destinations (Salesforce and HubSpot, each by
+/// upsert and by their other strategy) and one rule to `destination`, whose
+/// effect is `body`.
+fn vendor_rule(destination: &str, body: &str) -> String {
+    format!(
+        "{BASE}\n[destinations.sf]\nkind = \"salesforce\"\nbase_url = \"https://sf.example.test\"\n\
              [destinations.sfui]\nkind = \"salesforce\"\nstrategy = \"idempotency-key\"\nbase_url = \"https://sf.example.test\"\n\
              [destinations.hs]\nkind = \"hubspot\"\nbase_url = \"https://hs.example.test\"\n\
              [destinations.hsl]\nkind = \"hubspot\"\nstrategy = \"lookup\"\nbase_url = \"https://hs.example.test\"\n\
              [[rules]]\nworkspace = \"ws-1\"\nprovider = \"stripe\"\nevent_types = [\"payment_intent.succeeded\"]\n\
              action = \"make\"\ndestination = \"{destination}\"\nbusiness_id = [\"/data/object/id\"]\n{body}\n"
-        )
-    };
+    )
+}
+
+/// A rule's typed effect, checked against what its destination's vendor
+/// can write (`Spec::check`): `check-config` refuses it with the reason.
+#[test]
+fn check_config_refuses_objects_fields_and_links_a_vendor_cannot_write() {
     let refused = |destination: &str, body: &str| {
-        Config::from_toml(&rule(destination, body), no_env)
+        Config::from_toml(&vendor_rule(destination, body), no_env)
             .unwrap_err()
             .to_string()
     };
@@ -941,7 +951,11 @@ fn check_config_refuses_objects_fields_and_links_a_vendor_cannot_write() {
             "{error}"
         );
     }
-    // What each vendor can write loads.
+}
+
+/// What each vendor can write loads.
+#[test]
+fn check_config_accepts_what_each_vendor_can_write() {
     for (destination, body) in [
         (
             "sf",
@@ -956,7 +970,7 @@ fn check_config_refuses_objects_fields_and_links_a_vendor_cannot_write() {
             "object = \"order\"\nfields = { name = \"x\", amount = \"{{/a}}\", currency = \"USD\" }",
         ),
     ] {
-        let config = Config::from_toml(&rule(destination, body), no_env);
+        let config = Config::from_toml(&vendor_rule(destination, body), no_env);
         assert!(config.is_ok(), "{body}: {:?}", config.err());
     }
 }

@@ -118,7 +118,8 @@ fn compare(fixture: &Value) -> String {
 
 #[test]
 fn every_grants_token_request_is_what_its_sdk_sends() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/destinations/grants");
+    let dir =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/destinations/grants");
     let mut cases = Vec::new();
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();

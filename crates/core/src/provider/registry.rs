@@ -139,6 +139,7 @@ impl Properties {
 
     /// Its row of docs/providers.md's table of horizons and penalties (a
     /// test holds the page to the registry).
+    #[cfg(test)]
     pub fn doc_row(&self) -> String {
         let window = match self.horizon.window.as_secs() {
             0 => "the deployment's".to_owned(),
@@ -206,7 +207,8 @@ mod tests {
     #[test]
     fn every_verify_seed_reaches_its_own_schemes_signature_check_in_any_order() {
         use super::super::{Scheme, test_support::vapi};
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fuzz/seeds/verify");
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fuzz/seeds/verify");
         let mut schemes: Vec<Scheme> = Scheme::fixed_providers()
             .filter_map(Scheme::fixed)
             .collect();

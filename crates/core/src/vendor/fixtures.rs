@@ -95,7 +95,8 @@ fn wanted_key(
 
 #[test]
 fn every_vendor_request_is_what_its_sdk_or_documentation_sends() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/destinations/requests");
+    let dir =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/destinations/requests");
     let mut cases = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();

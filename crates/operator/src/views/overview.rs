@@ -12,6 +12,7 @@ use maud::{Markup, html};
 use super::{activity, age, table, url, when};
 use crate::{activity::Hour, reads::Stats};
 
+/// One figure and what it counts.
 fn card(id: &str, figure: &str, label: &str) -> Markup {
     html! {
         div.card id=(id) {
@@ -28,15 +29,69 @@ pub struct Overview<'a> {
     pub held: &'a [TriageItem],
     /// The statistics over the chart's window.
     pub stats: &'a Stats,
+    /// The chart's hours, oldest first.
     pub hours: &'a [Hour],
     /// Alarm states by name; `None` when no stack was named.
     pub alarms: Option<&'a [(String, String)]>,
 }
 
+/// The overview page: the figures, the held groups, the activity chart and
+/// the alarms.
 pub fn overview(o: &Overview<'_>) -> Markup {
-    // Per class and destination: how many, and the oldest first_seen.
+    let s = o.stats;
+    html! {
+        (cards(o.held.len(), s))
+        h2 { "Held, by class and destination" }
+        (held_groups(o.held))
+        (held_by_class(s))
+        h2 { "Deliveries and completed actions, last " (o.hours.len()) " hours (UTC)" }
+        (activity(o.hours))
+        h2 { "Alarms" }
+        (alarms(o.alarms))
+    }
+}
+
+/// The figures: held items, duplicate rate, completed, oldest pending,
+/// uncertain and failed actions.
+fn cards(held: usize, s: &Stats) -> Markup {
+    let oldest = s
+        .oldest_pending_action_age_secs
+        .map_or_else(|| "none".to_owned(), age);
+    html! {
+        div.cards {
+            (card("held-count", &held.to_string(), "held for a decision"))
+            (card(
+                "duplicate-rate",
+                &format!("{:.1}%", s.duplicate_rate * 100.0),
+                &format!(
+                    "duplicate deliveries ({} of {}, last {})",
+                    s.duplicates,
+                    s.deliveries,
+                    age(s.since_secs)
+                ),
+            ))
+            (card(
+                "completed-count",
+                &s.completed.to_string(),
+                &format!("actions completed (last {})", age(s.since_secs)),
+            ))
+            (card("oldest-pending", &oldest, "oldest pending action"))
+            (card(
+                "uncertain-count",
+                &s.open(ActionStatus::Uncertain).to_string(),
+                "actions UNCERTAIN (to reconcile)",
+            ))
+            (card("failed-count", &s.open(ActionStatus::Failed).to_string(), "actions FAILED (held)"))
+        }
+    }
+}
+
+/// The held items per class and destination: how many, the oldest
+/// first_seen, and links to list them or plan their approval (where the
+/// class may be approved in bulk).
+fn held_groups(held: &[TriageItem]) -> Markup {
     let mut groups: BTreeMap<(&str, &str), (TriageClass, usize, Timestamp)> = BTreeMap::new();
-    for item in o.held {
+    for item in held {
         let key = (
             item.class.as_str(),
             item.destination.as_deref().unwrap_or(""),
@@ -46,10 +101,6 @@ pub fn overview(o: &Overview<'_>) -> Markup {
         entry.1 += 1;
         entry.2 = entry.2.min(first);
     }
-    let s = o.stats;
-    let oldest = s
-        .oldest_pending_action_age_secs
-        .map_or_else(|| "none".to_owned(), age);
     let rows: Vec<Vec<Markup>> = groups
         .iter()
         .map(|((_, destination), (class, n, since))| {
@@ -74,34 +125,16 @@ pub fn overview(o: &Overview<'_>) -> Markup {
             ]
         })
         .collect();
+    table(
+        "held-groups",
+        &["class", "destination", "items", "held since", ""],
+        &rows,
+    )
+}
+
+/// How many items were held in the statistics' window, per class.
+fn held_by_class(s: &Stats) -> Markup {
     html! {
-        div.cards {
-            (card("held-count", &o.held.len().to_string(), "held for a decision"))
-            (card(
-                "duplicate-rate",
-                &format!("{:.1}%", s.duplicate_rate * 100.0),
-                &format!(
-                    "duplicate deliveries ({} of {}, last {})",
-                    s.duplicates,
-                    s.deliveries,
-                    age(s.since_secs)
-                ),
-            ))
-            (card(
-                "completed-count",
-                &s.completed.to_string(),
-                &format!("actions completed (last {})", age(s.since_secs)),
-            ))
-            (card("oldest-pending", &oldest, "oldest pending action"))
-            (card(
-                "uncertain-count",
-                &s.open(ActionStatus::Uncertain).to_string(),
-                "actions UNCERTAIN (to reconcile)",
-            ))
-            (card("failed-count", &s.open(ActionStatus::Failed).to_string(), "actions FAILED (held)"))
-        }
-        h2 { "Held, by class and destination" }
-        (table("held-groups", &["class", "destination", "items", "held since", ""], &rows))
         p #held-by-class {
             "Held in the last " (age(s.since_secs)) ": "
             @if s.triage_by_class.is_empty() {
@@ -114,15 +147,18 @@ pub fn overview(o: &Overview<'_>) -> Markup {
                 "."
             }
         }
-        h2 { "Deliveries and completed actions, last " (o.hours.len()) " hours (UTC)" }
-        (activity(o.hours))
-        h2 { "Alarms" }
-        @match o.alarms {
+    }
+}
+
+/// The stack's alarms: the OK ones counted, the others listed (what needs
+/// a look); `None`, not read, says how to have them.
+fn alarms(alarms: Option<&[(String, String)]>) -> Markup {
+    html! {
+        @match alarms {
             None => p.empty #alarms {
                 "Not read: start the console with " code { "--stack NAME" }
                 " to show the deployed stack's alarms."
             },
-            // The OK ones counted, the others listed: what needs a look.
             Some(alarms) => {
                 @let ok = alarms.iter().filter(|(_, state)| state == "OK").count();
                 @let rows: Vec<Vec<Markup>> = alarms

@@ -6,7 +6,7 @@
 //! child process) with the resources provisioned from `infra/template.yaml`,
 //! the simulated CRM, `hookgate-dev local` (the real handlers), the providers
 //! (the plan, played over HTTP and into the rule's target queue) and the
-//! operator (the same `Ops` code as the CLI). AWS clients carry an app name
+//! operator (the same `Operator` code as the CLI). AWS clients carry an app name
 //! so the emulator can count the stack's requests apart from the demo's own.
 
 pub mod html;
@@ -37,7 +37,7 @@ use hookgate_core::{
 use serde_json::json;
 
 use crate::local::{Local, LocalQueues};
-use hookgate_cli::ops::Ops;
+use hookgate_cli::ops::Operator;
 use hookgate_testkit::{
     emulator::{Emulator, repo_root},
     limits::StackLimits,
@@ -209,7 +209,7 @@ pub async fn run(options: &Options) -> anyhow::Result<Report> {
     say(start, "operator: reviewing what triage holds");
     let operator_aws = emulator.sdk_config(OPERATOR_APP).await;
     let ops_url = format!("http://{}/ops", local.addr);
-    let ops = Ops::connect(config.clone(), &operator_aws, Some(&ops_url))?;
+    let ops = Operator::connect(config.clone(), &operator_aws, Some(&ops_url))?;
     let mut decisions = operator::operate(&ops, &sim.base_url()).await?;
     settle(&sqs, &all_queues, Duration::from_secs(120)).await;
     // A re-queued action may fail again if the operator was early; look once more.

@@ -1,6 +1,6 @@
 //! The scripted operator of `hookgate-dev demo`: after the CRM is back, it does
 //! what docs/operations.md tells a human to do, with the CLI's own code
-//! (`Ops`), so the demo exercises the operator path exactly as shipped.
+//! (`Operator`), so the demo exercises the operator path exactly as shipped.
 
 use std::collections::BTreeMap;
 
@@ -10,13 +10,13 @@ use hookgate_core::{
 };
 use serde_json::Value;
 
-use hookgate_cli::ops::{Ops, Selection};
+use hookgate_cli::ops::{Operator, Selection};
 
 /// The scripted operator, with the CLI's own operations: approve the outage
 /// in bulk now the CRM is back, re-inject the poison item after "fixing the
 /// CRM's validation rule", reject the collision (the first payload is the
 /// one kept), and reconcile each UNCERTAIN action with what the CRM shows.
-pub async fn operate(ops: &Ops, crm: &str) -> anyhow::Result<BTreeMap<String, u64>> {
+pub async fn operate(ops: &Operator, crm: &str) -> anyhow::Result<BTreeMap<String, u64>> {
     // Decided through the local ops API: recorded as every operator is,
     // with the identity the API names.
     let who = ops.decider().await?;

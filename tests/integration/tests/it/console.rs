@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use hookgate_cli::{
     console::{Console, Guard},
-    ops::Ops,
+    ops::Operator,
 };
 use hookgate_core::{
     Provider,
@@ -85,12 +85,12 @@ pub(crate) struct Served {
 }
 
 /// The console on a free loopback port.
-pub(crate) async fn serve(ops: Ops) -> Served {
+pub(crate) async fn serve(ops: Operator) -> Served {
     serve_with_alarms(ops, None).await
 }
 
 /// [`serve`], its overview showing the alarms named `prefix…`.
-async fn serve_with_alarms(ops: Ops, prefix: Option<String>) -> Served {
+async fn serve_with_alarms(ops: Operator, prefix: Option<String>) -> Served {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let guard = Guard::new(

@@ -15,11 +15,9 @@ use hookgate_core::{
     provider::Scheme,
     sweep::sweep,
 };
+use hookgate_memory::faults::Step;
 use hookgate_testkit::sim_crm::{Fault, FaultKind};
-use hookgate_tests::{
-    crash::Step,
-    pipeline::{MAX_RECEIVES, Pipeline},
-};
+use hookgate_tests::pipeline::{MAX_RECEIVES, Pipeline};
 
 use crate::analyzed;
 

@@ -227,7 +227,7 @@ fn raw_payload(item: &hookgate_adapters::attrs::Item) -> &AttributeValue {
 
 #[tokio::test]
 async fn a_2_kib_webhook_is_stored_deflated_in_one_write_unit_and_reads_back_exactly() {
-    use hookgate_adapters::attrs::{item_size, write_units};
+    use hookgate_testkit::capacity::{item_size, write_units};
     let stack = Stack::new("deflated").await;
     let delivery = retell("call_ended", "call_big", &transcript(2048));
     assert!(

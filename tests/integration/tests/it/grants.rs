@@ -517,7 +517,7 @@ async fn a_refresher_killed_with_no_reuse_interval_holds_the_work_with_its_alert
 
 /// `hookgate doctor`'s check of `sf-rt`'s grant (one check per destination
 /// with a grant): whether it passed, and its detail.
-async fn grant_check(ops: &hookgate_cli::ops::Ops) -> (bool, String) {
+async fn grant_check(ops: &hookgate_cli::ops::Operator) -> (bool, String) {
     let verdict = ops.doctor(None, None, None).await.unwrap();
     let checks = verdict.json.as_array().unwrap();
     let grant = checks

@@ -28,18 +28,18 @@ mod streak;
 mod triage;
 mod worker;
 
-use hookgate_cli::ops::Ops;
+use hookgate_cli::ops::Operator;
 use hookgate_core::{Provider, Timestamp};
 use hookgate_dev::ops_front::Front;
 use hookgate_tests::{
     emulator::Emulator, pipeline::Pipeline, stack::test_secret, webhook::Delivery,
 };
 
-/// The operator tools (`hookgate`'s `Ops`) over `p`'s stack, their calls
+/// The operator tools (`hookgate`'s `Operator`) over `p`'s stack, their calls
 /// tagged `app`: `operator` (held against the operator policy), or
 /// `operator.TAG` to be metered apart too (`Emulator::served`). They decide
 /// through `p`'s ops API, served by the local front until the test ends.
-pub async fn operator_ops(p: &Pipeline, app: &str) -> Ops {
+pub async fn operator_ops(p: &Pipeline, app: &str) -> Operator {
     let operator = Emulator::shared().function_config(app).await;
     operator_ops_as(p, &operator).await
 }
@@ -57,9 +57,12 @@ pub async fn ops_front(p: &Pipeline) -> Front {
 }
 
 /// [`operator_ops`] under `aws` (its credentials sign the decisions).
-pub async fn operator_ops_as(p: &Pipeline, aws: &hookgate_adapters::clients::SdkConfig) -> Ops {
+pub async fn operator_ops_as(
+    p: &Pipeline,
+    aws: &hookgate_adapters::clients::SdkConfig,
+) -> Operator {
     let front = ops_front(p).await;
-    let ops = Ops::connect(p.stack.config.clone(), aws, Some(&front.url)).unwrap();
+    let ops = Operator::connect(p.stack.config.clone(), aws, Some(&front.url)).unwrap();
     front.keep();
     ops
 }

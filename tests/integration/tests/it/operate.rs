@@ -3,7 +3,7 @@
 
 use std::{sync::Arc, time::Duration};
 
-use hookgate_cli::ops::{ApproveRequest, Live, Ops, Selection, exit};
+use hookgate_cli::ops::{ApproveRequest, Live, Operator, Selection, exit};
 use hookgate_core::{
     ledger::ActionStatus,
     triage::{TriageClass, TriageStatus},
@@ -604,7 +604,8 @@ async fn doctor_fails_a_day_long_rule_with_a_day_of_ttl_and_passes_with_two_days
 
     // The functions believe the rule keeps events an hour; a day of TTL
     // satisfies that belief, not the deployed rule.
-    let short = Ops::connect(doctor_config(&p, 86_400, 3_600), &operator().await, None).unwrap();
+    let short =
+        Operator::connect(doctor_config(&p, 86_400, 3_600), &operator().await, None).unwrap();
     let verdict = short
         .doctor(Some((&rule, "default")), None, None)
         .await
@@ -627,7 +628,8 @@ async fn doctor_fails_a_day_long_rule_with_a_day_of_ttl_and_passes_with_two_days
         verdict.text
     );
 
-    let enough = Ops::connect(doctor_config(&p, 172_920, 86_400), &operator().await, None).unwrap();
+    let enough =
+        Operator::connect(doctor_config(&p, 172_920, 86_400), &operator().await, None).unwrap();
     let verdict = enough
         .doctor(Some((&rule, "default")), None, None)
         .await
@@ -693,7 +695,8 @@ async fn doctor_reads_the_deployed_async_window_and_timeout_from_lambda() {
     parking(&p).await;
     // The config assumes a 60-second async window and a 10-second timeout;
     // the deployed function keeps events 6 hours and runs up to 25 seconds.
-    let ops = Ops::connect(doctor_config(&p, 172_920, 86_400), &operator().await, None).unwrap();
+    let ops =
+        Operator::connect(doctor_config(&p, 172_920, 86_400), &operator().await, None).unwrap();
     let verdict = ops
         .doctor(None, Some((&ingress, &action)), None)
         .await
@@ -736,7 +739,7 @@ async fn doctor_passes_the_stack_provisioned_from_the_transformed_template_and_f
         |name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()),
     )
     .unwrap();
-    let ops = Ops::connect(Arc::new(config), &operator().await, None).unwrap();
+    let ops = Operator::connect(Arc::new(config), &operator().await, None).unwrap();
     let rule = format!("{prefix}-contacts");
     let verdict = ops
         .doctor(Some((&rule, "default")), None, Some(&format!("{prefix}-")))

@@ -206,8 +206,9 @@ async fn an_unresolvable_secret_is_503_with_the_reference_logged_and_nothing_wri
 
 #[tokio::test]
 async fn a_failing_secret_is_asked_for_once_per_backoff_not_once_per_request() {
-    use hookgate_adapters::{AwsSecrets, counter::RequestCounter};
+    use hookgate_adapters::AwsSecrets;
     use hookgate_core::secret::{SecretRef, SecretSource};
+    use hookgate_testkit::counter::RequestCounter;
 
     let name = prefix("backoff");
     let aws = Emulator::shared().function_config("ingress").await;
@@ -241,8 +242,9 @@ async fn a_failing_secret_is_asked_for_once_per_backoff_not_once_per_request() {
 
 #[tokio::test]
 async fn a_refused_secret_is_read_again_past_the_cache_once_for_every_caller_that_held_it() {
-    use hookgate_adapters::{AwsSecrets, counter::RequestCounter};
+    use hookgate_adapters::AwsSecrets;
     use hookgate_core::secret::{SecretRef, SecretSource};
+    use hookgate_testkit::counter::RequestCounter;
 
     let name = prefix("refused");
     put_parameter(&name, "tok_v1").await;

@@ -490,7 +490,7 @@ async fn a_processed_event_costs_four_dynamodb_requests_per_action_message() {
     assert_eq!(p.worker_ddb_requests.take(), 4);
     // Each write is billed by the larger of the item's sizes before and
     // after: both items stay within one write unit (docs/capacity.md).
-    use hookgate_adapters::attrs::{item_size, write_units};
+    use hookgate_testkit::capacity::{item_size, write_units};
     let ledger_item = p
         .stack
         .ddb

@@ -1,6 +1,6 @@
 //! The inbox in memory, with the sweep's mark: one map behind a lock, each
 //! method one atomic step, as each DynamoDB request is
-//! (`crates/adapters/src/dynamo_inbox.rs`). Its honesty is checked by
+//! (`crates/adapters/src/dynamo_inbox/`). Its honesty is checked by
 //! `contract::inbox`, run on both.
 
 use std::{

@@ -1,5 +1,5 @@
 //! The action ledger in memory, with the DynamoDB ledger's conditions
-//! (`crates/adapters/src/dynamo_ledger.rs`): the same pure `ledger::claim` decides,
+//! (`crates/adapters/src/dynamo_ledger/`): the same pure `ledger::claim` decides,
 //! a repeated write by the same owner is recognised as its own, as the
 //! DynamoDB ledger recognises an SDK retry whose first answer was lost, and
 //! every reservation keeps the record a retention past it. `expire` deletes

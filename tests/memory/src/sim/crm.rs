@@ -61,6 +61,8 @@ struct State {
     now: Timestamp,
 }
 
+/// One destination's simulated CRM: a handle, clones share its tasks, its
+/// mode and its clock.
 #[derive(Debug, Clone)]
 pub struct SimCrm {
     strategy: Strategy,
@@ -68,6 +70,7 @@ pub struct SimCrm {
 }
 
 impl SimCrm {
+    /// A CRM of `strategy` whose search shows a task at once.
     pub fn new(strategy: Strategy) -> Self {
         Self::lagging(strategy, std::time::Duration::ZERO)
     }
@@ -88,6 +91,7 @@ impl SimCrm {
         }
     }
 
+    /// How it answers from now on.
     pub fn set_mode(&self, mode: Mode) {
         self.lock().mode = mode;
     }

@@ -1,23 +1,9 @@
-//! Faults injected at the port calls of a worker's invocation or an
-//! operator's decision: a crash (the invocation stops at that await and
-//! never resumes, as when Lambda's process dies or its timeout cuts it, or
-//! the operator's process dies), a lost answer (the call committed, its
-//! answer was lost, and the SDK sent the same request again: the second
-//! answer is the one seen), a failure (the store refused: the call wrote
-//! nothing and answered an error) and a pause (the invocation stops before
-//! the call and the simulator resumes it later, so other invocations,
-//! triage, the sweep and operators run in between).
-//!
-//! A lost answer on a conditional write of the ledger or the triage table
-//! goes through the memory port's own replay ([`LoseAnswers`]), which
-//! sends the same write token again as the SDK does; elsewhere the call is
-//! made twice.
-//!
-//! Each invocation and each decision has its own plan, which counts its
-//! port calls; the wrappers ask it before each call.
+//! The simulator's fault plan: each worker invocation and each operator's
+//! decision has its own, which counts its port calls and deals the faults a
+//! step planned by call number (a crash, a lost answer, a refused call, a
+//! pause) through the [`Faulty`](crate::faults::Faulty) wrappers.
 
 use std::{
-    future::Future,
     pin::Pin,
     sync::{Arc, Mutex},
     task::{Context, Poll},
@@ -25,41 +11,16 @@ use std::{
 };
 
 use hookgate_core::{
-    InboxPk, Timestamp,
-    action::{ActionKey, ActionRequest},
+    action::ActionRequest,
     destination::{Destination, Strategy},
     failure::Failure,
-    inbox::{InboxRecord, InboxStatus, Origin, Reopener},
-    ledger::ActionRecord,
-    message::{MessageKind, QueueMessage},
-    ports::{
-        ActionQueue, Filed, Hold, InboxStore, Lease, Ledger, QueueError, Reserve, Settle, Store,
-        StoreError, TriageStore, Upserted,
-    },
-    triage::{TriageItem, TriageStatus},
 };
 
-use super::{crm::SimCrm, queue::Queue};
-use crate::LoseAnswers;
-
-/// What the next port call meets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Fate {
-    Proceed,
-    Crash,
-    LoseAnswer,
-    Fail,
-    Pause,
-}
-
-/// Which kind of call a pause stopped before: each is cut by its own timeout.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Call {
-    /// A DynamoDB call (the SDK's operation timeout).
-    Store,
-    /// A CRM call (the destination's HTTP timeout).
-    Crm,
-}
+use super::crm::SimCrm;
+use crate::{
+    LoseAnswers,
+    faults::{Call, Fate, FaultPlan, LoseAnswersOf},
+};
 
 /// Where one invocation's faults fall, by port-call number (0 = the first).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -81,9 +42,10 @@ struct State {
     made: u32,
 }
 
-/// The faults of one invocation; `fired` is shared by every plan of a run.
+/// The faults of one invocation or decision; `fired` is shared by every
+/// plan of a run.
 #[derive(Debug)]
-pub struct Plan {
+pub struct CallPlan {
     faults: Faults,
     state: Mutex<State>,
     fired: Arc<Mutex<Fired>>,
@@ -98,10 +60,10 @@ pub struct Fired {
     pub pauses: u32,
 }
 
-impl Plan {
+impl CallPlan {
     /// The plan of one invocation.
-    pub fn new(faults: Faults, fired: Arc<Mutex<Fired>>) -> Plan {
-        Plan {
+    pub fn new(faults: Faults, fired: Arc<Mutex<Fired>>) -> CallPlan {
+        CallPlan {
             faults,
             state: Mutex::default(),
             fired,
@@ -125,16 +87,13 @@ impl Plan {
             .flatten()
     }
 
-    /// How many port calls it has made or is paused before.
-    pub fn calls(&self) -> u32 {
-        self.lock().calls
-    }
-
     /// CRM tasks this invocation made.
     pub fn made(&self) -> u32 {
         self.lock().made
     }
+}
 
+impl FaultPlan for CallPlan {
     fn next(&self) -> Fate {
         let mut state = self.lock();
         let call = state.calls;
@@ -158,9 +117,13 @@ impl Plan {
         }
     }
 
-    /// Stops the invocation once before a call of kind `call`: the
-    /// simulator polls it again to resume it.
-    fn pause(&self, call: Call) -> Paused<'_> {
+    /// How many port calls it has made or is paused before.
+    fn calls(&self) -> u32 {
+        self.lock().calls
+    }
+
+    /// The simulator polls the invocation again to resume it.
+    fn pause(&self, call: Call) -> impl Future<Output = ()> + Send {
         Paused {
             plan: self,
             call,
@@ -169,9 +132,16 @@ impl Plan {
     }
 }
 
+/// A lost answer of a memory port's conditional write is its own replay.
+impl<T: LoseAnswers> LoseAnswersOf<T> for CallPlan {
+    fn lose_answer(&self, port: &T, skip: u32) {
+        port.lose_answer_after(skip, 1);
+    }
+}
+
 /// Pending at its first poll (the plan shows the pause), ready at the next.
 struct Paused<'a> {
-    plan: &'a Plan,
+    plan: &'a CallPlan,
     call: Call,
     stopped: bool,
 }
@@ -193,356 +163,35 @@ impl Future for Paused<'_> {
     }
 }
 
-/// A port behind a fault plan.
+/// A destination's simulated CRM that counts, on its invocation's plan,
+/// the tasks its creates made (a task the model forbade shows there).
 #[derive(Debug, Clone)]
-pub struct Faulty<T> {
-    pub inner: T,
-    pub plan: Arc<Plan>,
+pub struct Counted {
+    pub crm: SimCrm,
+    pub plan: Arc<CallPlan>,
 }
 
-/// What a store that refused a call answers.
-fn refused() -> StoreError {
-    StoreError::Unavailable {
-        store: Store::Inbox,
-        detail: "the simulated store refused the call".into(),
-    }
-}
-
-/// Runs a store call as the plan says: never resolving (a crash before it),
-/// twice (a lost answer: the retry's answer is returned), not at all (a
-/// failure), or after a pause.
-macro_rules! faulted {
-    ($self:ident, $call:expr) => {{
-        match $self.plan.next() {
-            Fate::Crash => std::future::pending().await,
-            Fate::LoseAnswer => {
-                let _lost = $call;
-                $call
-            }
-            Fate::Fail => Err(refused()),
-            Fate::Pause => {
-                $self.plan.pause(Call::Store).await;
-                $call
-            }
-            Fate::Proceed => $call,
-        }
-    }};
-}
-
-/// [`faulted!`] for a conditional write of a store that models the SDK's
-/// retry itself: a lost answer replays the same write (its token) once.
-macro_rules! replayed {
-    ($self:ident, $call:expr) => {{
-        match $self.plan.next() {
-            Fate::Crash => std::future::pending().await,
-            Fate::LoseAnswer => {
-                $self.inner.lose_answers(1);
-                $call
-            }
-            Fate::Fail => Err(refused()),
-            Fate::Pause => {
-                $self.plan.pause(Call::Store).await;
-                $call
-            }
-            Fate::Proceed => $call,
-        }
-    }};
-}
-
-impl<T: InboxStore> InboxStore for Faulty<T> {
-    async fn upsert(&self, record: &InboxRecord, now: Timestamp) -> Result<Upserted, StoreError> {
-        self.inner.upsert(record, now).await
-    }
-
-    async fn record_collision(&self, pk: &InboxPk, sha256: &str) -> Result<(), StoreError> {
-        self.inner.record_collision(pk, sha256).await
-    }
-
-    async fn set_dispatch_failed(&self, pk: &InboxPk, failed: bool) -> Result<(), StoreError> {
-        self.inner.set_dispatch_failed(pk, failed).await
-    }
-
-    async fn get(&self, pk: &InboxPk) -> Result<Option<InboxRecord>, StoreError> {
-        faulted!(self, self.inner.get(pk).await)
-    }
-
-    async fn stranded(
-        &self,
-        before: Timestamp,
-        limit: usize,
-    ) -> Result<Vec<(InboxPk, Origin)>, StoreError> {
-        self.inner.stranded(before, limit).await
-    }
-
-    async fn reopen(
-        &self,
-        pk: &InboxPk,
-        now: Timestamp,
-        expires_at: Timestamp,
-        by: Reopener<'_>,
-    ) -> Result<bool, StoreError> {
-        faulted!(self, self.inner.reopen(pk, now, expires_at, by).await)
-    }
-
-    async fn settle(
-        &self,
-        pk: &InboxPk,
-        status: InboxStatus,
-        reason: Option<&str>,
-        read: Option<u32>,
-    ) -> Result<(), StoreError> {
-        faulted!(self, self.inner.settle(pk, status, reason, read).await)
-    }
-
-    async fn keep_until(
-        &self,
-        pk: &InboxPk,
-        now: Timestamp,
-        until: Timestamp,
-    ) -> Result<(), StoreError> {
-        faulted!(self, self.inner.keep_until(pk, now, until).await)
-    }
-
-    async fn discard(&self, pk: &InboxPk, reason: &str) -> Result<(), StoreError> {
-        faulted!(self, self.inner.discard(pk, reason).await)
-    }
-
-    async fn discard_read(
-        &self,
-        pk: &InboxPk,
-        reopens: u32,
-        reason: &str,
-    ) -> Result<(), StoreError> {
-        faulted!(self, self.inner.discard_read(pk, reopens, reason).await)
-    }
-}
-
-impl<T: Ledger + LoseAnswers> Ledger for Faulty<T> {
-    async fn reserve(
-        &self,
-        request: &ActionRequest,
-        inbox_pk: &InboxPk,
-        lease: Lease<'_>,
-        retention: Duration,
-    ) -> Result<Reserve, StoreError> {
-        faulted!(
-            self,
-            self.inner
-                .reserve(request, inbox_pk, lease, retention)
-                .await
-        )
-    }
-
-    async fn settle(
-        &self,
-        key: &ActionKey,
-        owner: &str,
-        outcome: Settle<'_>,
-        now: Timestamp,
-    ) -> Result<bool, StoreError> {
-        faulted!(self, self.inner.settle(key, owner, outcome, now).await)
-    }
-
-    async fn record_collision(
-        &self,
-        key: &ActionKey,
-        request_sha256: &str,
-        inbox_pk: &InboxPk,
-        now: Timestamp,
-    ) -> Result<(), StoreError> {
-        faulted!(
-            self,
-            self.inner
-                .record_collision(key, request_sha256, inbox_pk, now)
-                .await
-        )
-    }
-
-    async fn get(&self, key: &ActionKey) -> Result<Option<ActionRecord>, StoreError> {
-        self.inner.get(key).await
-    }
-
-    async fn reconcile(
-        &self,
-        key: &ActionKey,
-        found: Option<&str>,
-        who: &str,
-        now: Timestamp,
-    ) -> Result<bool, StoreError> {
-        replayed!(self, self.inner.reconcile(key, found, who, now).await)
-    }
-
-    async fn reconcile_attempt(
-        &self,
-        key: &ActionKey,
-        attempts: u32,
-        found: Option<&str>,
-        who: &str,
-        now: Timestamp,
-    ) -> Result<bool, StoreError> {
-        replayed!(
-            self,
-            self.inner
-                .reconcile_attempt(key, attempts, found, who, now)
-                .await
-        )
-    }
-
-    async fn reopen(&self, key: &ActionKey, now: Timestamp) -> Result<bool, StoreError> {
-        replayed!(self, self.inner.reopen(key, now).await)
-    }
-}
-
-/// A lost answer of a hold is its filing's or its alert claim's (the
-/// triage table's first or second conditional write), by the parity of the
-/// port call it falls on.
-impl<T: Hold + LoseAnswers> Hold for Faulty<T> {
-    async fn hold(&self, item: &TriageItem, now: Timestamp) -> Result<Filed, StoreError> {
-        let call = self.plan.calls();
-        match self.plan.next() {
-            Fate::Crash => std::future::pending().await,
-            Fate::LoseAnswer => {
-                self.inner.lose_answer_after(call % 2, 1);
-                self.inner.hold(item, now).await
-            }
-            Fate::Fail => Err(refused()),
-            Fate::Pause => {
-                self.plan.pause(Call::Store).await;
-                self.inner.hold(item, now).await
-            }
-            Fate::Proceed => self.inner.hold(item, now).await,
-        }
-    }
-}
-
-impl<T: TriageStore + LoseAnswers> TriageStore for Faulty<T> {
-    async fn file(&self, item: &TriageItem) -> Result<Filed, StoreError> {
-        replayed!(self, self.inner.file(item).await)
-    }
-
-    async fn get(&self, id: &str) -> Result<Option<TriageItem>, StoreError> {
-        faulted!(self, self.inner.get(id).await)
-    }
-
-    async fn list(&self, status: TriageStatus) -> Result<Vec<TriageItem>, StoreError> {
-        faulted!(self, self.inner.list(status).await)
-    }
-
-    async fn transition(
-        &self,
-        id: &str,
-        from: TriageStatus,
-        to: TriageStatus,
-        who: &str,
-        why: &str,
-        now: Timestamp,
-    ) -> Result<bool, StoreError> {
-        replayed!(
-            self,
-            self.inner.transition(id, from, to, who, why, now).await
-        )
-    }
-
-    async fn transition_hold(
-        &self,
-        id: &str,
-        from: (TriageStatus, u32),
-        to: TriageStatus,
-        who: &str,
-        why: &str,
-        now: Timestamp,
-    ) -> Result<bool, StoreError> {
-        replayed!(
-            self,
-            self.inner
-                .transition_hold(id, from, to, who, why, now)
-                .await
-        )
-    }
-
-    async fn claim_alert(&self, marker: &str, now: Timestamp) -> Result<bool, StoreError> {
-        replayed!(self, self.inner.claim_alert(marker, now).await)
-    }
-
-    async fn release_alert(&self, marker: &str) -> Result<(), StoreError> {
-        faulted!(self, self.inner.release_alert(marker).await)
-    }
-}
-
-/// A decision's re-queue: refused (SQS down), or never made (a crash).
-impl ActionQueue for Faulty<Queue> {
-    async fn send(&self, message: &QueueMessage, kind: MessageKind) -> Result<(), QueueError> {
-        match self.plan.next() {
-            Fate::Crash => std::future::pending().await,
-            Fate::Fail => Err(QueueError("the simulated queue refused".into())),
-            Fate::LoseAnswer => {
-                // Sent, its answer lost, sent again: two copies queued.
-                let _lost = self.inner.send(message, kind).await;
-                self.inner.send(message, kind).await
-            }
-            Fate::Pause => {
-                self.plan.pause(Call::Store).await;
-                self.inner.send(message, kind).await
-            }
-            Fate::Proceed => self.inner.send(message, kind).await,
-        }
-    }
-
-    /// Only the worker's host sends with a delay, on the plain queue.
-    async fn send_after(
-        &self,
-        message: &QueueMessage,
-        kind: MessageKind,
-        delay: std::time::Duration,
-    ) -> Result<(), QueueError> {
-        self.inner.send_after(message, kind, delay).await
-    }
-}
-
-/// A destination's create crashes *after* it reached the CRM (its effect
-/// made, the invocation gone): the worst moment to die. Its lost answers are
-/// the CRM model's (`crm::Mode`), so a planned one is not applied here. The
-/// plan counts the tasks this invocation's creates made.
-impl Destination for Faulty<SimCrm> {
+impl Destination for Counted {
     fn strategy(&self) -> Strategy {
-        self.inner.strategy()
+        self.crm.strategy()
     }
 
     async fn create(&self, request: &ActionRequest) -> Result<String, Failure> {
-        let fate = self.plan.next();
-        if fate == Fate::Pause {
-            self.plan.pause(Call::Crm).await;
-        }
-        let before = self.inner.made();
-        let answer = self.inner.create(request).await;
-        self.plan.lock().made += self.inner.made() - before;
-        if fate == Fate::Crash {
-            std::future::pending::<()>().await;
-        }
+        let before = self.crm.made();
+        let answer = self.crm.create(request).await;
+        self.plan.lock().made += self.crm.made() - before;
         answer
     }
 
     async fn lookup(&self, request: &ActionRequest) -> Result<Option<String>, Failure> {
-        match self.plan.next() {
-            Fate::Crash => std::future::pending().await,
-            Fate::Pause => {
-                self.plan.pause(Call::Crm).await;
-                self.inner.lookup(request).await
-            }
-            Fate::LoseAnswer => {
-                let _lost = self.inner.lookup(request).await;
-                self.inner.lookup(request).await
-            }
-            Fate::Fail => Err(Failure::retryable("the simulated CRM refused")),
-            Fate::Proceed => self.inner.lookup(request).await,
-        }
+        self.crm.lookup(request).await
     }
 
     fn paced(&self) -> bool {
-        self.inner.paced()
+        self.crm.paced()
     }
 
     async fn admit(&self, max_wait: Duration) -> Option<Duration> {
-        self.inner.admit(max_wait).await
+        self.crm.admit(max_wait).await
     }
 }

@@ -87,10 +87,12 @@ impl std::fmt::Debug for World {
 pub struct Rng(u64);
 
 impl Rng {
+    /// The generator of `seed`.
     pub fn new(seed: u64) -> Self {
         Self(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
     }
 
+    /// The next number below `n`.
     pub fn below(&mut self, n: u64) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
@@ -199,6 +201,7 @@ impl World {
         self.instances.len()
     }
 
+    /// Whether no instance runs.
     pub fn is_empty(&self) -> bool {
         self.instances.is_empty()
     }

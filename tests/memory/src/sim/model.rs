@@ -132,6 +132,7 @@ impl Sim {
             .then(|| format!("for {key}, whose events {askers:?} are all held or rejected"))
     }
 
+    /// The invariants once the run settled: the first one broken, if any.
     pub(super) fn check(&self) -> Result<(), String> {
         if !self.stalled.is_empty() {
             return Err(format!(
@@ -182,8 +183,13 @@ impl Sim {
                 other => return Err(format!("event {pk} accepted but left {other:?}")),
             }
         }
-        // Every action asked for is completed with the CRM's one task,
-        // unless the operator rejected it; a completed record is truthful.
+        self.every_action_done(&tasks)
+    }
+
+    /// Every action asked for is completed with the CRM's one task (`tasks`,
+    /// by action key), unless the operator rejected it; a completed record
+    /// is truthful.
+    fn every_action_done(&self, tasks: &BTreeMap<String, Vec<String>>) -> Result<(), String> {
         let keys: BTreeSet<String> = self
             .accepted
             .iter()

@@ -15,6 +15,7 @@ use hookgate_core::{
 /// dead-lettered; a scenario may choose fewer.
 pub const MAX_RECEIVES: u32 = 5;
 
+/// One message in the queue, with its receives so far.
 #[derive(Debug, Clone)]
 pub struct Message {
     pub id: u32,
@@ -105,6 +106,7 @@ impl Queue {
         self.with(|(_, messages)| messages.retain(|m| m.id != id || m.receives != receives));
     }
 
+    /// Whether no message is left, in flight or not.
     pub fn is_empty(&self) -> bool {
         self.with(|(_, messages)| messages.is_empty())
     }

@@ -27,6 +27,7 @@ use crate::YieldOnce;
 pub struct SimClock(pub(super) Arc<Mutex<Timestamp>>);
 
 impl SimClock {
+    /// Time passes.
     pub fn pass(&self, by: Duration) {
         let mut now = self.0.lock().unwrap();
         *now = now.plus(by);

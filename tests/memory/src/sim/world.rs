@@ -83,6 +83,8 @@ struct Rule {
     destination: String,
 }
 
+/// What a scenario runs in: its workspaces' events, its destinations and
+/// its rules, written out as a configuration by [`World::config`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct World {
     /// How it was made: `classic <strategy>`, or `drawn from <seed>`.
@@ -483,6 +485,7 @@ fn business_pointer(provider: Provider) -> &'static str {
     }
 }
 
+/// A strategy's name in the configuration.
 pub fn strategy_name(strategy: Strategy) -> &'static str {
     match strategy {
         Strategy::IdempotencyKey => "idempotency-key",

@@ -26,7 +26,7 @@ use hookgate_memory::{
     MemoryQueue, MemoryTriage,
 };
 
-pub type MemoryIngress = Ingress<MemoryInbox, MemoryQueue, TestSecrets, MemoryHolder>;
+pub type MemoryIngress = Ingress<MemoryInbox, MemoryQueue, FixedSecrets, MemoryHolder>;
 pub type MemoryApprovals =
     Approvals<MemoryTriage, MemoryInbox, MemoryLedger, MemoryQueue, Arc<MemoryIngress>>;
 
@@ -75,10 +75,10 @@ pub fn config_with(edit: impl FnOnce(&str) -> String) -> Arc<Config> {
     Arc::new(Config::from_toml(&edit(CONFIG), |_| None).expect("config"))
 }
 
-/// Every reference resolves to the test secret.
-pub struct TestSecrets;
+/// A fixed [`SecretSource`]: every reference resolves to the test secret.
+pub struct FixedSecrets;
 
-impl SecretSource for TestSecrets {
+impl SecretSource for FixedSecrets {
     async fn resolve(&self, _reference: &SecretRef) -> Result<Secret, SecretError> {
         Ok(Secret::new(SECRET))
     }
@@ -133,7 +133,7 @@ impl Memory {
             self.config.clone(),
             self.inbox.clone(),
             self.queue.clone(),
-            TestSecrets,
+            FixedSecrets,
             self.holder.clone(),
         )
     }

@@ -1,7 +1,7 @@
 //! Counts the HTTP requests an AWS client sends, retries included.
 //!
-//! Attached to clients in tests and benchmarks to state how many AWS requests
-//! one delivery costs (docs/performance.md's figures come from it).
+//! Attached to clients in the integration tests to state how many AWS
+//! requests one delivery costs (docs/performance.md's figures come from it).
 
 use std::sync::{
     Arc,

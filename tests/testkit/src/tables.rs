@@ -1,13 +1,14 @@
-//! Creates the Inbox, Actions, Triage and grants tables as the stack defines them,
-//! for the integration tests (in AWS the SAM template creates them; the
-//! local stack is provisioned from the transformed template).
+//! Creates the Inbox, Actions, Triage and grants tables as the stack defines
+//! them, for the integration tests (in AWS the SAM template creates them;
+//! the local stack is provisioned from the transformed template).
 //!
 //! All three: key `pk` (S), TTL on `expires_at`, one index. Inbox:
 //! `pending` on `pending_bucket` (S) + `pending_since` (N), whose `pending-N`
 //! partitions the sweep queries, never scans (a settled record is parked
 //! under its own key). Actions: `open` on `open_bucket` (S) + `created_at`
 //! (N), the actions not COMPLETED. Triage: its status index on
-//! `status_bucket` (S) + `first_seen` (N). The layouts: docs/design.md.
+//! `status_bucket` (S) + `first_seen` (N). The layouts: docs/design.md; the
+//! index names are the adapters' own.
 
 use aws_sdk_dynamodb::{
     Client,
@@ -17,10 +18,9 @@ use aws_sdk_dynamodb::{
         Projection, ProjectionType, ScalarAttributeType, TimeToLiveSpecification,
     },
 };
-
-pub const PENDING_INDEX: &str = "pending";
-pub const OPEN_INDEX: &str = "open";
-pub use crate::dynamo_triage::STATUS_INDEX;
+use hookgate_adapters::{
+    dynamo_inbox::PENDING_INDEX, dynamo_ledger::OPEN_INDEX, dynamo_triage::STATUS_INDEX,
+};
 
 fn attr(name: &str, t: ScalarAttributeType) -> Result<AttributeDefinition, String> {
     AttributeDefinition::builder()
@@ -62,7 +62,7 @@ pub async fn create_triage_table(client: &Client, name: &str) -> Result<(), Stri
 }
 
 /// Creates the grants table `name`: key `destination` (S), nothing else
-/// (`crate::grants`).
+/// (`hookgate_adapters::grants`).
 pub async fn create_grants_table(client: &Client, name: &str) -> Result<(), String> {
     client
         .create_table()
