@@ -80,9 +80,10 @@ simulator-cases:
 
 ## check: the inner loop (its times after a one-line change and from a
 ## fresh clone: docs/performance.md, "Build times"). No Node, Chromium, venv
-## or emulator (only the system's python3, for the length script): cargo fmt, the pure crates' dependency trees (no AWS SDK,
+## or emulator (only the system's python3, for the length scripts): cargo fmt, the pure crates' dependency trees (no AWS SDK,
 ## scripts/check_pure.sh), the action path's function lengths
-## (scripts/check_fn_length.py), clippy and the tests of hookgate-core,
+## (scripts/check_fn_length.py), the product files' lengths
+## (scripts/check_file_length.py: at most 500 lines outside their tests), clippy and the tests of hookgate-core,
 ## hookgate-operator and hookgate-memory (the core's unit tests, the
 ## operator's pages, the contract suites on the memory ports, the service
 ## tests with the operator's decisions and reads, CHECK_CASES simulator
@@ -106,6 +107,7 @@ check:
 	scripts/check_fn_length.py 60 crates/core/src/worker/*.rs crates/core/src/destination*.rs crates/core/src/failure.rs \
 		$$(find crates/core/src/vendor crates/core/src/grant -name '*.rs') $$(ls crates/adapters/src/crm/*.rs | grep -v tests.rs) \
 		crates/adapters/src/grants.rs crates/adapters/src/oauth.rs
+	scripts/check_file_length.py 500 crates functions tests/memory/src/sim tests/memory/src/faults
 	@# clippy beside the test build, one on each core: clippy in its own
 	@# target directory (CLIPPY_TARGET, shared with make lint's), so neither
 	@# waits for the other's lock.
@@ -271,9 +273,9 @@ fuzz: fuzz-tools
 	@for t in $(FUZZ_TARGETS); do \
 		mkdir -p target/fuzz-corpus/$$t; \
 		echo "fuzz: $$t"; \
-		(cd tests/fuzz && PATH=$(CURDIR)/.tools/bin:$$PATH cargo +nightly fuzz run $(FUZZ_BUILD) -s $(FUZZ_SANITIZER) $$t \
-			../../target/fuzz-corpus/$$t seeds/$$t -- $(FUZZ_FLAGS) -print_final_stats=1) \
-			|| exit 1; \
+		PATH=$(CURDIR)/.tools/bin:$$PATH cargo +nightly fuzz run --fuzz-dir tests/fuzz $(FUZZ_BUILD) \
+			-s $(FUZZ_SANITIZER) $$t target/fuzz-corpus/$$t tests/fuzz/seeds/$$t -- $(FUZZ_FLAGS) \
+			-print_final_stats=1 || exit 1; \
 	done
 
 ## fuzz-smoke: each target for 5 seconds (in make test), so none can rot;

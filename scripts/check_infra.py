@@ -820,6 +820,24 @@ class Checker:
         if not (domains and target.get("Value") == getatt(next(iter(domains)), "RegionalDomainName")):
             self.fail("output WebhookDomainTarget (the domain's regional target, for DNS) is missing")
 
+    def builds(self):
+        """Each Rust function built in its own crate's folder, which holds its
+        binary: `cargo lambda build --bin` run there resolves that package's
+        features alone, as `make lambda-trees` checks them."""
+        for k, r in self.raw.get("Resources", {}).items():
+            meta = r.get("Metadata") or {}
+            if r.get("Type") != "AWS::Serverless::Function" or meta.get("BuildMethod") != "rust-cargolambda":
+                continue
+            binary = (meta.get("BuildProperties") or {}).get("Binary")
+            uri = (r.get("Properties") or {}).get("CodeUri")
+            folder = (ROOT / "infra" / str(uri)).resolve() if isinstance(uri, str) else None
+            manifest = folder / "Cargo.toml" if folder else None
+            if not manifest or folder.parent != (ROOT / "functions").resolve() or not manifest.is_file():
+                self.fail(f"{k}: CodeUri {uri!r} is not a function crate's folder (functions/<crate>/): "
+                          "built from the workspace, it takes every member's features")
+            elif f'name = "{binary}"' not in manifest.read_text(encoding="utf-8"):
+                self.fail(f"{k}: {manifest.relative_to(ROOT)} declares no binary {binary!r}")
+
     def layers(self):
         for k, r in self.of_type("AWS::Lambda::LayerVersion").items():
             if r.get("DeletionPolicy") != "Delete":
@@ -964,6 +982,7 @@ class Checker:
         self.partition()
         self.account_global()
         self.custom_domain()
+        self.builds()
         self.layers()
         self.parameters()
         self.logging(functions)

@@ -4,8 +4,9 @@
 # operator's services (hookgate-operator: decisions, reads, the ops API's
 # client) and no console page (maud); the ops function holds the operator's
 # services but no page. Each tree is resolved as `sam build` builds the
-# function: its package alone (cargo tree -p), so a workspace build's
-# unified features cannot hide a dependency.
+# function: in its crate's folder (its CodeUri, which scripts/check_infra.py
+# holds), so its package alone (cargo tree -p), and no other member's
+# features (the CLI's, the test crates') reach it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,10 +29,11 @@ echo "lambda-trees: hookgate-ops: the operator's services, no console page"
 [ -n "$(holds hookgate-cli 'hookgate-operator|maud')" ] || fail "the check found nothing in hookgate-cli: it is broken"
 
 # No shipped binary carries the test hooks: the `test-support` feature of the
-# core and the adapters (thread taps of EMF lines, the ops client's pause, the
-# secrets' failure backoff) is enabled by the test crates only.
+# core, the adapters and the operator (thread taps of EMF lines, the ops
+# client's pause, the secrets' failure backoff, the pages' fixed zone) is
+# enabled by the test crates only.
 hooks() {
-  cargo tree -p "$1" -e features,normal --prefix none | grep -E '^hookgate-(core|adapters) feature "test-support"' | sort -u || true
+  cargo tree -p "$1" -e features,normal --prefix none | grep -E '^hookgate-(core|adapters|operator) feature "test-support"' | sort -u || true
 }
 for binary in hookgate-ingress hookgate-action hookgate-dlq-triage hookgate-ops hookgate-cli; do
   found=$(hooks "$binary")

@@ -13,6 +13,8 @@
 use super::{SignRequest, VerifyError, any_match, header, within_tolerance};
 use crate::{Timestamp, crypto, provider::Delivery, secret::Secret};
 
+/// A scheme that sends the time and its hex digests in one header
+/// (`t=<s>,<tag>=<hex>`): Stripe, ElevenLabs, Calendly, Paddle.
 #[derive(Debug)]
 pub struct TimestampedHex {
     pub header: &'static str,

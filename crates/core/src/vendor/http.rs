@@ -120,6 +120,8 @@ pub static SPEC: Spec = Spec {
     link_by: super::LinkBy::Field,
 };
 
+/// The `http` kind: any endpoint, its request written in the configuration
+/// (`[destinations.<name>.request]`).
 #[derive(Debug)]
 pub struct Http;
 

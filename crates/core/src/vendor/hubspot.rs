@@ -119,6 +119,8 @@ pub static SPEC: Spec = Spec {
     link_by: super::LinkBy::RecordId,
 };
 
+/// HubSpot's CRM objects: upserted in a batch by [`ID_PROPERTY`], or
+/// searched by it, then created, under the lookup strategy.
 #[derive(Debug)]
 pub struct Hubspot;
 

@@ -78,6 +78,8 @@ pub static SPEC: Spec = Spec {
     link_by: super::LinkBy::Field,
 };
 
+/// Resend's email API: one send per action, its `Idempotency-Key` sent
+/// from the action's key.
 #[derive(Debug)]
 pub struct Resend;
 

@@ -147,6 +147,8 @@ pub static SPEC: Spec = Spec {
     link_by: super::LinkBy::Field,
 };
 
+/// Salesforce's REST API: upserts by External ID, or the UI API with an
+/// `Idempotency-Key`.
 #[derive(Debug)]
 pub struct Salesforce;
 

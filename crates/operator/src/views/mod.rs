@@ -37,6 +37,7 @@ static ZONE: RwLock<Option<TimeZone>> = RwLock::new(None);
 
 /// Shows times in the IANA zone `name` from now on, not the process's
 /// (tests); `false`, and nothing changed, for a zone the system lacks.
+#[cfg(any(test, feature = "test-support"))]
 pub fn set_zone(name: &str) -> bool {
     let Ok(zone) = TimeZone::get(name) else {
         return false;
