@@ -3,8 +3,9 @@
 
 Usage: check_file_length.py MAX DIR...
 
-Counts each Rust file under every DIR up to its inline test module (a
-`#[cfg(test)]` line followed by `mod NAME {`), skips files named `tests.rs`
+Counts each Rust file under every DIR up to its inline test module (as
+check_fn_length.py finds it: a `#[cfg(test)]` line followed by
+`mod NAME {`), skips files named `tests.rs`
 and anything under a `tests/` folder of a DIR (test code), and fails naming
 the files longer than MAX lines. Prints the five longest either way, so a
 closing note can quote them. `make check` runs it over the product code:
@@ -12,19 +13,9 @@ the shipped crates, the functions and the simulator (ARCHITECTURE.md).
 """
 
 import pathlib
-import re
 import sys
 
-TEST_MODULE = re.compile(r"^(pub(\([\w:]+\))?\s+)?mod\s+\w+\s*\{")
-
-
-def product_lines(path):
-    """The lines of `path` before its inline `#[cfg(test)]` module."""
-    lines = path.read_text(encoding="utf-8").splitlines()
-    for n, line in enumerate(lines):
-        if line.startswith("#[cfg(test)]") and n + 1 < len(lines) and TEST_MODULE.match(lines[n + 1]):
-            return n
-    return len(lines)
+from check_fn_length import product_lines
 
 
 def main():
@@ -36,7 +27,7 @@ def main():
         for path in sorted(root.rglob("*.rs")):
             if path.name == "tests.rs" or "tests" in path.relative_to(root).parts:
                 continue
-            sizes.append((product_lines(path), str(path)))
+            sizes.append((len(product_lines(path.read_text(encoding="utf-8").splitlines())), str(path)))
     if not sizes:
         sys.exit(f"check_file_length: no Rust file under {' '.join(sys.argv[2:])}")
     sizes.sort(reverse=True)

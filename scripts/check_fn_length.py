@@ -54,15 +54,25 @@ def code_of(line, state):
     return "".join(out), state
 
 
+# An inline test module: `#[cfg(test)]` then `mod NAME {`. It closes the
+# file; a test module declared in a file of its own (`mod tests;`) does not
+# end what is measured.
+TEST_MODULE = re.compile(r"(pub(\([^)]*\))? )?mod \w+\s*\{")
+
+
+def product_lines(lines):
+    """`lines` up to the file's inline test module (all of them without one)."""
+    for n, line in enumerate(lines):
+        if line.startswith("#[cfg(test)]") and n + 1 < len(lines) and TEST_MODULE.match(lines[n + 1]):
+            return lines[:n]
+    return lines
+
+
 def functions(path):
     """(name, first line, length) of each function outside tests."""
-    lines = open(path, encoding="utf-8").read().splitlines()
+    lines = product_lines(open(path, encoding="utf-8").read().splitlines())
     found, stack, depth, state = [], [], 0, None
     for number, raw in enumerate(lines, 1):
-        # The tests' module ends what is measured (it closes the file).
-        if raw.startswith("#[cfg(test)]") and number < len(lines) \
-                and re.match(r"(pub(\([^)]*\))? )?mod \w+", lines[number]):
-            break
         code, state = code_of(raw, state)
         m = FN.match(code)
         if m and not code.rstrip().endswith(";"):

@@ -21,12 +21,12 @@ pub fn run_console(global: &Global, port: u16, rate: u32) -> anyhow::Result<i32>
         .as_ref()
         .map(|s| s.alarm_prefix().map(str::to_owned))
         .transpose()?;
-    rt.block_on(serve(operator, port, prefix, rate))?;
+    rt.block_on(serve_console(operator, port, prefix, rate))?;
     Ok(0)
 }
 
 /// Serves the console on 127.0.0.1:`port` until interrupted.
-async fn serve(
+async fn serve_console(
     operator: Operator,
     port: u16,
     alarm_prefix: Option<String>,

@@ -92,7 +92,10 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         let item = self.item(id).await?;
         let (pk, record) = self.approvable(id, &item, seen, now).await?;
         match item.status {
-            TriageStatus::Held => self.take_held(id, seen, who, why, now).await?,
+            TriageStatus::Held => {
+                let (held, approved) = (TriageStatus::Held, TriageStatus::Approved);
+                self.take(id, held, approved, seen, who, why, now).await?;
+            }
             TriageStatus::Approved => {}
             status => {
                 return Err(ApprovalError::AlreadyDecided {
@@ -157,36 +160,6 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
             reopenable(pk, record.as_ref(), now, reopener(item))?;
         }
         Ok((pk, record))
-    }
-
-    /// HELD → APPROVED, recorded with who and why: on the hold its maker
-    /// saw (when given), in the same conditional write, so an item held
-    /// again since its check is not approved.
-    async fn take_held(
-        &self,
-        id: &str,
-        seen: Option<&ItemSeen>,
-        who: &str,
-        why: &str,
-        now: Timestamp,
-    ) -> Result<(), ApprovalError> {
-        let (held, approved) = (TriageStatus::Held, TriageStatus::Approved);
-        let written = match seen {
-            Some(seen) => {
-                self.triage
-                    .transition_hold(id, (held, seen.holds), approved, who, why, now)
-                    .await?
-            }
-            None => {
-                self.triage
-                    .transition(id, held, approved, who, why, now)
-                    .await?
-            }
-        };
-        if !written {
-            return Err(self.refusal(id, seen, true).await?);
-        }
-        Ok(())
     }
 
     /// APPROVED → REINJECTED once the re-injection is done, with the

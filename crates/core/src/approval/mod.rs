@@ -187,6 +187,53 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
             .ok_or_else(|| ApprovalError::NotFound(id.to_owned()))
     }
 
+    /// Item `id` from `from` to `to`, recorded with who and why, in one
+    /// conditional write: on the hold `hold` as well when given (what the
+    /// decision's maker saw), so an item held again since is not moved.
+    /// `false` when the item was not so.
+    #[allow(clippy::too_many_arguments)]
+    async fn moved(
+        &self,
+        id: &str,
+        from: TriageStatus,
+        hold: Option<u32>,
+        to: TriageStatus,
+        who: &str,
+        why: &str,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        match hold {
+            Some(hold) => {
+                self.triage
+                    .transition_hold(id, (from, hold), to, who, why, now)
+                    .await
+            }
+            None => self.triage.transition(id, from, to, who, why, now).await,
+        }
+    }
+
+    /// A decision takes item `id` from `from` to `to` (APPROVED or
+    /// DISCARDED): on the hold its maker saw, when given; refused, saying
+    /// why, when the item was not so.
+    #[allow(clippy::too_many_arguments)]
+    async fn take(
+        &self,
+        id: &str,
+        from: TriageStatus,
+        to: TriageStatus,
+        seen: Option<&ItemSeen>,
+        who: &str,
+        why: &str,
+        now: Timestamp,
+    ) -> Result<(), ApprovalError> {
+        let hold = seen.map(|seen| seen.holds);
+        if !self.moved(id, from, hold, to, who, why, now).await? {
+            let approving = to == TriageStatus::Approved;
+            return Err(self.refusal(id, seen, approving).await?);
+        }
+        Ok(())
+    }
+
     /// Why a decision's conditional write on item `id` was not made: the
     /// item moved on from what its maker saw, or was decided otherwise.
     async fn refusal(
@@ -258,15 +305,7 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
                 // Left APPROVED by its own approval, which stopped: a reject
                 // of it may still come, so it is taken the same way.
                 from @ (TriageStatus::Held | TriageStatus::Approved) => {
-                    let written = match hold {
-                        Some(hold) => {
-                            self.triage
-                                .transition_hold(id, (from, hold), to, who, why, now)
-                                .await?
-                        }
-                        None => self.triage.transition(id, from, to, who, why, now).await?,
-                    };
-                    if written {
+                    if self.moved(id, from, hold, to, who, why, now).await? {
                         return Ok(Claim::Taken);
                     }
                 }

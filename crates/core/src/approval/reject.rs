@@ -71,7 +71,8 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         if let (Some(pk), Reopener::Event(_)) = (&pk, reopener(&item)) {
             self.discard_event(pk, seen, record.as_ref(), why).await?;
         }
-        self.take_for_reject(id, from, seen, who, why, now).await?;
+        let discarded = TriageStatus::Discarded;
+        self.take(id, from, discarded, seen, who, why, now).await?;
         tracing::info!(
             triage_id = id,
             correlation_id = self.correlation(&item, now),
@@ -132,32 +133,6 @@ impl<T: TriageStore, S: InboxStore, L: Ledger, Q: ActionQueue, E: EventIngress>
         match (seen, record) {
             (Some(_), Some(read)) => self.inbox.discard_read(pk, read.reopens, why).await?,
             _ => self.inbox.discard(pk, why).await?,
-        }
-        Ok(())
-    }
-
-    /// `from` → DISCARDED, recorded with who and why: on the hold its
-    /// maker saw (when given), in the same conditional write.
-    async fn take_for_reject(
-        &self,
-        id: &str,
-        from: TriageStatus,
-        seen: Option<&ItemSeen>,
-        who: &str,
-        why: &str,
-        now: Timestamp,
-    ) -> Result<(), ApprovalError> {
-        let to = TriageStatus::Discarded;
-        let written = match seen {
-            Some(seen) => {
-                self.triage
-                    .transition_hold(id, (from, seen.holds), to, who, why, now)
-                    .await?
-            }
-            None => self.triage.transition(id, from, to, who, why, now).await?,
-        };
-        if !written {
-            return Err(self.refusal(id, seen, false).await?);
         }
         Ok(())
     }
